@@ -1,0 +1,89 @@
+"""Build the Cython extensions.
+
+Compiler directives and flags live here and nowhere else.
+
+Environment switches
+--------------------
+FASTGGUF_DEBUG=1
+    Cython bounds/wraparound checks on, ``-O1 -g``, frame pointers kept: a
+    build for sanitizers and debuggers.
+FASTGGUF_SANITIZE=address[,undefined]
+    Also compile and link with ``-fsanitize=...`` (run Python with the
+    sanitizer runtime in ``LD_PRELOAD``).
+FASTGGUF_FUZZ=1
+    Instrument for coverage-guided fuzzing (clang: ``-fsanitize=fuzzer-no-link``).
+"""
+
+import os
+import platform
+import sys
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("FASTGGUF_DEBUG", "") not in ("", "0")
+SANITIZE = os.environ.get("FASTGGUF_SANITIZE", "")
+FUZZ = os.environ.get("FASTGGUF_FUZZ", "") not in ("", "0")
+
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": True,
+    "nonecheck": False,
+    "embedsignature": True,
+    "freethreading_compatible": True,
+}
+
+IS_MSVC = sys.platform == "win32"
+IS_X86 = platform.machine().lower() in ("x86_64", "amd64", "i686", "x86")
+
+if IS_MSVC:
+    BASE_FLAGS = ["/O2", "/fp:precise"]
+    LINK_FLAGS = []
+else:
+    # -ffp-contract=off: no fused multiply-add, so results are the same bits on every CPU path.
+    BASE_FLAGS = ["-ffp-contract=off", "-fno-strict-aliasing"]
+    BASE_FLAGS += ["-O1", "-g", "-fno-omit-frame-pointer"] if DEBUG else ["-O3"]
+    LINK_FLAGS = []
+    if SANITIZE:
+        BASE_FLAGS.append(f"-fsanitize={SANITIZE}")
+        LINK_FLAGS.append(f"-fsanitize={SANITIZE}")
+    if FUZZ:
+        BASE_FLAGS.append("-fsanitize=fuzzer-no-link")
+        LINK_FLAGS.append("-fsanitize=fuzzer-no-link")
+
+# The dequantization kernels are compiled once per CPU level; fastgguf.dequant picks one at import.
+KERNEL_VARIANTS = {"portable": []}
+if IS_X86 and not IS_MSVC:
+    KERNEL_VARIANTS["avx2"] = ["-mavx2", "-mfma", "-mf16c", "-mbmi2"]
+    KERNEL_VARIANTS["avx512"] = [
+        "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mf16c", "-mbmi2",
+        "-mprefer-vector-width=512",
+    ]
+
+
+def extension(name, extra_flags=()):
+    return Extension(
+        f"fastgguf.{name}",
+        [f"src/fastgguf/{name}.pyx"],
+        include_dirs=[np.get_include(), "src/fastgguf"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+        extra_compile_args=BASE_FLAGS + list(extra_flags),
+        extra_link_args=LINK_FLAGS,
+    )
+
+
+extensions = [extension("_parser")]
+extensions += [extension(f"_kernels_{variant}", flags) for variant, flags in KERNEL_VARIANTS.items()]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=DIRECTIVES,
+        include_path=["src/fastgguf"],
+        annotate=False,
+    ),
+)
