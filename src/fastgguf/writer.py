@@ -1,0 +1,249 @@
+"""Write GGUF files: any metadata, tensors from numpy arrays or raw bytes, either byte order."""
+
+from __future__ import annotations
+
+import builtins
+import os
+import struct
+from typing import Any
+
+import numpy as np
+
+from .errors import GGUFError
+from .types import TYPE_TRAITS, GGMLType, GGUFValueType
+
+__all__ = ["GGUFWriter"]
+
+_V = GGUFValueType
+_SCALAR_FORMATS = {
+    _V.UINT8: "B", _V.INT8: "b", _V.UINT16: "H", _V.INT16: "h", _V.UINT32: "I", _V.INT32: "i",
+    _V.FLOAT32: "f", _V.BOOL: "?", _V.UINT64: "Q", _V.INT64: "q", _V.FLOAT64: "d",
+}
+_NUMPY_VALUE_TYPES = {
+    np.dtype(np.uint8): _V.UINT8, np.dtype(np.int8): _V.INT8, np.dtype(np.uint16): _V.UINT16,
+    np.dtype(np.int16): _V.INT16, np.dtype(np.uint32): _V.UINT32, np.dtype(np.int32): _V.INT32,
+    np.dtype(np.float32): _V.FLOAT32, np.dtype(np.bool_): _V.BOOL, np.dtype(np.uint64): _V.UINT64,
+    np.dtype(np.int64): _V.INT64, np.dtype(np.float64): _V.FLOAT64,
+}
+_NUMPY_TENSOR_TYPES = {
+    np.dtype(np.float32): GGMLType.F32, np.dtype(np.float16): GGMLType.F16, np.dtype(np.float64): GGMLType.F64,
+    np.dtype(np.int8): GGMLType.I8, np.dtype(np.int16): GGMLType.I16, np.dtype(np.int32): GGMLType.I32,
+    np.dtype(np.int64): GGMLType.I64,
+}
+
+
+class GGUFWriter:
+    """Build a GGUF file in memory and write it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        Where :meth:`close` (or leaving the ``with`` block) writes the file. Without a path,
+        use :meth:`to_bytes`.
+    byteorder : {"<", ">"}
+        Little- or big-endian. Plain tensors given as numpy arrays are stored in this order;
+        raw bytes are written as given.
+    alignment : int
+        Data alignment, a power of two; other than 32 it is recorded as ``general.alignment``.
+    version : {3, 2, 1}
+        GGUF version; 1 writes 32-bit counts and lengths (for testing readers of old files).
+
+    Examples
+    --------
+    >>> with GGUFWriter("tiny.gguf") as w:                       # doctest: +SKIP
+    ...     w.add("general.architecture", "llama")
+    ...     w.add_tensor("weight", np.ones((2, 4), np.float32))
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, byteorder: str = "<", alignment: int = 32,
+                 version: int = 3) -> None:
+        if byteorder not in ("<", ">"):
+            raise ValueError("byteorder must be '<' or '>'")
+        if alignment <= 0 or alignment & (alignment - 1):
+            raise ValueError(f"alignment {alignment} is not a positive power of two")
+        if version not in (1, 2, 3):
+            raise ValueError(f"cannot write GGUF version {version}")
+        self.path = None if path is None else os.fspath(path)
+        self.byteorder = byteorder
+        self.alignment = alignment
+        self.version = version
+        self._kvs: list[tuple[str, GGUFValueType, Any, Any]] = []
+        self._keys: set[str] = set()
+        self._tensors: list[tuple[str, tuple, GGMLType, bytes | memoryview]] = []
+        if alignment != 32:
+            self.add("general.alignment", alignment, GGUFValueType.UINT32)
+
+    # metadata -------------------------------------------------------------------------------------
+    def add(self, key: str, value: Any, value_type: GGUFValueType | int | None = None,
+            element_type: GGUFValueType | int | None = None) -> None:
+        """Add a key/value pair.
+
+        Parameters
+        ----------
+        key : str
+        value
+            A scalar, ``str`` or ``bytes`` (a string written byte for byte), a numpy array,
+            or a list/tuple (an array; nested lists make nested arrays).
+        value_type : GGUFValueType, optional
+            Inferred when omitted: bool → BOOL, int → INT32 (INT64 if it does not fit),
+            float → FLOAT32, str/bytes → STRING, numpy scalars/arrays → their dtype, list → ARRAY.
+        element_type : GGUFValueType, optional
+            For arrays: the element type; inferred from the elements when omitted.
+        """
+        if key in self._keys and key != "general.alignment":
+            raise ValueError(f"duplicate key {key!r}")
+        if key == "general.alignment":
+            self._kvs = [kv for kv in self._kvs if kv[0] != key]
+        vtype = _V(value_type) if value_type is not None else _infer_type(value)
+        etype = None
+        if vtype == _V.ARRAY:
+            etype = _V(element_type) if element_type is not None else _infer_element_type(value)
+        self._keys.add(key)
+        self._kvs.append((key, vtype, value, etype))
+
+    # tensors --------------------------------------------------------------------------------------
+    def add_tensor(self, name: str, data, type: GGMLType | int | None = None,  # noqa: A002
+                   shape: tuple[int, ...] | None = None) -> None:
+        """Add a tensor.
+
+        Parameters
+        ----------
+        name : str
+        data : numpy.ndarray or bytes-like
+            A numpy array of float32/float16/float64/int8/int16/int32/int64 (type inferred),
+            or the raw bytes of any ggml type (then ``type`` and ``shape`` are required).
+        type : GGMLType, optional
+        shape : tuple of int, optional
+            numpy order (the last dimension is the contiguous one, ggml's ne0).
+        """
+        if isinstance(data, np.ndarray) and type is None:
+            try:
+                type = _NUMPY_TENSOR_TYPES[data.dtype.newbyteorder("=")]
+            except KeyError:
+                raise ValueError(f"no ggml type for dtype {data.dtype}; pass raw bytes and a type") from None
+            shape = data.shape if shape is None else tuple(shape)
+            order = "<" if self.byteorder == "<" else ">"
+            data = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder(order)).tobytes()
+        else:
+            if type is None or shape is None:
+                raise ValueError("raw tensor bytes need a type and a shape")
+            data = memoryview(data).cast("B")
+        type = GGMLType(type)
+        shape = tuple(int(d) for d in shape)
+        traits = TYPE_TRAITS[type]
+        n_elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if shape and shape[-1] % traits.block_size:
+            raise ValueError(f"last dimension {shape[-1]} is not a multiple of {type.name}'s block size")
+        expected = n_elements // traits.block_size * traits.type_size
+        if len(data) != expected:
+            raise ValueError(f"tensor {name!r}: {len(data)} bytes given, {type.name}{shape} needs {expected}")
+        if any(t[0] == name for t in self._tensors):
+            raise ValueError(f"duplicate tensor name {name!r}")
+        self._tensors.append((name, shape, type, data))
+
+    # output ---------------------------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        """The whole file."""
+        parts: list[bytes] = []
+        self._write_to(parts.append)
+        return b"".join(parts)
+
+    def write(self, path: str | os.PathLike | None = None) -> None:
+        """Write the file to ``path`` (or the path given at construction)."""
+        path = path if path is not None else self.path
+        if path is None:
+            raise ValueError("no path to write to")
+        with builtins.open(path, "wb") as handle:
+            self._write_to(handle.write)
+
+    def close(self) -> None:
+        if self.path is not None:
+            self.write()
+
+    def __enter__(self) -> GGUFWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+
+    def _write_to(self, emit) -> None:
+        bo = self.byteorder
+        count = bo + ("I" if self.version == 1 else "Q")
+        size = 0
+
+        def put(chunk: bytes) -> None:
+            nonlocal size
+            emit(chunk)
+            size += len(chunk)
+
+        version = struct.pack(bo + "I", self.version)
+        put(b"GGUF" + version + struct.pack(count, len(self._tensors)) + struct.pack(count, len(self._kvs)))
+        for key, vtype, value, etype in self._kvs:
+            put(self._string(key) + struct.pack(bo + "I", vtype) + self._value(vtype, value, etype))
+        offset = 0
+        offsets = []
+        for name, shape, type, data in self._tensors:
+            dims = tuple(reversed(shape))
+            put(self._string(name) + struct.pack(bo + "I", len(dims))
+                + b"".join(struct.pack(count, d) for d in dims)
+                + struct.pack(bo + "I", type) + struct.pack(bo + "Q", offset))
+            offsets.append(offset)
+            offset += _pad(len(data), self.alignment)
+        if not self._tensors:
+            return
+        put(b"\0" * (_pad(size, self.alignment) - size))
+        for (_, _, _, data), start in zip(self._tensors, offsets):
+            put(bytes(data))
+            put(b"\0" * (_pad(len(data), self.alignment) - len(data)))
+
+    def _string(self, text: str | bytes) -> bytes:
+        raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+        return struct.pack(self.byteorder + ("I" if self.version == 1 else "Q"), len(raw)) + raw
+
+    def _value(self, vtype: GGUFValueType, value: Any, etype: GGUFValueType | None) -> bytes:
+        bo = self.byteorder
+        if vtype == _V.STRING:
+            return self._string(value)
+        if vtype != _V.ARRAY:
+            return struct.pack(bo + _SCALAR_FORMATS[vtype], value)
+        items = value
+        head = struct.pack(bo + "I", etype) + struct.pack(bo + ("I" if self.version == 1 else "Q"), len(items))
+        if etype == _V.STRING:
+            return head + b"".join(self._string(s) for s in items)
+        if etype == _V.ARRAY:
+            return head + b"".join(self._value(_V.ARRAY, sub, _infer_element_type(sub)) for sub in items)
+        return head + np.asarray(items, dtype=np.dtype(bo + _SCALAR_FORMATS[etype])).tobytes()
+
+
+def _pad(n: int, alignment: int) -> int:
+    return (n + alignment - 1) // alignment * alignment
+
+
+def _infer_type(value: Any) -> GGUFValueType:
+    if isinstance(value, (bool, np.bool_)):
+        return _V.BOOL
+    if isinstance(value, np.generic):
+        return _NUMPY_VALUE_TYPES[value.dtype]
+    if isinstance(value, int):
+        return _V.INT32 if -2**31 <= value < 2**31 else _V.INT64
+    if isinstance(value, float):
+        return _V.FLOAT32
+    if isinstance(value, (str, bytes)):
+        return _V.STRING
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return _V.ARRAY
+    raise GGUFError(f"cannot store a {type(value).__name__} in GGUF metadata")
+
+
+def _infer_element_type(items: Any) -> GGUFValueType:
+    if isinstance(items, np.ndarray):
+        return _NUMPY_VALUE_TYPES[items.dtype.newbyteorder("=")]
+    if len(items) == 0:
+        return _V.INT32
+    kinds = {_infer_type(item) for item in items}
+    if kinds <= {_V.INT32, _V.INT64}:
+        return max(kinds)
+    if len(kinds) != 1:
+        raise GGUFError(f"array mixes element types {sorted(k.name for k in kinds)}")
+    return kinds.pop()
