@@ -1,0 +1,467 @@
+# Dequantization kernels for the importance-matrix (IQ1_S ... IQ4_XS), ternary
+# (TQ1_0, TQ2_0), FP4 (MXFP4, NVFP4) and 1-/2-bit (Q1_0, Q2_0) block types.
+#
+# Included by _kernels.pxi, which defines ``dequant_fn``. Every kernel converts
+# ``n_blocks`` whole consecutive blocks at ``src`` to float32 at ``dst``; the
+# caller has checked the byte counts. Each kernel repeats gguf-py's float32
+# operations in the same order, so the results are the same bits.
+#
+# Speed: a grid index selects 8 (or 4) small integers from a table; a byte of
+# sign bits selects eight +-1.0 multipliers. The fixed 8-wide inner loops let
+# the compiler turn each group into a few vector instructions.
+
+from libc.stdint cimport int8_t, uint8_t, uint16_t, uint32_t
+from libc.string cimport memcpy
+
+include "_iq_tables.pxi"
+
+cdef extern from *:
+    """
+    #define FASTGGUF_IQ1_DELTA 0.125f
+    """
+    const float IQ1_DELTA "FASTGGUF_IQ1_DELTA"   # IQ1_S / IQ1_M grid offset, a compile-time constant
+
+
+# The grids as float32: a group then decodes with plain vector loads, no
+# byte-to-float conversion (which the compiler leaves scalar). Filled at import
+# from the byte tables in _iq_tables.pxi.
+cdef float iq2xxs_grid_f32[256][8]
+cdef float iq2xs_grid_f32[512][8]
+cdef float iq2s_grid_f32[1024][8]
+cdef float iq3xxs_grid_f32[256][4]
+cdef float iq3s_grid_f32[512][4]
+cdef float iq1s_grid_f32[2048][8]
+
+
+cdef void iq_fill_float_grids() noexcept nogil:
+    cdef int i, j
+    for i in range(256):
+        for j in range(8):
+            iq2xxs_grid_f32[i][j] = fastgguf_iq2xxs_grid[i][j]
+        for j in range(4):
+            iq3xxs_grid_f32[i][j] = fastgguf_iq3xxs_grid[i][j]
+    for i in range(512):
+        for j in range(8):
+            iq2xs_grid_f32[i][j] = fastgguf_iq2xs_grid[i][j]
+        for j in range(4):
+            iq3s_grid_f32[i][j] = fastgguf_iq3s_grid[i][j]
+    for i in range(1024):
+        for j in range(8):
+            iq2s_grid_f32[i][j] = fastgguf_iq2s_grid[i][j]
+    for i in range(2048):
+        for j in range(8):
+            iq1s_grid_f32[i][j] = fastgguf_iq1s_grid[i][j]
+
+
+iq_fill_float_grids()
+
+
+cdef inline uint16_t iq_u16(const uint8_t *p) noexcept nogil:
+    """Little-endian uint16 at an unaligned address."""
+    return <uint16_t> (p[0] | (<uint16_t> p[1] << 8))
+
+
+cdef inline uint32_t iq_u32(const uint8_t *p) noexcept nogil:
+    """Little-endian uint32 at an unaligned address."""
+    return p[0] | (<uint32_t> p[1] << 8) | (<uint32_t> p[2] << 16) | (<uint32_t> p[3] << 24)
+
+
+cdef inline float iq_bits_to_float(uint32_t bits) noexcept nogil:
+    cdef float value
+    memcpy(&value, &bits, 4)
+    return value
+
+
+cdef inline float iq_half_bits_to_float(uint32_t h) noexcept nogil:
+    """Exact IEEE half -> float (subnormals, infinities and NaN payloads included)."""
+    cdef uint32_t sign = (h & 0x8000) << 16
+    cdef uint32_t magnitude = h & 0x7FFF
+    cdef float value
+    cdef uint32_t bits
+    if magnitude >= 0x7C00:
+        return iq_bits_to_float(sign | 0x7F800000 | ((magnitude & 0x3FF) << 13))
+    # Shifting into float32's field and scaling by 2**112 re-biases the
+    # exponent exactly, normals and subnormals alike.
+    value = iq_bits_to_float(magnitude << 13) * iq_bits_to_float(0x77800000)
+    memcpy(&bits, &value, 4)
+    return iq_bits_to_float(bits | sign)
+
+
+cdef inline float iq_half(const uint8_t *p) noexcept nogil:
+    return iq_half_bits_to_float(iq_u16(p))
+
+
+# --- 4-bit non-linear -------------------------------------------------------
+
+cdef void dequant_iq4_nl(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ4_NL: 32 codes of 4 bits indexing a non-linear table, one fp16 scale (18 bytes)."""
+    cdef Py_ssize_t b
+    cdef int j
+    cdef float d
+    cdef const uint8_t *qs
+    for b in range(n_blocks):
+        d = iq_half(src)
+        qs = src + 2
+        for j in range(16):
+            dst[j] = d * fastgguf_iq4nl_f32[qs[j] & 0xF]
+            dst[j + 16] = d * fastgguf_iq4nl_f32[qs[j] >> 4]
+        src += 18
+        dst += 32
+
+
+cdef void dequant_iq4_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ4_XS: IQ4_NL codes with a 6-bit scale per 32 elements under one fp16 scale (136 bytes)."""
+    cdef Py_ssize_t b
+    cdef int ib, j, scale
+    cdef uint32_t scales_h
+    cdef float d, dl
+    cdef const uint8_t *qs
+    for b in range(n_blocks):
+        d = iq_half(src)
+        scales_h = iq_u16(src + 2)
+        for ib in range(8):
+            scale = ((src[4 + ib // 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4)
+            dl = d * <float> (scale - 32)
+            qs = src + 8 + 16 * ib
+            for j in range(16):
+                dst[j] = dl * fastgguf_iq4nl_f32[qs[j] & 0xF]
+                dst[j + 16] = dl * fastgguf_iq4nl_f32[qs[j] >> 4]
+            dst += 32
+        src += 136
+
+
+# --- 2-bit grids ------------------------------------------------------------
+
+cdef inline void iq_grid8(float *dst, float scale, const float *grid, const float *signs) noexcept nogil:
+    """Eight outputs: scale * grid value * sign, rounded as gguf-py rounds (scale * grid first)."""
+    cdef int j
+    cdef float values[8]
+    # Computing into a local array and copying it out tells the compiler that
+    # the stores cannot change the tables, so the loop becomes vector code.
+    for j in range(8):
+        values[j] = scale * grid[j] * signs[j]
+    for j in range(8):
+        dst[j] = values[j]
+
+
+cdef inline void iq_grid4x2(float *dst, float scale, const float *grid_a, const float *grid_b,
+                            const float *signs) noexcept nogil:
+    """Eight outputs from two 4-wide grid entries."""
+    cdef int j
+    cdef float values[8]
+    for j in range(4):
+        values[j] = scale * grid_a[j] * signs[j]
+        values[j + 4] = scale * grid_b[j] * signs[j + 4]
+    for j in range(8):
+        dst[j] = values[j]
+
+
+cdef void dequant_iq2_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ2_XXS: per 32 elements, four 8-bit grid indices and a uint32 of 4x7 sign bits + 4-bit scale (66 bytes)."""
+    cdef Py_ssize_t b
+    cdef int ib, l
+    cdef uint32_t aux_signs
+    cdef float d, db
+    cdef const uint8_t *q
+    for b in range(n_blocks):
+        d = iq_half(src)
+        for ib in range(8):
+            q = src + 2 + 8 * ib
+            aux_signs = iq_u32(q + 4)
+            db = d * (<float> 0.5 + <float> (aux_signs >> 28)) * <float> 0.25
+            for l in range(4):
+                iq_grid8(dst + 8 * l, db, iq2xxs_grid_f32[q[l]],
+                         fastgguf_sign_f32[fastgguf_ksigns[(aux_signs >> (7 * l)) & 127]])
+            dst += 32
+        src += 66
+
+
+cdef void dequant_iq2_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ2_XS: 32 uint16 of 9-bit grid index + 7 sign bits, a 4-bit scale per 16 elements (74 bytes)."""
+    cdef Py_ssize_t b
+    cdef int l
+    cdef uint32_t packed
+    cdef float d, db
+    cdef float dbs[16]
+    for b in range(n_blocks):
+        d = iq_half(src)
+        for l in range(8):
+            dbs[2 * l] = d * (<float> 0.5 + <float> (src[66 + l] & 0xF)) * <float> 0.25
+            dbs[2 * l + 1] = d * (<float> 0.5 + <float> (src[66 + l] >> 4)) * <float> 0.25
+        for l in range(32):
+            packed = iq_u16(src + 2 + 2 * l)
+            iq_grid8(dst, dbs[l // 2], iq2xs_grid_f32[packed & 511],
+                     fastgguf_sign_f32[fastgguf_ksigns[packed >> 9]])
+            dst += 8
+        src += 74
+
+
+cdef void dequant_iq2_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ2_S: 10-bit grid indices (8 low bits + 2 high), explicit sign bytes, 4-bit scales (82 bytes)."""
+    cdef Py_ssize_t b
+    cdef int l
+    cdef float d
+    cdef float dbs[16]
+    cdef const uint8_t *qs
+    cdef const uint8_t *signs
+    cdef const uint8_t *qh
+    for b in range(n_blocks):
+        d = iq_half(src)
+        qs = src + 2
+        signs = src + 34
+        qh = src + 66
+        for l in range(8):
+            dbs[2 * l] = d * (<float> 0.5 + <float> (src[74 + l] & 0xF)) * <float> 0.25
+            dbs[2 * l + 1] = d * (<float> 0.5 + <float> (src[74 + l] >> 4)) * <float> 0.25
+        for l in range(32):
+            iq_grid8(dst, dbs[l // 2], iq2s_grid_f32[qs[l] | (((qh[l // 4] >> (2 * (l % 4))) & 3) << 8)],
+                     fastgguf_sign_f32[signs[l]])
+            dst += 8
+        src += 82
+
+
+# --- 3-bit grids ------------------------------------------------------------
+
+cdef void dequant_iq3_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ3_XXS: 8-bit indices into a 4-wide grid, per 32 elements a uint32 of 4x7 sign bits + 4-bit scale (98 bytes)."""
+    cdef Py_ssize_t b
+    cdef int ib, l
+    cdef uint32_t aux_signs
+    cdef float d, db
+    cdef const uint8_t *q
+    for b in range(n_blocks):
+        d = iq_half(src)
+        for ib in range(8):
+            q = src + 2 + 8 * ib
+            aux_signs = iq_u32(src + 66 + 4 * ib)
+            db = d * (<float> 0.5 + <float> (aux_signs >> 28)) * <float> 0.5
+            for l in range(4):
+                iq_grid4x2(dst + 8 * l, db, iq3xxs_grid_f32[q[2 * l]], iq3xxs_grid_f32[q[2 * l + 1]],
+                           fastgguf_sign_f32[fastgguf_ksigns[(aux_signs >> (7 * l)) & 127]])
+            dst += 32
+        src += 98
+
+
+cdef void dequant_iq3_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ3_S: 9-bit indices into a 4-wide grid, explicit sign bytes, odd 4-bit scales (110 bytes)."""
+    cdef Py_ssize_t b
+    cdef int ib, l, k
+    cdef float d, db
+    cdef const uint8_t *qs
+    cdef const uint8_t *qh
+    cdef const uint8_t *signs
+    for b in range(n_blocks):
+        d = iq_half(src)
+        qs = src + 2
+        qh = src + 66
+        signs = src + 74
+        for ib in range(8):
+            db = d * <float> (1 + 2 * ((src[106 + ib // 2] >> (4 * (ib % 2))) & 0xF))
+            for l in range(4):
+                k = 8 * ib + 2 * l      # index of the first of this group's two grid entries
+                iq_grid4x2(dst, db,
+                           iq3s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 1) << 8)],
+                           iq3s_grid_f32[qs[k + 1] | (((qh[ib] >> (2 * l + 1)) & 1) << 8)],
+                           fastgguf_sign_f32[signs[4 * ib + l]])
+                dst += 8
+        src += 110
+
+
+# --- 1-bit grids ------------------------------------------------------------
+
+cdef inline void iq1_grid8(float *dst, float scale, const float *grid, float delta) noexcept nogil:
+    cdef int j
+    cdef float values[8]
+    for j in range(8):
+        values[j] = scale * (grid[j] + delta)
+    for j in range(8):
+        dst[j] = values[j]
+
+
+cdef void dequant_iq1_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ1_S: 11-bit indices into a {-1,0,1} grid, per 32 elements a 3-bit scale and a +-1/8 shift (50 bytes)."""
+    cdef Py_ssize_t b
+    cdef int ib, l
+    cdef uint32_t qh
+    cdef float d, dl, delta
+    cdef const uint8_t *qs
+    for b in range(n_blocks):
+        d = iq_half(src)
+        qs = src + 2
+        for ib in range(8):
+            qh = iq_u16(src + 34 + 2 * ib)
+            dl = d * <float> (2 * ((qh >> 12) & 7) + 1)
+            delta = -IQ1_DELTA if qh & 0x8000 else IQ1_DELTA
+            for l in range(4):
+                iq1_grid8(dst, dl, iq1s_grid_f32[qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], delta)
+                dst += 8
+        src += 50
+
+
+cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """IQ1_M: IQ1_S grid, a shift per 8 elements, a 3-bit scale per 16; the fp16 scale is split over 4 nibbles (56 bytes)."""
+    cdef Py_ssize_t b
+    cdef int g, k
+    cdef uint32_t sc[4]
+    cdef uint32_t nibble
+    cdef float d
+    cdef float dls[16]
+    cdef const uint8_t *qs
+    cdef const uint8_t *qh
+    for b in range(n_blocks):
+        qs = src
+        qh = src + 32
+        for k in range(4):
+            sc[k] = iq_u16(src + 48 + 2 * k)
+        d = iq_half_bits_to_float((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000))
+        for k in range(16):
+            dls[k] = d * <float> (2 * ((sc[k // 4] >> (3 * (k % 4))) & 7) + 1)
+        for g in range(32):
+            nibble = (qh[g // 2] >> (4 * (g % 2))) & 0xF
+            iq1_grid8(dst, dls[g // 2], iq1s_grid_f32[qs[g] | ((nibble & 7) << 8)],
+                      -IQ1_DELTA if nibble & 8 else IQ1_DELTA)
+            dst += 8
+        src += 56
+
+
+# --- ternary ----------------------------------------------------------------
+
+cdef void dequant_tq1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """TQ1_0: base-3 digits packed 5 per byte (4 in the last 4 bytes) as fixed-point fractions (54 bytes)."""
+    cdef Py_ssize_t b
+    cdef int n, j
+    cdef float d
+    cdef uint8_t q
+    cdef uint8_t pow3[5]
+    pow3[0] = 1; pow3[1] = 3; pow3[2] = 9; pow3[3] = 27; pow3[4] = 81
+    for b in range(n_blocks):
+        d = iq_half(src + 52)
+        # Multiplying by 3**n (mod 256) brings digit n to the top; *3 >> 8 reads it.
+        for n in range(5):
+            for j in range(32):
+                q = <uint8_t> (src[j] * pow3[n])
+                dst[32 * n + j] = d * <float> (((q * 3) >> 8) - 1)
+        for n in range(5):
+            for j in range(16):
+                q = <uint8_t> (src[32 + j] * pow3[n])
+                dst[160 + 16 * n + j] = d * <float> (((q * 3) >> 8) - 1)
+        for n in range(4):
+            for j in range(4):
+                q = <uint8_t> (src[48 + j] * pow3[n])
+                dst[240 + 4 * n + j] = d * <float> (((q * 3) >> 8) - 1)
+        src += 54
+        dst += 256
+
+
+cdef void dequant_tq2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """TQ2_0: 2-bit codes q meaning q - 1, four per byte in 32-byte planes (66 bytes)."""
+    cdef Py_ssize_t b
+    cdef int half, shift, j
+    cdef float d
+    for b in range(n_blocks):
+        d = iq_half(src + 64)
+        for half in range(2):
+            for shift in range(4):
+                for j in range(32):
+                    dst[j] = d * <float> (((src[32 * half + j] >> (2 * shift)) & 3) - 1)
+                dst += 32
+        src += 66
+
+
+# --- FP4 --------------------------------------------------------------------
+
+cdef void dequant_mxfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """MXFP4: an E8M0 power-of-two scale and 32 E2M1 codes (17 bytes)."""
+    cdef Py_ssize_t b
+    cdef int j
+    cdef float d
+    for b in range(n_blocks):
+        d = fastgguf_e8m0_half_f32[src[0]]
+        for j in range(16):
+            dst[j] = d * fastgguf_fp4_f32[src[1 + j] & 0xF]
+            dst[j + 16] = d * fastgguf_fp4_f32[src[1 + j] >> 4]
+        src += 17
+        dst += 32
+
+
+cdef void dequant_nvfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """NVFP4: four unsigned-E4M3 scales, each over 16 E2M1 codes (36 bytes per 64 elements)."""
+    cdef Py_ssize_t b
+    cdef int s, j
+    cdef float d
+    cdef const uint8_t *qs
+    for b in range(n_blocks):
+        for s in range(4):
+            d = fastgguf_ue4m3_half_f32[src[s]]
+            qs = src + 4 + 8 * s
+            for j in range(8):
+                dst[j] = d * fastgguf_fp4_f32[qs[j] & 0xF]
+                dst[j + 8] = d * fastgguf_fp4_f32[qs[j] >> 4]
+            dst += 16
+        src += 36
+
+
+# --- 1- and 2-bit linear ----------------------------------------------------
+
+cdef void dequant_q1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """Q1_0: one bit per element choosing +d or -d, low bit first (18 bytes per 128 elements)."""
+    cdef Py_ssize_t b
+    cdef int k, j
+    cdef float d, neg_d
+    for b in range(n_blocks):
+        d = iq_half(src)
+        neg_d = -d
+        for k in range(16):
+            for j in range(8):
+                dst[8 * k + j] = d if (src[2 + k] >> j) & 1 else neg_d
+        src += 18
+        dst += 128
+
+
+cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
+    """Q2_0: 2-bit codes q meaning (q - 1) * d, four per byte, low bits first (18 bytes per 64 elements)."""
+    cdef Py_ssize_t b
+    cdef int k, j
+    cdef float d
+    for b in range(n_blocks):
+        d = iq_half(src)
+        for k in range(16):
+            for j in range(4):
+                dst[4 * k + j] = <float> (((src[2 + k] >> (2 * j)) & 3) - 1) * d
+        src += 18
+        dst += 64
+
+
+cdef dequant_fn iq_kernel(int type_id) noexcept nogil:
+    """Kernel for ``type_id`` (a ggml type id) if this family owns it, else NULL."""
+    if type_id == 16:
+        return dequant_iq2_xxs
+    if type_id == 17:
+        return dequant_iq2_xs
+    if type_id == 18:
+        return dequant_iq3_xxs
+    if type_id == 19:
+        return dequant_iq1_s
+    if type_id == 20:
+        return dequant_iq4_nl
+    if type_id == 21:
+        return dequant_iq3_s
+    if type_id == 22:
+        return dequant_iq2_s
+    if type_id == 23:
+        return dequant_iq4_xs
+    if type_id == 29:
+        return dequant_iq1_m
+    if type_id == 34:
+        return dequant_tq1_0
+    if type_id == 35:
+        return dequant_tq2_0
+    if type_id == 39:
+        return dequant_mxfp4
+    if type_id == 40:
+        return dequant_nvfp4
+    if type_id == 41:
+        return dequant_q1_0
+    if type_id == 42:
+        return dequant_q2_0
+    return NULL
