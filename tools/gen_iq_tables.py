@@ -101,8 +101,8 @@ def render() -> str:
     # Every byte of sign bits as eight +-1.0 multipliers; low bit first.
     sign_rows = [["-1.0f" if (b >> j) & 1 else "1.0f" for j in range(8)] for b in range(256)]
     defs.append(c_array("float", "sign_f32", sign_rows))
-    defs.append(c_array("float", "iq4nl_f32", [[c_float(v)] for v in IQ4NL_VALUES]))
-    defs.append(c_array("float", "fp4_f32", [[c_float(v)] for v in fp4_values()]))
+    defs.append(c_array("int8_t", "iq4nl_values", [[f"{v:d}"] for v in IQ4NL_VALUES]))
+    defs.append(c_array("int8_t", "fp4_values", [[f"{v:d}"] for v in fp4_values()]))
     defs.append(c_array("float", "e8m0_half_f32", [[c_float(e8m0_half(c))] for c in range(256)]))
     defs.append(c_array("float", "ue4m3_half_f32", [[c_float(ue4m3_half(c))] for c in range(256)]))
 

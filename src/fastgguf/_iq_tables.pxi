@@ -4910,14 +4910,14 @@ cdef extern from *:
         {-1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f, -1.0f}
     };
     
-    static const float fastgguf_iq4nl_f32[16] = {
-        -0x1.fc00000000000p+6f, -0x1.a000000000000p+6f, -0x1.4c00000000000p+6f, -0x1.0400000000000p+6f, -0x1.8800000000000p+5f, -0x1.1800000000000p+5f, -0x1.6000000000000p+4f, -0x1.4000000000000p+3f,
-        0x1.0000000000000p+0f, 0x1.a000000000000p+3f, 0x1.9000000000000p+4f, 0x1.3000000000000p+5f, 0x1.a800000000000p+5f, 0x1.1400000000000p+6f, 0x1.6400000000000p+6f, 0x1.c400000000000p+6f
+    static const int8_t fastgguf_iq4nl_values[16] = {
+        -127, -104, -83, -65, -49, -35, -22, -10,
+        1, 13, 25, 38, 53, 69, 89, 113
     };
     
-    static const float fastgguf_fp4_f32[16] = {
-        0.0f, 0x1.0000000000000p+0f, 0x1.0000000000000p+1f, 0x1.8000000000000p+1f, 0x1.0000000000000p+2f, 0x1.8000000000000p+2f, 0x1.0000000000000p+3f, 0x1.8000000000000p+3f,
-        0.0f, -0x1.0000000000000p+0f, -0x1.0000000000000p+1f, -0x1.8000000000000p+1f, -0x1.0000000000000p+2f, -0x1.8000000000000p+2f, -0x1.0000000000000p+3f, -0x1.8000000000000p+3f
+    static const int8_t fastgguf_fp4_values[16] = {
+        0, 1, 2, 3, 4, 6, 8, 12,
+        0, -1, -2, -3, -4, -6, -8, -12
     };
     
     static const float fastgguf_e8m0_half_f32[256] = {
@@ -4998,8 +4998,8 @@ cdef extern from *:
     const int8_t fastgguf_iq1s_grid[2048][8]
     const uint8_t fastgguf_ksigns[128]
     const float fastgguf_sign_f32[256][8]
-    const float fastgguf_iq4nl_f32[16]
-    const float fastgguf_fp4_f32[16]
+    const int8_t fastgguf_iq4nl_values[16]
+    const int8_t fastgguf_fp4_values[16]
     const float fastgguf_e8m0_half_f32[256]
     const float fastgguf_ue4m3_half_f32[256]
 
@@ -5015,8 +5015,8 @@ def _iq_tables():
         "iq1s_grid": (<const char *> &fastgguf_iq1s_grid[0])[:sizeof(fastgguf_iq1s_grid)],
         "ksigns": (<const char *> &fastgguf_ksigns[0])[:sizeof(fastgguf_ksigns)],
         "sign_f32": (<const char *> &fastgguf_sign_f32[0])[:sizeof(fastgguf_sign_f32)],
-        "iq4nl_f32": (<const char *> &fastgguf_iq4nl_f32[0])[:sizeof(fastgguf_iq4nl_f32)],
-        "fp4_f32": (<const char *> &fastgguf_fp4_f32[0])[:sizeof(fastgguf_fp4_f32)],
+        "iq4nl_values": (<const char *> &fastgguf_iq4nl_values[0])[:sizeof(fastgguf_iq4nl_values)],
+        "fp4_values": (<const char *> &fastgguf_fp4_values[0])[:sizeof(fastgguf_fp4_values)],
         "e8m0_half_f32": (<const char *> &fastgguf_e8m0_half_f32[0])[:sizeof(fastgguf_e8m0_half_f32)],
         "ue4m3_half_f32": (<const char *> &fastgguf_ue4m3_half_f32[0])[:sizeof(fastgguf_ue4m3_half_f32)],
     }

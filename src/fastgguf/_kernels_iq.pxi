@@ -91,20 +91,68 @@ cdef inline float iq_half(const uint8_t *p) noexcept nogil:
     return iq_half_bits_to_float(iq_u16(p))
 
 
+cdef extern from *:
+    """
+    #if defined(__AVX2__)
+    #include <immintrin.h>
+    #endif
+    /* Decode 16 bytes of 4-bit codes into 32 floats: dst[j] = scale * lut[low nibble of
+       byte j], dst[16 + j] = scale * lut[high nibble of byte j]. With AVX2 the 16-entry
+       int8 table sits in a register and one byte shuffle looks up 16 codes at once. */
+    static inline void fastgguf_lut4_decode32(float *dst, const uint8_t *codes,
+                                              const int8_t *lut, float scale) {
+    #if defined(__AVX2__)
+        const __m128i table = _mm_loadu_si128((const __m128i *) lut);
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        const __m128i bytes = _mm_loadu_si128((const __m128i *) codes);
+        const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, mask));
+        const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), mask));
+        const __m256 vscale = _mm256_set1_ps(scale);
+        _mm256_storeu_ps(dst + 0, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
+        _mm256_storeu_ps(dst + 16, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+        _mm256_storeu_ps(dst + 24, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
+    #else
+        for (int j = 0; j < 16; j++) {
+            dst[j] = scale * (float) lut[codes[j] & 0x0F];
+            dst[j + 16] = scale * (float) lut[codes[j] >> 4];
+        }
+    #endif
+    }
+
+    /* The same for 8 bytes -> 16 floats (NVFP4's 16-element sub-blocks). */
+    static inline void fastgguf_lut4_decode16(float *dst, const uint8_t *codes,
+                                              const int8_t *lut, float scale) {
+    #if defined(__AVX2__)
+        const __m128i table = _mm_loadu_si128((const __m128i *) lut);
+        const __m128i mask = _mm_set1_epi8(0x0F);
+        const __m128i bytes = _mm_loadl_epi64((const __m128i *) codes);
+        const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, mask));
+        const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), mask));
+        const __m256 vscale = _mm256_set1_ps(scale);
+        _mm256_storeu_ps(dst + 0, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
+        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
+    #else
+        for (int j = 0; j < 8; j++) {
+            dst[j] = scale * (float) lut[codes[j] & 0x0F];
+            dst[j + 8] = scale * (float) lut[codes[j] >> 4];
+        }
+    #endif
+    }
+    """
+    void iq_lut4_decode32 "fastgguf_lut4_decode32" (float *dst, const uint8_t *codes, const int8_t *lut,
+                                                     float scale) noexcept nogil
+    void iq_lut4_decode16 "fastgguf_lut4_decode16" (float *dst, const uint8_t *codes, const int8_t *lut,
+                                                     float scale) noexcept nogil
+
+
 # --- 4-bit non-linear -------------------------------------------------------
 
 cdef void dequant_iq4_nl(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ4_NL: 32 codes of 4 bits indexing a non-linear table, one fp16 scale (18 bytes)."""
     cdef Py_ssize_t b
-    cdef int j
-    cdef float d
-    cdef const uint8_t *qs
     for b in range(n_blocks):
-        d = iq_half(src)
-        qs = src + 2
-        for j in range(16):
-            dst[j] = d * fastgguf_iq4nl_f32[qs[j] & 0xF]
-            dst[j + 16] = d * fastgguf_iq4nl_f32[qs[j] >> 4]
+        iq_lut4_decode32(dst, src + 2, fastgguf_iq4nl_values, iq_half(src))
         src += 18
         dst += 32
 
@@ -112,20 +160,16 @@ cdef void dequant_iq4_nl(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
 cdef void dequant_iq4_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ4_XS: IQ4_NL codes with a 6-bit scale per 32 elements under one fp16 scale (136 bytes)."""
     cdef Py_ssize_t b
-    cdef int ib, j, scale
+    cdef int ib, scale
     cdef uint32_t scales_h
     cdef float d, dl
-    cdef const uint8_t *qs
     for b in range(n_blocks):
         d = iq_half(src)
         scales_h = iq_u16(src + 2)
         for ib in range(8):
             scale = ((src[4 + ib // 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4)
             dl = d * <float> (scale - 32)
-            qs = src + 8 + 16 * ib
-            for j in range(16):
-                dst[j] = dl * fastgguf_iq4nl_f32[qs[j] & 0xF]
-                dst[j + 16] = dl * fastgguf_iq4nl_f32[qs[j] >> 4]
+            iq_lut4_decode32(dst, src + 8 + 16 * ib, fastgguf_iq4nl_values, dl)
             dst += 32
         src += 136
 
@@ -181,7 +225,7 @@ cdef void dequant_iq2_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
     cdef Py_ssize_t b
     cdef int l
     cdef uint32_t packed
-    cdef float d, db
+    cdef float d
     cdef float dbs[16]
     for b in range(n_blocks):
         d = iq_half(src)
@@ -301,26 +345,33 @@ cdef void dequant_iq1_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ1_M: IQ1_S grid, a shift per 8 elements, a 3-bit scale per 16; the fp16 scale is split over 4 nibbles (56 bytes)."""
     cdef Py_ssize_t b
-    cdef int g, k
+    cdef int ib, k
     cdef uint32_t sc[4]
-    cdef uint32_t nibble
-    cdef float d
-    cdef float dls[16]
+    cdef uint32_t scales, qh_lo, qh_hi
+    cdef float d, dl_lo, dl_hi
     cdef const uint8_t *qs
-    cdef const uint8_t *qh
     for b in range(n_blocks):
         qs = src
-        qh = src + 32
         for k in range(4):
             sc[k] = iq_u16(src + 48 + 2 * k)
         d = iq_half_bits_to_float((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000))
-        for k in range(16):
-            dls[k] = d * <float> (2 * ((sc[k // 4] >> (3 * (k % 4))) & 7) + 1)
-        for g in range(32):
-            nibble = (qh[g // 2] >> (4 * (g % 2))) & 0xF
-            iq1_grid8(dst, dls[g // 2], iq1s_grid_f32[qs[g] | ((nibble & 7) << 8)],
-                      -IQ1_DELTA if nibble & 8 else IQ1_DELTA)
-            dst += 8
+        for ib in range(8):
+            # Sub-block ib: two 3-bit scales (16 elements each), two qh bytes of
+            # two nibbles each (3 high index bits + a shift sign per 8 elements).
+            scales = sc[ib // 2] >> (6 * (ib % 2))
+            dl_lo = d * <float> (2 * (scales & 7) + 1)
+            dl_hi = d * <float> (2 * ((scales >> 3) & 7) + 1)
+            qh_lo = src[32 + 2 * ib]
+            qh_hi = src[32 + 2 * ib + 1]
+            iq1_grid8(dst, dl_lo, iq1s_grid_f32[qs[4 * ib] | ((qh_lo & 7) << 8)],
+                      -IQ1_DELTA if qh_lo & 0x08 else IQ1_DELTA)
+            iq1_grid8(dst + 8, dl_lo, iq1s_grid_f32[qs[4 * ib + 1] | ((qh_lo & 0x70) << 4)],
+                      -IQ1_DELTA if qh_lo & 0x80 else IQ1_DELTA)
+            iq1_grid8(dst + 16, dl_hi, iq1s_grid_f32[qs[4 * ib + 2] | ((qh_hi & 7) << 8)],
+                      -IQ1_DELTA if qh_hi & 0x08 else IQ1_DELTA)
+            iq1_grid8(dst + 24, dl_hi, iq1s_grid_f32[qs[4 * ib + 3] | ((qh_hi & 0x70) << 4)],
+                      -IQ1_DELTA if qh_hi & 0x80 else IQ1_DELTA)
+            dst += 32
         src += 56
 
 
@@ -332,22 +383,25 @@ cdef void dequant_tq1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef int n, j
     cdef float d
     cdef uint8_t q
+    cdef uint8_t codes[52]
     cdef uint8_t pow3[5]
     pow3[0] = 1; pow3[1] = 3; pow3[2] = 9; pow3[3] = 27; pow3[4] = 81
     for b in range(n_blocks):
         d = iq_half(src + 52)
+        # A local copy: the float stores below then cannot alias the codes, so they vectorize.
+        memcpy(codes, src, 52)
         # Multiplying by 3**n (mod 256) brings digit n to the top; *3 >> 8 reads it.
         for n in range(5):
             for j in range(32):
-                q = <uint8_t> (src[j] * pow3[n])
+                q = <uint8_t> (codes[j] * pow3[n])
                 dst[32 * n + j] = d * <float> (((q * 3) >> 8) - 1)
         for n in range(5):
             for j in range(16):
-                q = <uint8_t> (src[32 + j] * pow3[n])
+                q = <uint8_t> (codes[32 + j] * pow3[n])
                 dst[160 + 16 * n + j] = d * <float> (((q * 3) >> 8) - 1)
         for n in range(4):
             for j in range(4):
-                q = <uint8_t> (src[48 + j] * pow3[n])
+                q = <uint8_t> (codes[48 + j] * pow3[n])
                 dst[240 + 4 * n + j] = d * <float> (((q * 3) >> 8) - 1)
         src += 54
         dst += 256
@@ -358,12 +412,14 @@ cdef void dequant_tq2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef Py_ssize_t b
     cdef int half, shift, j
     cdef float d
+    cdef uint8_t codes[64]
     for b in range(n_blocks):
         d = iq_half(src + 64)
+        memcpy(codes, src, 64)
         for half in range(2):
             for shift in range(4):
                 for j in range(32):
-                    dst[j] = d * <float> (((src[32 * half + j] >> (2 * shift)) & 3) - 1)
+                    dst[j] = d * <float> (((codes[32 * half + j] >> (2 * shift)) & 3) - 1)
                 dst += 32
         src += 66
 
@@ -373,13 +429,8 @@ cdef void dequant_tq2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 cdef void dequant_mxfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """MXFP4: an E8M0 power-of-two scale and 32 E2M1 codes (17 bytes)."""
     cdef Py_ssize_t b
-    cdef int j
-    cdef float d
     for b in range(n_blocks):
-        d = fastgguf_e8m0_half_f32[src[0]]
-        for j in range(16):
-            dst[j] = d * fastgguf_fp4_f32[src[1 + j] & 0xF]
-            dst[j + 16] = d * fastgguf_fp4_f32[src[1 + j] >> 4]
+        iq_lut4_decode32(dst, src + 1, fastgguf_fp4_values, fastgguf_e8m0_half_f32[src[0]])
         src += 17
         dst += 32
 
@@ -387,17 +438,11 @@ cdef void dequant_mxfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 cdef void dequant_nvfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """NVFP4: four unsigned-E4M3 scales, each over 16 E2M1 codes (36 bytes per 64 elements)."""
     cdef Py_ssize_t b
-    cdef int s, j
-    cdef float d
-    cdef const uint8_t *qs
+    cdef int s
     for b in range(n_blocks):
         for s in range(4):
-            d = fastgguf_ue4m3_half_f32[src[s]]
-            qs = src + 4 + 8 * s
-            for j in range(8):
-                dst[j] = d * fastgguf_fp4_f32[qs[j] & 0xF]
-                dst[j + 8] = d * fastgguf_fp4_f32[qs[j] >> 4]
-            dst += 16
+            iq_lut4_decode16(dst + 16 * s, src + 4 + 8 * s, fastgguf_fp4_values, fastgguf_ue4m3_half_f32[src[s]])
+        dst += 64
         src += 36
 
 
@@ -407,15 +452,21 @@ cdef void dequant_q1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
     """Q1_0: one bit per element choosing +d or -d, low bit first (18 bytes per 128 elements)."""
     cdef Py_ssize_t b
     cdef int k, j
-    cdef float d, neg_d
+    cdef float d
+    cdef uint32_t d_bits
+    cdef uint32_t *out = <uint32_t *> dst
+    cdef uint8_t bits[16]
     for b in range(n_blocks):
         d = iq_half(src)
-        neg_d = -d
+        memcpy(&d_bits, &d, 4)
+        memcpy(bits, src + 2, 16)
+        # -d is d with the sign bit flipped; doing that on the integer bits
+        # vectorizes where a per-element select would branch.
         for k in range(16):
             for j in range(8):
-                dst[8 * k + j] = d if (src[2 + k] >> j) & 1 else neg_d
+                out[8 * k + j] = d_bits ^ ((((bits[k] >> j) & 1) ^ 1) << 31)
         src += 18
-        dst += 128
+        out += 128
 
 
 cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
@@ -423,11 +474,13 @@ cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
     cdef Py_ssize_t b
     cdef int k, j
     cdef float d
+    cdef uint8_t codes[16]
     for b in range(n_blocks):
         d = iq_half(src)
+        memcpy(codes, src + 2, 16)
         for k in range(16):
             for j in range(4):
-                dst[4 * k + j] = <float> (((src[2 + k] >> (2 * j)) & 3) - 1) * d
+                dst[4 * k + j] = <float> (((codes[k] >> (2 * j)) & 3) - 1) * d
         src += 18
         dst += 64
 
