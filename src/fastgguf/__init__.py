@@ -1,7 +1,9 @@
 """fastgguf: a fast, robust GGUF reader with multi-threaded CPU dequantization."""
 
 from .errors import GGUFError
+from .naming import GGUFFilename, parse_filename
 from .reader import GGUFFile, TensorInfo, open
+from .split import SplitModel
 from .types import GGMLType, GGUFValueType
 from .writer import GGUFWriter
 
@@ -11,9 +13,12 @@ __all__ = [
     "GGMLType",
     "GGUFError",
     "GGUFFile",
+    "GGUFFilename",
     "GGUFValueType",
     "GGUFWriter",
+    "SplitModel",
     "TensorInfo",
     "__version__",
     "open",
+    "parse_filename",
 ]

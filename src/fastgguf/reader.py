@@ -414,7 +414,7 @@ def _map(path: str) -> mmap.mmap:
 
 
 def open(path: str | os.PathLike) -> GGUFFile:  # noqa: A001 - mirrors builtins.open on purpose
-    """Open a GGUF file read-only.
+    """Open a GGUF file read-only; a shard of a split model opens the whole model.
 
     Parameters
     ----------
@@ -422,14 +422,19 @@ def open(path: str | os.PathLike) -> GGUFFile:  # noqa: A001 - mirrors builtins.
 
     Returns
     -------
-    GGUFFile
-        Usable as a context manager.
+    GGUFFile or SplitModel
+        Usable as a context manager. For a shard of a split model
+        (``NAME-00001-of-00003.gguf``, with ``split.count`` > 1) a
+        :class:`~fastgguf.SplitModel` over all shards, with the same interface.
 
     Raises
     ------
     GGUFError
-        If the file is not a valid GGUF; the message names the byte offset.
+        If the file is not a valid GGUF (the message names the byte offset), or a
+        split model's shards are missing or inconsistent.
     OSError
         If the file cannot be opened.
     """
-    return GGUFFile(path)
+    from .split import open_model  # split builds on this module
+
+    return open_model(path)
