@@ -1,5 +1,6 @@
 """fastgguf: a fast, robust GGUF reader with multi-threaded CPU dequantization."""
 
+from .dequant import dequantize
 from .errors import GGUFError
 from .naming import GGUFFilename, parse_filename
 from .reader import GGUFFile, TensorInfo, open
@@ -18,6 +19,7 @@ __all__ = [
     "GGUFWriter",
     "SplitModel",
     "TensorInfo",
+    "dequantize",
     "__version__",
     "open",
     "parse_filename",

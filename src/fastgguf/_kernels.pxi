@@ -1,0 +1,278 @@
+# The dequantization engine: kernel typedefs, the per-family lookups, and the Python-callable
+# driver. Each _kernels_<variant>.pyx is nothing but ``include "_kernels.pxi"``: one source,
+# compiled once per CPU level with different ISA flags (see setup.py).
+#
+# Adding a kernel family: write _kernels_<family>.pxi with ``<family>_kernel(type_id)`` (and
+# ``<family>_swap(type_id)`` once big-endian blocks are handled), include it below and ask it in
+# kernel_for() / swap_for(). Shared inline helpers (fp16/bf16 -> float, unaligned little-endian
+# loads, byte swaps) are in _kernel_helpers.pxd, already cimported here.
+
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
+from libc.stdlib cimport malloc, free
+
+from fastgguf._kernel_helpers cimport *
+
+# Converts n_blocks whole consecutive blocks at src to float32 at dst. Pure arithmetic on a
+# range the caller has checked: no bounds checks, no Python objects, no GIL.
+ctypedef void (*dequant_fn)(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil
+
+# Copies n_blocks blocks of big-endian data at src to dst with every multi-byte field put in
+# little-endian order, so that the dequant_fn of the type can run on dst.
+ctypedef void (*swap_fn)(const uint8_t *src, uint8_t *dst, Py_ssize_t n_blocks) noexcept nogil
+
+# ggml tensor type ids (checked against fastgguf.types.GGMLType when the module loads).
+cdef enum:
+    TYPE_F32 = 0
+    TYPE_F16 = 1
+    TYPE_Q4_0 = 2
+    TYPE_Q4_1 = 3
+    TYPE_Q5_0 = 6
+    TYPE_Q5_1 = 7
+    TYPE_Q8_0 = 8
+    TYPE_Q8_1 = 9
+    TYPE_Q2_K = 10
+    TYPE_Q3_K = 11
+    TYPE_Q4_K = 12
+    TYPE_Q5_K = 13
+    TYPE_Q6_K = 14
+    TYPE_Q8_K = 15
+    TYPE_IQ2_XXS = 16
+    TYPE_IQ2_XS = 17
+    TYPE_IQ3_XXS = 18
+    TYPE_IQ1_S = 19
+    TYPE_IQ4_NL = 20
+    TYPE_IQ3_S = 21
+    TYPE_IQ2_S = 22
+    TYPE_IQ4_XS = 23
+    TYPE_I8 = 24
+    TYPE_I16 = 25
+    TYPE_I32 = 26
+    TYPE_I64 = 27
+    TYPE_F64 = 28
+    TYPE_IQ1_M = 29
+    TYPE_BF16 = 30
+    TYPE_TQ1_0 = 34
+    TYPE_TQ2_0 = 35
+    TYPE_MXFP4 = 39
+    TYPE_NVFP4 = 40
+    TYPE_Q1_0 = 41
+    TYPE_Q2_0 = 42
+    TYPE_ID_LIMIT = 64  # ids at or above this have no layout entry
+
+include "_kernels_float.pxi"
+include "_kernels_legacy.pxi"
+include "_kernels_kquant.pxi"
+
+
+cdef dequant_fn kernel_for(int type_id) noexcept nogil:
+    """The little-endian kernel of ``type_id``, or NULL if no family owns it."""
+    cdef dequant_fn fn = float_kernel(type_id)
+    if fn == NULL:
+        fn = legacy_kernel(type_id)
+    if fn == NULL:
+        fn = kquant_kernel(type_id)
+    return fn
+
+
+cdef swap_fn swap_for(int type_id) noexcept nogil:
+    """The big-endian -> little-endian block converter of ``type_id``, or NULL if none yet."""
+    cdef swap_fn fn = float_swap(type_id)
+    if fn == NULL:
+        fn = legacy_swap(type_id)
+    if fn == NULL:
+        fn = kquant_swap(type_id)
+    return fn
+
+
+# Block layout per type id, filled from the one type table (fastgguf.types.TYPE_TRAITS) when the
+# module loads, so callers cannot hand a kernel a layout that disagrees with it. 0 = no such type.
+cdef Py_ssize_t _block_size[TYPE_ID_LIMIT]
+cdef Py_ssize_t _type_size[TYPE_ID_LIMIT]
+
+
+def _load_type_table():
+    from fastgguf.types import GGMLType, TYPE_TRAITS
+
+    cdef int i
+    for i in range(TYPE_ID_LIMIT):
+        _block_size[i] = 0
+        _type_size[i] = 0
+    for type_, traits in TYPE_TRAITS.items():
+        if not 0 <= type_ < TYPE_ID_LIMIT:
+            raise ImportError(f"ggml type id {int(type_)} is beyond the kernel table ({TYPE_ID_LIMIT})")
+        _block_size[type_] = traits.block_size
+        _type_size[type_] = traits.type_size
+    expected = {
+        "F32": TYPE_F32, "F16": TYPE_F16, "BF16": TYPE_BF16, "F64": TYPE_F64,
+        "I8": TYPE_I8, "I16": TYPE_I16, "I32": TYPE_I32, "I64": TYPE_I64,
+        "Q4_0": TYPE_Q4_0, "Q4_1": TYPE_Q4_1, "Q5_0": TYPE_Q5_0, "Q5_1": TYPE_Q5_1,
+        "Q8_0": TYPE_Q8_0, "Q8_1": TYPE_Q8_1, "Q2_K": TYPE_Q2_K, "Q3_K": TYPE_Q3_K,
+        "Q4_K": TYPE_Q4_K, "Q5_K": TYPE_Q5_K, "Q6_K": TYPE_Q6_K, "Q8_K": TYPE_Q8_K,
+        "IQ2_XXS": TYPE_IQ2_XXS, "IQ2_XS": TYPE_IQ2_XS, "IQ3_XXS": TYPE_IQ3_XXS,
+        "IQ1_S": TYPE_IQ1_S, "IQ4_NL": TYPE_IQ4_NL, "IQ3_S": TYPE_IQ3_S, "IQ2_S": TYPE_IQ2_S,
+        "IQ4_XS": TYPE_IQ4_XS, "IQ1_M": TYPE_IQ1_M, "TQ1_0": TYPE_TQ1_0, "TQ2_0": TYPE_TQ2_0,
+        "MXFP4": TYPE_MXFP4, "NVFP4": TYPE_NVFP4, "Q1_0": TYPE_Q1_0, "Q2_0": TYPE_Q2_0,
+    }
+    for name, type_id in expected.items():
+        if GGMLType[name] != type_id:
+            raise ImportError(f"kernel id of {name} ({type_id}) disagrees with GGMLType ({int(GGMLType[name])})")
+
+
+_load_type_table()
+
+
+cdef inline bint _has_layout(int type_id) noexcept nogil:
+    return 0 <= type_id < TYPE_ID_LIMIT and _type_size[type_id] != 0
+
+
+def has_kernel(int type_id):
+    """Whether this module can dequantize little-endian data of ggml type ``type_id``."""
+    return _has_layout(type_id) and kernel_for(type_id) != NULL
+
+
+def has_byteswap(int type_id):
+    """Whether this module can dequantize big-endian (byte-swapped) data of ggml type ``type_id``."""
+    return has_kernel(type_id) and swap_for(type_id) != NULL
+
+
+# Big-endian data goes through this many bytes of scratch at a time: small enough for L1, and
+# at least one block of every type.
+cdef enum:
+    _SWAP_SCRATCH_BYTES = 16384
+
+
+cdef int _run_byteswapped(swap_fn swap, dequant_fn kernel, const uint8_t *src, float *dst,
+                          Py_ssize_t n_blocks, Py_ssize_t block_size,
+                          Py_ssize_t type_size) noexcept nogil:
+    """Swap a chunk of blocks into scratch, dequantize it, repeat. Returns -1 if out of memory."""
+    cdef Py_ssize_t per_chunk = _SWAP_SCRATCH_BYTES // type_size
+    cdef Py_ssize_t done = 0, count
+    cdef uint8_t *scratch = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES)
+    if scratch == NULL:
+        return -1
+    while done < n_blocks:
+        count = min(per_chunk, n_blocks - done)
+        swap(src + done * type_size, scratch, count)
+        kernel(scratch, dst + done * block_size, count)
+        done += count
+    free(scratch)
+    return 0
+
+
+cdef int _run(dequant_fn kernel, swap_fn swap, const uint8_t *src, float *dst,
+              Py_ssize_t n_blocks, Py_ssize_t block_size, Py_ssize_t type_size) noexcept nogil:
+    if swap == NULL:
+        kernel(src, dst, n_blocks)
+        return 0
+    return _run_byteswapped(swap, kernel, src, dst, n_blocks, block_size, type_size)
+
+
+def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id,
+                    const int64_t[::1] row_index=None, Py_ssize_t row_elems=0,
+                    bint byteswapped=False):
+    """Dequantize blocks of ``src`` into ``dst`` with the GIL released.
+
+    Without ``row_index``: ``dst`` is filled from the first ``len(dst) / block_size`` blocks of
+    ``src``. With ``row_index``: ``src`` holds whole rows of ``row_elems`` elements and row
+    ``row_index[k]`` goes to ``dst[k * row_elems : (k + 1) * row_elems]``.
+
+    Every length and index is checked here, before any kernel runs; the block layout comes from
+    ``fastgguf.types.TYPE_TRAITS``.
+
+    Raises
+    ------
+    ValueError
+        Unknown type id, ``dst`` not a whole number of blocks or rows, ``src`` too short,
+        a ``row_index`` entry outside ``src``'s rows.
+    NotImplementedError
+        No kernel (or, with ``byteswapped``, no byte swapper) for this type in this module.
+    MemoryError
+        No scratch memory for byte-swapped data.
+    """
+    if not _has_layout(type_id):
+        raise ValueError(f"unknown ggml tensor type id {type_id}")
+    cdef dequant_fn kernel = kernel_for(type_id)
+    if kernel == NULL:
+        raise NotImplementedError(f"no dequantization kernel for ggml type id {type_id}")
+    cdef swap_fn swap = NULL
+    if byteswapped:
+        swap = swap_for(type_id)
+        if swap == NULL:
+            raise NotImplementedError(f"no big-endian support for ggml type id {type_id}")
+
+    cdef Py_ssize_t block_size = _block_size[type_id]
+    cdef Py_ssize_t type_size = _type_size[type_id]
+    cdef Py_ssize_t n_out = dst.shape[0]
+    cdef Py_ssize_t n_src = src.shape[0]
+    cdef Py_ssize_t n_blocks, row_blocks, row_bytes, n_src_rows, n_rows, k, r
+    cdef int status = 0
+    if n_out % block_size:
+        raise ValueError(f"output length {n_out} is not a multiple of the block size {block_size}")
+
+    if row_index is None:
+        n_blocks = n_out // block_size
+        if n_blocks > n_src // type_size:
+            raise ValueError(f"{n_out} elements need {n_blocks * type_size} bytes, source has {n_src}")
+        if n_blocks:
+            with nogil:
+                status = _run(kernel, swap, &src[0], &dst[0], n_blocks, block_size, type_size)
+    else:
+        if row_elems <= 0 or row_elems % block_size:
+            raise ValueError(f"row length {row_elems} is not a positive multiple of the block size {block_size}")
+        n_rows = row_index.shape[0]
+        if n_out != n_rows * row_elems:
+            raise ValueError(f"output length {n_out} is not {n_rows} rows of {row_elems}")
+        row_blocks = row_elems // block_size
+        row_bytes = row_blocks * type_size
+        n_src_rows = n_src // row_bytes
+        for k in range(n_rows):
+            if not 0 <= row_index[k] < n_src_rows:
+                raise ValueError(f"row {row_index[k]} is outside the {n_src_rows} rows of the source")
+        if n_rows:
+            with nogil:
+                for k in range(n_rows):
+                    r = row_index[k]
+                    status = _run(kernel, swap, &src[0] + r * row_bytes, &dst[0] + k * row_elems,
+                                  row_blocks, block_size, type_size)
+                    if status:
+                        break
+    if status:
+        raise MemoryError("no scratch memory for byte-swapped data")
+
+
+cdef extern from *:
+    """
+    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    #define FGG_CPU(feature) __builtin_cpu_supports(feature)
+    #define FGG_CPU_INIT() __builtin_cpu_init()
+    #else
+    #define FGG_CPU(feature) 0
+    #define FGG_CPU_INIT() ((void)0)
+    #endif
+    static int fgg_cpu_has_avx2(void) {
+        FGG_CPU_INIT();
+        return FGG_CPU("avx2") && FGG_CPU("fma") && FGG_CPU("f16c") && FGG_CPU("bmi2");
+    }
+    static int fgg_cpu_has_avx512(void) {
+        FGG_CPU_INIT();
+        return fgg_cpu_has_avx2() && FGG_CPU("avx512f") && FGG_CPU("avx512bw")
+            && FGG_CPU("avx512vl") && FGG_CPU("avx512dq");
+    }
+    """
+    int fgg_cpu_has_avx2() nogil
+    int fgg_cpu_has_avx512() nogil
+
+
+def cpu_supports(str variant):
+    """Whether this CPU (and OS) can run the kernel build ``variant``.
+
+    ``"portable"`` is always true; ``"avx2"`` needs AVX2, FMA, F16C and BMI2; ``"avx512"``
+    additionally AVX-512 F, BW, VL and DQ -- exactly the flags setup.py builds those variants with.
+    """
+    if variant == "portable":
+        return True
+    if variant == "avx2":
+        return bool(fgg_cpu_has_avx2())
+    if variant == "avx512":
+        return bool(fgg_cpu_has_avx512())
+    raise ValueError(f"unknown kernel variant {variant!r}")

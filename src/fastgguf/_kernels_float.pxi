@@ -1,0 +1,127 @@
+# Plain element types -> float32: F32, F16, BF16, F64, I8, I16, I32, I64 (block size 1).
+# Included from _kernels.pxi (which provides dequant_fn, swap_fn and the _kernel_helpers).
+#
+# The loops are single flat passes over raw pointers so the compiler vectorizes them; loads go
+# through memcpy helpers because tensor data is not guaranteed to be aligned.
+
+from libc.string cimport memcpy
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t
+
+
+cdef void dequant_f32(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    if not FGG_HOST_BIG_ENDIAN:
+        memcpy(dst, src, <size_t>n * 4)
+        return
+    for i in range(n):
+        dst[i] = fgg_load_f32le(src + 4 * i)
+
+
+cdef void dequant_f16(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i))
+
+
+cdef void dequant_bf16(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[i] = fgg_bf16_to_float(fgg_load_u16le(src + 2 * i))
+
+
+cdef void dequant_f64(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint64_t bits
+    cdef double value
+    for i in range(n):
+        bits = fgg_load_u64le(src + 8 * i)
+        memcpy(&value, &bits, 8)
+        dst[i] = <float>value
+
+
+cdef void dequant_i8(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[i] = <float>(<int8_t>src[i])
+
+
+cdef void dequant_i16(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[i] = <float>(<int16_t>fgg_load_u16le(src + 2 * i))
+
+
+cdef void dequant_i32(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[i] = <float>(<int32_t>fgg_load_u32le(src + 4 * i))
+
+
+cdef void dequant_i64(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[i] = <float>(<int64_t>fgg_load_u64le(src + 8 * i))
+
+
+cdef dequant_fn float_kernel(int type_id) noexcept nogil:
+    if type_id == TYPE_F32:
+        return dequant_f32
+    if type_id == TYPE_F16:
+        return dequant_f16
+    if type_id == TYPE_BF16:
+        return dequant_bf16
+    if type_id == TYPE_F64:
+        return dequant_f64
+    if type_id == TYPE_I8:
+        return dequant_i8
+    if type_id == TYPE_I16:
+        return dequant_i16
+    if type_id == TYPE_I32:
+        return dequant_i32
+    if type_id == TYPE_I64:
+        return dequant_i64
+    return NULL
+
+
+# Big-endian data: each element's bytes are reversed into little-endian order, then the
+# ordinary kernel above runs on the result (see _run_byteswapped in _kernels.pxi).
+
+cdef void swap_bytes_1(const uint8_t *src, uint8_t *dst, Py_ssize_t n) noexcept nogil:
+    memcpy(dst, src, <size_t>n)
+
+
+cdef void swap_bytes_2(const uint8_t *src, uint8_t *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[2 * i] = src[2 * i + 1]
+        dst[2 * i + 1] = src[2 * i]
+
+
+cdef void swap_bytes_4(const uint8_t *src, uint8_t *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint32_t v
+    for i in range(n):
+        memcpy(&v, src + 4 * i, 4)
+        v = fgg_bswap32(v)
+        memcpy(dst + 4 * i, &v, 4)
+
+
+cdef void swap_bytes_8(const uint8_t *src, uint8_t *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint64_t v
+    for i in range(n):
+        memcpy(&v, src + 8 * i, 8)
+        v = fgg_bswap64(v)
+        memcpy(dst + 8 * i, &v, 8)
+
+
+cdef swap_fn float_swap(int type_id) noexcept nogil:
+    if type_id == TYPE_I8:
+        return swap_bytes_1
+    if type_id == TYPE_F16 or type_id == TYPE_BF16 or type_id == TYPE_I16:
+        return swap_bytes_2
+    if type_id == TYPE_F32 or type_id == TYPE_I32:
+        return swap_bytes_4
+    if type_id == TYPE_F64 or type_id == TYPE_I64:
+        return swap_bytes_8
+    return NULL

@@ -1,0 +1,415 @@
+"""Dequantize GGUF tensor data into float32 numpy arrays.
+
+The bulk work runs in Cython kernels with the GIL released, split across threads. The kernels
+are compiled several times (``portable`` and, on x86, ``avx2`` and ``avx512``); the best one this
+CPU can run is chosen when this module is imported. Set ``FASTGGUF_CPU=portable|avx2|avx512``
+to force one, or call :func:`set_cpu_path`. Every path gives the same bits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import operator
+import os
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from . import _kernels_portable
+from .errors import GGUFError
+from .types import REMOVED_TYPE_IDS, TYPE_TRAITS, GGMLType
+
+__all__ = [
+    "available_cpu_paths",
+    "cpu_path",
+    "dequantize",
+    "get_num_threads",
+    "has_kernel",
+    "set_cpu_path",
+    "set_num_threads",
+    "supported_types",
+]
+
+#: Kernel builds from slowest to fastest.
+_CPU_PATHS = ("portable", "avx2", "avx512")
+
+#: Below this many output elements per thread, extra threads cost more than they save.
+_MIN_ELEMENTS_PER_THREAD = 1 << 18
+
+#: Contiguous work is split on multiples of this many elements (keeps chunks cache-line aligned).
+_SPLIT_GRANULE = 1 << 12
+
+#: Element types whose data can be byte-swapped (``byteorder=">"``) by the kernels.
+_LITTLE, _BIG = "<", ">"
+
+
+def _load_variant(name: str):
+    return importlib.import_module(f"fastgguf._kernels_{name}")
+
+
+def available_cpu_paths() -> tuple[str, ...]:
+    """Kernel builds that exist in this installation and that this CPU can run, slowest first."""
+    found = []
+    for name in _CPU_PATHS:
+        if not _kernels_portable.cpu_supports(name):
+            continue
+        if importlib.util.find_spec(f"fastgguf._kernels_{name}") is None:
+            continue
+        found.append(name)
+    return tuple(found)
+
+
+def _initial_cpu_path() -> str:
+    available = available_cpu_paths()
+    requested = os.environ.get("FASTGGUF_CPU", "").strip().lower()
+    if requested:
+        if requested in available:
+            return requested
+        warnings.warn(
+            f"FASTGGUF_CPU={requested!r} is not available here (available: {', '.join(available)}); "
+            f"using {available[-1]!r}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return available[-1]
+
+
+_cpu_path = _initial_cpu_path()
+_kernels = _load_variant(_cpu_path)
+
+
+def cpu_path() -> str:
+    """Name of the kernel build in use: ``"portable"``, ``"avx2"`` or ``"avx512"``."""
+    return _cpu_path
+
+
+def set_cpu_path(name: str) -> None:
+    """Use the kernel build ``name`` from now on (one of :func:`available_cpu_paths`).
+
+    Raises
+    ------
+    ValueError
+        If that build is missing or this CPU cannot run it.
+    """
+    global _cpu_path, _kernels
+    if name not in available_cpu_paths():
+        raise ValueError(f"CPU path {name!r} is not available here (available: {', '.join(available_cpu_paths())})")
+    _kernels = _load_variant(name)
+    _cpu_path = name
+
+
+# ---------------------------------------------------------------------------------------------
+# Threads
+
+_default_threads: int | None = None
+_pool: ThreadPoolExecutor | None = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+
+
+def set_num_threads(n: int | None) -> None:
+    """Set how many threads ``dequantize(..., threads=None)`` uses; ``None`` means all cores."""
+    if n is not None:
+        n = _check_thread_count(n)
+    global _default_threads
+    _default_threads = n
+
+
+def get_num_threads() -> int:
+    """How many threads ``dequantize(..., threads=None)`` uses."""
+    return _default_threads if _default_threads is not None else (os.cpu_count() or 1)
+
+
+def _check_thread_count(n: Any) -> int:
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"threads must be an int or None, not {type(n).__name__}") from None
+    if n < 1:
+        raise ValueError(f"threads must be at least 1, got {n}")
+    return n
+
+
+def _executor(workers: int) -> ThreadPoolExecutor:
+    """The module's thread pool, grown to at least ``workers`` threads (created on first use)."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < workers:
+            old = _pool
+            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fastgguf-dequant")
+            _pool_size = workers
+            if old is not None:
+                old.shutdown(wait=False)
+        return _pool
+
+
+def _run_chunks(tasks: list) -> None:
+    """Run ``tasks`` (callables), the first on this thread and the rest on the pool."""
+    if len(tasks) == 1:
+        tasks[0]()
+        return
+    futures = [_executor(len(tasks) - 1).submit(task) for task in tasks[1:]]
+    try:
+        tasks[0]()
+    finally:
+        for future in futures:
+            future.result()
+
+
+# ---------------------------------------------------------------------------------------------
+# Types
+
+
+def _resolve_type(type_: Any) -> GGMLType:
+    try:
+        type_id = operator.index(type_)
+    except TypeError:
+        raise TypeError(f"type must be a GGMLType or an int, not {type(type_).__name__}") from None
+    try:
+        return GGMLType(type_id)
+    except ValueError:
+        state = "removed" if type_id in REMOVED_TYPE_IDS else "unknown"
+        raise GGUFError(f"{state} ggml tensor type id {type_id}") from None
+
+
+def has_kernel(type_: GGMLType | int) -> bool:
+    """Whether :func:`dequantize` can convert tensors of ``type_`` (little-endian data)."""
+    try:
+        qtype = _resolve_type(type_)
+    except GGUFError:
+        return False
+    return bool(_kernels.has_kernel(int(qtype)))
+
+
+def supported_types() -> tuple[GGMLType, ...]:
+    """Every tensor type :func:`dequantize` can convert, in id order."""
+    return tuple(t for t in GGMLType if _kernels.has_kernel(int(t)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks
+
+
+def _as_bytes(data: Any) -> np.ndarray:
+    """A zero-copy 1-D uint8 view of ``data``."""
+    if isinstance(data, np.ndarray):
+        if not data.flags.c_contiguous:
+            raise GGUFError("tensor data must be C-contiguous")
+        return data.reshape(-1).view(np.uint8)
+    try:
+        return np.frombuffer(data, dtype=np.uint8)
+    except (TypeError, ValueError, BufferError) as exc:
+        raise TypeError(f"data must be a bytes-like object or a numpy array, not {type(data).__name__} ({exc})") from None
+
+
+def _check_shape(shape: Any, qtype: GGMLType, n_bytes: int) -> tuple[int, ...]:
+    block_size, type_size = TYPE_TRAITS[qtype]
+    if shape is None:
+        if n_bytes % type_size:
+            raise GGUFError(f"{n_bytes} bytes is not a whole number of {qtype.name} blocks ({type_size} bytes each)")
+        return (n_bytes // type_size * block_size,)
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
+    if not dims:
+        dims = (1,)
+    if any(d < 0 for d in dims):
+        raise GGUFError(f"negative dimension in shape {dims}")
+    ne0 = dims[-1]
+    if ne0 % block_size:
+        raise GGUFError(f"row length {ne0} (last dimension of {dims}) is not a multiple of the {qtype.name} block size {block_size}")
+    n_elements = 1
+    for d in dims:
+        n_elements *= d
+    expected = n_elements // block_size * type_size
+    if expected != n_bytes:
+        raise GGUFError(f"a {qtype.name} tensor of shape {dims} takes {expected} bytes, got {n_bytes}")
+    return dims
+
+
+def _check_rows(rows: Any, n_rows: int) -> slice | np.ndarray:
+    """Normalize ``rows`` to a step-1 slice or an int64 array of non-negative indices."""
+    if isinstance(rows, slice):
+        start, stop, step = rows.indices(n_rows)
+        if step == 1:
+            return slice(start, max(start, stop))
+        return np.arange(start, stop, step, dtype=np.int64)
+    if isinstance(rows, (int, np.integer)):
+        rows = [rows]
+    index = np.asarray(rows)
+    if index.dtype == np.bool_ or (index.size and not np.issubdtype(index.dtype, np.integer)):
+        raise TypeError(f"rows must be a slice or integer indices, got dtype {index.dtype}")
+    index = index.astype(np.int64, copy=False).reshape(-1)
+    if index.size:
+        low, high = int(index.min()), int(index.max())
+        if low < -n_rows or high >= n_rows:
+            bad = low if low < -n_rows else high
+            raise IndexError(f"row {bad} is out of range for {n_rows} rows")
+        if low < 0:
+            index = np.where(index < 0, index + n_rows, index)
+    return np.ascontiguousarray(index, dtype=np.int64)
+
+
+def _check_out(out: Any, n_elements: int) -> np.ndarray:
+    if not isinstance(out, np.ndarray):
+        raise GGUFError(f"out must be a numpy array, not {type(out).__name__}")
+    if out.dtype != np.float32:
+        raise GGUFError(f"out must have dtype float32, not {out.dtype}")
+    if not out.flags.c_contiguous:
+        raise GGUFError("out must be C-contiguous")
+    if not out.flags.writeable:
+        raise GGUFError("out is read-only")
+    if out.size != n_elements:
+        raise GGUFError(f"out has {out.size} elements, the result has {n_elements}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The public function
+
+
+def dequantize(
+    data: Any,
+    type: GGMLType | int,  # noqa: A002 - the GGUF word for it
+    shape: Any = None,
+    *,
+    rows: slice | Any | None = None,
+    out: np.ndarray | None = None,
+    threads: int | None = None,
+    byteorder: str = "<",
+) -> np.ndarray:
+    """Convert GGUF tensor data to a float32 array.
+
+    Parameters
+    ----------
+    data : bytes-like or numpy.ndarray
+        The tensor's bytes (``bytes``, ``memoryview``, ``mmap``, a uint8 array, ...); read in
+        place, never copied. Must be C-contiguous.
+    type : GGMLType or int
+        ggml tensor type of the data.
+    shape : sequence of int, optional
+        Tensor shape in numpy order (the last dimension is ggml's ``ne0``, the contiguous one).
+        Default: 1-D, as many elements as ``data`` holds.
+    rows : slice or sequence of int, optional
+        Only these rows of the tensor viewed as ``(-1, ne0)``: a slice, or integer indices
+        (negative ones count from the end). Only those rows are read and allocated; the result
+        has shape ``(n_rows, ne0)``.
+    out : numpy.ndarray, optional
+        A writable C-contiguous float32 array with exactly as many elements as the result; it is
+        filled and returned as is (its shape is kept).
+    threads : int, optional
+        Number of threads; ``None`` uses :func:`get_num_threads` (all cores unless changed with
+        :func:`set_num_threads`), ``1`` stays on the calling thread. Small inputs use fewer.
+        The GIL is released while the kernels run.
+    byteorder : {"<", ">"}
+        Byte order of the data. Big-endian is supported for F32, F16, BF16, F64 and the integer
+        types.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32, of shape ``shape`` (or ``(n_rows, ne0)`` with ``rows``), or ``out``.
+
+    Raises
+    ------
+    GGUFError
+        Unknown or removed type id; ``data`` not C-contiguous; byte count that does not match
+        ``shape``; ``ne0`` not a multiple of the block size; bad ``out`` (dtype, contiguity,
+        size, read-only).
+    NotImplementedError
+        The type has no kernel yet, or big-endian data of a quantized type.
+    IndexError
+        A row index out of range.
+    TypeError, ValueError
+        Arguments of the wrong kind (``threads < 1``, ``byteorder`` not ``"<"``/``">"``, ...).
+    """
+    qtype = _resolve_type(type)
+    if byteorder not in (_LITTLE, _BIG):
+        raise ValueError(f"byteorder must be '<' or '>', not {byteorder!r}")
+    kernels = _kernels
+    if not kernels.has_kernel(int(qtype)):
+        raise NotImplementedError(f"dequantization of {qtype.name} tensors is not implemented yet")
+    swapped = byteorder == _BIG
+    if swapped and not kernels.has_byteswap(int(qtype)):
+        raise NotImplementedError(f"big-endian {qtype.name} data is not supported yet")
+    n_threads = get_num_threads() if threads is None else _check_thread_count(threads)
+
+    src = _as_bytes(data)
+    dims = _check_shape(shape, qtype, src.size)
+    block_size, type_size = TYPE_TRAITS[qtype]
+    ne0 = dims[-1]
+    n_rows_total = 1
+    for d in dims[:-1]:
+        n_rows_total *= d
+
+    if rows is None:
+        result_shape = dims
+        selection: slice | np.ndarray = slice(0, n_rows_total)
+    else:
+        selection = _check_rows(rows, n_rows_total)
+        n_selected = selection.stop - selection.start if isinstance(selection, slice) else selection.size
+        result_shape = (n_selected, ne0)
+
+    n_out = 1
+    for d in result_shape:
+        n_out *= d
+    if out is None:
+        result = np.empty(result_shape, dtype=np.float32)
+    else:
+        result = _check_out(out, n_out)
+    if n_out == 0:
+        return result
+    flat = result.reshape(-1)
+
+    if isinstance(selection, slice):
+        # Contiguous rows are one run of blocks: split it on block boundaries.
+        row_bytes = ne0 // block_size * type_size
+        src = src[selection.start * row_bytes : selection.stop * row_bytes]
+        _dequantize_run(kernels, src, flat, int(qtype), block_size, type_size, n_threads, swapped)
+    else:
+        _dequantize_rows(kernels, src, flat, int(qtype), selection, ne0, n_threads, swapped)
+    return result
+
+
+def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_threads, swapped) -> None:
+    n_out = flat.size
+    n_chunks = max(1, min(n_threads, n_out // _MIN_ELEMENTS_PER_THREAD))
+    if n_chunks == 1:
+        kernels.dequantize_into(src, flat, type_id, byteswapped=swapped)
+        return
+    # Chunk boundaries: multiples of a granule that is itself a whole number of blocks.
+    granule = max(block_size, _SPLIT_GRANULE // block_size * block_size)
+    n_granules = n_out // granule
+    tasks = []
+    begin = 0
+    for k in range(n_chunks):
+        end = n_out if k == n_chunks - 1 else (n_granules * (k + 1) // n_chunks) * granule
+        if end <= begin:
+            continue
+        b0, b1 = begin // block_size * type_size, end // block_size * type_size
+        tasks.append(_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped))
+        begin = end
+    _run_chunks(tasks)
+
+
+def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped) -> None:
+    n_rows = index.size
+    rows_per_thread = max(1, _MIN_ELEMENTS_PER_THREAD // ne0)
+    n_chunks = max(1, min(n_threads, n_rows // rows_per_thread))
+    tasks = []
+    for k in range(n_chunks):
+        r0, r1 = n_rows * k // n_chunks, n_rows * (k + 1) // n_chunks
+        if r1 > r0:
+            tasks.append(_bind(kernels.dequantize_into, src, flat[r0 * ne0 : r1 * ne0], type_id, index[r0:r1], ne0, swapped))
+    _run_chunks(tasks)
+
+
+def _bind(fn, *args):
+    return lambda: fn(*args)
