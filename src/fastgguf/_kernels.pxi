@@ -62,6 +62,7 @@ cdef enum:
 include "_kernels_float.pxi"
 include "_kernels_legacy.pxi"
 include "_kernels_kquant.pxi"
+include "_kernels_iq.pxi"
 
 
 cdef dequant_fn kernel_for(int type_id) noexcept nogil:
@@ -71,6 +72,8 @@ cdef dequant_fn kernel_for(int type_id) noexcept nogil:
         fn = legacy_kernel(type_id)
     if fn == NULL:
         fn = kquant_kernel(type_id)
+    if fn == NULL:
+        fn = iq_kernel(type_id)
     return fn
 
 
