@@ -270,3 +270,26 @@ class TestLifetime:
             assert not f.closed
         assert f.closed
         f.close()  # idempotent
+
+
+def test_opening_never_touches_tensor_data(tmp_path):
+    """A file whose tensor data is an 8 GiB hole opens, lists tensors and hands out views without faulting it in."""
+    import resource
+    import struct
+
+    n_elements = 2**31  # F32: 8 GiB of data, never written (a sparse file)
+    name = b"huge"
+    header = (b"GGUF" + struct.pack("<IQQ", 3, 1, 0)
+              + struct.pack("<Q", len(name)) + name + struct.pack("<IQIQ", 1, n_elements, GGMLType.F32, 0))
+    header += b"\0" * (-len(header) % 32)
+    path = tmp_path / "sparse.gguf"
+    with open(path, "wb") as handle:
+        handle.write(header)
+        handle.truncate(len(header) + n_elements * 4)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with fastgguf.open(path) as f:
+        info = f.tensors["huge"]
+        assert info.nbytes == n_elements * 4 and info.offset == len(header)
+        assert info.raw.shape == (n_elements * 4,)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 64 * 1024

@@ -14,7 +14,8 @@ import sys
 import numpy as np
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.unicode cimport Py_UCS1, Py_UCS2, PyUnicode_1BYTE_DATA, PyUnicode_2BYTE_DATA, PyUnicode_4BYTE_DATA, PyUnicode_DecodeUTF8
+from libc.string cimport memcpy
 from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from fastgguf._cursor cimport (
@@ -75,7 +76,86 @@ cdef inline int64_t scalar_size(uint32_t vtype) noexcept nogil:
     return 0
 
 
+cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+
+
 cdef inline object utf8(const uint8_t *p, uint64_t n):
+    """Decode UTF-8 to str; invalid bytes survive as lone surrogates (``surrogateescape``).
+
+    Vocabulary strings are short; CPython's general decoder spends most of its time on
+    set-up for them, so valid input is measured, allocated once and filled here.
+    """
+    cdef uint64_t i = 0, n_chars = 0
+    cdef Py_UCS4 max_char = 0, code
+    cdef uint8_t lead
+    cdef object text
+    while i < n:  # pass 1: validate, count characters, find the widest
+        lead = p[i]
+        if lead < 0x80:
+            code = lead
+            i += 1
+        elif lead >= 0xC2 and lead < 0xE0 and i + 1 < n and (p[i + 1] & 0xC0) == 0x80:
+            code = ((lead & 0x1F) << 6) | (p[i + 1] & 0x3F)
+            i += 2
+        elif (lead >= 0xE0 and lead < 0xF0 and i + 2 < n and (p[i + 1] & 0xC0) == 0x80
+              and (p[i + 2] & 0xC0) == 0x80):
+            code = ((lead & 0x0F) << 12) | ((p[i + 1] & 0x3F) << 6) | (p[i + 2] & 0x3F)
+            if code < 0x800 or (code >= 0xD800 and code < 0xE000):
+                return slow_utf8(p, n)  # overlong, or an encoded surrogate
+            i += 3
+        elif (lead >= 0xF0 and lead < 0xF5 and i + 3 < n and (p[i + 1] & 0xC0) == 0x80
+              and (p[i + 2] & 0xC0) == 0x80 and (p[i + 3] & 0xC0) == 0x80):
+            code = ((lead & 0x07) << 18) | ((p[i + 1] & 0x3F) << 12) | ((p[i + 2] & 0x3F) << 6) | (p[i + 3] & 0x3F)
+            if code < 0x10000 or code > 0x10FFFF:
+                return slow_utf8(p, n)
+            i += 4
+        else:
+            return slow_utf8(p, n)
+        if code > max_char:
+            max_char = code
+        n_chars += 1
+    text = PyUnicode_New(<Py_ssize_t>n_chars, max_char)
+    if max_char < 0x80:
+        memcpy(PyUnicode_1BYTE_DATA(text), p, n)
+    elif max_char < 0x100:
+        fill_utf8(p, n, PyUnicode_1BYTE_DATA(text), NULL, NULL)
+    elif max_char < 0x10000:
+        fill_utf8(p, n, NULL, PyUnicode_2BYTE_DATA(text), NULL)
+    else:
+        fill_utf8(p, n, NULL, NULL, PyUnicode_4BYTE_DATA(text))
+    return text
+
+
+cdef inline void fill_utf8(const uint8_t *p, uint64_t n, Py_UCS1 *out1, Py_UCS2 *out2, Py_UCS4 *out4) noexcept:
+    """Pass 2 of utf8(): write the characters of already-validated UTF-8 into the string's storage."""
+    cdef uint64_t i = 0, j = 0
+    cdef Py_UCS4 code
+    cdef uint8_t lead
+    while i < n:
+        lead = p[i]
+        if lead < 0x80:
+            code = lead
+            i += 1
+        elif lead < 0xE0:
+            code = ((lead & 0x1F) << 6) | (p[i + 1] & 0x3F)
+            i += 2
+        elif lead < 0xF0:
+            code = ((lead & 0x0F) << 12) | ((p[i + 1] & 0x3F) << 6) | (p[i + 2] & 0x3F)
+            i += 3
+        else:
+            code = ((lead & 0x07) << 18) | ((p[i + 1] & 0x3F) << 12) | ((p[i + 2] & 0x3F) << 6) | (p[i + 3] & 0x3F)
+            i += 4
+        if out1 != NULL:
+            out1[j] = <Py_UCS1>code
+        elif out2 != NULL:
+            out2[j] = <Py_UCS2>code
+        else:
+            out4[j] = code
+        j += 1
+
+
+cdef object slow_utf8(const uint8_t *p, uint64_t n):
     # surrogateescape: invalid UTF-8 survives as lone surrogates, so .encode("utf-8", "surrogateescape")
     # gives the file's exact bytes back.
     return PyUnicode_DecodeUTF8(<const char *>p, <Py_ssize_t>n, "surrogateescape")
@@ -85,22 +165,46 @@ cdef int fail(str message, size_t offset) except -1:
     raise GGUFError(message, offset)
 
 
-cdef inline int need(bint ok, const Cursor *c, str what) except -1:
+cdef inline int need(bint ok, const Cursor *c, str what, object subject=None) except -1:
+    # The message is built only on failure: this runs once per field of a 256k-entry vocabulary.
     if not ok:
+        if subject is not None:
+            what = f"{what} {subject!r}"
         fail(f"file ends inside {what}: {cursor_left(c)} bytes left", cursor_offset(c))
     return 0
 
 
-cdef int take_string(Cursor *c, bint wide, const uint8_t **data, uint64_t *length, str what) except -1:
+cdef int take_string(Cursor *c, bint wide, const uint8_t **data, uint64_t *length, str what,
+                     object subject=None) except -1:
     cdef size_t at = cursor_offset(c)
-    need(take_len(c, wide, length), c, f"the length of {what}")
-    if length[0] > MAX_STRING_BYTES:
-        fail(f"{what} claims {length[0]} bytes, over the 1 GiB limit", at)
-    if length[0] > cursor_left(c):
+    if not take_len(c, wide, length):
+        need(False, c, f"the length of {what}", subject)
+    if length[0] > MAX_STRING_BYTES or length[0] > cursor_left(c):
+        if subject is not None:
+            what = f"{what} {subject!r}"
+        if length[0] > MAX_STRING_BYTES:
+            fail(f"{what} claims {length[0]} bytes, over the 1 GiB limit", at)
         fail(f"{what} claims {length[0]} bytes but only {cursor_left(c)} remain", at)
     data[0] = c.pos
     c.pos += length[0]
     return 0
+
+
+cdef bint walk_strings(Cursor *c, bint wide, uint64_t count, uint64_t *offsets) noexcept nogil:
+    """Step over ``count`` strings, recording where each starts; False (cursor on the bad one) on a bad one.
+
+    The hot loop of opening a model: a vocabulary has 30k-260k strings.
+    """
+    cdef uint64_t i, length
+    cdef const uint8_t *start
+    for i in range(count):
+        start = c.pos
+        offsets[i] = <uint64_t>(start - c.start)
+        if not take_len(c, wide, &length) or length > MAX_STRING_BYTES or length > cursor_left(c):
+            c.pos = start
+            return False
+        c.pos += length
+    return True
 
 
 cdef int check_count(const Cursor *c, uint64_t count, uint64_t min_bytes_each, str what, size_t at) except -1:
@@ -159,9 +263,8 @@ cdef object walk_array(Cursor *c, bint wide, int depth):
         check_count(c, count, 8 if wide else 4, "string array", at)
         offsets_array = np.empty(count, dtype=np.uint64)
         offsets = offsets_array
-        for i in range(count):
-            offsets[i] = cursor_offset(c)
-            take_string(c, wide, &data, &length, "an array string")
+        if count and not walk_strings(c, wide, count, &offsets[0]):
+            take_string(c, wide, &data, &length, "an array string")  # raises for the string that stopped the walk
     elif elem_type == VT_ARRAY:
         check_count(c, count, 12 if wide else 8, "nested array", at)
         offsets_array = np.empty(count, dtype=np.uint64)
@@ -283,7 +386,7 @@ def parse(buffer):
         kv = KeyValue.__new__(KeyValue)
         kv.key = key
         kv.key_offset = at
-        need(take_u32(&c, &vtype), &c, f"the type of {key!r}")
+        need(take_u32(&c, &vtype), &c, "the type of", key)
         if vtype > VT_LAST:
             fail(f"value type {vtype} of {key!r} is not a GGUF value type", cursor_offset(&c) - 4)
         kv.value_type = vtype
@@ -293,11 +396,11 @@ def parse(buffer):
         kv.data_offset = kv.value_offset
         kv.element_offsets = None
         if vtype == VT_STRING:
-            take_string(&c, wide, &data, &length, f"the value of {key!r}")
+            take_string(&c, wide, &data, &length, "the value of", key)
         elif vtype == VT_ARRAY:
             kv.element_type, kv.count, kv.data_offset, kv.element_offsets = walk_array(&c, wide, 1)
         else:
-            need(skip(&c, scalar_size(vtype)), &c, f"the value of {key!r}")
+            need(skip(&c, scalar_size(vtype)), &c, "the value of", key)
         if key == "general.alignment":
             if vtype != VT_UINT32:
                 fail("general.alignment must be a UINT32", kv.value_offset)
@@ -321,20 +424,20 @@ def parse(buffer):
         if name in seen_names:
             fail(f"duplicate tensor name {name!r}", at)
         seen_names.add(name)
-        need(take_u32(&c, &n_dims), &c, f"the dimension count of {name!r}")
+        need(take_u32(&c, &n_dims), &c, "the dimension count of", name)
         if n_dims > MAX_DIMS:
             fail(f"tensor {name!r} has {n_dims} dimensions, at most {MAX_DIMS} allowed", cursor_offset(&c) - 4)
         dims = []
         n_elements = 1
         for j in range(n_dims):
-            need(take_len(&c, wide, &dim), &c, f"the dimensions of {name!r}")
+            need(take_len(&c, wide, &dim), &c, "the dimensions of", name)
             if dim > <uint64_t>INT64_MAX:
                 fail(f"tensor {name!r} has a negative dimension", cursor_offset(&c) - 8)
             if dim != 0 and n_elements > <uint64_t>INT64_MAX // dim:
                 fail(f"tensor {name!r}: element count overflows", cursor_offset(&c) - (8 if wide else 4))
             n_elements *= dim
             dims.append(dim)
-        need(take_u32(&c, &type_id), &c, f"the type of {name!r}")
+        need(take_u32(&c, &type_id), &c, "the type of", name)
         block_size = BLOCK_SIZE[type_id] if type_id < TYPE_TABLE_SIZE else 0
         if block_size == 0:
             state = "removed" if type_id in REMOVED_TYPE_IDS else "unknown"
@@ -347,7 +450,7 @@ def parse(buffer):
         if n_blocks > <uint64_t>INT64_MAX // <uint64_t>type_size:
             fail(f"tensor {name!r}: byte size overflows", cursor_offset(&c) - 4)
         at = cursor_offset(&c)
-        need(take_u64(&c, &offset), &c, f"the data offset of {name!r}")
+        need(take_u64(&c, &offset), &c, "the data offset of", name)
         header.tensors.append((name, tuple(dims), type_id, offset, n_elements, n_blocks * type_size, at))
 
     header.header_end = cursor_offset(&c)
@@ -459,8 +562,10 @@ def decode_strings(buffer, const uint64_t[:] offsets, bint wide, bint swap):
         if offsets[i] > <uint64_t>view.shape[0]:
             raise GGUFError("string offset outside the file", offsets[i])
         c.pos = c.start + offsets[i]
-        take_string(&c, wide, &data, &length, "a string")
-        result[i] = utf8(data, length)
+        if not take_len(&c, wide, &length) or length > cursor_left(&c):
+            c.pos = c.start + offsets[i]
+            take_string(&c, wide, &data, &length, "a string")  # raises with the details
+        result[i] = utf8(c.pos, length)
     return result
 
 
