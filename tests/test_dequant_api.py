@@ -1,0 +1,386 @@
+"""fastgguf.dequantize: rows, out, threads, byte order, input kinds, errors, CPU path choice."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastgguf
+from fastgguf import GGMLType, GGUFError, dequant, dequantize
+from fastgguf.types import TYPE_TRAITS
+
+from dequant_refs import ENGINE_TYPES, ELEMENT_DTYPES, random_tensor_bytes, reference
+
+T = GGMLType
+SAMPLE_TYPES = [T.F32, T.F16, T.BF16, T.I32, T.Q4_0, T.Q5_1, T.Q8_1, T.Q2_K, T.Q6_K, T.Q8_K]
+
+
+def tensor(qtype, shape, seed=0):
+    n = int(np.prod(shape))
+    return random_tensor_bytes(qtype, n, np.random.default_rng(seed))
+
+
+def same_bits(a, b) -> bool:
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    b = np.ascontiguousarray(b, dtype=np.float32)
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Make even small tensors split across threads, so the threaded paths run in tests."""
+    monkeypatch.setattr(dequant, "_MIN_ELEMENTS_PER_THREAD", 256)
+    monkeypatch.setattr(dequant, "_SPLIT_GRANULE", 256)
+
+
+# --- public surface ------------------------------------------------------------------------
+
+
+def test_exported_from_package():
+    assert fastgguf.dequantize is dequantize
+    assert "dequantize" in fastgguf.__all__
+
+
+def test_supported_types_cover_the_engine():
+    supported = dequant.supported_types()
+    assert set(ENGINE_TYPES) <= set(supported)
+    assert all(dequant.has_kernel(t) for t in ENGINE_TYPES)
+    assert all(dequant.has_kernel(int(t)) for t in ENGINE_TYPES)
+    assert not dequant.has_kernel(4)  # removed type
+    assert not dequant.has_kernel(1000)
+
+
+def test_cpu_path_is_the_best_available():
+    paths = dequant.available_cpu_paths()
+    assert paths[0] == "portable"
+    assert dequant.cpu_path() in paths
+    if "FASTGGUF_CPU" not in os.environ:
+        assert dequant.cpu_path() == paths[-1]
+
+
+def test_set_cpu_path_rejects_unknown():
+    with pytest.raises(ValueError, match="not available"):
+        dequant.set_cpu_path("sse9")
+
+
+@pytest.mark.parametrize("path", dequant.available_cpu_paths())
+def test_env_var_selects_path(path):
+    code = "from fastgguf import dequant; print(dequant.cpu_path())"
+    env = dict(os.environ, FASTGGUF_CPU=path)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == path
+
+
+def test_env_var_unknown_falls_back_with_warning():
+    code = "import warnings; warnings.simplefilter('always'); from fastgguf import dequant; print(dequant.cpu_path())"
+    env = dict(os.environ, FASTGGUF_CPU="nonsense")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == dequant.available_cpu_paths()[-1]
+    assert "FASTGGUF_CPU" in done.stderr
+
+
+# --- shapes and inputs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qtype", SAMPLE_TYPES, ids=lambda t: t.name)
+def test_default_shape_is_1d(qtype):
+    block, size = TYPE_TRAITS[qtype]
+    raw = tensor(qtype, (5 * block,))
+    assert dequantize(raw, qtype).shape == (5 * block,)
+
+
+@pytest.mark.parametrize("kind", ["bytes", "bytearray", "memoryview", "uint8", "typed", "mmap"])
+def test_input_kinds_are_read_in_place(kind):
+    raw = tensor(T.Q4_0, (4, 64))
+    expected = dequantize(raw, T.Q4_0, (4, 64))
+    if kind == "bytes":
+        data = raw.tobytes()
+    elif kind == "bytearray":
+        data = bytearray(raw.tobytes())
+    elif kind == "memoryview":
+        data = memoryview(raw.tobytes())
+    elif kind == "uint8":
+        data = raw
+    elif kind == "typed":
+        data = raw.view(np.uint16)  # any C-contiguous array is taken as its bytes
+    else:
+        data = mmap.mmap(-1, raw.size)
+        data[:] = raw.tobytes()
+    assert same_bits(dequantize(data, T.Q4_0, (4, 64)), expected)
+
+
+def test_gguf_type_as_int_and_enum():
+    raw = tensor(T.Q8_0, (64,))
+    assert same_bits(dequantize(raw, 8), dequantize(raw, T.Q8_0))
+
+
+def test_empty_tensor():
+    assert dequantize(b"", T.Q4_0, (0, 32)).shape == (0, 32)
+    assert dequantize(b"", T.F32).shape == (0,)
+
+
+# --- rows ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qtype", SAMPLE_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "rows",
+    [slice(None), slice(2, 5), slice(5, 2), slice(None, None, 3), slice(-3, None), slice(None, None, -2),
+     [0], [6, 0, 3, 3], [-1, -7], np.array([1, 2], dtype=np.int32), np.array([], dtype=np.int64), 4],
+    ids=lambda r: repr(r).replace(" ", ""),
+)
+def test_rows_equal_rows_of_full_result(qtype, rows):
+    block = TYPE_TRAITS[qtype].block_size
+    shape = (7, 2 * block)
+    raw = tensor(qtype, shape, seed=3)
+    full = dequantize(raw, qtype, shape)
+    picked = dequantize(raw, qtype, shape, rows=rows)
+    expected = full[[rows] if isinstance(rows, int) else rows]
+    assert picked.shape == expected.shape
+    assert same_bits(picked, expected)
+
+
+def test_rows_over_flattened_leading_dims():
+    shape = (2, 3, 64)
+    raw = tensor(T.Q4_1, shape)
+    full = dequantize(raw, T.Q4_1, shape).reshape(6, 64)
+    assert same_bits(dequantize(raw, T.Q4_1, shape, rows=[5, 0]), full[[5, 0]])
+
+
+def test_rows_read_only_the_requested_bytes():
+    # Rows 1 and 3 of a 4-row Q8_0 tensor whose other rows are NaN scales: untouched bytes
+    # cannot leak into the result.
+    block = TYPE_TRAITS[T.Q8_0]
+    raw = tensor(T.Q8_0, (4, 32), seed=9).reshape(4, block.type_size)
+    raw[[0, 2], 0:2] = np.array([0x7E00], "<u2").view(np.uint8)  # NaN scale
+    result = dequantize(raw.reshape(-1), T.Q8_0, (4, 32), rows=[1, 3])
+    assert np.isfinite(result).all()
+    assert same_bits(result, reference(T.Q8_0, raw[[1, 3]].reshape(-1)).reshape(2, 32))
+
+
+@pytest.mark.parametrize("rows", [[7], [-8], [0, 100]])
+def test_rows_out_of_range(rows):
+    raw = tensor(T.Q4_0, (7, 32))
+    with pytest.raises(IndexError, match="out of range"):
+        dequantize(raw, T.Q4_0, (7, 32), rows=rows)
+
+
+@pytest.mark.parametrize("rows", [[0.5], np.array([True, False]), ["a"]])
+def test_rows_must_be_integers(rows):
+    raw = tensor(T.Q4_0, (2, 32))
+    with pytest.raises(TypeError):
+        dequantize(raw, T.Q4_0, (2, 32), rows=rows)
+
+
+def test_embedding_lookup_touches_only_its_rows():
+    # An embedding table far bigger than the rows asked for: only the 8 rows are allocated.
+    shape = (4096, 640)
+    raw = np.zeros(4096 * 640 // 32 * 18, dtype=np.uint8)
+    result = dequantize(raw, T.Q4_0, shape, rows=np.arange(8) * 500)
+    assert result.shape == (8, 640)
+    assert result.base is None or result.base.size == 8 * 640
+
+
+# --- out -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qtype", SAMPLE_TYPES, ids=lambda t: t.name)
+def test_out_is_filled_and_returned(qtype):
+    block = TYPE_TRAITS[qtype].block_size
+    shape = (3, 4 * block)
+    raw = tensor(qtype, shape, seed=5)
+    out = np.full(shape, np.nan, dtype=np.float32)
+    result = dequantize(raw, qtype, shape, out=out)
+    assert result is out
+    assert same_bits(out, reference(qtype, raw).reshape(shape))
+
+
+def test_out_with_rows_and_any_shape():
+    raw = tensor(T.Q4_K, (4, 256))
+    out = np.full((2, 16, 16), np.nan, dtype=np.float32)
+    result = dequantize(raw, T.Q4_K, (4, 256), rows=[3, 1], out=out)
+    assert result is out
+    assert same_bits(out.reshape(2, 256), dequantize(raw, T.Q4_K, (4, 256))[[3, 1]])
+
+
+@pytest.mark.parametrize(
+    "make_out, message",
+    [
+        (lambda: np.empty(64, np.float64), "dtype float32"),
+        (lambda: np.empty((64, 2), np.float32)[:, 0], "C-contiguous"),
+        (lambda: np.empty(63, np.float32), "63 elements"),
+        (lambda: np.empty(65, np.float32), "65 elements"),
+        (lambda: np.frombuffer(bytes(256), np.float32), "read-only"),
+        (lambda: [0.0] * 64, "numpy array"),
+    ],
+    ids=["dtype", "strided", "short", "long", "readonly", "list"],
+)
+def test_bad_out(make_out, message):
+    raw = tensor(T.Q4_0, (64,))
+    with pytest.raises(GGUFError, match=message):
+        dequantize(raw, T.Q4_0, (64,), out=make_out())
+
+
+# --- threads -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qtype", ENGINE_TYPES, ids=lambda t: t.name)
+def test_threads_give_identical_bits(qtype, small_chunks):
+    block = TYPE_TRAITS[qtype].block_size
+    shape = (6, 5 * max(block, 256))
+    raw = tensor(qtype, shape, seed=11)
+    one = dequantize(raw, qtype, shape, threads=1)
+    for n in (2, 3, 8):
+        assert same_bits(dequantize(raw, qtype, shape, threads=n), one)
+    rows = [5, 0, 2, 2, 4, 1, 3]
+    assert same_bits(dequantize(raw, qtype, shape, rows=rows, threads=4), one[rows])
+    assert same_bits(dequantize(raw, qtype, shape, rows=slice(1, 5), threads=3), one[1:5])
+
+
+def test_threads_use_the_pool(small_chunks, monkeypatch):
+    submitted = []
+    real = dequant._executor
+
+    def spy(workers):
+        submitted.append(workers)
+        return real(workers)
+
+    monkeypatch.setattr(dequant, "_executor", spy)
+    raw = tensor(T.Q8_0, (4096,))
+    dequantize(raw, T.Q8_0, threads=4)
+    assert submitted and max(submitted) == 3  # the calling thread runs the fourth chunk
+    submitted.clear()
+    dequantize(raw, T.Q8_0, threads=1)
+    assert submitted == []
+
+
+def test_small_inputs_stay_on_the_calling_thread(monkeypatch):
+    monkeypatch.setattr(dequant, "_executor", lambda workers: pytest.fail("pool used for a tiny tensor"))
+    dequantize(tensor(T.Q4_0, (1024,)), T.Q4_0, threads=8)
+
+
+def test_default_threads_setting():
+    before = dequant._default_threads
+    try:
+        dequant.set_num_threads(3)
+        assert dequant.get_num_threads() == 3
+        dequant.set_num_threads(None)
+        assert dequant.get_num_threads() == (os.cpu_count() or 1)
+    finally:
+        dequant._default_threads = before
+
+
+@pytest.mark.parametrize("threads, error", [(0, ValueError), (-2, ValueError), (1.5, TypeError), ("2", TypeError)])
+def test_bad_threads(threads, error):
+    with pytest.raises(error):
+        dequantize(tensor(T.Q4_0, (32,)), T.Q4_0, threads=threads)
+
+
+# --- byte order ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("qtype", list(ELEMENT_DTYPES), ids=lambda t: t.name)
+def test_big_endian_plain_types(qtype, small_chunks):
+    shape = (3, 3000)
+    raw = tensor(qtype, shape, seed=2)
+    width = ELEMENT_DTYPES[qtype].itemsize
+    swapped = raw.reshape(-1, width)[:, ::-1].copy().reshape(-1)
+    expected = dequantize(raw, qtype, shape)
+    assert same_bits(dequantize(swapped, qtype, shape, byteorder=">", threads=1), expected)
+    assert same_bits(dequantize(swapped, qtype, shape, byteorder=">", threads=3), expected)
+    assert same_bits(dequantize(swapped, qtype, shape, byteorder=">", rows=[2, 0]), expected[[2, 0]])
+
+
+@pytest.mark.parametrize("qtype", [t for t in ENGINE_TYPES if TYPE_TRAITS[t].block_size > 1], ids=lambda t: t.name)
+def test_big_endian_quantized_not_implemented(qtype):
+    raw = tensor(qtype, (TYPE_TRAITS[qtype].block_size,))
+    with pytest.raises(NotImplementedError, match=qtype.name):
+        dequantize(raw, qtype, byteorder=">")
+
+
+def test_bad_byteorder():
+    with pytest.raises(ValueError, match="byteorder"):
+        dequantize(b"\0\0", T.F16, byteorder="=")
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("type_id, word", [(4, "removed"), (5, "removed"), (31, "removed"), (99, "unknown"), (-1, "unknown")])
+def test_unknown_and_removed_types(type_id, word):
+    with pytest.raises(GGUFError, match=word):
+        dequantize(bytes(18), type_id)
+
+
+def test_type_must_be_integer():
+    with pytest.raises(TypeError):
+        dequantize(bytes(18), "Q4_0")
+
+
+def test_type_without_kernel_names_itself(monkeypatch):
+    class NoQ6K:
+        def __getattr__(self, name):
+            return getattr(dequant._kernels_portable, name)
+
+        @staticmethod
+        def has_kernel(type_id):
+            return type_id != int(T.Q6_K)
+
+    monkeypatch.setattr(dequant, "_kernels", NoQ6K())
+    with pytest.raises(NotImplementedError, match="Q6_K"):
+        dequantize(bytes(210), T.Q6_K)
+    assert not dequant.has_kernel(T.Q6_K)
+
+
+@pytest.mark.parametrize(
+    "qtype, n_bytes, shape, message",
+    [
+        (T.Q4_0, 36, (32,), "takes 18 bytes, got 36"),
+        (T.Q4_0, 17, None, "whole number"),
+        (T.Q4_0, 18, (2, 16), "multiple of the Q4_0 block size 32"),
+        (T.Q6_K, 210, (128,), "multiple of the Q6_K block size 256"),
+        (T.F32, 12, (2, 2), "takes 16 bytes, got 12"),
+        (T.F16, 3, None, "whole number"),
+        (T.Q8_1, 40, (32,), "takes 36 bytes, got 40"),
+        (T.Q4_0, 18, (-1, 32), "negative"),
+    ],
+)
+def test_wrong_sizes(qtype, n_bytes, shape, message):
+    with pytest.raises(GGUFError, match=message) as info:
+        dequantize(bytes(n_bytes), qtype, shape)
+    assert isinstance(info.value, ValueError)
+
+
+def test_non_contiguous_data():
+    raw = np.zeros((36, 2), dtype=np.uint8)[:, 0]
+    with pytest.raises(GGUFError, match="contiguous"):
+        dequantize(raw, T.Q4_0)
+
+
+def test_not_a_buffer():
+    with pytest.raises(TypeError):
+        dequantize(12345, T.Q4_0)
+
+
+# --- the raw module call checks its arguments too --------------------------------------------
+
+
+@pytest.mark.parametrize("path", dequant.available_cpu_paths())
+def test_module_level_checks(path):
+    import importlib
+
+    module = importlib.import_module(f"fastgguf._kernels_{path}")
+    out = np.empty(64, np.float32)
+    with pytest.raises(ValueError, match="source has"):
+        module.dequantize_into(np.zeros(35, np.uint8), out, int(T.Q4_0))
+    with pytest.raises(ValueError, match="multiple of the block size"):
+        module.dequantize_into(np.zeros(36, np.uint8), np.empty(40, np.float32), int(T.Q4_0))
+    with pytest.raises(ValueError, match="outside"):
+        module.dequantize_into(np.zeros(36, np.uint8), out, int(T.Q4_0), np.array([0, 2], np.int64), 32)
+    with pytest.raises(ValueError, match="unknown"):
+        module.dequantize_into(np.zeros(36, np.uint8), out, 4)
