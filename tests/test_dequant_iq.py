@@ -1,0 +1,340 @@
+"""Dequantization of the IQ, ternary, FP4 and 1-/2-bit block types.
+
+Every kernel must give the same float32 bits as gguf-py's ``dequantize`` (the
+reference) on random blocks, on blocks gguf-py quantized itself where it can,
+and the values worked out by hand below. Q1_0 and Q2_0, which gguf-py cannot
+dequantize, are checked against a numpy transcription of ggml's definition.
+The lookup tables are checked entry by entry against gguf-py's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType
+from gguf import quants as ref
+
+import fastgguf
+from fastgguf import GGMLType
+from fastgguf.types import TYPE_TRAITS
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+#: Types gguf-py 0.19 dequantizes; its output is the reference.
+GGUF_PY_TYPES = [
+    GGMLType.IQ2_XXS,
+    GGMLType.IQ2_XS,
+    GGMLType.IQ2_S,
+    GGMLType.IQ3_XXS,
+    GGMLType.IQ3_S,
+    GGMLType.IQ1_S,
+    GGMLType.IQ1_M,
+    GGMLType.IQ4_NL,
+    GGMLType.IQ4_XS,
+    GGMLType.TQ1_0,
+    GGMLType.TQ2_0,
+    GGMLType.MXFP4,
+    GGMLType.NVFP4,
+]
+#: Types gguf-py cannot dequantize; checked against ``numpy_reference``.
+GGML_ONLY_TYPES = [GGMLType.Q1_0, GGMLType.Q2_0]
+#: Types gguf-py can also quantize.
+GGUF_PY_QUANTIZES = [GGMLType.TQ1_0, GGMLType.TQ2_0, GGMLType.MXFP4]
+
+#: Byte offset of the fp16 super-block scale, for types whose random blocks need a finite one.
+FP16_SCALE_AT = {
+    GGMLType.IQ2_XXS: 0,
+    GGMLType.IQ2_XS: 0,
+    GGMLType.IQ2_S: 0,
+    GGMLType.IQ3_XXS: 0,
+    GGMLType.IQ3_S: 0,
+    GGMLType.IQ1_S: 0,
+    GGMLType.IQ4_NL: 0,
+    GGMLType.IQ4_XS: 0,
+    GGMLType.TQ1_0: 52,
+    GGMLType.TQ2_0: 64,
+    GGMLType.Q1_0: 0,
+    GGMLType.Q2_0: 0,
+}
+
+#: Output shapes, in blocks along the last axis: one block, several rows, 3-D.
+SHAPES_IN_BLOCKS = [(1,), (3, 2), (2, 3, 5)]
+
+
+def random_blocks(qtype: GGMLType, n_blocks: int, seed: int) -> np.ndarray:
+    """``n_blocks`` blocks of random bytes whose fp16 scales are finite (random sign, wide exponent range)."""
+    rng = np.random.default_rng(seed)
+    traits = TYPE_TRAITS[qtype]
+    blocks = rng.integers(0, 256, (n_blocks, traits.type_size), dtype=np.uint8)
+    scale = (rng.standard_normal(n_blocks) * np.exp2(rng.integers(-20, 12, n_blocks))).astype(np.float16)
+    scale = np.where(np.isfinite(scale), scale, np.float16(1.0)).view(np.uint16)
+    if qtype in FP16_SCALE_AT:
+        at = FP16_SCALE_AT[qtype]
+        blocks[:, at : at + 2] = scale.view(np.uint8).reshape(n_blocks, 2)
+    elif qtype == GGMLType.IQ1_M:
+        # The scale's four nibbles sit in the top nibbles of the four trailing uint16.
+        packed = blocks[:, 48:56].copy().view("<u2") & np.uint16(0x0FFF)
+        for k in range(4):
+            packed[:, k] |= ((scale >> (4 * k)) & 0xF) << 12
+        blocks[:, 48:56] = packed.view(np.uint8)
+    return blocks
+
+
+def gguf_py_dequantize(blocks: np.ndarray, qtype: GGMLType) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):  # large MXFP4 scales overflow to inf, as in ggml
+        return ref.dequantize(blocks, GGMLQuantizationType(int(qtype))).reshape(-1)
+
+
+def numpy_reference(blocks: np.ndarray, qtype: GGMLType) -> np.ndarray:
+    """Q1_0 / Q2_0 as ggml's ``dequantize_row_q1_0`` / ``_q2_0`` define them."""
+    d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
+    if qtype == GGMLType.Q1_0:
+        bits = np.unpackbits(blocks[:, 2:], axis=1, bitorder="little")
+        return np.where(bits == 1, d, -d).reshape(-1)
+    assert qtype == GGMLType.Q2_0
+    codes = (blocks[:, 2:, None] >> np.array([0, 2, 4, 6], dtype=np.uint8)) & 3
+    return ((codes.reshape(len(blocks), -1).astype(np.int32) - 1).astype(np.float32) * d).reshape(-1)
+
+
+def reference(blocks: np.ndarray, qtype: GGMLType) -> np.ndarray:
+    if qtype in GGML_ONLY_TYPES:
+        return numpy_reference(blocks, qtype)
+    return gguf_py_dequantize(blocks, qtype)
+
+
+def assert_same_bits(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.dtype == np.float32 and expected.dtype == np.float32
+    assert actual.shape == expected.shape
+    differ = actual.view(np.uint32) != expected.view(np.uint32)
+    if differ.any():
+        first = np.flatnonzero(differ.reshape(-1))[:5]
+        raise AssertionError(
+            f"{differ.sum()} of {differ.size} differ; first at {first.tolist()}: "
+            f"{actual.reshape(-1)[first].tolist()} != {expected.reshape(-1)[first].tolist()}"
+        )
+
+
+def shape_of(qtype: GGMLType, shape_in_blocks: tuple[int, ...]) -> tuple[int, ...]:
+    return (*shape_in_blocks[:-1], shape_in_blocks[-1] * TYPE_TRAITS[qtype].block_size)
+
+
+# --- exactness against the references ----------------------------------------
+
+@pytest.mark.parametrize("shape_in_blocks", SHAPES_IN_BLOCKS, ids=str)
+@pytest.mark.parametrize("qtype", GGUF_PY_TYPES + GGML_ONLY_TYPES, ids=lambda t: t.name)
+def test_random_blocks_match_reference(qtype, shape_in_blocks):
+    n_blocks = int(np.prod(shape_in_blocks))
+    blocks = random_blocks(qtype, n_blocks, seed=n_blocks * 1000 + int(qtype))
+    shape = shape_of(qtype, shape_in_blocks)
+    actual = fastgguf.dequantize(blocks.reshape(-1), qtype, shape)
+    assert_same_bits(actual, reference(blocks, qtype).reshape(shape))
+
+
+@pytest.mark.parametrize("qtype", GGUF_PY_TYPES + GGML_ONLY_TYPES, ids=lambda t: t.name)
+def test_many_blocks_match_reference(qtype):
+    """Enough blocks that every grid entry, sign pattern and scale code occurs (IQ1_S's grid has 2048 entries)."""
+    n_blocks = 1024
+    blocks = random_blocks(qtype, n_blocks, seed=int(qtype))
+    actual = fastgguf.dequantize(blocks, qtype, (8, n_blocks // 8 * TYPE_TRAITS[qtype].block_size), threads=2)
+    assert_same_bits(actual.reshape(-1), reference(blocks, qtype))
+
+
+@pytest.mark.parametrize("qtype", GGUF_PY_QUANTIZES, ids=lambda t: t.name)
+def test_gguf_py_quantized_data_matches(qtype):
+    rng = np.random.default_rng(int(qtype))
+    weights = (rng.standard_normal((16, 1024)) * rng.uniform(0.001, 3.0, (16, 1))).astype(np.float32)
+    weights[3, :256] = 0.0  # an all-zero block: zero scale
+    data = ref.quantize(weights, GGMLQuantizationType(int(qtype)))
+    expected = ref.dequantize(data, GGMLQuantizationType(int(qtype)))
+    actual = fastgguf.dequantize(data, qtype, weights.shape)
+    assert_same_bits(actual, expected)
+    if qtype != GGMLType.MXFP4:  # sanity: quantization kept the weights' scale (the ternary types' sign)
+        assert np.all(np.sign(actual)[actual != 0] == np.sign(weights)[actual != 0])
+
+
+@pytest.mark.parametrize("qtype", GGUF_PY_TYPES, ids=lambda t: t.name)
+def test_non_finite_scales_match_gguf_py(qtype):
+    """Infinite and NaN scales propagate as in gguf-py (NaNs compared as equal, not bit for bit)."""
+    blocks = random_blocks(qtype, 64, seed=7)
+    special = np.array([0x7C00, 0xFC00, 0x7E00, 0x0001, 0x8000], dtype=np.uint16)  # +inf, -inf, NaN, subnormal, -0
+    for i, h in enumerate(special):
+        if qtype in FP16_SCALE_AT:
+            at = FP16_SCALE_AT[qtype]
+            blocks[i, at : at + 2] = np.array([h], "<u2").view(np.uint8)
+        elif qtype == GGMLType.IQ1_M:
+            packed = blocks[i, 48:56].copy().view("<u2") & np.uint16(0x0FFF)
+            packed |= ((h >> np.array([0, 4, 8, 12], dtype=np.uint16)) & 0xF) << 12
+            blocks[i, 48:56] = packed.view(np.uint8)
+        else:  # MXFP4 / NVFP4 scales are 8-bit codes: use the extremes
+            blocks[i, 0] = [0xFF, 0x00, 0x7F, 0x01, 0x80][i]
+    actual = fastgguf.dequantize(blocks, qtype, (64 * TYPE_TRAITS[qtype].block_size,))
+    np.testing.assert_array_equal(actual, gguf_py_dequantize(blocks, qtype))
+
+
+# --- blocks worked out by hand ------------------------------------------------
+
+def half_bytes(value: float) -> list[int]:
+    return list(np.array([value], "<f2").view(np.uint8))
+
+
+def check_block(qtype: GGMLType, block: list[int], expected: list[float]) -> None:
+    data = np.array(block, dtype=np.uint8)
+    assert data.size == TYPE_TRAITS[qtype].type_size
+    actual = fastgguf.dequantize(data, qtype, (TYPE_TRAITS[qtype].block_size,))
+    assert_same_bits(actual, np.array(expected, dtype=np.float32))
+
+
+def test_iq4_nl_by_hand():
+    # d = 0.5; byte j holds code j (low nibble, element j) and code 15 - j (high nibble, element 16 + j).
+    halves = [-63.5, -52, -41.5, -32.5, -24.5, -17.5, -11, -5, 0.5, 6.5, 12.5, 19, 26.5, 34.5, 44.5, 56.5]
+    check_block(GGMLType.IQ4_NL, half_bytes(0.5) + [j | (15 - j) << 4 for j in range(16)], halves + halves[::-1])
+
+
+def test_iq4_xs_by_hand():
+    # d = 1; sub-block scale codes 32 + ib - 4 (6 bits: low nibble in scales_l, 2 high bits in scales_h),
+    # so the sub-block scales are -4 .. 3. All codes 8 (value 1) except byte 0's low nibble: code 0 (-127).
+    scales = [(32 + ib - 4) for ib in range(8)]
+    scales_h = sum((s >> 4) << (2 * ib) for ib, s in enumerate(scales))
+    scales_l = [(scales[2 * i] & 0xF) | (scales[2 * i + 1] & 0xF) << 4 for i in range(4)]
+    codes = [0x88] * 128
+    codes[0] = 0x80
+    block = half_bytes(1.0) + [scales_h & 0xFF, scales_h >> 8] + scales_l + codes
+    expected = [float(ib - 4) for ib in range(8) for _ in range(32)]
+    expected[0] = -4.0 * -127
+    check_block(GGMLType.IQ4_XS, block, expected)
+
+
+def test_tq2_0_by_hand():
+    # d = 2; bytes 0xE4 hold codes 0,1,2,3 (low bits first) = -1,0,1,2; 0x1B the reverse.
+    # Byte j's code at shift 2k is element 32k + j of its 128-element half.
+    block = [0xE4] * 32 + [0x1B] * 32 + half_bytes(2.0)
+    expected = [-2.0] * 32 + [0.0] * 32 + [2.0] * 32 + [4.0] * 32 + [4.0] * 32 + [2.0] * 32 + [0.0] * 32 + [-2.0] * 32
+    check_block(GGMLType.TQ2_0, block, expected)
+
+
+def test_tq1_0_by_hand():
+    # A byte holds 5 base-3 digits t0..t4 as round_up(256 * (t0*81 + t1*27 + t2*9 + t3*3 + t4) / 243); digit k
+    # belongs to element 32k + j (first 32 bytes), 160 + 16k + j (next 16), 240 + 4k + j (last 4, 4 digits).
+    # 2-1-0-1-2 -> 2*81 + 27 + 0 + 3 + 2 = 194 -> ceil(194 * 256 / 243) = 205; values +1, 0, -1, 0, +1.
+    # All-zero digits -> byte 0 -> -1 everywhere; d = -0.5.
+    block = [205] * 32 + [0] * 16 + [0] * 4 + half_bytes(-0.5)
+    expected = [-0.5] * 32 + [-0.0] * 32 + [0.5] * 32 + [-0.0] * 32 + [-0.5] * 32 + [0.5] * 96
+    check_block(GGMLType.TQ1_0, block, expected)
+
+
+def test_mxfp4_by_hand():
+    # Scale byte 126 = 2**-1; values are (doubled E2M1) * 2**-1 / 2, i.e. the E2M1 values times 0.5.
+    e2m1_times_half = [0, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 0, -0.25, -0.5, -0.75, -1, -1.5, -2, -3]
+    block = [126] + [j | (15 - j) << 4 for j in range(16)]
+    check_block(GGMLType.MXFP4, block, e2m1_times_half + e2m1_times_half[::-1])
+
+
+def test_mxfp4_tiny_scales_by_hand():
+    # Scale bytes 0 and 1 are 2**-127 and 2**-126; ggml halves them into float32 subnormals.
+    check_block(GGMLType.MXFP4, [0] + [0x71] * 16, [2.0**-128 * 1] * 16 + [2.0**-128 * 12] * 16)
+    check_block(GGMLType.MXFP4, [1] + [0xF9] * 16, [2.0**-127 * -1] * 16 + [2.0**-127 * -12] * 16)
+
+
+def test_nvfp4_by_hand():
+    # Four E4M3 sub-block scales: 0x38 = 1.0, 0x3C = 1.5, 0x01 = 2**-9 (subnormal), 0x7F = NaN read as 0;
+    # values are (doubled E2M1) * scale / 2. Each sub-block: 8 bytes, low nibbles then high nibbles.
+    doubled = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]
+    codes = [j | (15 - j) << 4 for j in range(8)]
+    block = [0x38, 0x3C, 0x01, 0x7F] + codes * 4
+    per_sub = [doubled[j] for j in range(8)] + [doubled[15 - j] for j in range(8)]
+    expected = [v * s / 2 for s in (1.0, 1.5, 2.0**-9, 0.0) for v in per_sub]
+    check_block(GGMLType.NVFP4, block, expected)
+
+
+def test_iq2_xxs_by_hand():
+    # Sub-block 0: grid entries 0 (all 8), 1 (43, then 8s), 2 (25, 25, then 8s), 3 (8, 43, then 8s);
+    # uint32 with scale 1 in the top 4 bits and sign codes 0 (no signs), 1 (0x81: elements 0 and 7
+    # negative), 0, 0. db = 1.0 * (0.5 + 1) * 0.25 = 0.375. Other sub-blocks: all zero bytes (grid 0, scale 0).
+    aux = (1 << 28) | (1 << 7)
+    sub0 = [0, 1, 2, 3] + list(np.array([aux], "<u4").view(np.uint8))
+    block = half_bytes(1.0) + sub0 + [0] * 56
+    g = lambda *v: [x * 0.375 for x in v]  # noqa: E731
+    expected = g(8, 8, 8, 8, 8, 8, 8, 8) + g(-43, 8, 8, 8, 8, 8, 8, -8) + g(25, 25, 8, 8, 8, 8, 8, 8)
+    expected += g(8, 43, 8, 8, 8, 8, 8, 8) + [8 * 0.125] * 224
+    check_block(GGMLType.IQ2_XXS, block, expected)
+
+
+def test_q1_0_by_hand():
+    # d = 1.5; bit j of byte k set -> +d for element 8k + j, clear -> -d.
+    block = half_bytes(1.5) + [0x01, 0x80, 0xFF, 0x00] + [0x55] * 12
+    expected = [1.5] + [-1.5] * 7 + [-1.5] * 7 + [1.5] + [1.5] * 8 + [-1.5] * 8 + [1.5, -1.5] * 48
+    check_block(GGMLType.Q1_0, block, expected)
+
+
+def test_q2_0_by_hand():
+    # d = 0.5; byte 0xE4 holds codes 0,1,2,3 (low bits first) for elements 4k .. 4k+3: (code - 1) * d.
+    block = half_bytes(0.5) + [0xE4] * 8 + [0x1B] * 8
+    check_block(GGMLType.Q2_0, block, [-0.5, 0.0, 0.5, 1.0] * 8 + [1.0, 0.5, 0.0, -0.5] * 8)
+
+
+# --- lookup tables --------------------------------------------------------------
+
+def kernel_modules():
+    """Every compiled kernel variant (portable, avx2, avx512 where built): each holds its own table copy."""
+    found = []
+    for variant in ("portable", "avx2", "avx512"):
+        try:
+            found.append(importlib.import_module(f"fastgguf._kernels_{variant}"))
+        except ImportError:
+            pass
+    assert found, "no kernel module built"
+    return found
+
+
+def gguf_py_grid(cls) -> np.ndarray:
+    cls.init_grid()
+    return np.asarray(cls.grid).reshape(cls.grid_shape)
+
+
+GRIDS = {
+    "iq2xxs_grid": (ref.IQ2_XXS, np.uint8),
+    "iq2xs_grid": (ref.IQ2_XS, np.uint8),
+    "iq2s_grid": (ref.IQ2_S, np.uint8),
+    "iq3xxs_grid": (ref.IQ3_XXS, np.uint8),
+    "iq3s_grid": (ref.IQ3_S, np.uint8),
+    "iq1s_grid": (ref.IQ1_S, np.int8),
+}
+
+
+@pytest.mark.parametrize("name", GRIDS)
+def test_grid_matches_gguf_py(name):
+    cls, dtype = GRIDS[name]
+    expected = gguf_py_grid(cls)
+    for module in kernel_modules():
+        table = np.frombuffer(module._iq_tables()[name], dtype=dtype).reshape(expected.shape)
+        np.testing.assert_array_equal(table.astype(np.float32), expected)
+
+
+def test_small_tables_match_gguf_py():
+    codes = np.arange(256, dtype=np.uint8)
+    for module in kernel_modules():
+        tables = module._iq_tables()
+        assert tables["ksigns"] == ref.IQ2_XXS.ksigns
+        assert np.frombuffer(tables["iq4nl_values"], np.int8).tolist() == list(ref.IQ4_NL.kvalues)
+        assert np.frombuffer(tables["fp4_values"], np.int8).tolist() == list(ref.MXFP4.kvalues)
+        assert list(ref.NVFP4.kvalues) == list(ref.MXFP4.kvalues)
+        assert_same_bits(np.frombuffer(tables["e8m0_half_f32"], np.float32), ref.MXFP4.e8m0_to_fp32_half(codes))
+        assert_same_bits(
+            np.frombuffer(tables["ue4m3_half_f32"], np.float32), ref.NVFP4.ue4m3_to_fp32(codes).astype(np.float32)
+        )
+        # Byte b's eight sign multipliers: -1.0 where bit j is set, low bit first.
+        signs = np.frombuffer(tables["sign_f32"], np.float32).reshape(256, 8)
+        bits = np.unpackbits(codes[:, None], axis=1, bitorder="little")
+        assert_same_bits(signs, np.where(bits == 1, np.float32(-1), np.float32(1)))
+
+
+def test_table_module_is_generated_from_gguf_py():
+    """The committed table module is exactly what the generator writes today."""
+    script = REPO / "tools" / "gen_iq_tables.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
