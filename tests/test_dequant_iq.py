@@ -20,7 +20,7 @@ from gguf import GGMLQuantizationType
 from gguf import quants as ref
 
 import fastgguf
-from fastgguf import GGMLType
+from fastgguf import GGMLType, dequant
 from fastgguf.types import TYPE_TRAITS
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -125,9 +125,18 @@ def shape_of(qtype: GGMLType, shape_in_blocks: tuple[int, ...]) -> tuple[int, ..
 
 # --- exactness against the references ----------------------------------------
 
+@pytest.fixture(params=dequant.available_cpu_paths())
+def cpu_path(request):
+    """Run the test on each kernel build this CPU can run (portable, avx2, avx512): same bits from all."""
+    previous = dequant.cpu_path()
+    dequant.set_cpu_path(request.param)
+    yield request.param
+    dequant.set_cpu_path(previous)
+
+
 @pytest.mark.parametrize("shape_in_blocks", SHAPES_IN_BLOCKS, ids=str)
 @pytest.mark.parametrize("qtype", GGUF_PY_TYPES + GGML_ONLY_TYPES, ids=lambda t: t.name)
-def test_random_blocks_match_reference(qtype, shape_in_blocks):
+def test_random_blocks_match_reference(qtype, shape_in_blocks, cpu_path):
     n_blocks = int(np.prod(shape_in_blocks))
     blocks = random_blocks(qtype, n_blocks, seed=n_blocks * 1000 + int(qtype))
     shape = shape_of(qtype, shape_in_blocks)
@@ -136,7 +145,7 @@ def test_random_blocks_match_reference(qtype, shape_in_blocks):
 
 
 @pytest.mark.parametrize("qtype", GGUF_PY_TYPES + GGML_ONLY_TYPES, ids=lambda t: t.name)
-def test_many_blocks_match_reference(qtype):
+def test_many_blocks_match_reference(qtype, cpu_path):
     """Enough blocks that every grid entry, sign pattern and scale code occurs (IQ1_S's grid has 2048 entries)."""
     n_blocks = 1024
     blocks = random_blocks(qtype, n_blocks, seed=int(qtype))
@@ -158,7 +167,7 @@ def test_gguf_py_quantized_data_matches(qtype):
 
 
 @pytest.mark.parametrize("qtype", GGUF_PY_TYPES, ids=lambda t: t.name)
-def test_non_finite_scales_match_gguf_py(qtype):
+def test_non_finite_scales_match_gguf_py(qtype, cpu_path):
     """Infinite and NaN scales propagate as in gguf-py (NaNs compared as equal, not bit for bit)."""
     blocks = random_blocks(qtype, 64, seed=7)
     special = np.array([0x7C00, 0xFC00, 0x7E00, 0x0001, 0x8000], dtype=np.uint16)  # +inf, -inf, NaN, subnormal, -0
@@ -176,6 +185,19 @@ def test_non_finite_scales_match_gguf_py(qtype):
     np.testing.assert_array_equal(actual, gguf_py_dequantize(blocks, qtype))
 
 
+@pytest.mark.parametrize("qtype", GGUF_PY_TYPES + GGML_ONLY_TYPES, ids=lambda t: t.name)
+def test_rows_and_out_select_the_same_values(qtype):
+    """``rows=`` and ``out=`` give exactly the corresponding part of the whole tensor."""
+    shape = shape_of(qtype, (6, 3))
+    blocks = random_blocks(qtype, 18, seed=11)
+    whole = fastgguf.dequantize(blocks, qtype, shape)
+    assert_same_bits(fastgguf.dequantize(blocks, qtype, shape, rows=slice(1, 5, 2)), whole[1:5:2])
+    assert_same_bits(fastgguf.dequantize(blocks, qtype, shape, rows=[5, 0, 5]), whole[[5, 0, 5]])
+    out = np.full(shape, np.nan, dtype=np.float32)
+    assert fastgguf.dequantize(blocks, qtype, shape, out=out, threads=3) is out
+    assert_same_bits(out, whole)
+
+
 # --- blocks worked out by hand ------------------------------------------------
 
 def half_bytes(value: float) -> list[int]:
@@ -185,8 +207,14 @@ def half_bytes(value: float) -> list[int]:
 def check_block(qtype: GGMLType, block: list[int], expected: list[float]) -> None:
     data = np.array(block, dtype=np.uint8)
     assert data.size == TYPE_TRAITS[qtype].type_size
-    actual = fastgguf.dequantize(data, qtype, (TYPE_TRAITS[qtype].block_size,))
-    assert_same_bits(actual, np.array(expected, dtype=np.float32))
+    previous = dequant.cpu_path()
+    try:
+        for path in dequant.available_cpu_paths():
+            dequant.set_cpu_path(path)
+            actual = fastgguf.dequantize(data, qtype, (TYPE_TRAITS[qtype].block_size,))
+            assert_same_bits(actual, np.array(expected, dtype=np.float32))
+    finally:
+        dequant.set_cpu_path(previous)
 
 
 def test_iq4_nl_by_hand():

@@ -1,14 +1,17 @@
 # Dequantization kernels for the importance-matrix (IQ1_S ... IQ4_XS), ternary
 # (TQ1_0, TQ2_0), FP4 (MXFP4, NVFP4) and 1-/2-bit (Q1_0, Q2_0) block types.
 #
-# Included by _kernels.pxi, which defines ``dequant_fn``. Every kernel converts
+# Included by _kernels.pxi, which defines ``dequant_fn`` and cimports the shared
+# helpers (fgg_load_u16le, fgg_half_to_float, ...) from _kernel_helpers.pxd. Every kernel converts
 # ``n_blocks`` whole consecutive blocks at ``src`` to float32 at ``dst``; the
 # caller has checked the byte counts. Each kernel repeats gguf-py's float32
 # operations in the same order, so the results are the same bits.
 #
-# Speed: a grid index selects 8 (or 4) small integers from a table; a byte of
-# sign bits selects eight +-1.0 multipliers. The fixed 8-wide inner loops let
-# the compiler turn each group into a few vector instructions.
+# Speed: a grid index selects 8 (or 4) values from a float copy of the grid; a
+# byte of sign bits selects eight +-1.0 multipliers. Each group is computed into
+# a local array and then copied out, so the compiler turns it into a few vector
+# instructions (stores to dst could otherwise alias the tables). The 16-entry
+# tables of the 4-bit types are looked up with a byte shuffle under AVX2.
 
 from libc.stdint cimport int8_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
@@ -54,41 +57,6 @@ cdef void iq_fill_float_grids() noexcept nogil:
 
 
 iq_fill_float_grids()
-
-
-cdef inline uint16_t iq_u16(const uint8_t *p) noexcept nogil:
-    """Little-endian uint16 at an unaligned address."""
-    return <uint16_t> (p[0] | (<uint16_t> p[1] << 8))
-
-
-cdef inline uint32_t iq_u32(const uint8_t *p) noexcept nogil:
-    """Little-endian uint32 at an unaligned address."""
-    return p[0] | (<uint32_t> p[1] << 8) | (<uint32_t> p[2] << 16) | (<uint32_t> p[3] << 24)
-
-
-cdef inline float iq_bits_to_float(uint32_t bits) noexcept nogil:
-    cdef float value
-    memcpy(&value, &bits, 4)
-    return value
-
-
-cdef inline float iq_half_bits_to_float(uint32_t h) noexcept nogil:
-    """Exact IEEE half -> float (subnormals, infinities and NaN payloads included)."""
-    cdef uint32_t sign = (h & 0x8000) << 16
-    cdef uint32_t magnitude = h & 0x7FFF
-    cdef float value
-    cdef uint32_t bits
-    if magnitude >= 0x7C00:
-        return iq_bits_to_float(sign | 0x7F800000 | ((magnitude & 0x3FF) << 13))
-    # Shifting into float32's field and scaling by 2**112 re-biases the
-    # exponent exactly, normals and subnormals alike.
-    value = iq_bits_to_float(magnitude << 13) * iq_bits_to_float(0x77800000)
-    memcpy(&bits, &value, 4)
-    return iq_bits_to_float(bits | sign)
-
-
-cdef inline float iq_half(const uint8_t *p) noexcept nogil:
-    return iq_half_bits_to_float(iq_u16(p))
 
 
 cdef extern from *:
@@ -152,7 +120,7 @@ cdef void dequant_iq4_nl(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
     """IQ4_NL: 32 codes of 4 bits indexing a non-linear table, one fp16 scale (18 bytes)."""
     cdef Py_ssize_t b
     for b in range(n_blocks):
-        iq_lut4_decode32(dst, src + 2, fastgguf_iq4nl_values, iq_half(src))
+        iq_lut4_decode32(dst, src + 2, fastgguf_iq4nl_values, fgg_half_to_float(fgg_load_u16le(src)))
         src += 18
         dst += 32
 
@@ -164,8 +132,8 @@ cdef void dequant_iq4_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
     cdef uint32_t scales_h
     cdef float d, dl
     for b in range(n_blocks):
-        d = iq_half(src)
-        scales_h = iq_u16(src + 2)
+        d = fgg_half_to_float(fgg_load_u16le(src))
+        scales_h = fgg_load_u16le(src + 2)
         for ib in range(8):
             scale = ((src[4 + ib // 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4)
             dl = d * <float> (scale - 32)
@@ -208,10 +176,10 @@ cdef void dequant_iq2_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) n
     cdef float d, db
     cdef const uint8_t *q
     for b in range(n_blocks):
-        d = iq_half(src)
+        d = fgg_half_to_float(fgg_load_u16le(src))
         for ib in range(8):
             q = src + 2 + 8 * ib
-            aux_signs = iq_u32(q + 4)
+            aux_signs = fgg_load_u32le(q + 4)
             db = d * (<float> 0.5 + <float> (aux_signs >> 28)) * <float> 0.25
             for l in range(4):
                 iq_grid8(dst + 8 * l, db, iq2xxs_grid_f32[q[l]],
@@ -228,12 +196,12 @@ cdef void dequant_iq2_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
     cdef float d
     cdef float dbs[16]
     for b in range(n_blocks):
-        d = iq_half(src)
+        d = fgg_half_to_float(fgg_load_u16le(src))
         for l in range(8):
             dbs[2 * l] = d * (<float> 0.5 + <float> (src[66 + l] & 0xF)) * <float> 0.25
             dbs[2 * l + 1] = d * (<float> 0.5 + <float> (src[66 + l] >> 4)) * <float> 0.25
         for l in range(32):
-            packed = iq_u16(src + 2 + 2 * l)
+            packed = fgg_load_u16le(src + 2 + 2 * l)
             iq_grid8(dst, dbs[l // 2], iq2xs_grid_f32[packed & 511],
                      fastgguf_sign_f32[fastgguf_ksigns[packed >> 9]])
             dst += 8
@@ -250,7 +218,7 @@ cdef void dequant_iq2_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef const uint8_t *signs
     cdef const uint8_t *qh
     for b in range(n_blocks):
-        d = iq_half(src)
+        d = fgg_half_to_float(fgg_load_u16le(src))
         qs = src + 2
         signs = src + 34
         qh = src + 66
@@ -274,10 +242,10 @@ cdef void dequant_iq3_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) n
     cdef float d, db
     cdef const uint8_t *q
     for b in range(n_blocks):
-        d = iq_half(src)
+        d = fgg_half_to_float(fgg_load_u16le(src))
         for ib in range(8):
             q = src + 2 + 8 * ib
-            aux_signs = iq_u32(src + 66 + 4 * ib)
+            aux_signs = fgg_load_u32le(src + 66 + 4 * ib)
             db = d * (<float> 0.5 + <float> (aux_signs >> 28)) * <float> 0.5
             for l in range(4):
                 iq_grid4x2(dst + 8 * l, db, iq3xxs_grid_f32[q[2 * l]], iq3xxs_grid_f32[q[2 * l + 1]],
@@ -295,7 +263,7 @@ cdef void dequant_iq3_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef const uint8_t *qh
     cdef const uint8_t *signs
     for b in range(n_blocks):
-        d = iq_half(src)
+        d = fgg_half_to_float(fgg_load_u16le(src))
         qs = src + 2
         qh = src + 66
         signs = src + 74
@@ -330,10 +298,10 @@ cdef void dequant_iq1_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef float d, dl, delta
     cdef const uint8_t *qs
     for b in range(n_blocks):
-        d = iq_half(src)
+        d = fgg_half_to_float(fgg_load_u16le(src))
         qs = src + 2
         for ib in range(8):
-            qh = iq_u16(src + 34 + 2 * ib)
+            qh = fgg_load_u16le(src + 34 + 2 * ib)
             dl = d * <float> (2 * ((qh >> 12) & 7) + 1)
             delta = -IQ1_DELTA if qh & 0x8000 else IQ1_DELTA
             for l in range(4):
@@ -353,8 +321,8 @@ cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     for b in range(n_blocks):
         qs = src
         for k in range(4):
-            sc[k] = iq_u16(src + 48 + 2 * k)
-        d = iq_half_bits_to_float((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000))
+            sc[k] = fgg_load_u16le(src + 48 + 2 * k)
+        d = fgg_half_to_float((sc[0] >> 12) | ((sc[1] >> 8) & 0xF0) | ((sc[2] >> 4) & 0xF00) | (sc[3] & 0xF000))
         for ib in range(8):
             # Sub-block ib: two 3-bit scales (16 elements each), two qh bytes of
             # two nibbles each (3 high index bits + a shift sign per 8 elements).
@@ -387,7 +355,7 @@ cdef void dequant_tq1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef uint8_t pow3[5]
     pow3[0] = 1; pow3[1] = 3; pow3[2] = 9; pow3[3] = 27; pow3[4] = 81
     for b in range(n_blocks):
-        d = iq_half(src + 52)
+        d = fgg_half_to_float(fgg_load_u16le(src + 52))
         # A local copy: the float stores below then cannot alias the codes, so they vectorize.
         memcpy(codes, src, 52)
         # Multiplying by 3**n (mod 256) brings digit n to the top; *3 >> 8 reads it.
@@ -414,7 +382,7 @@ cdef void dequant_tq2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef float d
     cdef uint8_t codes[64]
     for b in range(n_blocks):
-        d = iq_half(src + 64)
+        d = fgg_half_to_float(fgg_load_u16le(src + 64))
         memcpy(codes, src, 64)
         for half in range(2):
             for shift in range(4):
@@ -457,8 +425,8 @@ cdef void dequant_q1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
     cdef uint32_t *out = <uint32_t *> dst
     cdef uint8_t bits[16]
     for b in range(n_blocks):
-        d = iq_half(src)
-        memcpy(&d_bits, &d, 4)
+        d = fgg_half_to_float(fgg_load_u16le(src))
+        d_bits = fgg_float_to_bits(d)
         memcpy(bits, src + 2, 16)
         # -d is d with the sign bit flipped; doing that on the integer bits
         # vectorizes where a per-element select would branch.
@@ -476,7 +444,7 @@ cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
     cdef float d
     cdef uint8_t codes[16]
     for b in range(n_blocks):
-        d = iq_half(src)
+        d = fgg_half_to_float(fgg_load_u16le(src))
         memcpy(codes, src + 2, 16)
         for k in range(16):
             for j in range(4):
