@@ -60,7 +60,6 @@ def test_any_shard_opens_the_whole_model(gguf_py_split, shard):
 
 
 def test_split_model_dequantizes_every_shard(gguf_py_split):
-    pytest.importorskip("fastgguf.dequant")
     with fastgguf.open(gguf_py_split[0]) as model:
         loaded = model.load()
         for name, array in ARRAYS.items():
