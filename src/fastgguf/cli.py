@@ -107,6 +107,11 @@ def select_tensors(model, patterns: list[str] | None) -> list[TensorInfo]:
     return chosen
 
 
+def row_length_of(info: TensorInfo) -> int:
+    """Elements per row (ggml's ne0)."""
+    return info.shape[-1] if info.shape else 1
+
+
 def shard_of(model, name: str) -> int | None:
     return model.shard_of(name) if isinstance(model, SplitModel) else None
 
@@ -373,7 +378,7 @@ def _gguf_py_seconds_per_element(info: TensorInfo, n_rows: int) -> float | None:
     except ValueError:
         return None
     traits = TYPE_TRAITS[info.type]
-    row_length = info.shape[-1]
+    row_length = row_length_of(info)
     row_bytes = row_length // traits.block_size * traits.type_size
     total_rows = info.n_elements // row_length
     n_rows = max(1, min(n_rows, total_rows))
@@ -415,7 +420,7 @@ def cmd_bench(args) -> None:
         with open_input(path) as model:
             chosen: dict[GGMLType, TensorInfo] = {}  # the largest tensor of each type
             for info in model.tensors.values():
-                if requested and info.type not in requested:
+                if (requested and info.type not in requested) or info.n_elements == 0:
                     continue
                 if info.type not in chosen or info.n_elements > chosen[info.type].n_elements:
                     chosen[info.type] = info
@@ -450,7 +455,7 @@ def cmd_bench(args) -> None:
 
 def _bench_tensor(info: TensorInfo, max_elements: int, threads: int, repeat: int, compare: bool) -> list[str]:
     """One table row: dequantize (up to ``max_elements`` of) ``info`` into a warm preallocated array."""
-    row_length = info.shape[-1]
+    row_length = row_length_of(info)
     n_rows = max(1, min(info.n_elements // row_length, max_elements // row_length))
     out = np.empty(n_rows * row_length, np.float32)
     fill_rate = _measure_fill(out, repeat)
@@ -508,20 +513,27 @@ def resolve_dtype(name: str) -> np.dtype:
     return np.dtype(name)
 
 
-def iter_row_blocks(info: TensorInfo, dtype: np.dtype, threads: int | None, buffer: np.ndarray):
-    """Yield the tensor's values in row blocks of ``dtype``, through the reusable float32 ``buffer``.
+def iter_row_blocks(info: TensorInfo, buffer: np.ndarray, cast: np.ndarray | None = None, threads: int | None = None):
+    """Yield the tensor's values in blocks of whole rows, dequantized into the reusable float32 ``buffer``.
 
-    Each block is valid until the next one is requested. Peak memory is the buffer (and one
-    cast block), whatever the tensor's size.
+    With ``cast`` (an array of the output dtype, as large as ``buffer``), each block is cast into
+    it. A block is valid until the next one is requested; peak memory is the two buffers,
+    whatever the tensor's size. ``buffer`` must hold at least one row.
     """
-    row_length = info.shape[-1] if info.shape else 1
-    n_rows = info.n_elements // row_length if row_length else 0
-    rows_per_block = max(1, buffer.size // max(row_length, 1))
+    if info.n_elements == 0:
+        return
+    row_length = row_length_of(info)
+    n_rows = info.n_elements // row_length
+    rows_per_block = buffer.size // row_length
     for start in range(0, n_rows, rows_per_block):
         stop = min(n_rows, start + rows_per_block)
         block = buffer[: (stop - start) * row_length]
         info.dequantize(rows=slice(start, stop), out=block, threads=threads)
-        yield block if dtype == np.float32 else block.astype(dtype)
+        if cast is None:
+            yield block
+        else:
+            np.copyto(cast[: block.size], block, casting="unsafe")
+            yield cast[: block.size]
 
 
 class _OutputFormat:
@@ -672,14 +684,15 @@ def cmd_convert(args) -> None:
             if isinstance(model.metadata.get(key), str):
                 metadata[key] = model.metadata[key]
         writer.begin([(t.name, t.shape, dtype) for t in tensors], metadata)
-        buffer = np.empty(_CHUNK_ELEMENTS, np.float32)
+        # Allocated once: per-tensor buffers would fragment the heap and raise the peak.
+        longest_row = max((row_length_of(t) for t in tensors), default=1)
+        buffer = np.empty(max(_CHUNK_ELEMENTS, longest_row), np.float32)
+        cast = None if dtype == np.float32 else np.empty(buffer.size, dtype)
         progress = _progress(sum(t.n_elements for t in tensors) * dtype.itemsize, not args.no_progress)
         try:
             for info in tensors:
                 writer.start_tensor(info.name, info.shape, dtype)
-                if buffer.size < info.shape[-1]:  # one row must fit
-                    buffer = np.empty(info.shape[-1], np.float32)
-                for block in iter_row_blocks(info, dtype, args.threads, buffer):
+                for block in iter_row_blocks(info, buffer, cast, args.threads):
                     writer.write(block)
                     if progress is not None:
                         progress.update(block.nbytes)
