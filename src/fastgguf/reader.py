@@ -345,7 +345,8 @@ def _dequantize_as(info: TensorInfo, dtype: np.dtype, rows, out, threads) -> np.
         return result
     flat = result.reshape(-1)
     n_threads = get_num_threads() if threads is None else threads
-    block_elements = max(_CAST_BLOCK_ELEMENTS, n_threads * _CAST_BLOCK_ELEMENTS // 4)
+    # Enough rows per block for every thread to get a worthwhile share, within a bounded buffer.
+    block_elements = min(max(_CAST_BLOCK_ELEMENTS, n_threads * _CAST_BLOCK_ELEMENTS // 4), 16 * _CAST_BLOCK_ELEMENTS)
     rows_per_block = max(1, block_elements // row_length)
     buffer = np.empty(min(rows_per_block, bounds[1] - bounds[0]) * row_length, np.float32)
     raw = info.raw
