@@ -68,6 +68,8 @@ def random_blocks(qtype: GGMLType, n_blocks: int) -> np.ndarray:
     if qtype in FP16_SCALE_AT:
         at = FP16_SCALE_AT[qtype]
         blocks[:, at : at + 2] = scale
+    elif qtype == GGMLType.IQ1_M:
+        blocks[:, 55] &= 0xBF  # clear bit 14 of the split fp16 scale: its exponent cannot be all ones
     elif qtype == GGMLType.MXFP4:
         blocks[:, 0] = rng.integers(100, 140, n_blocks)  # keep values finite
     return blocks

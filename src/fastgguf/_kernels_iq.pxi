@@ -20,9 +20,10 @@ include "_iq_tables.pxi"
 
 cdef extern from *:
     """
-    #define FASTGGUF_IQ1_DELTA 0.125f
+    static const float fastgguf_iq1_deltas[2] = {0.125f, -0.125f};
     """
-    const float IQ1_DELTA "FASTGGUF_IQ1_DELTA"   # IQ1_S / IQ1_M grid offset, a compile-time constant
+    # IQ1_S / IQ1_M grid offset, indexed by its sign bit: a load, where a select would branch.
+    const float IQ1_DELTAS "fastgguf_iq1_deltas" [2]
 
 
 # The grids as float32: a group then decodes with plain vector loads, no
@@ -57,6 +58,72 @@ cdef void iq_fill_float_grids() noexcept nogil:
 
 
 iq_fill_float_grids()
+
+
+cdef extern from *:
+    """
+    /* One group of 8 outputs of the grid types, with the same float operations, in the same
+       order, as gguf-py: (scale * grid) * sign, and scale * (grid + delta) for IQ1.
+       Written with GCC/Clang vector types because the auto-vectorizer leaves these short
+       loops scalar when it prefers 512-bit vectors (the AVX-512 build); plain loops elsewhere. */
+    #if defined(__GNUC__) || defined(__clang__)
+    typedef float fastgguf_v8f __attribute__((vector_size(32)));
+    typedef float fastgguf_v4f __attribute__((vector_size(16)));
+    static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
+        fastgguf_v8f g, s, v;
+        const fastgguf_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
+        memcpy(&g, grid, sizeof g);
+        memcpy(&s, signs, sizeof s);
+        v = (vscale * g) * s;
+        memcpy(dst, &v, sizeof v);
+    }
+    static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
+                                        const float *grid_b, const float *signs) {
+        fastgguf_v4f a, b, sa, sb;
+        const fastgguf_v4f vscale = {scale, scale, scale, scale};
+        memcpy(&a, grid_a, sizeof a);
+        memcpy(&b, grid_b, sizeof b);
+        memcpy(&sa, signs, sizeof sa);
+        memcpy(&sb, signs + 4, sizeof sb);
+        a = (vscale * a) * sa;
+        b = (vscale * b) * sb;
+        memcpy(dst, &a, sizeof a);
+        memcpy(dst + 4, &b, sizeof b);
+    }
+    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
+        fastgguf_v8f g, v;
+        const fastgguf_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
+        const fastgguf_v8f vdelta = {delta, delta, delta, delta, delta, delta, delta, delta};
+        memcpy(&g, grid, sizeof g);
+        v = vscale * (g + vdelta);
+        memcpy(dst, &v, sizeof v);
+    }
+    #else
+    static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
+        float v[8];
+        for (int j = 0; j < 8; j++) v[j] = (scale * grid[j]) * signs[j];
+        memcpy(dst, v, sizeof v);
+    }
+    static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
+                                        const float *grid_b, const float *signs) {
+        float v[8];
+        for (int j = 0; j < 4; j++) {
+            v[j] = (scale * grid_a[j]) * signs[j];
+            v[j + 4] = (scale * grid_b[j]) * signs[j + 4];
+        }
+        memcpy(dst, v, sizeof v);
+    }
+    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
+        float v[8];
+        for (int j = 0; j < 8; j++) v[j] = scale * (grid[j] + delta);
+        memcpy(dst, v, sizeof v);
+    }
+    #endif
+    """
+    void iq_grid8 "fastgguf_grid8" (float *dst, float scale, const float *grid, const float *signs) noexcept nogil
+    void iq_grid4x2 "fastgguf_grid4x2" (float *dst, float scale, const float *grid_a, const float *grid_b,
+                                        const float *signs) noexcept nogil
+    void iq1_grid8 "fastgguf_iq1_grid8" (float *dst, float scale, const float *grid, float delta) noexcept nogil
 
 
 cdef extern from *:
@@ -143,30 +210,6 @@ cdef void dequant_iq4_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
 
 
 # --- 2-bit grids ------------------------------------------------------------
-
-cdef inline void iq_grid8(float *dst, float scale, const float *grid, const float *signs) noexcept nogil:
-    """Eight outputs: scale * grid value * sign, rounded as gguf-py rounds (scale * grid first)."""
-    cdef int j
-    cdef float values[8]
-    # Computing into a local array and copying it out tells the compiler that
-    # the stores cannot change the tables, so the loop becomes vector code.
-    for j in range(8):
-        values[j] = scale * grid[j] * signs[j]
-    for j in range(8):
-        dst[j] = values[j]
-
-
-cdef inline void iq_grid4x2(float *dst, float scale, const float *grid_a, const float *grid_b,
-                            const float *signs) noexcept nogil:
-    """Eight outputs from two 4-wide grid entries."""
-    cdef int j
-    cdef float values[8]
-    for j in range(4):
-        values[j] = scale * grid_a[j] * signs[j]
-        values[j + 4] = scale * grid_b[j] * signs[j + 4]
-    for j in range(8):
-        dst[j] = values[j]
-
 
 cdef void dequant_iq2_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ2_XXS: per 32 elements, four 8-bit grid indices and a uint32 of 4x7 sign bits + 4-bit scale (66 bytes)."""
@@ -281,15 +324,6 @@ cdef void dequant_iq3_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 
 # --- 1-bit grids ------------------------------------------------------------
 
-cdef inline void iq1_grid8(float *dst, float scale, const float *grid, float delta) noexcept nogil:
-    cdef int j
-    cdef float values[8]
-    for j in range(8):
-        values[j] = scale * (grid[j] + delta)
-    for j in range(8):
-        dst[j] = values[j]
-
-
 cdef void dequant_iq1_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ1_S: 11-bit indices into a {-1,0,1} grid, per 32 elements a 3-bit scale and a +-1/8 shift (50 bytes)."""
     cdef Py_ssize_t b
@@ -303,7 +337,7 @@ cdef void dequant_iq1_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
         for ib in range(8):
             qh = fgg_load_u16le(src + 34 + 2 * ib)
             dl = d * <float> (2 * ((qh >> 12) & 7) + 1)
-            delta = -IQ1_DELTA if qh & 0x8000 else IQ1_DELTA
+            delta = IQ1_DELTAS[qh >> 15]
             for l in range(4):
                 iq1_grid8(dst, dl, iq1s_grid_f32[qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], delta)
                 dst += 8
@@ -332,45 +366,50 @@ cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
             qh_lo = src[32 + 2 * ib]
             qh_hi = src[32 + 2 * ib + 1]
             iq1_grid8(dst, dl_lo, iq1s_grid_f32[qs[4 * ib] | ((qh_lo & 7) << 8)],
-                      -IQ1_DELTA if qh_lo & 0x08 else IQ1_DELTA)
+                      IQ1_DELTAS[(qh_lo >> 3) & 1])
             iq1_grid8(dst + 8, dl_lo, iq1s_grid_f32[qs[4 * ib + 1] | ((qh_lo & 0x70) << 4)],
-                      -IQ1_DELTA if qh_lo & 0x80 else IQ1_DELTA)
+                      IQ1_DELTAS[qh_lo >> 7])
             iq1_grid8(dst + 16, dl_hi, iq1s_grid_f32[qs[4 * ib + 2] | ((qh_hi & 7) << 8)],
-                      -IQ1_DELTA if qh_hi & 0x08 else IQ1_DELTA)
+                      IQ1_DELTAS[(qh_hi >> 3) & 1])
             iq1_grid8(dst + 24, dl_hi, iq1s_grid_f32[qs[4 * ib + 3] | ((qh_hi & 0x70) << 4)],
-                      -IQ1_DELTA if qh_hi & 0x80 else IQ1_DELTA)
+                      IQ1_DELTAS[qh_hi >> 7])
             dst += 32
         src += 56
 
 
 # --- ternary ----------------------------------------------------------------
 
+cdef inline void tq1_digits(float *dst, uint8_t *codes, int n_codes, int n_digits, float d) noexcept nogil:
+    """Write digit k of each code c (value c_k - 1) at dst[k * n_codes + c], times d; codes are clobbered.
+
+    A code holds base-3 digits as the fixed-point fraction round_up(256 * value / 3**n_digits):
+    the top digit is (code * 3) >> 8, i.e. (code >= 86) + (code >= 171); multiplying the code by
+    3 (mod 256) then brings up the next digit. Byte adds and compares keep it in 8-bit lanes.
+    """
+    cdef int k, j
+    cdef uint8_t q
+    for k in range(n_digits):
+        for j in range(n_codes):
+            q = codes[j]
+            dst[k * n_codes + j] = d * <float> (<int> (q >= 86) + <int> (q >= 171) - 1)
+            codes[j] = <uint8_t> (q + q + q)
+
+
 cdef void dequant_tq1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """TQ1_0: base-3 digits packed 5 per byte (4 in the last 4 bytes) as fixed-point fractions (54 bytes)."""
     cdef Py_ssize_t b
-    cdef int n, j
     cdef float d
-    cdef uint8_t q
     cdef uint8_t codes[52]
-    cdef uint8_t pow3[5]
-    pow3[0] = 1; pow3[1] = 3; pow3[2] = 9; pow3[3] = 27; pow3[4] = 81
     for b in range(n_blocks):
         d = fgg_half_to_float(fgg_load_u16le(src + 52))
-        # A local copy: the float stores below then cannot alias the codes, so they vectorize.
-        memcpy(codes, src, 52)
-        # Multiplying by 3**n (mod 256) brings digit n to the top; *3 >> 8 reads it.
-        for n in range(5):
-            for j in range(32):
-                q = <uint8_t> (codes[j] * pow3[n])
-                dst[32 * n + j] = d * <float> (((q * 3) >> 8) - 1)
-        for n in range(5):
-            for j in range(16):
-                q = <uint8_t> (codes[32 + j] * pow3[n])
-                dst[160 + 16 * n + j] = d * <float> (((q * 3) >> 8) - 1)
-        for n in range(4):
-            for j in range(4):
-                q = <uint8_t> (codes[48 + j] * pow3[n])
-                dst[240 + 4 * n + j] = d * <float> (((q * 3) >> 8) - 1)
+        # A local copy: the float stores cannot alias it, so the loops vectorize. Copied in the
+        # pieces it is read in, so that each read is forwarded from one store.
+        memcpy(codes, src, 32)
+        memcpy(codes + 32, src + 32, 16)
+        memcpy(codes + 48, src + 48, 4)
+        tq1_digits(dst, codes, 32, 5, d)
+        tq1_digits(dst + 160, codes + 32, 16, 5, d)
+        tq1_digits(dst + 240, codes + 48, 4, 4, d)
         src += 54
         dst += 256
 
