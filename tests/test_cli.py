@@ -521,3 +521,20 @@ def test_convert_odd_shapes(capsys, tmp_path, suffix):
     for name, array in arrays.items():
         assert loaded[name].dtype == np.float32
         np.testing.assert_array_equal(loaded[name], array.astype(np.float32), strict=True)
+
+
+def test_bench_big_endian_file_skips_quantized_types(capsys, tmp_path):
+    path = tmp_path / "big-endian.gguf"
+    with GGUFWriter(path, byteorder=">") as w:
+        w.add_tensor("plain", np.ones((4, 32), np.float32))
+        w.add_tensor("quantized", bytes(4 * 34), type=GGMLType.Q8_0, shape=(4, 32))
+    try:
+        fastgguf.dequantize(bytes(34), GGMLType.Q8_0, (32,), byteorder=">")
+        supported = True
+    except NotImplementedError:
+        supported = False
+    status, out, _ = run(capsys, "bench", str(path), "--repeat", "1")
+    assert status == 0
+    assert list(bench_table(out)) == (["F32", "Q8_0"] if supported else ["F32"])
+    assert ("skipped: Q8_0 (no kernel for big-endian data)" in out) != supported
+    assert "no gguf-py comparison" in out

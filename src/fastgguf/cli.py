@@ -409,7 +409,7 @@ def cmd_bench(args) -> None:
         if args.file is None:
             candidates = requested or list(TYPE_TRAITS)
             runnable = [t for t in candidates if dequant.has_kernel(t)]
-            skipped = [t.name for t in candidates if t not in runnable]
+            skipped = [f"{t.name} (no kernel in this build)" for t in candidates if t not in runnable]
             if not runnable:
                 raise CommandError("no requested type has a dequantization kernel in this build")
             path = os.path.join(scratch, "synthetic.gguf")
@@ -424,9 +424,9 @@ def cmd_bench(args) -> None:
                     continue
                 if info.type not in chosen or info.n_elements > chosen[info.type].n_elements:
                     chosen[info.type] = info
-            absent = [t.name for t in requested if t not in chosen and t.name not in skipped]
+            absent = [t.name for t in requested if t not in chosen] if args.file is not None else []
             for qtype in [t for t in chosen if not dequant.has_kernel(t)]:
-                skipped.append(chosen.pop(qtype).type.name)
+                skipped.append(f"{chosen.pop(qtype).type.name} (no kernel in this build)")
             if not chosen:
                 raise CommandError("nothing to benchmark: no tensor of a type with a kernel")
             threads = args.threads if args.threads is not None else dequant.get_num_threads()
@@ -437,14 +437,18 @@ def cmd_bench(args) -> None:
                   f"(1 thread)")
             rows = []
             for qtype in sorted(chosen):
-                rows.append(_bench_tensor(chosen[qtype], args.elements, threads, args.repeat, compare))
+                try:
+                    rows.append(_bench_tensor(chosen[qtype], args.elements, threads, args.repeat, compare))
+                except NotImplementedError:  # e.g. big-endian quantized data
+                    skipped.append(f"{qtype.name} (no kernel for {'big' if model.byteorder == '>' else 'little'}-endian data)")
             header = ["type", "bits/w", "Gelem/s", "GB/s out", "fill GB/s", "of fill"]
             header += ["vs gguf-py"] if compare else []
-            print_table(rows, header, right=set(range(1, len(header))))
+            if rows:
+                print_table(rows, header, right=set(range(1, len(header))))
     if absent:
         print(f"not in the file: {', '.join(absent)}")
     if skipped:
-        print(f"skipped (no kernel in this build): {', '.join(skipped)}")
+        print(f"skipped: {', '.join(skipped)}")
     if compare:
         print("vs gguf-py: speed-up over gguf.quants.dequantize (timed on 256K elements); "
               "'-' where gguf-py has no kernel or returns a view (F32)")
