@@ -296,13 +296,6 @@ def test_big_endian_plain_types(qtype, small_chunks):
     assert same_bits(dequantize(swapped, qtype, shape, byteorder=">", rows=[2, 0]), expected[[2, 0]])
 
 
-@pytest.mark.parametrize("qtype", [t for t in ENGINE_TYPES if TYPE_TRAITS[t].block_size > 1], ids=lambda t: t.name)
-def test_big_endian_quantized_not_implemented(qtype):
-    raw = tensor(qtype, (TYPE_TRAITS[qtype].block_size,))
-    with pytest.raises(NotImplementedError, match=qtype.name):
-        dequantize(raw, qtype, byteorder=">")
-
-
 def test_bad_byteorder():
     with pytest.raises(ValueError, match="byteorder"):
         dequantize(b"\0\0", T.F16, byteorder="=")

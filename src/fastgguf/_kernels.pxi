@@ -84,6 +84,8 @@ cdef swap_fn swap_for(int type_id) noexcept nogil:
         fn = legacy_swap(type_id)
     if fn == NULL:
         fn = kquant_swap(type_id)
+    if fn == NULL:
+        fn = block_swap(type_id)
     return fn
 
 
@@ -122,6 +124,10 @@ def _load_type_table():
 
 
 _load_type_table()
+
+include "_kernels_swap.pxi"
+
+_load_swap_table()
 
 
 cdef inline bint _has_layout(int type_id) noexcept nogil:

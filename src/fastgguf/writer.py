@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ._byteswap import byteswap_blocks
 from .errors import GGUFError
 from .types import TYPE_TRAITS, GGMLType, GGUFValueType
 
@@ -103,7 +104,7 @@ class GGUFWriter:
 
     # tensors --------------------------------------------------------------------------------------
     def add_tensor(self, name: str, data, type: GGMLType | int | None = None,  # noqa: A002
-                   shape: tuple[int, ...] | None = None) -> None:
+                   shape: tuple[int, ...] | None = None, *, byteorder: str | None = None) -> None:
         """Add a tensor.
 
         Parameters
@@ -115,8 +116,16 @@ class GGUFWriter:
         type : GGMLType, optional
         shape : tuple of int, optional
             numpy order (the last dimension is the contiguous one, ggml's ne0).
+        byteorder : {"<", ">"}, optional
+            The byte order of raw ``data``. When it is not the file's, every multi-byte field of
+            every block (fp16/f32 scales, 16/32-bit masks and sums, plain elements) is reversed on
+            the way in, e.g. to write a big-endian file from little-endian quantized blocks. By
+            default raw bytes are written as given.
         """
+        if byteorder not in (None, "<", ">"):
+            raise ValueError("byteorder must be '<', '>' or None")
         if isinstance(data, np.ndarray) and type is None:
+            byteorder = None  # numpy arrays are converted to the file's order by their dtype
             try:
                 type = _NUMPY_TENSOR_TYPES[data.dtype.newbyteorder("=")]
             except KeyError:
@@ -139,6 +148,8 @@ class GGUFWriter:
             raise ValueError(f"tensor {name!r}: {len(data)} bytes given, {type.name}{shape} needs {expected}")
         if any(t[0] == name for t in self._tensors):
             raise ValueError(f"duplicate tensor name {name!r}")
+        if byteorder is not None and byteorder != self.byteorder:
+            data = byteswap_blocks(data, type)
         self._tensors.append((name, shape, type, data))
 
     # output ---------------------------------------------------------------------------------------
