@@ -95,6 +95,9 @@ def hostile_files() -> dict[str, bytes]:
         files[f"tensor byte size overflows {order}"] = padded(
             one_tensor + p.tensor("t", [2**62], GGMLType.F64, 0))
         files[f"tensor of 2^60 elements {order}"] = padded(one_tensor + p.tensor("t", [BIG], GGMLType.F32, 0))
+        # No bytes, but numpy cannot describe a (2^62, 0) shape: dequantizing it used to raise ValueError.
+        files[f"empty tensor with a 2^62 dim {order}"] = padded(
+            one_tensor + p.tensor("t", [0, 2**62], GGMLType.F32, 0))
         files[f"tensor at offset 2^64-32 {order}"] = padded(
             one_tensor + p.tensor("t", [8], GGMLType.F32, 2**64 - 32))
         files[f"tensor name of 2^60 bytes {order}"] = padded(one_tensor + p.string("t", BIG))

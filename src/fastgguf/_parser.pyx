@@ -313,6 +313,19 @@ cdef class ParsedHeader:
     cdef readonly list tensors
 
 
+cdef bint empty_shape_fits(list dims):
+    """Whether numpy can describe the shape of a tensor with a zero dimension.
+
+    A zero dimension hides any other: ggml accepts (0, 2**62), but numpy sizes a shape as the product
+    of its dimensions with zeros counted as 1, and refuses ones that overflow (8 bytes an element, the
+    widest a result may ask for).
+    """
+    span = 1
+    for dim in dims:
+        span *= max(dim, 1)
+    return span <= INT64_MAX // 8
+
+
 def parse(buffer):
     """Walk and validate a GGUF header.
 
@@ -449,6 +462,9 @@ def parse(buffer):
         n_blocks = n_elements // block_size
         if n_blocks > <uint64_t>INT64_MAX // <uint64_t>type_size:
             fail(f"tensor {name!r}: byte size overflows", cursor_offset(&c) - 4)
+        if n_elements == 0 and not empty_shape_fits(dims):
+            fail(f"tensor {name!r}: empty, but its other dimensions {dims} are too large for an array shape",
+                 cursor_offset(&c) - 4)
         at = cursor_offset(&c)
         need(take_u64(&c, &offset), &c, "the data offset of", name)
         header.tensors.append((name, tuple(dims), type_id, offset, n_elements, n_blocks * type_size, at))
