@@ -53,6 +53,21 @@ class _Layout:
         self.swap = swap
         self.byteorder = byteorder
 
+    def check_intact(self) -> None:
+        """Raise GGUFError if the file was truncated since it was mapped.
+
+        Reading a mapped page past the new end of file raises SIGBUS, which would kill the
+        interpreter: one fstat before each bulk read turns the common case (the file shrank while
+        open) into an error. A truncation racing with a read already under way is not caught.
+        """
+        if isinstance(self.mmap, mmap.mmap):
+            try:
+                size = self.mmap.size()
+            except (OSError, ValueError):
+                return
+            if size < len(self.buffer):
+                raise GGUFError(f"the file shrank from {len(self.buffer)} to {size} bytes while open")
+
     def numeric_array(self, elem_type: int, count: int, offset: int) -> np.ndarray:
         array = np.frombuffer(self.buffer, dtype=self.byteorder + _NUMERIC_DTYPES[elem_type], count=count,
                               offset=offset)
@@ -92,6 +107,7 @@ class StringArray(Sequence):
 
     def __getitem__(self, index):
         layout = self._layout
+        layout.check_intact()
         if isinstance(index, slice):
             return _parser.decode_strings(layout.buffer, self._offsets[index], layout.wide, layout.swap)
         offset = self._offsets[_check_index(index, len(self))]
@@ -100,12 +116,14 @@ class StringArray(Sequence):
     def __iter__(self) -> Iterator[str]:
         layout = self._layout
         for start in range(0, len(self), _DECODE_CHUNK):
+            layout.check_intact()
             chunk = self._offsets[start:start + _DECODE_CHUNK]
             yield from _parser.decode_strings(layout.buffer, chunk, layout.wide, layout.swap)
 
     def tolist(self) -> list[str]:
         """All strings as a list of str (the fastest way to get them all)."""
         layout = self._layout
+        layout.check_intact()
         return _parser.decode_strings(layout.buffer, self._offsets, layout.wide, layout.swap)
 
     def raw(self, index: int) -> bytes:
@@ -186,6 +204,7 @@ class Metadata(Mapping):
             pass
         record = self._records[key]
         layout = self._layout
+        layout.check_intact()
         if record.value_type == GGUFValueType.STRING:
             value = _parser.decode_string(layout.buffer, record.value_offset, layout.wide, layout.swap)
         elif record.value_type == GGUFValueType.ARRAY:
@@ -280,6 +299,8 @@ class TensorInfo:
             ``out``, if given, must then have this dtype.
         """
         from .dequant import dequantize
+
+        self._layout.check_intact()
 
         target = None if dtype is None else _resolve_dtype(dtype)
         if target is None or target == np.float32:
