@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -538,3 +539,20 @@ def test_bench_big_endian_file_skips_quantized_types(capsys, tmp_path):
     assert list(bench_table(out)) == (["F32", "Q8_0"] if supported else ["F32"])
     assert ("skipped: Q8_0 (no kernel for big-endian data)" in out) != supported
     assert "no gguf-py comparison" in out
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("no_progress", [False, True])
+def test_convert_progress_bar_on_a_terminal(monkeypatch, tmp_path, model_path, no_progress):
+    pytest.importorskip("tqdm")
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    argv = ["convert", model_path, str(tmp_path / "o.npz")] + (["--no-progress"] if no_progress else [])
+    assert main(argv) == 0
+    text = terminal.getvalue()
+    assert ("convert: 100%" in text) != no_progress
+    assert text.endswith(f"wrote 8 tensors (float32) to {tmp_path / 'o.npz'}\n")

@@ -716,6 +716,9 @@ def cmd_convert(args) -> None:
 # Entry point
 
 
+FILE_HELP = "a GGUF file, or any shard of a split model"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fastgguf", description="Inspect, benchmark and convert GGUF files (llama.cpp's model format). "
@@ -725,12 +728,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="summary: format, architecture, parameters, types, hyperparameters",
                                description="A readable summary of a GGUF model.")
-    info.add_argument("file", metavar="FILE")
+    info.add_argument("file", metavar="FILE", help=FILE_HELP)
     info.set_defaults(run=cmd_info)
 
     dump = commands.add_parser("dump", help="every key/value pair and tensor info",
                                description="Print every key/value pair and tensor info.")
-    dump.add_argument("file", metavar="FILE")
+    dump.add_argument("file", metavar="FILE", help=FILE_HELP)
     dump.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
     dump.add_argument("--no-tensors", action="store_true", help="leave out the tensor infos")
     dump.add_argument("--full-arrays", action="store_true",
@@ -740,7 +743,7 @@ def build_parser() -> argparse.ArgumentParser:
     tensors = commands.add_parser("tensors", help="one line per tensor: name, shape, type, size, offset",
                                   description="One line per tensor: name, shape (numpy order), type, size, "
                                               "absolute offset in its file (and shard for split models).")
-    tensors.add_argument("file", metavar="FILE")
+    tensors.add_argument("file", metavar="FILE", help=FILE_HELP)
     tensors.add_argument("--filter", action="append", metavar="GLOB",
                          help="only tensors whose name matches (repeatable), e.g. 'blk.0.*'")
     tensors.set_defaults(run=cmd_tensors)
@@ -750,7 +753,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure dequantization throughput per tensor type: elements/s, output GB/s, the "
                     "fraction of this machine's write bandwidth, and the speed-up over gguf-py when it is "
                     "installed. Without FILE, benchmarks a synthetic model holding every supported type.")
-    bench.add_argument("file", metavar="FILE", nargs="?")
+    bench.add_argument("file", metavar="FILE", nargs="?", help="a GGUF file or shard (default: a synthetic model)")
     bench.add_argument("--types", nargs="+", metavar="TYPE", help="only these types, e.g. Q4_K Q8_0")
     bench.add_argument("--threads", type=_positive_int, metavar="N", help="threads (default: all cores)")
     bench.add_argument("--elements", type=_positive_int, default=1 << 22, metavar="N",
@@ -766,8 +769,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Dequantize every tensor (or those matching --filter) and write them to OUT: "
                     "*.safetensors, *.npz, or otherwise a folder of <name>.npy files. Streams row blocks, "
                     "so memory stays small whatever the model's size.")
-    convert.add_argument("file", metavar="FILE")
-    convert.add_argument("out", metavar="OUT")
+    convert.add_argument("file", metavar="FILE", help=FILE_HELP)
+    convert.add_argument("out", metavar="OUT", help="NAME.safetensors, NAME.npz, or a folder for NAME/<tensor>.npy")
     convert.add_argument("--dtype", choices=OUTPUT_DTYPES, default="float32",
                          help="output type (default: %(default)s; bfloat16 needs ml_dtypes)")
     convert.add_argument("--filter", action="append", metavar="GLOB", help="only tensors whose name matches "
