@@ -36,6 +36,7 @@ def model_path(tmp_path_factory):
     with GGUFWriter(path) as w:
         w.add("general.architecture", "llama")
         w.add("general.name", "Tiny test model")
+        w.add("general.file_type", 7, GGUFValueType.UINT32)
         w.add("llama.context_length", 4096, GGUFValueType.UINT32)
         w.add("llama.embedding_length", 64, GGUFValueType.UINT32)
         w.add("llama.block_count", 2, GGUFValueType.UINT32)
@@ -146,6 +147,7 @@ def test_info(capsys, model_path):
         assert fields["bits/weight"] == f"{8 * n_bytes / n_params:.2f}"
     assert fields["architecture"] == "llama"
     assert fields["name"] == "Tiny test model"
+    assert fields["file type"] == "7 (Q8_0)"
     assert fields["tensors"] == "8: 2 Q8_0, 2 Q4_0, 2 F32, 1 F16, 1 BF16"
     assert fields["context_length"] == "4096"
     assert fields["attention.head_count"] == "4..8 (per layer, 2 values)"
@@ -225,7 +227,7 @@ def test_dump_json_no_tensors(capsys, model_path):
     assert status == 0
     document = json.loads(out)
     assert "tensors" not in document
-    assert len(document["metadata"]) == 18
+    assert len(document["metadata"]) == 19
 
 
 def test_dump_json_split_model(capsys, split_paths):
@@ -247,7 +249,7 @@ def test_dump_text(capsys, model_path):
     assert lines[0].startswith(f"{model_path}: GGUF v3, little-endian, alignment 32, data at ")
     rows = {line.split()[0]: line.split(None, 2) for line in lines if line.startswith(("general.", "llama.",
                                                                                        "test.", "tokenizer."))}
-    assert len(rows) == 18
+    assert len(rows) == 19
     assert rows["general.name"][1:] == ["STRING", "'Tiny test model'"]
     assert rows["llama.attention.layer_norm_rms_epsilon"][1:] == ["FLOAT32", "1e-05"]
     assert rows["test.multiline"][2] == repr("line one\nline two")  # one line per key

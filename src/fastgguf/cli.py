@@ -41,6 +41,16 @@ HYPERPARAMETERS = (
 )
 
 
+# llama.cpp's llama_ftype (general.file_type): the model's predominant encoding.
+FILE_TYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
+    12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
+    19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
+    26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0",
+    37: "TQ2_0", 38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0", 1024: "guessed",
+}
+
+
 class CommandError(Exception):
     """A problem worth one line on stderr and exit status 1."""
 
@@ -202,9 +212,12 @@ def cmd_info(args) -> None:
             ("architecture", str(arch) if arch is not None else "-"),
             ("name", str(metadata.get("general.name", "-"))),
         ]
-        for key, label in (("general.size_label", "size label"), ("general.file_type", "file type")):
-            if key in metadata:
-                rows.append((label, str(metadata[key])))
+        if "general.size_label" in metadata:
+            rows.append(("size label", str(metadata["general.size_label"])))
+        if "general.file_type" in metadata:
+            file_type = metadata["general.file_type"]
+            name = FILE_TYPES.get(file_type) if isinstance(file_type, int) else None
+            rows.append(("file type", f"{file_type} ({name})" if name else str(file_type)))
         rows += [
             ("parameters", f"{format_count(n_params)} ({n_params:,})"),
             ("tensors", f"{len(tensors)}: " + ", ".join(f"{n} {name}" for name, n in by_type.most_common())),
