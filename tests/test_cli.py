@@ -558,3 +558,11 @@ def test_convert_progress_bar_on_a_terminal(monkeypatch, tmp_path, model_path, n
     text = terminal.getvalue()
     assert ("convert: 100%" in text) != no_progress
     assert text.endswith(f"wrote 8 tensors (float32) to {tmp_path / 'o.npz'}\n")
+
+
+def test_console_script_entry_point_is_main():
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(os.path.dirname(SRC), "pyproject.toml"), "rb") as handle:
+        scripts = tomllib.load(handle)["project"]["scripts"]
+    module, _, attribute = scripts["fastgguf"].partition(":")
+    assert getattr(__import__(module, fromlist=[attribute]), attribute) is main
