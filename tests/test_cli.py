@@ -21,7 +21,8 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 SUBCOMMANDS = ["info", "dump", "tensors", "bench", "convert"]
 TOKENS = [f"tok{i}" for i in range(300)] + ["<s>", "é", "\n"]
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+# Child processes import the same fastgguf as this one (the source tree in development, site-packages in CI).
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(fastgguf.__file__)))
 
 
 def quantized(values: np.ndarray, qtype: GGMLType) -> bytes:

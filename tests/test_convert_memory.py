@@ -14,13 +14,16 @@ import sys
 import numpy as np
 import pytest
 
+import fastgguf
+
 from fastgguf import GGUFWriter
 
 resource = pytest.importorskip("resource")  # POSIX only
 if not sys.platform.startswith("linux"):
     pytest.skip("ru_maxrss units and madvise behaviour checked on Linux only", allow_module_level=True)
 
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+# Child processes import the same fastgguf as this one (the source tree in development, site-packages in CI).
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(fastgguf.__file__)))
 N_TENSORS = 24
 TENSOR_SHAPE = (256, 4096)  # 1 Mi elements: 2 MiB of F16 in, 4 MiB of float32 out
 MiB = 1 << 20
