@@ -234,29 +234,28 @@ cdef void dequant_iq2_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) n
 cdef void dequant_iq2_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ2_XS: 32 uint16 of 9-bit grid index + 7 sign bits, a 4-bit scale per 16 elements (74 bytes)."""
     cdef Py_ssize_t b
-    cdef int l
+    cdef int ib, l
     cdef uint32_t packed
-    cdef float d
-    cdef float dbs[16]
+    cdef float d, db
     for b in range(n_blocks):
         d = fgg_half_to_float(fgg_load_u16le(src))
-        for l in range(8):
-            dbs[2 * l] = d * (<float> 0.5 + <float> (src[66 + l] & 0xF)) * <float> 0.25
-            dbs[2 * l + 1] = d * (<float> 0.5 + <float> (src[66 + l] >> 4)) * <float> 0.25
-        for l in range(32):
-            packed = fgg_load_u16le(src + 2 + 2 * l)
-            iq_grid8(dst, dbs[l // 2], iq2xs_grid_f32[packed & 511],
-                     fastgguf_sign_f32[fastgguf_ksigns[packed >> 9]])
-            dst += 8
+        for ib in range(8):
+            # Scalar scales, one sub-block at a time: an array of all 16 would be built in a
+            # 512-bit register and re-read through memory in the AVX-512 build, which is slower.
+            for l in range(4):
+                if l % 2 == 0:
+                    db = d * (<float> 0.5 + <float> ((src[66 + ib] >> (2 * l)) & 0xF)) * <float> 0.25
+                packed = fgg_load_u16le(src + 2 + 8 * ib + 2 * l)
+                iq_grid8(dst, db, iq2xs_grid_f32[packed & 511], fastgguf_sign_f32[fastgguf_ksigns[packed >> 9]])
+                dst += 8
         src += 74
 
 
 cdef void dequant_iq2_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ2_S: 10-bit grid indices (8 low bits + 2 high), explicit sign bytes, 4-bit scales (82 bytes)."""
     cdef Py_ssize_t b
-    cdef int l
-    cdef float d
-    cdef float dbs[16]
+    cdef int ib, l, k
+    cdef float d, db
     cdef const uint8_t *qs
     cdef const uint8_t *signs
     cdef const uint8_t *qh
@@ -265,13 +264,13 @@ cdef void dequant_iq2_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
         qs = src + 2
         signs = src + 34
         qh = src + 66
-        for l in range(8):
-            dbs[2 * l] = d * (<float> 0.5 + <float> (src[74 + l] & 0xF)) * <float> 0.25
-            dbs[2 * l + 1] = d * (<float> 0.5 + <float> (src[74 + l] >> 4)) * <float> 0.25
-        for l in range(32):
-            iq_grid8(dst, dbs[l // 2], iq2s_grid_f32[qs[l] | (((qh[l // 4] >> (2 * (l % 4))) & 3) << 8)],
-                     fastgguf_sign_f32[signs[l]])
-            dst += 8
+        for ib in range(8):
+            for l in range(4):
+                if l % 2 == 0:
+                    db = d * (<float> 0.5 + <float> ((src[74 + ib] >> (2 * l)) & 0xF)) * <float> 0.25
+                k = 4 * ib + l
+                iq_grid8(dst, db, iq2s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 3) << 8)], fastgguf_sign_f32[signs[k]])
+                dst += 8
         src += 82
 
 
@@ -379,37 +378,72 @@ cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 
 # --- ternary ----------------------------------------------------------------
 
-cdef inline void tq1_digits(float *dst, uint8_t *codes, int n_codes, int n_digits, float d) noexcept nogil:
-    """Write digit k of each code c (value c_k - 1) at dst[k * n_codes + c], times d; codes are clobbered.
-
-    A code holds base-3 digits as the fixed-point fraction round_up(256 * value / 3**n_digits):
-    the top digit is (code * 3) >> 8, i.e. (code >= 86) + (code >= 171); multiplying the code by
-    3 (mod 256) then brings up the next digit. Byte adds and compares keep it in 8-bit lanes.
+cdef extern from *:
     """
-    cdef int k, j
-    cdef uint8_t q
-    for k in range(n_digits):
-        for j in range(n_codes):
-            q = codes[j]
-            dst[k * n_codes + j] = d * <float> (<int> (q >= 86) + <int> (q >= 171) - 1)
-            codes[j] = <uint8_t> (q + q + q)
+    /* Digit k of 16 TQ1_0 codes, as (digit - 1) * d, to dst[k * stride + j], k < n_digits.
+       A code holds base-3 digits as the fixed-point fraction round_up(256 * value / 3**n): its
+       top digit is (code * 3) >> 8, i.e. (code >= 86) + (code >= 171), and multiplying the code
+       by 3 (mod 256) brings up the next one. Written with vector types: the auto-vectorizer
+       keeps these bytes in general registers in some builds. */
+    #if defined(__GNUC__) || defined(__clang__)
+    typedef uint8_t fastgguf_v16u8 __attribute__((vector_size(16)));
+    typedef int8_t fastgguf_v16i8 __attribute__((vector_size(16)));
+    typedef int8_t fastgguf_v8i8 __attribute__((vector_size(8)));
+    typedef int32_t fastgguf_v8i32 __attribute__((vector_size(32)));
+    static inline void fastgguf_tq1_digits16(float *dst, const uint8_t *src, Py_ssize_t stride,
+                                             int n_digits, float d) {
+        fastgguf_v16u8 q;
+        const fastgguf_v8f vd = {d, d, d, d, d, d, d, d};
+        memcpy(&q, src, sizeof q);
+        for (int k = 0; k < n_digits; k++) {
+            /* A true comparison is -1 in its lane: the sum is -digit, so digit - 1 = -sum - 1. */
+            fastgguf_v16i8 value = -((fastgguf_v16i8) (q >= 86) + (fastgguf_v16i8) (q >= 171)) - 1;
+            fastgguf_v8i8 lo = __builtin_shufflevector(value, value, 0, 1, 2, 3, 4, 5, 6, 7);
+            fastgguf_v8i8 hi = __builtin_shufflevector(value, value, 8, 9, 10, 11, 12, 13, 14, 15);
+            /* int8 -> int32 -> float: gcc 12 converts int8 lanes to float one at a time. */
+            fastgguf_v8f out_lo = vd * __builtin_convertvector(__builtin_convertvector(lo, fastgguf_v8i32), fastgguf_v8f);
+            fastgguf_v8f out_hi = vd * __builtin_convertvector(__builtin_convertvector(hi, fastgguf_v8i32), fastgguf_v8f);
+            memcpy(dst + k * stride, &out_lo, sizeof out_lo);
+            memcpy(dst + k * stride + 8, &out_hi, sizeof out_hi);
+            q = q + q + q;
+        }
+    }
+    #else
+    static inline void fastgguf_tq1_digits16(float *dst, const uint8_t *src, Py_ssize_t stride,
+                                             int n_digits, float d) {
+        uint8_t q[16];
+        memcpy(q, src, sizeof q);
+        for (int k = 0; k < n_digits; k++) {
+            for (int j = 0; j < 16; j++) {
+                dst[k * stride + j] = d * (float) ((q[j] >= 86) + (q[j] >= 171) - 1);
+                q[j] = (uint8_t) (q[j] * 3);
+            }
+        }
+    }
+    #endif
+    """
+    void tq1_digits16 "fastgguf_tq1_digits16" (float *dst, const uint8_t *src, Py_ssize_t stride,
+                                               int n_digits, float d) noexcept nogil
 
 
 cdef void dequant_tq1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """TQ1_0: base-3 digits packed 5 per byte (4 in the last 4 bytes) as fixed-point fractions (54 bytes)."""
     cdef Py_ssize_t b
+    cdef int k, j
     cdef float d
-    cdef uint8_t codes[52]
+    cdef uint8_t q
     for b in range(n_blocks):
         d = fgg_half_to_float(fgg_load_u16le(src + 52))
-        # A local copy: the float stores cannot alias it, so the loops vectorize. Copied in the
-        # pieces it is read in, so that each read is forwarded from one store.
-        memcpy(codes, src, 32)
-        memcpy(codes + 32, src + 32, 16)
-        memcpy(codes + 48, src + 48, 4)
-        tq1_digits(dst, codes, 32, 5, d)
-        tq1_digits(dst + 160, codes + 32, 16, 5, d)
-        tq1_digits(dst + 240, codes + 48, 4, 4, d)
+        # Bytes 0-31: digit k of byte j is element 32k + j; bytes 32-47: 160 + 16k + j.
+        tq1_digits16(dst, src, 32, 5, d)
+        tq1_digits16(dst + 16, src + 16, 32, 5, d)
+        tq1_digits16(dst + 160, src + 32, 16, 5, d)
+        # Bytes 48-51: four digits each, element 240 + 4k + j.
+        for j in range(4):
+            q = src[48 + j]
+            for k in range(4):
+                dst[240 + 4 * k + j] = d * <float> (<int> (q >= 86) + <int> (q >= 171) - 1)
+                q = <uint8_t> (q + q + q)
         src += 54
         dst += 256
 
