@@ -3,6 +3,8 @@
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fastgguf import GGUFFilename, parse_filename
 from fastgguf.naming import shard_paths
@@ -28,6 +30,9 @@ CASES = [
     ("tiny-F32.gguf", ("tiny", N, N, N, "F32", N, N, N)),
     ("llama-7b", ("llama", "7b", N, N, N, N, N, N)),
     ("7B.gguf", ("7B", N, N, N, N, N, N, N)),  # the first token is always the base name
+    # version-shaped tokens before the size label belong to the base name
+    ("Model-v2-7B-Instruct-v0.1-Q4_0.gguf", ("Model-v2", "7B", "Instruct", "v0.1", "Q4_0", N, N, N)),
+    ("Model-v2-Q4_0.gguf", ("Model", N, N, "v2", "Q4_0", N, N, N)),
 ]
 
 
@@ -62,3 +67,33 @@ def test_shard_paths():
         os.path.join(directory, f"m-Q4_0-0000{i}-of-00003.gguf") for i in (1, 2, 3)]
     assert shard_paths("model.gguf") is None
     assert shard_paths("m-1-of-3.gguf") is None
+
+
+# Round trips over names built from the convention's parts ----------------------------------------
+
+WORD = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"), min_size=1, max_size=8).filter(
+    lambda w: w.lower() not in ("lora", "vocab"))
+NUMBER = st.from_regex(r"[0-9]{1,4}(\.[0-9]{1,2})?", fullmatch=True)
+BASE = st.lists(st.one_of(WORD, NUMBER), min_size=0, max_size=3).flatmap(
+    lambda rest: WORD.map(lambda first: "-".join([first, *rest])))
+SIZE = st.tuples(st.from_regex(r"([1-9][0-9]?x)?([0-9]{1,3}\.)?[0-9]{1,3}[KMBT]", fullmatch=True),
+                 st.sampled_from(["", "-A3B", "-E2.5B"])).map("".join)
+FINE_TUNE = st.lists(st.one_of(WORD, st.from_regex(r"[0-9]{1,4}", fullmatch=True)), min_size=1,
+                     max_size=2).map("-".join)
+VERSION = st.from_regex(r"v[0-9]{1,2}(\.[0-9]{1,2}){0,2}", fullmatch=True)
+ENCODING = st.sampled_from(["Q4_K_M", "IQ2_XXS", "F16", "BF16", "Q8_0", "MXFP4_MOE", "TQ1_0", "F32", "Q5_K_S"])
+SHARD = st.integers(1, 99999).flatmap(lambda count: st.tuples(st.integers(1, count), st.just(count)))
+
+
+@st.composite
+def filenames(draw):
+    size = draw(st.none() | SIZE)
+    fine_tune = draw(st.none() | FINE_TUNE) if size else None
+    shard = draw(st.none() | SHARD)
+    return GGUFFilename(draw(BASE), size, fine_tune, draw(st.none() | VERSION), draw(st.none() | ENCODING),
+                        draw(st.sampled_from([None, "LoRA", "vocab"])), *(shard or (None, None)))
+
+
+@given(filenames())
+def test_parse_filename_inverts_filename(parts):
+    assert parse_filename(parts.filename) == parts

@@ -105,17 +105,21 @@ def parse_filename(name: str | os.PathLike) -> GGUFFilename:
     if len(tokens) > 1 and tokens[-1].lower() in _TYPES:
         kind = _TYPES[tokens.pop().lower()]
 
+    # The size label comes first from the left; the version is the last version-shaped token after it
+    # (so a base name such as "Model-v2" keeps its "v2").
+    size_at = next((i for i in range(1, len(tokens)) if _SIZE_RE.fullmatch(tokens[i])), None)
     version = encoding = None
-    version_at = next((i for i in range(len(tokens) - 1, 0, -1) if _VERSION_RE.fullmatch(tokens[i])), None)
+    first_after_size = 1 if size_at is None else size_at + 1
+    version_at = next((i for i in range(len(tokens) - 1, first_after_size - 1, -1)
+                       if _VERSION_RE.fullmatch(tokens[i])), None)
     if version_at is not None:
         version = tokens[version_at]
         encoding = "-".join(tokens[version_at + 1:]) or None
         del tokens[version_at:]
-    elif len(tokens) > 1 and _ENCODING_RE.fullmatch(tokens[-1]):
+    elif len(tokens) > first_after_size and _ENCODING_RE.fullmatch(tokens[-1]):
         encoding = tokens.pop()
 
     size_label = fine_tune = None
-    size_at = next((i for i in range(1, len(tokens)) if _SIZE_RE.fullmatch(tokens[i])), None)
     if size_at is not None:
         size_end = size_at + 1
         if size_end < len(tokens) and _SIZE_SUFFIX_RE.fullmatch(tokens[size_end]):
