@@ -1,0 +1,35 @@
+"""The README's "Tensor types" table is the one tools/type_table.py generates from the type table and the kernels."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+from fastgguf import GGMLType, dequant
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def load_tool():
+    spec = importlib.util.spec_from_file_location("type_table", REPO / "tools" / "type_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_type_table_is_current():
+    tool = load_tool()
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "\n## Tensor types\n" in readme
+    assert tool.readme_table(readme) == tool.render(), "README out of date: paste `python tools/type_table.py`"
+
+
+def test_table_has_a_row_per_type_with_its_support():
+    rows = {}
+    for line in load_tool().render().splitlines()[3:-1]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[int(cells[0])] = cells
+    assert sorted(rows) == sorted(int(t) for t in GGMLType)
+    for qtype in GGMLType:
+        assert rows[int(qtype)][1] == qtype.name
+        assert rows[int(qtype)][5] == ("yes" if dequant.has_kernel(qtype) else "no")
