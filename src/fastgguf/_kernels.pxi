@@ -252,15 +252,22 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
 cdef extern from *:
     """
     #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    #include <cpuid.h>
     #define FGG_CPU(feature) __builtin_cpu_supports(feature)
     #define FGG_CPU_INIT() __builtin_cpu_init()
+    /* clang before 16 has no "f16c" for __builtin_cpu_supports: ask cpuid (leaf 1, ECX bit 29). */
+    static int fgg_cpu_has_f16c(void) {
+        unsigned int a, b, c, d;
+        return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1u);
+    }
     #else
     #define FGG_CPU(feature) 0
     #define FGG_CPU_INIT() ((void)0)
+    static int fgg_cpu_has_f16c(void) { return 0; }
     #endif
     static int fgg_cpu_has_avx2(void) {
         FGG_CPU_INIT();
-        return FGG_CPU("avx2") && FGG_CPU("fma") && FGG_CPU("f16c") && FGG_CPU("bmi2");
+        return FGG_CPU("avx2") && FGG_CPU("fma") && fgg_cpu_has_f16c() && FGG_CPU("bmi2");
     }
     static int fgg_cpu_has_avx512(void) {
         FGG_CPU_INIT();
