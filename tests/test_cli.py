@@ -567,3 +567,19 @@ def test_console_script_entry_point_is_main():
         scripts = tomllib.load(handle)["project"]["scripts"]
     module, _, attribute = scripts["fastgguf"].partition(":")
     assert getattr(__import__(module, fromlist=[attribute]), attribute) is main
+
+
+def test_closed_pipe_ends_quietly(tmp_path):
+    path = tmp_path / "many.gguf"
+    with GGUFWriter(path) as w:
+        for i in range(3000):  # ~130 kB of output: more than a pipe buffer
+            w.add_tensor(f"blk.{i}.weight", np.zeros(4, np.float32))
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    process = subprocess.Popen([sys.executable, "-m", "fastgguf", "tensors", str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env)
+    assert process.stdout.readline().split() == [b"name", b"shape", b"type", b"size", b"offset"]
+    process.stdout.close()  # like `| head -1`
+    stderr = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(timeout=60) == 1
+    assert stderr == b""
