@@ -58,10 +58,10 @@ else:
 # The dequantization kernels are compiled once per CPU level; fastgguf.dequant picks one at import.
 KERNEL_VARIANTS = {"portable": []}
 if IS_X86 and not IS_MSVC:
-    KERNEL_VARIANTS["avx2"] = ["-mavx2", "-mfma", "-mf16c", "-mbmi2"]
+    KERNEL_VARIANTS["avx2"] = ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-mprefer-vector-width=128"]
     KERNEL_VARIANTS["avx512"] = [
         "-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mfma", "-mf16c", "-mbmi2",
-        "-mprefer-vector-width=512",
+        "-mprefer-vector-width=128",
     ]
 
 

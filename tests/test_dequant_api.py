@@ -377,3 +377,34 @@ def test_module_level_checks(path):
         module.dequantize_into(np.zeros(36, np.uint8), out, int(T.Q4_0), np.array([0, 2], np.int64), 32)
     with pytest.raises(ValueError, match="unknown"):
         module.dequantize_into(np.zeros(36, np.uint8), out, 4)
+
+
+# --- streaming (non-temporal) stores ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("qtype", ENGINE_TYPES, ids=lambda t: t.name)
+def test_streaming_stores_give_identical_bits(qtype, monkeypatch):
+    block = TYPE_TRAITS[qtype].block_size
+    shape = (3, block * (4099 if block == 1 else 37))  # not a multiple of the 4096-float stage
+    raw = tensor(qtype, shape, seed=21)
+    expected = dequantize(raw, qtype, shape, threads=1)
+    monkeypatch.setattr(dequant, "_STREAM_MIN_BYTES", 0)
+    assert same_bits(dequantize(raw, qtype, shape, threads=1), expected)
+    # an output that starts 4 bytes past any alignment the allocator gave
+    backing = np.full(expected.size + 1, np.nan, dtype=np.float32)
+    out = backing[1:].reshape(shape)
+    assert dequantize(raw, qtype, shape, out=out) is out
+    assert same_bits(out, expected)
+    assert np.isnan(backing[0])
+    assert same_bits(dequantize(raw, qtype, shape, rows=[2, 0]), expected[[2, 0]])
+
+
+@pytest.mark.parametrize("path", dequant.available_cpu_paths())
+def test_streaming_with_byte_swapping(path, monkeypatch):
+    import importlib
+
+    module = importlib.import_module(f"fastgguf._kernels_{path}")
+    values = np.random.default_rng(4).standard_normal(10_001).astype(np.float16)
+    out = np.empty(values.size, np.float32)
+    module.dequantize_into(values.byteswap().view(np.uint8), out, int(T.F16), None, 0, True, True)
+    assert same_bits(out, values.astype(np.float32))

@@ -144,46 +144,67 @@ def has_byteswap(int type_id):
     return has_kernel(type_id) and swap_for(type_id) != NULL
 
 
-# Big-endian data goes through this many bytes of scratch at a time: small enough for L1, and
-# at least one block of every type.
 cdef enum:
+    # Big-endian data is swapped into this many bytes of scratch at a time: small enough for L1,
+    # and at least one block of every type.
     _SWAP_SCRATCH_BYTES = 16384
+    # Streamed output is staged in this many floats (16 KiB, in L1) before the non-temporal copy;
+    # a multiple of every block size, so each stage after the first starts cache-line aligned.
+    _STAGE_FLOATS = 4096
 
 
-cdef int _run_byteswapped(swap_fn swap, dequant_fn kernel, const uint8_t *src, float *dst,
-                          Py_ssize_t n_blocks, Py_ssize_t block_size,
-                          Py_ssize_t type_size) noexcept nogil:
-    """Swap a chunk of blocks into scratch, dequantize it, repeat. Returns -1 if out of memory."""
-    cdef Py_ssize_t per_chunk = _SWAP_SCRATCH_BYTES // type_size
-    cdef Py_ssize_t done = 0, count
-    cdef uint8_t *scratch = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES)
-    if scratch == NULL:
-        return -1
-    while done < n_blocks:
-        count = min(per_chunk, n_blocks - done)
-        swap(src + done * type_size, scratch, count)
-        kernel(scratch, dst + done * block_size, count)
-        done += count
-    free(scratch)
-    return 0
-
-
-cdef int _run(dequant_fn kernel, swap_fn swap, const uint8_t *src, float *dst,
+cdef int _run(dequant_fn kernel, swap_fn swap, bint stream, const uint8_t *src, float *dst,
               Py_ssize_t n_blocks, Py_ssize_t block_size, Py_ssize_t type_size) noexcept nogil:
-    if swap == NULL:
+    """Dequantize n_blocks; ``swap`` (if not NULL) first puts big-endian blocks in order,
+    ``stream`` writes dst with non-temporal stores. Returns -1 if out of memory."""
+    if swap == NULL and not stream:
         kernel(src, dst, n_blocks)
         return 0
-    return _run_byteswapped(swap, kernel, src, dst, n_blocks, block_size, type_size)
+    cdef Py_ssize_t per_chunk = _STAGE_FLOATS // block_size
+    cdef Py_ssize_t done = 0, count
+    cdef const uint8_t *blocks
+    cdef uint8_t *scratch = NULL
+    cdef float *stage = NULL
+    if swap != NULL:
+        per_chunk = min(per_chunk, _SWAP_SCRATCH_BYTES // type_size)
+        scratch = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES)
+        if scratch == NULL:
+            return -1
+    if stream:
+        stage = <float *>malloc(_STAGE_FLOATS * sizeof(float))
+        if stage == NULL:
+            free(scratch)
+            return -1
+    while done < n_blocks:
+        count = min(per_chunk, n_blocks - done)
+        blocks = src + done * type_size
+        if swap != NULL:
+            swap(blocks, scratch, count)
+            blocks = scratch
+        if stream:
+            kernel(blocks, stage, count)
+            fgg_stream_copy(dst + done * block_size, stage, count * block_size)
+        else:
+            kernel(blocks, dst + done * block_size, count)
+        done += count
+    if stream:
+        fgg_stream_fence()
+    free(scratch)
+    free(stage)
+    return 0
 
 
 def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id,
                     const int64_t[::1] row_index=None, Py_ssize_t row_elems=0,
-                    bint byteswapped=False):
+                    bint byteswapped=False, bint stream=False):
     """Dequantize blocks of ``src`` into ``dst`` with the GIL released.
 
     Without ``row_index``: ``dst`` is filled from the first ``len(dst) / block_size`` blocks of
     ``src``. With ``row_index``: ``src`` holds whole rows of ``row_elems`` elements and row
     ``row_index[k]`` goes to ``dst[k * row_elems : (k + 1) * row_elems]``.
+
+    ``byteswapped``: the data is big-endian. ``stream``: write ``dst`` with non-temporal stores
+    (for outputs much larger than the caches; it saves the read-for-ownership of every line).
 
     Every length and index is checked here, before any kernel runs; the block layout comes from
     ``fastgguf.types.TYPE_TRAITS``.
@@ -218,13 +239,15 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
     if n_out % block_size:
         raise ValueError(f"output length {n_out} is not a multiple of the block size {block_size}")
 
+    if type_id == TYPE_F32:
+        stream = False  # a plain memcpy, which picks non-temporal stores itself for large copies
     if row_index is None:
         n_blocks = n_out // block_size
         if n_blocks > n_src // type_size:
             raise ValueError(f"{n_out} elements need {n_blocks * type_size} bytes, source has {n_src}")
         if n_blocks:
             with nogil:
-                status = _run(kernel, swap, &src[0], &dst[0], n_blocks, block_size, type_size)
+                status = _run(kernel, swap, stream, &src[0], &dst[0], n_blocks, block_size, type_size)
     else:
         if row_elems <= 0 or row_elems % block_size:
             raise ValueError(f"row length {row_elems} is not a positive multiple of the block size {block_size}")
@@ -241,12 +264,12 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
             with nogil:
                 for k in range(n_rows):
                     r = row_index[k]
-                    status = _run(kernel, swap, &src[0] + r * row_bytes, &dst[0] + k * row_elems,
+                    status = _run(kernel, swap, stream, &src[0] + r * row_bytes, &dst[0] + k * row_elems,
                                   row_blocks, block_size, type_size)
                     if status:
                         break
     if status:
-        raise MemoryError("no scratch memory for byte-swapped data")
+        raise MemoryError("no scratch memory for byte swapping or streaming")
 
 
 cdef extern from *:

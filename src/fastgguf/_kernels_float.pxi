@@ -19,8 +19,11 @@ cdef void dequant_f32(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nog
 
 cdef void dequant_f16(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
-    for i in range(n):
-        dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i))
+    if FGG_HOST_BIG_ENDIAN:
+        for i in range(n):
+            dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i))
+        return
+    fgg_halves_to_floats(src, dst, n)
 
 
 cdef void dequant_bf16(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:

@@ -1,10 +1,10 @@
 # K-quants (256-element super-blocks) -> float32: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
 # Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
 #
-# Each kernel first decodes the super-block's packed sub-block scales into small float arrays
-# (in gguf-py's order: sub-scale = d * float(scale), sub-min = dmin * float(min), both float32),
-# copies the packed quants into local arrays (no aliasing with dst), and then runs fixed
-# 16- or 32-wide loops with a constant scale, which the compiler vectorizes.
+# Each kernel unpacks the quants eight at a time into uint64 words of byte lanes (plain integer
+# code, fast in every build), then converts them 16 at a time with the SIMD steps
+# of _kernel_helpers.pxd, using gguf-py's float32 order: sub-scale = d * float(scale),
+# sub-min = dmin * float(min), value = sub-scale * q - sub-min (or sub-scale * q).
 #
 # Element order inside a super-block, with l the position inside a 32-run:
 #   Q2_K  scales[16] | qs[64] | fp16 d | fp16 dmin
@@ -23,69 +23,62 @@
 #   Q8_K  f32 d | int8 qs[256] | int16 bsums[16] (unused here);  value = d * q
 
 from libc.string cimport memcpy
-from libc.stdint cimport int8_t
+from libc.stdint cimport int8_t, uint64_t
 
 
 cdef void dequant_q2_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int h, s, part, l, sub
-    cdef float d, dmin, scale, minimum
-    cdef uint8_t qs[64]
-    cdef const uint8_t *scales
-    cdef const uint8_t *q
-    cdef float *y
+    cdef int h, k, s, sub
+    cdef uint64_t w[4]
+    cdef float d, dmin
     for b in range(n_blocks):
-        scales = src
-        memcpy(qs, src + 16, 64)
-        d = fgg_half_to_float(fgg_load_u16le(src + 80))
-        dmin = fgg_half_to_float(fgg_load_u16le(src + 82))
+        d = fgg_half_to_float_scale(fgg_load_u16le(src + 80))
+        dmin = fgg_half_to_float_scale(fgg_load_u16le(src + 82))
         for h in range(2):
+            for k in range(4):
+                w[k] = fgg_load_u64le(src + 16 + 32 * h + 8 * k)
             for s in range(4):
-                for part in range(2):
-                    sub = 8 * h + 2 * s + part
-                    scale = d * <float>(scales[sub] & 0x0F)
-                    minimum = dmin * <float>(scales[sub] >> 4)
-                    q = qs + 32 * h + 16 * part
-                    y = dst + 16 * sub
-                    for l in range(16):
-                        y[l] = scale * <float>((q[l] >> (2 * s)) & 3) - minimum
+                sub = 8 * h + 2 * s
+                fgg_u8x16_mul_sub_w(dst + 16 * sub, (w[0] >> (2 * s)) & LANES_03, (w[1] >> (2 * s)) & LANES_03,
+                                    d * <float>(src[sub] & 0x0F), dmin * <float>(src[sub] >> 4))
+                fgg_u8x16_mul_sub_w(dst + 16 * sub + 16, (w[2] >> (2 * s)) & LANES_03, (w[3] >> (2 * s)) & LANES_03,
+                                    d * <float>(src[sub + 1] & 0x0F), dmin * <float>(src[sub + 1] >> 4))
         src += 84
         dst += 256
 
 
+cdef inline float _q3_k_scale(const uint8_t *packed, int sub, float d) noexcept nogil:
+    # 6-bit scale: low 4 bits are nibble (sub // 8) of byte sub % 8, high 2 bits are pair
+    # (sub // 4) of byte 8 + sub % 4; stored with a +32 bias.
+    return d * <float>(<int>(((packed[sub & 7] >> (4 * (sub >> 3))) & 0x0F)
+                             | (((packed[8 + (sub & 3)] >> (2 * (sub >> 2))) & 3) << 4)) - 32)
+
+
+cdef inline uint64_t _q3_k_word(uint64_t low_bits, uint64_t clear_bits, int s) noexcept nogil:
+    # 2 low bits at shift 2s, minus 4 where the hmask bit s is clear.
+    return fgg_lanes_minus((low_bits >> (2 * s)) & LANES_03, ((clear_bits >> s) & LANES_01) << 2)
+
+
 cdef void dequant_q3_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int h, s, part, l, sub, i
-    cdef float d, scale
-    cdef uint8_t hmask[32]
-    cdef uint8_t qs[64]
+    cdef int h, k, s, sub
+    cdef uint64_t w[4]
+    cdef uint64_t clear[4]
+    cdef float d
     cdef const uint8_t *packed
-    cdef const uint8_t *q
-    cdef const uint8_t *hm
-    cdef float *y
-    cdef float sub_scale[16]
     for b in range(n_blocks):
-        memcpy(hmask, src, 32)
-        memcpy(qs, src + 32, 64)
         packed = src + 96
-        d = fgg_half_to_float(fgg_load_u16le(src + 108))
-        for i in range(16):
-            # low 4 bits: nibble (i // 8) of byte i % 8; high 2 bits: pair (i // 4) of byte 8 + i % 4
-            sub_scale[i] = d * <float>(
-                <int>(((packed[i & 7] >> (4 * (i >> 3))) & 0x0F)
-                      | (((packed[8 + (i & 3)] >> (2 * (i >> 2))) & 3) << 4)) - 32)
+        d = fgg_half_to_float_scale(fgg_load_u16le(src + 108))
         for h in range(2):
+            for k in range(4):
+                w[k] = fgg_load_u64le(src + 32 + 32 * h + 8 * k)
+                clear[k] = ~fgg_load_u64le(src + 8 * k) >> (4 * h)
             for s in range(4):
-                for part in range(2):
-                    sub = 8 * h + 2 * s + part
-                    scale = sub_scale[sub]
-                    q = qs + 32 * h + 16 * part
-                    hm = hmask + 16 * part
-                    y = dst + 16 * sub
-                    for l in range(16):
-                        y[l] = scale * <float>(
-                            <int>((q[l] >> (2 * s)) & 3)
-                            - (<int>(((hm[l] >> (4 * h + s)) & 1) ^ 1) << 2))
+                sub = 8 * h + 2 * s
+                fgg_i8x16_mul_w(dst + 16 * sub, _q3_k_word(w[0], clear[0], s), _q3_k_word(w[1], clear[1], s),
+                                _q3_k_scale(packed, sub, d))
+                fgg_i8x16_mul_w(dst + 16 * sub + 16, _q3_k_word(w[2], clear[2], s), _q3_k_word(w[3], clear[3], s),
+                                _q3_k_scale(packed, sub + 1, d))
         src += 110
         dst += 256
 
@@ -108,108 +101,103 @@ cdef inline void _unpack_scales_mins_k4(const uint8_t *packed, float d, float dm
 
 cdef void dequant_q4_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int g, l
-    cdef float d, dmin, scale_lo, min_lo, scale_hi, min_hi
+    cdef int g, k
+    cdef uint64_t w[4]
+    cdef float d, dmin
     cdef float scales[8]
     cdef float mins[8]
-    cdef uint8_t qs[128]
-    cdef const uint8_t *q
     cdef float *y
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        dmin = fgg_half_to_float(fgg_load_u16le(src + 2))
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        dmin = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
         _unpack_scales_mins_k4(src + 4, d, dmin, scales, mins)
-        memcpy(qs, src + 16, 128)
         for g in range(4):
-            scale_lo = scales[2 * g]
-            min_lo = mins[2 * g]
-            scale_hi = scales[2 * g + 1]
-            min_hi = mins[2 * g + 1]
-            q = qs + 32 * g
+            for k in range(4):
+                w[k] = fgg_load_u64le(src + 16 + 32 * g + 8 * k)
             y = dst + 64 * g
-            for l in range(32):
-                y[l] = scale_lo * <float>(q[l] & 0x0F) - min_lo
-                y[l + 32] = scale_hi * <float>(q[l] >> 4) - min_hi
+            fgg_u8x16_mul_sub_w(y, w[0] & LANES_0F, w[1] & LANES_0F, scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_w(y + 16, w[2] & LANES_0F, w[3] & LANES_0F, scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_w(y + 32, (w[0] >> 4) & LANES_0F, (w[1] >> 4) & LANES_0F, scales[2 * g + 1], mins[2 * g + 1])
+            fgg_u8x16_mul_sub_w(y + 48, (w[2] >> 4) & LANES_0F, (w[3] >> 4) & LANES_0F, scales[2 * g + 1], mins[2 * g + 1])
         src += 144
         dst += 256
 
 
 cdef void dequant_q5_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int g, l
-    cdef float d, dmin, scale_lo, min_lo, scale_hi, min_hi
+    cdef int g, k
+    cdef uint64_t w[4]
+    cdef uint64_t lo[4]
+    cdef uint64_t hi[4]
+    cdef uint64_t high_bits
+    cdef float d, dmin
     cdef float scales[8]
     cdef float mins[8]
-    cdef uint8_t qh[32]
-    cdef uint8_t qs[128]
-    cdef const uint8_t *q
     cdef float *y
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        dmin = fgg_half_to_float(fgg_load_u16le(src + 2))
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        dmin = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
         _unpack_scales_mins_k4(src + 4, d, dmin, scales, mins)
-        memcpy(qh, src + 16, 32)
-        memcpy(qs, src + 48, 128)
         for g in range(4):
-            scale_lo = scales[2 * g]
-            min_lo = mins[2 * g]
-            scale_hi = scales[2 * g + 1]
-            min_hi = mins[2 * g + 1]
-            q = qs + 32 * g
+            for k in range(4):
+                w[k] = fgg_load_u64le(src + 48 + 32 * g + 8 * k)
+                high_bits = fgg_load_u64le(src + 16 + 8 * k) >> (2 * g)  # bits 2g, 2g+1: sub-blocks 2g, 2g+1
+                lo[k] = (w[k] & LANES_0F) | ((high_bits & LANES_01) << 4)
+                hi[k] = ((w[k] >> 4) & LANES_0F) | (((high_bits >> 1) & LANES_01) << 4)
             y = dst + 64 * g
-            for l in range(32):
-                y[l] = scale_lo * <float>((q[l] & 0x0F) | (((qh[l] >> (2 * g)) & 1) << 4)) - min_lo
-                y[l + 32] = scale_hi * <float>((q[l] >> 4) | (((qh[l] >> (2 * g + 1)) & 1) << 4)) - min_hi
+            fgg_u8x16_mul_sub_w(y, lo[0], lo[1], scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_w(y + 16, lo[2], lo[3], scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_w(y + 32, hi[0], hi[1], scales[2 * g + 1], mins[2 * g + 1])
+            fgg_u8x16_mul_sub_w(y + 48, hi[2], hi[3], scales[2 * g + 1], mins[2 * g + 1])
         src += 176
         dst += 256
 
 
+cdef inline uint64_t _q6_k_word(uint64_t low, int low_shift, uint64_t high, int high_shift) noexcept nogil:
+    # 4 low bits from ``low`` at low_shift, 2 high bits from ``high`` at high_shift, minus 32.
+    return fgg_lanes_minus(((low >> low_shift) & LANES_0F) | (((high >> high_shift) & LANES_03) << 4),
+                           32 * LANES_01)
+
+
 cdef void dequant_q6_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int a, part, l
+    cdef int a, k, r, sub
+    cdef uint64_t lo[8]
+    cdef uint64_t hi[4]
     cdef float d
-    cdef float s0, s1, s2, s3
-    cdef uint8_t ql[128]
-    cdef uint8_t qh[64]
-    cdef float sub_scale[16]
-    cdef const uint8_t *lo
-    cdef const uint8_t *hi
-    cdef float *y
+    cdef const int8_t *scales
     for b in range(n_blocks):
-        memcpy(ql, src, 128)
-        memcpy(qh, src + 128, 64)
-        d = fgg_half_to_float(fgg_load_u16le(src + 208))
-        for l in range(16):
-            sub_scale[l] = d * <float>(<int8_t>src[192 + l])
+        scales = <const int8_t *>(src + 192)
+        d = fgg_half_to_float_scale(fgg_load_u16le(src + 208))
         for a in range(2):
-            for part in range(2):
-                # the four 16-runs at 32*k + 16*part (k = 0..3) share these bytes
-                lo = ql + 64 * a + 16 * part
-                hi = qh + 32 * a + 16 * part
-                y = dst + 128 * a + 16 * part
-                s0 = sub_scale[8 * a + part]
-                s1 = sub_scale[8 * a + 2 + part]
-                s2 = sub_scale[8 * a + 4 + part]
-                s3 = sub_scale[8 * a + 6 + part]
-                for l in range(16):
-                    y[l] = s0 * <float>(<int>((lo[l] & 0x0F) | ((hi[l] & 3) << 4)) - 32)
-                    y[l + 32] = s1 * <float>(<int>((lo[l + 32] & 0x0F) | (((hi[l] >> 2) & 3) << 4)) - 32)
-                    y[l + 64] = s2 * <float>(<int>((lo[l] >> 4) | (((hi[l] >> 4) & 3) << 4)) - 32)
-                    y[l + 96] = s3 * <float>(<int>((lo[l + 32] >> 4) | ((hi[l] >> 6) << 4)) - 32)
+            for k in range(4):
+                lo[k] = fgg_load_u64le(src + 64 * a + 8 * k)
+                lo[k + 4] = fgg_load_u64le(src + 64 * a + 32 + 8 * k)
+                hi[k] = fgg_load_u64le(src + 128 + 32 * a + 8 * k)
+            # run r (elements 128a + 32r ...): low nibbles of ql half (r & 1), shifted 4 if r >= 2;
+            # high pair r of qh
+            for r in range(4):
+                sub = 8 * a + 2 * r
+                fgg_i8x16_mul_w(dst + 16 * sub,
+                                _q6_k_word(lo[4 * (r & 1)], 4 * (r >> 1), hi[0], 2 * r),
+                                _q6_k_word(lo[4 * (r & 1) + 1], 4 * (r >> 1), hi[1], 2 * r),
+                                d * <float>scales[sub])
+                fgg_i8x16_mul_w(dst + 16 * sub + 16,
+                                _q6_k_word(lo[4 * (r & 1) + 2], 4 * (r >> 1), hi[2], 2 * r),
+                                _q6_k_word(lo[4 * (r & 1) + 3], 4 * (r >> 1), hi[3], 2 * r),
+                                d * <float>scales[sub + 1])
         src += 210
         dst += 256
 
 
 cdef void dequant_q8_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int l
+    cdef int k
     cdef float d
-    cdef int8_t qs[256]
     for b in range(n_blocks):
         d = fgg_load_f32le(src)
-        memcpy(qs, src + 4, 256)
-        for l in range(256):
-            dst[l] = d * <float>qs[l]
+        for k in range(16):
+            fgg_i8x16_mul(dst + 16 * k, <const int8_t *>(src + 4 + 16 * k), d)
         src += 292
         dst += 256
 

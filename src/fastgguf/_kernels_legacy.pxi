@@ -1,10 +1,10 @@
 # Legacy 32-element block quants -> float32: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1.
 # Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
 #
-# Each kernel decodes the block's scale(s) once, copies the packed quants into a local array
-# (a local cannot alias dst, so the compiler vectorizes the 16/32-wide loop without run-time
-# overlap checks), then runs one fixed-trip loop. Float operations follow gguf-py's order and
-# precision exactly (float32 throughout, no FMA): that is what makes the results the same bits.
+# Each kernel decodes the block's scale(s) once, unpacks the quants eight at a time into uint64
+# words of byte lanes (plain integer code, fast in every build), then converts 16 at a time with
+# the SIMD steps of _kernel_helpers.pxd. Float operations follow gguf-py's order and precision
+# exactly (float32 throughout, no FMA): that is what makes the results the same bits.
 #
 # Block layouts (bytes):
 #   Q4_0  fp16 d | 16 B nibbles             value = d * (q - 8)
@@ -16,106 +16,102 @@
 # Nibble layout: byte j holds element j in its low nibble and element j + 16 in its high nibble.
 
 from libc.string cimport memcpy
-from libc.stdint cimport int8_t
+from libc.stdint cimport int8_t, uint64_t
+
+
+cdef inline void _nibbles(const uint8_t *packed, const uint8_t *high_mask, uint64_t minus,
+                          uint64_t *w) noexcept nogil:
+    # 16 packed bytes -> 32 quants as four words of byte lanes (w[0], w[1]: elements 0-15 from
+    # the low nibbles; w[2], w[3]: elements 16-31 from the high nibbles), with the fifth bit from
+    # high_mask (32 bits, if not NULL), minus ``minus`` per lane.
+    cdef uint64_t word, lo, hi
+    cdef int k
+    for k in range(2):
+        word = fgg_load_u64le(packed + 8 * k)
+        lo = word & LANES_0F
+        hi = (word >> 4) & LANES_0F
+        if high_mask != NULL:
+            lo = lo | fgg_spread_bits8(high_mask[k], 16)
+            hi = hi | fgg_spread_bits8(high_mask[k + 2], 16)
+        if minus:
+            lo = fgg_lanes_minus(lo, minus)
+            hi = fgg_lanes_minus(hi, minus)
+        w[k] = lo
+        w[k + 2] = hi
 
 
 cdef void dequant_q4_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int j
     cdef float d
-    cdef uint8_t qs[16]
+    cdef uint64_t w[4]
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        memcpy(qs, src + 2, 16)
-        for j in range(16):
-            dst[j] = d * <float>(<int>(qs[j] & 0x0F) - 8)
-            dst[j + 16] = d * <float>(<int>(qs[j] >> 4) - 8)
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        _nibbles(src + 2, NULL, 8 * LANES_01, w)
+        fgg_i8x16_mul_w(dst, w[0], w[1], d)
+        fgg_i8x16_mul_w(dst + 16, w[2], w[3], d)
         src += 18
         dst += 32
 
 
 cdef void dequant_q4_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int j
     cdef float d, m
-    cdef uint8_t qs[16]
+    cdef uint64_t w[4]
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        m = fgg_half_to_float(fgg_load_u16le(src + 2))
-        memcpy(qs, src + 4, 16)
-        for j in range(16):
-            dst[j] = d * <float>(qs[j] & 0x0F) + m
-            dst[j + 16] = d * <float>(qs[j] >> 4) + m
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        m = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
+        _nibbles(src + 4, NULL, 0, w)
+        fgg_u8x16_mul_add_w(dst, w[0], w[1], d, m)
+        fgg_u8x16_mul_add_w(dst + 16, w[2], w[3], d, m)
         src += 20
         dst += 32
 
 
-cdef inline void _spread_high_bits(uint32_t bits, uint8_t *high) noexcept nogil:
-    # Bit j of the block's 32-bit mask becomes 16 (the fifth bit of quant j) or 0.
-    cdef int j
-    for j in range(32):
-        high[j] = <uint8_t>(((bits >> j) & 1) << 4)
-
-
 cdef void dequant_q5_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int j
     cdef float d
-    cdef uint8_t qs[16]
-    cdef uint8_t high[32]
+    cdef uint64_t w[4]
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        _spread_high_bits(fgg_load_u32le(src + 2), high)
-        memcpy(qs, src + 6, 16)
-        for j in range(16):
-            dst[j] = d * <float>(<int>((qs[j] & 0x0F) | high[j]) - 16)
-            dst[j + 16] = d * <float>(<int>((qs[j] >> 4) | high[j + 16]) - 16)
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        _nibbles(src + 6, src + 2, 16 * LANES_01, w)
+        fgg_i8x16_mul_w(dst, w[0], w[1], d)
+        fgg_i8x16_mul_w(dst + 16, w[2], w[3], d)
         src += 22
         dst += 32
 
 
 cdef void dequant_q5_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int j
     cdef float d, m
-    cdef uint8_t qs[16]
-    cdef uint8_t high[32]
+    cdef uint64_t w[4]
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        m = fgg_half_to_float(fgg_load_u16le(src + 2))
-        _spread_high_bits(fgg_load_u32le(src + 4), high)
-        memcpy(qs, src + 8, 16)
-        for j in range(16):
-            dst[j] = d * <float>((qs[j] & 0x0F) | high[j]) + m
-            dst[j + 16] = d * <float>((qs[j] >> 4) | high[j + 16]) + m
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        m = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
+        _nibbles(src + 8, src + 4, 0, w)
+        fgg_u8x16_mul_add_w(dst, w[0], w[1], d, m)
+        fgg_u8x16_mul_add_w(dst + 16, w[2], w[3], d, m)
         src += 24
         dst += 32
 
 
 cdef void dequant_q8_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int j
     cdef float d
-    cdef int8_t qs[32]
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        memcpy(qs, src + 2, 32)
-        for j in range(32):
-            dst[j] = <float>qs[j] * d
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        fgg_i8x16_mul(dst, <const int8_t *>(src + 2), d)
+        fgg_i8x16_mul(dst + 16, <const int8_t *>(src + 18), d)
         src += 34
         dst += 32
 
 
 cdef void dequant_q8_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int j
     cdef float d
-    cdef int8_t qs[32]
     for b in range(n_blocks):
-        d = fgg_half_to_float(fgg_load_u16le(src))
-        memcpy(qs, src + 4, 32)
-        for j in range(32):
-            dst[j] = d * <float>qs[j]
+        d = fgg_half_to_float_scale(fgg_load_u16le(src))
+        fgg_i8x16_mul(dst, <const int8_t *>(src + 4), d)
+        fgg_i8x16_mul(dst + 16, <const int8_t *>(src + 20), d)
         src += 36
         dst += 32
 

@@ -43,7 +43,10 @@ _MIN_ELEMENTS_PER_THREAD = 1 << 18
 #: Contiguous work is split on multiples of this many elements (keeps chunks cache-line aligned).
 _SPLIT_GRANULE = 1 << 12
 
-#: Element types whose data can be byte-swapped (``byteorder=">"``) by the kernels.
+#: Outputs at least this large are written with non-temporal (streaming) stores: they cannot
+#: stay in the caches anyway, and streaming saves reading every destination line first.
+_STREAM_MIN_BYTES = 16 << 20
+
 _LITTLE, _BIG = "<", ">"
 
 
@@ -380,9 +383,10 @@ def dequantize(
 
 def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_threads, swapped) -> None:
     n_out = flat.size
+    stream = n_out * 4 >= _STREAM_MIN_BYTES
     n_chunks = max(1, min(n_threads, n_out // _MIN_ELEMENTS_PER_THREAD))
     if n_chunks == 1:
-        kernels.dequantize_into(src, flat, type_id, byteswapped=swapped)
+        kernels.dequantize_into(src, flat, type_id, None, 0, swapped, stream)
         return
     # Chunk boundaries: multiples of a granule that is itself a whole number of blocks.
     granule = max(block_size, _SPLIT_GRANULE // block_size * block_size)
@@ -394,20 +398,21 @@ def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_thread
         if end <= begin:
             continue
         b0, b1 = begin // block_size * type_size, end // block_size * type_size
-        tasks.append(_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped))
+        tasks.append(_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped, stream))
         begin = end
     _run_chunks(tasks)
 
 
 def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped) -> None:
     n_rows = index.size
+    stream = flat.size * 4 >= _STREAM_MIN_BYTES
     rows_per_thread = max(1, _MIN_ELEMENTS_PER_THREAD // ne0)
     n_chunks = max(1, min(n_threads, n_rows // rows_per_thread))
     tasks = []
     for k in range(n_chunks):
         r0, r1 = n_rows * k // n_chunks, n_rows * (k + 1) // n_chunks
         if r1 > r0:
-            tasks.append(_bind(kernels.dequantize_into, src, flat[r0 * ne0 : r1 * ne0], type_id, index[r0:r1], ne0, swapped))
+            tasks.append(_bind(kernels.dequantize_into, src, flat[r0 * ne0 : r1 * ne0], type_id, index[r0:r1], ne0, swapped, stream))
     _run_chunks(tasks)
 
 

@@ -1,0 +1,34 @@
+"""Dequantization kernels, "avx512" build (same source as every _kernels_* module: _kernels.pxi).
+
+Private: use :func:`fastgguf.dequantize`. Import a non-portable build only on a CPU for which
+``_kernels_portable.cpu_supports(name)`` is true.
+"""
+
+import numpy as np
+import numpy.typing as npt
+
+def has_kernel(type_id: int) -> bool:
+    """Whether little-endian data of ggml type ``type_id`` can be dequantized."""
+
+def has_byteswap(type_id: int) -> bool:
+    """Whether big-endian data of ggml type ``type_id`` can be dequantized."""
+
+def cpu_supports(variant: str) -> bool:
+    """Whether this CPU can run the kernel build ``variant`` ("portable", "avx2", "avx512")."""
+
+def dequantize_into(
+    src: npt.NDArray[np.uint8] | bytes | memoryview,
+    dst: npt.NDArray[np.float32],
+    type_id: int,
+    row_index: npt.NDArray[np.int64] | None = None,
+    row_elems: int = 0,
+    byteswapped: bool = False,
+    stream: bool = False,
+) -> None:
+    """Fill 1-D float32 ``dst`` from ``src`` with the GIL released.
+
+    Without ``row_index``: the first ``len(dst) / block_size`` blocks of ``src``. With it:
+    rows of ``row_elems`` elements, ``dst`` row k = ``src`` row ``row_index[k]``.
+    Raises ValueError on any size/index mismatch, NotImplementedError for a type without a
+    kernel (or without byte swapping when ``byteswapped``).
+    """
