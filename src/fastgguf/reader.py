@@ -14,13 +14,16 @@ import math
 import mmap
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _parser
 from .errors import GGUFError
 from .types import TYPE_TRAITS, GGMLType, GGUFValueType
+
+if TYPE_CHECKING:
+    from .split import SplitModel
 
 __all__ = ["open", "GGUFFile", "TensorInfo", "Metadata", "StringArray", "ArrayOfArrays"]
 
@@ -505,7 +508,7 @@ def _map(path: str) -> mmap.mmap:
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
 
 
-def open(path: str | os.PathLike) -> GGUFFile:  # noqa: A001 - mirrors builtins.open on purpose
+def open(path: str | os.PathLike) -> GGUFFile | SplitModel:  # noqa: A001 - mirrors builtins.open on purpose
     """Open a GGUF file read-only; a shard of a split model opens the whole model.
 
     Parameters
