@@ -1,0 +1,239 @@
+"""Dequantization speed: fastgguf vs gguf-py vs the memory-bandwidth ceiling, and memory use.
+
+With pytest-benchmark (16M elements per tensor, so the 64 MB float32 output is far larger than
+the caches)::
+
+    PYTHONPATH=src python -m pytest benchmarks/bench_dequant.py --benchmark-only \\
+        --benchmark-group-by=param:qtype --benchmark-columns=min,median,rounds
+
+With ``--benchmark-disable`` every benchmark runs once on a small tensor (a quick smoke test).
+
+As a script, a table of per-type figures (single thread, all threads, gguf-py, and the
+``out.fill(1.0)`` ceiling, all on the same bytes in the same run)::
+
+    PYTHONPATH=src python benchmarks/bench_dequant.py [TYPE ...] [--elements N] [--gguf-py]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from fastgguf import GGMLType, dequant, dequantize
+from fastgguf.types import TYPE_TRAITS
+
+T = GGMLType
+TYPES = (
+    T.F32, T.F16, T.BF16, T.F64, T.I8, T.I16, T.I32, T.I64,
+    T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
+    T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K,
+)
+#: gguf-py 0.19 has no (correct) dequantizer for these.
+NO_GGUF_PY = {T.F64, T.I8, T.I16, T.I32, T.I64, T.Q8_1, T.Q8_K}
+
+FULL_ELEMENTS = 1 << 24
+SMOKE_ELEMENTS = 1 << 16
+
+# Where each block keeps its fp16 scales (or Q8_K's f32 one): benchmark data gets sane, finite
+# values there, as real models have, and random bytes elsewhere.
+SCALES = {
+    T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.Q8_1: [0, 2],
+    T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+}
+
+
+def make_data(qtype: GGMLType, n_elements: int) -> np.ndarray:
+    """Tensor bytes of ``n_elements`` elements: random quants, realistic finite scales."""
+    rng = np.random.default_rng(int(qtype))
+    block_size, type_size = TYPE_TRAITS[qtype]
+    n_blocks = n_elements // block_size
+    if qtype in (T.F32, T.F16, T.F64):
+        dtype = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}[qtype]
+        return rng.standard_normal(n_elements, dtype=np.float32).astype(dtype).view(np.uint8)
+    if qtype == T.BF16:
+        return (rng.standard_normal(n_elements, dtype=np.float32).view(np.uint32) >> 16).astype("<u2").view(np.uint8)
+    blocks = rng.integers(0, 256, size=(n_blocks, type_size), dtype=np.uint8)
+    for offset in SCALES.get(qtype, []):
+        scales = rng.uniform(0.001, 0.05, n_blocks).astype("<f2")
+        blocks[:, offset : offset + 2] = scales.view(np.uint8).reshape(-1, 2)
+    if qtype == T.Q8_K:
+        blocks[:, 0:4] = rng.uniform(0.001, 0.05, n_blocks).astype("<f4").view(np.uint8).reshape(-1, 4)
+    return blocks.reshape(-1)
+
+
+def gguf_py_dequantize(raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
+    from gguf.constants import GGMLQuantizationType
+    from gguf.quants import dequantize as gguf_dequantize
+
+    if qtype == T.F32:
+        return raw.view(np.float32).copy()  # gguf-py returns a view; a copy writes the output
+    if qtype == T.F16:
+        return gguf_dequantize(raw.view(np.float16), GGMLQuantizationType.F16)
+    return gguf_dequantize(raw.reshape(-1, TYPE_TRAITS[qtype].type_size), GGMLQuantizationType(int(qtype)))
+
+
+_cache: dict = {}
+
+
+def data_for(qtype: GGMLType, n_elements: int) -> np.ndarray:
+    """Benchmark data, one type kept at a time (16M elements of I64 is 128 MB)."""
+    key = (qtype, n_elements)
+    if key not in _cache:
+        _cache.clear()
+        _cache[key] = make_data(qtype, n_elements)
+    return _cache[key]
+
+
+@pytest.fixture
+def n_elements(benchmark):
+    return SMOKE_ELEMENTS if benchmark.disabled else FULL_ELEMENTS
+
+
+def all_threads() -> int:
+    return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------------------------------------
+# pytest-benchmark
+
+
+def test_fill_ceiling(benchmark, n_elements):
+    """Writing the same float32 output with numpy: the memory-bandwidth ceiling."""
+    out = np.empty(n_elements, dtype=np.float32)
+    out.fill(0.0)  # fault the pages in first, as the dequantize benchmarks' out= is
+    benchmark.group = "fill"
+    benchmark.extra_info["elements"] = n_elements
+    benchmark.pedantic(out.fill, args=(1.0,), rounds=10, warmup_rounds=1)
+    assert (out == 1.0).all()
+
+
+@pytest.mark.parametrize("threads", [1, None], ids=["1thread", "allthreads"])
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+def test_fastgguf(benchmark, n_elements, qtype, threads):
+    raw = data_for(qtype, n_elements)
+    out = np.empty(n_elements, dtype=np.float32)
+    out.fill(0.0)
+    benchmark.group = qtype.name
+    benchmark.extra_info.update(elements=n_elements, threads=threads or all_threads(), cpu_path=dequant.cpu_path())
+    result = benchmark.pedantic(dequantize, args=(raw, qtype), kwargs={"out": out, "threads": threads},
+                                rounds=10, warmup_rounds=1)
+    assert result is out
+
+
+@pytest.mark.parametrize("qtype", [t for t in TYPES if t not in NO_GGUF_PY], ids=lambda t: t.name)
+def test_gguf_py(benchmark, n_elements, qtype):
+    raw = data_for(qtype, n_elements)
+    benchmark.group = qtype.name
+    benchmark.extra_info["elements"] = n_elements
+    result = benchmark.pedantic(gguf_py_dequantize, args=(raw, qtype), rounds=3)
+    # same bytes, same bits: the comparison is between equal work
+    ours = dequantize(raw, qtype)
+    assert np.array_equal(np.asarray(result, np.float32).reshape(-1).view(np.uint32), ours.view(np.uint32))
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory: peak RSS of a fresh process, so nothing else muddies the high-water mark.
+
+_RSS_SCRIPT = textwrap.dedent(
+    """
+    import resource, sys
+    import numpy as np
+    from fastgguf import dequantize
+    from fastgguf.types import TYPE_TRAITS, GGMLType
+
+    qtype = GGMLType[sys.argv[1]]
+    rows_total, ne0, n_rows = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    block_size, type_size = TYPE_TRAITS[qtype]
+    raw = np.ones(rows_total * ne0 // block_size * type_size, dtype=np.uint8)  # pages touched now
+    rows = None if n_rows == rows_total else np.arange(n_rows) * (rows_total // n_rows)
+    dequantize(raw[:type_size], qtype)  # imports, thread pool, kernel module: before the baseline
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = dequantize(raw, qtype, (rows_total, ne0), rows=rows)
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print((after - before) * 1024, result.nbytes)
+    """
+)
+
+
+def peak_rss_growth(qtype: GGMLType, rows_total: int, ne0: int, n_rows: int) -> tuple[int, int]:
+    """(growth of the peak RSS while dequantizing, bytes of the result), in a fresh process."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(dequant.__file__) + "/..",
+                                                                      os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", _RSS_SCRIPT, qtype.name, str(rows_total), str(ne0), str(n_rows)],
+                          capture_output=True, text=True, check=True, env=env)
+    growth, nbytes = map(int, done.stdout.split())
+    return growth, nbytes
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_K, T.F16, T.Q8_0], ids=lambda t: t.name)
+def test_peak_rss_whole_tensor(benchmark, qtype):
+    rows_total, ne0 = (8192, 2048) if not benchmark.disabled else (256, 2048)
+    growth, nbytes = peak_rss_growth(qtype, rows_total, ne0, rows_total)
+    benchmark.extra_info.update(peak_rss_growth=growth, output_bytes=nbytes)
+    benchmark.pedantic(lambda: None, rounds=1)
+    assert growth <= nbytes + (4 << 20), f"peak RSS grew {growth} bytes for a {nbytes}-byte result"
+
+
+def test_peak_rss_embedding_rows(benchmark):
+    # 8 token rows of a 262144 x 640 Q4_0 embedding table: the table is 94 MB, the rows 20 kB.
+    rows_total = 262144 if not benchmark.disabled else 16384
+    growth, nbytes = peak_rss_growth(T.Q4_0, rows_total, 640, 8)
+    benchmark.extra_info.update(peak_rss_growth=growth, output_bytes=nbytes)
+    benchmark.pedantic(lambda: None, rounds=1)
+    assert nbytes == 8 * 640 * 4
+    assert growth <= (2 << 20), f"peak RSS grew {growth} bytes for 8 rows"
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+
+
+def _best(fn, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(argv: list[str]) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("types", nargs="*", help="type names (default: all)")
+    parser.add_argument("--elements", type=int, default=FULL_ELEMENTS)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--gguf-py", action="store_true", help="also time gguf-py (slow)")
+    args = parser.parse_args(argv)
+    types = [T[name] for name in args.types] or list(TYPES)
+    n = args.elements
+    out = np.empty(n, dtype=np.float32)
+    out.fill(0.0)
+    fill = _best(lambda: out.fill(1.0), args.rounds * 2)
+    threads = all_threads()
+    print(f"cpu path {dequant.cpu_path()}, {threads} threads, {n} elements; "
+          f"fill {n / fill / 1e9:.2f} G elements/s ({4 * n / fill / 1e9:.1f} GB/s)")
+    print(f"{'type':6} {'1 thread G/s':>12} {'% fill':>7} {'N threads G/s':>14} {'speedup':>8} "
+          f"{'gguf-py G/s':>12} {'x gguf-py':>10}")
+    for qtype in types:
+        raw = make_data(qtype, n)
+        one = _best(lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds)
+        many = _best(lambda: dequantize(raw, qtype, out=out, threads=threads), args.rounds)
+        line = (f"{qtype.name:6} {n / one / 1e9:12.2f} {100 * fill / one:6.0f}% {n / many / 1e9:14.2f} "
+                f"{one / many:7.2f}x")
+        if args.gguf_py and qtype not in NO_GGUF_PY:
+            ref = _best(lambda: gguf_py_dequantize(raw, qtype), 2)
+            line += f" {n / ref / 1e9:12.3f} {ref / one:9.0f}x"
+        print(line, flush=True)
+        del raw
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
