@@ -67,15 +67,21 @@ def make_data(qtype: GGMLType, n_elements: int) -> np.ndarray:
     return blocks.reshape(-1)
 
 
+#: Row length for gguf-py, which works on (rows, row bytes) arrays as GGUFReader hands them out.
+GGUF_PY_ROW = 4096
+
+
 def gguf_py_dequantize(raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
     from gguf.constants import GGMLQuantizationType
     from gguf.quants import dequantize as gguf_dequantize
 
+    block_size, type_size = TYPE_TRAITS[qtype]
+    row_bytes = GGUF_PY_ROW // block_size * type_size
     if qtype == T.F32:
         return raw.view(np.float32).copy()  # gguf-py returns a view; a copy writes the output
     if qtype == T.F16:
         return gguf_dequantize(raw.view(np.float16), GGMLQuantizationType.F16)
-    return gguf_dequantize(raw.reshape(-1, TYPE_TRAITS[qtype].type_size), GGMLQuantizationType(int(qtype)))
+    return gguf_dequantize(raw.reshape(-1, row_bytes), GGMLQuantizationType(int(qtype)))
 
 
 _cache: dict = {}

@@ -408,3 +408,40 @@ def test_streaming_with_byte_swapping(path, monkeypatch):
     out = np.empty(values.size, np.float32)
     module.dequantize_into(values.byteswap().view(np.uint8), out, int(T.F16), None, 0, True, True)
     assert same_bits(out, values.astype(np.float32))
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_whole_tensor_allocates_only_its_output(threads, small_chunks):
+    import tracemalloc
+
+    shape = (64, 4096)
+    raw = tensor(T.Q4_K, shape)
+    dequantize(raw, T.Q4_K, shape, threads=threads)  # warm up: pool threads, imports
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        result = dequantize(raw, T.Q4_K, shape, threads=threads)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.nbytes <= peak <= result.nbytes + (64 << 10)
+
+
+def test_rows_allocate_only_the_rows():
+    import tracemalloc
+
+    shape = (16384, 640)
+    raw = np.zeros(16384 * 640 // 32 * 18, dtype=np.uint8)
+    dequantize(raw, T.Q4_0, shape, rows=[0])
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        result = dequantize(raw, T.Q4_0, shape, rows=np.arange(8) * 2000)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.shape == (8, 640)
+    assert peak <= result.nbytes + (16 << 10)
