@@ -583,3 +583,14 @@ def test_closed_pipe_ends_quietly(tmp_path):
     process.stderr.close()
     assert process.wait(timeout=60) == 1
     assert stderr == b""
+
+
+def test_convert_refuses_a_tensor_named_like_the_safetensors_header(capsys, tmp_path):
+    source = tmp_path / "odd.gguf"
+    with GGUFWriter(source) as w:
+        w.add_tensor("__metadata__", np.zeros(4, np.float32))
+    out_path = tmp_path / "o.safetensors"
+    status, _, err = run(capsys, "convert", str(source), str(out_path))
+    assert status == 1
+    assert err == "fastgguf: error: a tensor named '__metadata__' cannot be stored in safetensors\n"
+    assert list(tmp_path.iterdir()) == [source]

@@ -584,6 +584,8 @@ class _SafetensorsOutput(_OutputFormat):
     """
 
     def begin(self, tensors, metadata) -> None:
+        if any(name == "__metadata__" for name, _, _ in tensors):
+            raise CommandError("a tensor named '__metadata__' cannot be stored in safetensors")
         header: dict = {"__metadata__": metadata}
         offset = 0
         for name, shape, dtype in tensors:
