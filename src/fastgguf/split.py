@@ -162,7 +162,8 @@ def open_model(path: str | os.PathLike) -> GGUFFile | SplitModel:
             return given
         if name_parts is None:
             raise GGUFError(f"{path}: shard {number + 1} of {count}, but the file name does not end in "
-                            f"-NNNNN-of-NNNNN.gguf, so the other shards cannot be found")
+                            f"-NNNNN-of-NNNNN.gguf, so the other shards cannot be found (open it alone with "
+                            f"fastgguf.GGUFFile)")
         if (name_parts[1], name_parts[2]) != (number + 1, count):
             raise GGUFError(f"{path}: the name says shard {name_parts[1]} of {name_parts[2]}, the metadata says "
                             f"shard {number + 1} of {count}")
