@@ -393,11 +393,22 @@ cdef extern from *:
     static inline void fastgguf_tq1_digits16(float *dst, const uint8_t *src, Py_ssize_t stride,
                                              int n_digits, float d) {
         fastgguf_v16u8 q;
+    #if !defined(__AVX2__)
         const fastgguf_v8f vd = {d, d, d, d, d, d, d, d};
+    #endif
         memcpy(&q, src, sizeof q);
         for (int k = 0; k < n_digits; k++) {
             /* A true comparison is -1 in its lane: the sum is -digit, so digit - 1 = -sum - 1. */
             fastgguf_v16i8 value = -((fastgguf_v16i8) (q >= 86) + (fastgguf_v16i8) (q >= 171)) - 1;
+    #if defined(__AVX2__)
+            /* gcc 12 widens the upper 8 int8 lanes one by one unless told how. */
+            const __m128i lanes = (__m128i) value;
+            const __m256 vscale = _mm256_set1_ps(d);
+            _mm256_storeu_ps(dst + k * stride,
+                             _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lanes))));
+            _mm256_storeu_ps(dst + k * stride + 8,
+                             _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lanes, 8)))));
+    #else
             fastgguf_v8i8 lo = __builtin_shufflevector(value, value, 0, 1, 2, 3, 4, 5, 6, 7);
             fastgguf_v8i8 hi = __builtin_shufflevector(value, value, 8, 9, 10, 11, 12, 13, 14, 15);
             /* int8 -> int32 -> float: gcc 12 converts int8 lanes to float one at a time. */
@@ -405,6 +416,7 @@ cdef extern from *:
             fastgguf_v8f out_hi = vd * __builtin_convertvector(__builtin_convertvector(hi, fastgguf_v8i32), fastgguf_v8f);
             memcpy(dst + k * stride, &out_lo, sizeof out_lo);
             memcpy(dst + k * stride + 8, &out_hi, sizeof out_hi);
+    #endif
             q = q + q + q;
         }
     }
