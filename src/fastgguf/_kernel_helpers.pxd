@@ -27,6 +27,10 @@
 #   fgg_u8x16_mul_sub (dst, q, s, m)   dst[j] = s * (float)q[j] - m    q: 16 x uint8
 #   fgg_*_w (dst, lo, hi, ...)         the same with the 16 quants as two uint64 words of byte
 #                                      lanes (lo = quants 0-7): no trip through memory
+#   fgg_*_v (dst, v, ...)              the same with the 16 quants in an fgg_v16
+#   fgg_v16 and fgg_v16_load / words / splat / and / or / not / shr / shl / sub
+#                                      16 byte lanes (SSE2 register on x86): unpack 16 quants
+#                                      per operation; shifts act on 64-bit lanes (mask after)
 #   fgg_spread_bits8 (bits, value)     uint64 of 8 byte lanes: lane k = value if bit k is set, else 0
 #   fgg_stream_copy (dst, src, n)      copy n floats with non-temporal stores (bypassing the
 #                                      cache); fgg_stream_fence () after the last one
@@ -117,21 +121,40 @@ cdef extern from *:
     #endif
     }
 
-    /* The 16 quants arrive either from memory (pointer forms) or as two uint64 words of byte
-       lanes (``_w`` forms: lanes of ``lo`` are quants 0-7, of ``hi`` quants 8-15). The word forms
-       let unpacked quants go straight from integer registers to vector registers: storing two
-       8-byte words and reloading them as one 16-byte vector would stall on store forwarding. */
+    /* fgg_v16: 16 byte lanes (byte k of memory = lane k), an SSE2 register on x86 and two
+       uint64 words elsewhere. Quants are unpacked in it with whole-vector shifts and masks and
+       go straight into the conversion steps below, never through memory. Shifts act on 64-bit
+       lanes: mask after a right shift, and shift left only what stays inside its byte. */
     #if FGG_HAVE_SSE2
-    typedef __m128i fgg_q16;
-    static inline fgg_q16 fgg__q16_load(const void *q) { return _mm_loadu_si128((const __m128i *)q); }
-    static inline fgg_q16 fgg__q16_words(uint64_t lo, uint64_t hi) { return _mm_set_epi64x((long long)hi, (long long)lo); }
+    typedef __m128i fgg_v16;
+    static inline fgg_v16 fgg_v16_load(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)p); }
+    static inline fgg_v16 fgg_v16_words(uint64_t lo, uint64_t hi) { return _mm_set_epi64x((long long)hi, (long long)lo); }
+    static inline fgg_v16 fgg_v16_splat(uint8_t x) { return _mm_set1_epi8((char)x); }
+    static inline fgg_v16 fgg_v16_and(fgg_v16 a, fgg_v16 b) { return _mm_and_si128(a, b); }
+    static inline fgg_v16 fgg_v16_or(fgg_v16 a, fgg_v16 b) { return _mm_or_si128(a, b); }
+    static inline fgg_v16 fgg_v16_not(fgg_v16 a) { return _mm_xor_si128(a, _mm_set1_epi8((char)0xFF)); }
+    static inline fgg_v16 fgg_v16_shr(fgg_v16 a, int bits) { return _mm_srl_epi64(a, _mm_cvtsi32_si128(bits)); }
+    static inline fgg_v16 fgg_v16_shl(fgg_v16 a, int bits) { return _mm_sll_epi64(a, _mm_cvtsi32_si128(bits)); }
+    static inline fgg_v16 fgg_v16_sub(fgg_v16 a, fgg_v16 b) { return _mm_sub_epi8(a, b); }
     #else
-    typedef struct { uint8_t b[16]; } fgg_q16;
-    static inline fgg_q16 fgg__q16_load(const void *q) { fgg_q16 v; memcpy(v.b, q, 16); return v; }
-    static inline fgg_q16 fgg__q16_words(uint64_t lo, uint64_t hi) {
-        fgg_q16 v; fgg_store_u64le(v.b, lo); fgg_store_u64le(v.b + 8, hi); return v;
+    typedef struct { uint64_t w[2]; } fgg_v16;   /* w[0] = lanes 0-7 (lane k = bits 8k..8k+7) */
+    static inline fgg_v16 fgg_v16_words(uint64_t lo, uint64_t hi) { fgg_v16 v; v.w[0] = lo; v.w[1] = hi; return v; }
+    static inline fgg_v16 fgg_v16_load(const uint8_t *p) { return fgg_v16_words(fgg_load_u64le(p), fgg_load_u64le(p + 8)); }
+    static inline fgg_v16 fgg_v16_splat(uint8_t x) { uint64_t w = FGG_LANES_01 * x; return fgg_v16_words(w, w); }
+    static inline fgg_v16 fgg_v16_and(fgg_v16 a, fgg_v16 b) { return fgg_v16_words(a.w[0] & b.w[0], a.w[1] & b.w[1]); }
+    static inline fgg_v16 fgg_v16_or(fgg_v16 a, fgg_v16 b) { return fgg_v16_words(a.w[0] | b.w[0], a.w[1] | b.w[1]); }
+    static inline fgg_v16 fgg_v16_not(fgg_v16 a) { return fgg_v16_words(~a.w[0], ~a.w[1]); }
+    static inline fgg_v16 fgg_v16_shr(fgg_v16 a, int bits) { return fgg_v16_words(a.w[0] >> bits, a.w[1] >> bits); }
+    static inline fgg_v16 fgg_v16_shl(fgg_v16 a, int bits) { return fgg_v16_words(a.w[0] << bits, a.w[1] << bits); }
+    /* lane-wise a - b for lanes below 128 (all that the kernels subtract) */
+    static inline fgg_v16 fgg_v16_sub(fgg_v16 a, fgg_v16 b) {
+        return fgg_v16_words(fgg_lanes_minus(a.w[0], b.w[0]), fgg_lanes_minus(a.w[1], b.w[1]));
     }
+    static inline uint8_t fgg__lane(fgg_v16 v, int j) { return (uint8_t)(v.w[j >> 3] >> (8 * (j & 7))); }
     #endif
+    typedef fgg_v16 fgg_q16;
+    #define fgg__q16_load(q) fgg_v16_load((const uint8_t *)(q))
+    #define fgg__q16_words fgg_v16_words
 
     #if defined(__AVX512F__) && defined(__AVX512BW__)
     static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
@@ -203,13 +226,13 @@ cdef extern from *:
     }
     #else
     static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
-        int j; for (j = 0; j < 16; j++) dst[j] = s * (float)(int8_t)v.b[j];
+        int j; for (j = 0; j < 16; j++) dst[j] = s * (float)(int8_t)fgg__lane(v, j);
     }
     static inline void fgg__u8_mul_add(float *dst, fgg_q16 v, float s, float m) {
-        int j; for (j = 0; j < 16; j++) dst[j] = s * (float)v.b[j] + m;
+        int j; for (j = 0; j < 16; j++) dst[j] = s * (float)fgg__lane(v, j) + m;
     }
     static inline void fgg__u8_mul_sub(float *dst, fgg_q16 v, float s, float m) {
-        int j; for (j = 0; j < 16; j++) dst[j] = s * (float)v.b[j] - m;
+        int j; for (j = 0; j < 16; j++) dst[j] = s * (float)fgg__lane(v, j) - m;
     }
     #endif
 
@@ -219,6 +242,9 @@ cdef extern from *:
     static inline void fgg_i8x16_mul_w(float *dst, uint64_t lo, uint64_t hi, float s) { fgg__i8_mul(dst, fgg__q16_words(lo, hi), s); }
     static inline void fgg_u8x16_mul_add_w(float *dst, uint64_t lo, uint64_t hi, float s, float m) { fgg__u8_mul_add(dst, fgg__q16_words(lo, hi), s, m); }
     static inline void fgg_u8x16_mul_sub_w(float *dst, uint64_t lo, uint64_t hi, float s, float m) { fgg__u8_mul_sub(dst, fgg__q16_words(lo, hi), s, m); }
+    #define fgg_i8x16_mul_v fgg__i8_mul
+    #define fgg_u8x16_mul_add_v fgg__u8_mul_add
+    #define fgg_u8x16_mul_sub_v fgg__u8_mul_sub
 
     /* n fp16 values (little-endian, unaligned) -> float32, the same bits as fgg_half_to_float,
        8 or 16 lanes at a time with the same integer/mask steps. */
@@ -349,6 +375,20 @@ cdef extern from *:
     void fgg_u8x16_mul_add(float *dst, const uint8_t *q, float s, float m) noexcept nogil
     void fgg_u8x16_mul_sub(float *dst, const uint8_t *q, float s, float m) noexcept nogil
     void fgg_i8x16_mul_w(float *dst, uint64_t lo, uint64_t hi, float s) noexcept nogil
+    ctypedef struct fgg_v16:
+        pass
+    fgg_v16 fgg_v16_load(const uint8_t *p) noexcept nogil
+    fgg_v16 fgg_v16_words(uint64_t lo, uint64_t hi) noexcept nogil
+    fgg_v16 fgg_v16_splat(uint8_t x) noexcept nogil
+    fgg_v16 fgg_v16_and(fgg_v16 a, fgg_v16 b) noexcept nogil
+    fgg_v16 fgg_v16_or(fgg_v16 a, fgg_v16 b) noexcept nogil
+    fgg_v16 fgg_v16_not(fgg_v16 a) noexcept nogil
+    fgg_v16 fgg_v16_shr(fgg_v16 a, int bits) noexcept nogil
+    fgg_v16 fgg_v16_shl(fgg_v16 a, int bits) noexcept nogil
+    fgg_v16 fgg_v16_sub(fgg_v16 a, fgg_v16 b) noexcept nogil
+    void fgg_i8x16_mul_v(float *dst, fgg_v16 q, float s) noexcept nogil
+    void fgg_u8x16_mul_add_v(float *dst, fgg_v16 q, float s, float m) noexcept nogil
+    void fgg_u8x16_mul_sub_v(float *dst, fgg_v16 q, float s, float m) noexcept nogil
     void fgg_u8x16_mul_add_w(float *dst, uint64_t lo, uint64_t hi, float s, float m) noexcept nogil
     void fgg_u8x16_mul_sub_w(float *dst, uint64_t lo, uint64_t hi, float s, float m) noexcept nogil
     uint64_t fgg_spread_bits8(uint32_t bits, uint32_t value) noexcept nogil

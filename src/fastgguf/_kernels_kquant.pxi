@@ -1,9 +1,8 @@
 # K-quants (256-element super-blocks) -> float32: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
 # Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
 #
-# Each kernel unpacks the quants eight at a time into uint64 words of byte lanes (plain integer
-# code, fast in every build), then converts them 16 at a time with the SIMD steps
-# of _kernel_helpers.pxd, using gguf-py's float32 order: sub-scale = d * float(scale),
+# Each kernel unpacks 16 quants at a time in an fgg_v16 (an SSE2 register on x86, two uint64
+# words elsewhere) and converts them with the SIMD steps of _kernel_helpers.pxd, using gguf-py's float32 order: sub-scale = d * float(scale),
 # sub-min = dmin * float(min), value = sub-scale * q - sub-min (or sub-scale * q).
 #
 # Element order inside a super-block, with l the position inside a 32-run:
@@ -28,20 +27,21 @@ from libc.stdint cimport int8_t, uint64_t
 
 cdef void dequant_q2_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int h, k, s, sub
-    cdef uint64_t w[4]
+    cdef int h, s, sub
+    cdef fgg_v16 v0, v1
+    cdef fgg_v16 three = fgg_v16_splat(3)
     cdef float d, dmin
     for b in range(n_blocks):
         d = fgg_half_to_float_scale(fgg_load_u16le(src + 80))
         dmin = fgg_half_to_float_scale(fgg_load_u16le(src + 82))
         for h in range(2):
-            for k in range(4):
-                w[k] = fgg_load_u64le(src + 16 + 32 * h + 8 * k)
+            v0 = fgg_v16_load(src + 16 + 32 * h)
+            v1 = fgg_v16_load(src + 32 + 32 * h)
             for s in range(4):
                 sub = 8 * h + 2 * s
-                fgg_u8x16_mul_sub_w(dst + 16 * sub, (w[0] >> (2 * s)) & LANES_03, (w[1] >> (2 * s)) & LANES_03,
+                fgg_u8x16_mul_sub_v(dst + 16 * sub, fgg_v16_and(fgg_v16_shr(v0, 2 * s), three),
                                     d * <float>(src[sub] & 0x0F), dmin * <float>(src[sub] >> 4))
-                fgg_u8x16_mul_sub_w(dst + 16 * sub + 16, (w[2] >> (2 * s)) & LANES_03, (w[3] >> (2 * s)) & LANES_03,
+                fgg_u8x16_mul_sub_v(dst + 16 * sub + 16, fgg_v16_and(fgg_v16_shr(v1, 2 * s), three),
                                     d * <float>(src[sub + 1] & 0x0F), dmin * <float>(src[sub + 1] >> 4))
         src += 84
         dst += 256
@@ -54,31 +54,31 @@ cdef inline float _q3_k_scale(const uint8_t *packed, int sub, float d) noexcept 
                              | (((packed[8 + (sub & 3)] >> (2 * (sub >> 2))) & 3) << 4)) - 32)
 
 
-cdef inline uint64_t _q3_k_word(uint64_t low_bits, uint64_t clear_bits, int s) noexcept nogil:
-    # 2 low bits at shift 2s, minus 4 where the hmask bit s is clear.
-    return fgg_lanes_minus((low_bits >> (2 * s)) & LANES_03, ((clear_bits >> s) & LANES_01) << 2)
+cdef inline fgg_v16 _q3_k_quants(fgg_v16 low_bits, fgg_v16 clear_bits, int bit) noexcept nogil:
+    # 2 low bits at shift 2 * (bit & 3), minus 4 where hmask bit ``bit`` is clear.
+    return fgg_v16_sub(fgg_v16_and(fgg_v16_shr(low_bits, 2 * (bit & 3)), fgg_v16_splat(3)),
+                       fgg_v16_shl(fgg_v16_and(fgg_v16_shr(clear_bits, bit), fgg_v16_splat(1)), 2))
 
 
 cdef void dequant_q3_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int h, k, s, sub
-    cdef uint64_t w[4]
-    cdef uint64_t clear[4]
+    cdef int h, s, sub
+    cdef fgg_v16 v0, v1, clear0, clear1
     cdef float d
-    cdef const uint8_t *packed
+    cdef float scales[16]
     for b in range(n_blocks):
-        packed = src + 96
         d = fgg_half_to_float_scale(fgg_load_u16le(src + 108))
+        for sub in range(16):
+            scales[sub] = _q3_k_scale(src + 96, sub, d)
+        clear0 = fgg_v16_not(fgg_v16_load(src))
+        clear1 = fgg_v16_not(fgg_v16_load(src + 16))
         for h in range(2):
-            for k in range(4):
-                w[k] = fgg_load_u64le(src + 32 + 32 * h + 8 * k)
-                clear[k] = ~fgg_load_u64le(src + 8 * k) >> (4 * h)
+            v0 = fgg_v16_load(src + 32 + 32 * h)
+            v1 = fgg_v16_load(src + 48 + 32 * h)
             for s in range(4):
                 sub = 8 * h + 2 * s
-                fgg_i8x16_mul_w(dst + 16 * sub, _q3_k_word(w[0], clear[0], s), _q3_k_word(w[1], clear[1], s),
-                                _q3_k_scale(packed, sub, d))
-                fgg_i8x16_mul_w(dst + 16 * sub + 16, _q3_k_word(w[2], clear[2], s), _q3_k_word(w[3], clear[3], s),
-                                _q3_k_scale(packed, sub + 1, d))
+                fgg_i8x16_mul_v(dst + 16 * sub, _q3_k_quants(v0, clear0, 4 * h + s), scales[sub])
+                fgg_i8x16_mul_v(dst + 16 * sub + 16, _q3_k_quants(v1, clear1, 4 * h + s), scales[sub + 1])
         src += 110
         dst += 256
 
@@ -101,8 +101,9 @@ cdef inline void _unpack_scales_mins_k4(const uint8_t *packed, float d, float dm
 
 cdef void dequant_q4_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int g, k
-    cdef uint64_t w[4]
+    cdef int g
+    cdef fgg_v16 v0, v1
+    cdef fgg_v16 nibble = fgg_v16_splat(0x0F)
     cdef float d, dmin
     cdef float scales[8]
     cdef float mins[8]
@@ -112,24 +113,27 @@ cdef void dequant_q4_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dmin = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
         _unpack_scales_mins_k4(src + 4, d, dmin, scales, mins)
         for g in range(4):
-            for k in range(4):
-                w[k] = fgg_load_u64le(src + 16 + 32 * g + 8 * k)
+            v0 = fgg_v16_load(src + 16 + 32 * g)
+            v1 = fgg_v16_load(src + 32 + 32 * g)
             y = dst + 64 * g
-            fgg_u8x16_mul_sub_w(y, w[0] & LANES_0F, w[1] & LANES_0F, scales[2 * g], mins[2 * g])
-            fgg_u8x16_mul_sub_w(y + 16, w[2] & LANES_0F, w[3] & LANES_0F, scales[2 * g], mins[2 * g])
-            fgg_u8x16_mul_sub_w(y + 32, (w[0] >> 4) & LANES_0F, (w[1] >> 4) & LANES_0F, scales[2 * g + 1], mins[2 * g + 1])
-            fgg_u8x16_mul_sub_w(y + 48, (w[2] >> 4) & LANES_0F, (w[3] >> 4) & LANES_0F, scales[2 * g + 1], mins[2 * g + 1])
+            fgg_u8x16_mul_sub_v(y, fgg_v16_and(v0, nibble), scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_v(y + 16, fgg_v16_and(v1, nibble), scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_v(y + 32, fgg_v16_and(fgg_v16_shr(v0, 4), nibble), scales[2 * g + 1], mins[2 * g + 1])
+            fgg_u8x16_mul_sub_v(y + 48, fgg_v16_and(fgg_v16_shr(v1, 4), nibble), scales[2 * g + 1], mins[2 * g + 1])
         src += 144
         dst += 256
 
 
+cdef inline fgg_v16 _q5_k_quants(fgg_v16 low, int low_shift, fgg_v16 high, int high_bit) noexcept nogil:
+    # 4 bits from ``low`` at low_shift, the fifth from bit high_bit of ``high``.
+    return fgg_v16_or(fgg_v16_and(fgg_v16_shr(low, low_shift), fgg_v16_splat(0x0F)),
+                      fgg_v16_shl(fgg_v16_and(fgg_v16_shr(high, high_bit), fgg_v16_splat(1)), 4))
+
+
 cdef void dequant_q5_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int g, k
-    cdef uint64_t w[4]
-    cdef uint64_t lo[4]
-    cdef uint64_t hi[4]
-    cdef uint64_t high_bits
+    cdef int g
+    cdef fgg_v16 v0, v1, high0, high1
     cdef float d, dmin
     cdef float scales[8]
     cdef float mins[8]
@@ -138,53 +142,51 @@ cdef void dequant_q5_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         d = fgg_half_to_float_scale(fgg_load_u16le(src))
         dmin = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
         _unpack_scales_mins_k4(src + 4, d, dmin, scales, mins)
+        high0 = fgg_v16_load(src + 16)
+        high1 = fgg_v16_load(src + 32)
         for g in range(4):
-            for k in range(4):
-                w[k] = fgg_load_u64le(src + 48 + 32 * g + 8 * k)
-                high_bits = fgg_load_u64le(src + 16 + 8 * k) >> (2 * g)  # bits 2g, 2g+1: sub-blocks 2g, 2g+1
-                lo[k] = (w[k] & LANES_0F) | ((high_bits & LANES_01) << 4)
-                hi[k] = ((w[k] >> 4) & LANES_0F) | (((high_bits >> 1) & LANES_01) << 4)
+            v0 = fgg_v16_load(src + 48 + 32 * g)
+            v1 = fgg_v16_load(src + 64 + 32 * g)
             y = dst + 64 * g
-            fgg_u8x16_mul_sub_w(y, lo[0], lo[1], scales[2 * g], mins[2 * g])
-            fgg_u8x16_mul_sub_w(y + 16, lo[2], lo[3], scales[2 * g], mins[2 * g])
-            fgg_u8x16_mul_sub_w(y + 32, hi[0], hi[1], scales[2 * g + 1], mins[2 * g + 1])
-            fgg_u8x16_mul_sub_w(y + 48, hi[2], hi[3], scales[2 * g + 1], mins[2 * g + 1])
+            fgg_u8x16_mul_sub_v(y, _q5_k_quants(v0, 0, high0, 2 * g), scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_v(y + 16, _q5_k_quants(v1, 0, high1, 2 * g), scales[2 * g], mins[2 * g])
+            fgg_u8x16_mul_sub_v(y + 32, _q5_k_quants(v0, 4, high0, 2 * g + 1), scales[2 * g + 1], mins[2 * g + 1])
+            fgg_u8x16_mul_sub_v(y + 48, _q5_k_quants(v1, 4, high1, 2 * g + 1), scales[2 * g + 1], mins[2 * g + 1])
         src += 176
         dst += 256
 
 
-cdef inline uint64_t _q6_k_word(uint64_t low, int low_shift, uint64_t high, int high_shift) noexcept nogil:
+cdef inline fgg_v16 _q6_k_quants(fgg_v16 low, int low_shift, fgg_v16 high, int high_shift) noexcept nogil:
     # 4 low bits from ``low`` at low_shift, 2 high bits from ``high`` at high_shift, minus 32.
-    return fgg_lanes_minus(((low >> low_shift) & LANES_0F) | (((high >> high_shift) & LANES_03) << 4),
-                           32 * LANES_01)
+    return fgg_v16_sub(fgg_v16_or(fgg_v16_and(fgg_v16_shr(low, low_shift), fgg_v16_splat(0x0F)),
+                                  fgg_v16_shl(fgg_v16_and(fgg_v16_shr(high, high_shift), fgg_v16_splat(3)), 4)),
+                       fgg_v16_splat(32))
 
 
 cdef void dequant_q6_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
-    cdef int a, k, r, sub
-    cdef uint64_t lo[8]
-    cdef uint64_t hi[4]
+    cdef int a, r, sub
+    cdef fgg_v16 lo[4]
+    cdef fgg_v16 hi[2]
     cdef float d
     cdef const int8_t *scales
     for b in range(n_blocks):
         scales = <const int8_t *>(src + 192)
         d = fgg_half_to_float_scale(fgg_load_u16le(src + 208))
         for a in range(2):
-            for k in range(4):
-                lo[k] = fgg_load_u64le(src + 64 * a + 8 * k)
-                lo[k + 4] = fgg_load_u64le(src + 64 * a + 32 + 8 * k)
-                hi[k] = fgg_load_u64le(src + 128 + 32 * a + 8 * k)
-            # run r (elements 128a + 32r ...): low nibbles of ql half (r & 1), shifted 4 if r >= 2;
-            # high pair r of qh
+            lo[0] = fgg_v16_load(src + 64 * a)        # ql bytes 0-15 of this half
+            lo[1] = fgg_v16_load(src + 64 * a + 16)   # 16-31
+            lo[2] = fgg_v16_load(src + 64 * a + 32)   # 32-47
+            lo[3] = fgg_v16_load(src + 64 * a + 48)   # 48-63
+            hi[0] = fgg_v16_load(src + 128 + 32 * a)
+            hi[1] = fgg_v16_load(src + 144 + 32 * a)
+            # run r (elements 128a + 32r ...): low nibbles of ql bytes 32 * (r & 1) + l, shifted
+            # 4 if r >= 2; high pair r of qh
             for r in range(4):
                 sub = 8 * a + 2 * r
-                fgg_i8x16_mul_w(dst + 16 * sub,
-                                _q6_k_word(lo[4 * (r & 1)], 4 * (r >> 1), hi[0], 2 * r),
-                                _q6_k_word(lo[4 * (r & 1) + 1], 4 * (r >> 1), hi[1], 2 * r),
+                fgg_i8x16_mul_v(dst + 16 * sub, _q6_k_quants(lo[2 * (r & 1)], 4 * (r >> 1), hi[0], 2 * r),
                                 d * <float>scales[sub])
-                fgg_i8x16_mul_w(dst + 16 * sub + 16,
-                                _q6_k_word(lo[4 * (r & 1) + 2], 4 * (r >> 1), hi[2], 2 * r),
-                                _q6_k_word(lo[4 * (r & 1) + 3], 4 * (r >> 1), hi[3], 2 * r),
+                fgg_i8x16_mul_v(dst + 16 * sub + 16, _q6_k_quants(lo[2 * (r & 1) + 1], 4 * (r >> 1), hi[1], 2 * r),
                                 d * <float>scales[sub + 1])
         src += 210
         dst += 256

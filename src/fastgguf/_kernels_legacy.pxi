@@ -1,9 +1,9 @@
 # Legacy 32-element block quants -> float32: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1.
 # Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
 #
-# Each kernel decodes the block's scale(s) once, unpacks the quants eight at a time into uint64
-# words of byte lanes (plain integer code, fast in every build), then converts 16 at a time with
-# the SIMD steps of _kernel_helpers.pxd. Float operations follow gguf-py's order and precision
+# Each kernel decodes the block's scale(s) once, unpacks 16 quants at a time in an fgg_v16 (an
+# SSE2 register on x86, two uint64 words elsewhere), then converts them with the SIMD steps of
+# _kernel_helpers.pxd. Float operations follow gguf-py's order and precision
 # exactly (float32 throughout, no FMA): that is what makes the results the same bits.
 #
 # Block layouts (bytes):
@@ -19,36 +19,21 @@ from libc.string cimport memcpy
 from libc.stdint cimport int8_t, uint64_t
 
 
-cdef inline void _nibbles(const uint8_t *packed, const uint8_t *high_mask, uint64_t minus,
-                          uint64_t *w) noexcept nogil:
-    # 16 packed bytes -> 32 quants as four words of byte lanes (w[0], w[1]: elements 0-15 from
-    # the low nibbles; w[2], w[3]: elements 16-31 from the high nibbles), with the fifth bit from
-    # high_mask (32 bits, if not NULL), minus ``minus`` per lane.
-    cdef uint64_t word, lo, hi
-    cdef int k
-    for k in range(2):
-        word = fgg_load_u64le(packed + 8 * k)
-        lo = word & LANES_0F
-        hi = (word >> 4) & LANES_0F
-        if high_mask != NULL:
-            lo = lo | fgg_spread_bits8(high_mask[k], 16)
-            hi = hi | fgg_spread_bits8(high_mask[k + 2], 16)
-        if minus:
-            lo = fgg_lanes_minus(lo, minus)
-            hi = fgg_lanes_minus(hi, minus)
-        w[k] = lo
-        w[k + 2] = hi
+cdef inline fgg_v16 _high_bits(const uint8_t *mask) noexcept nogil:
+    # 16 bits of the block's 32-bit fifth-bit mask -> 16 lanes of 16 or 0.
+    return fgg_v16_words(fgg_spread_bits8(mask[0], 16), fgg_spread_bits8(mask[1], 16))
 
 
 cdef void dequant_q4_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
     cdef float d
-    cdef uint64_t w[4]
+    cdef fgg_v16 v
+    cdef fgg_v16 nibble = fgg_v16_splat(0x0F), eight = fgg_v16_splat(8)
     for b in range(n_blocks):
         d = fgg_half_to_float_scale(fgg_load_u16le(src))
-        _nibbles(src + 2, NULL, 8 * LANES_01, w)
-        fgg_i8x16_mul_w(dst, w[0], w[1], d)
-        fgg_i8x16_mul_w(dst + 16, w[2], w[3], d)
+        v = fgg_v16_load(src + 2)
+        fgg_i8x16_mul_v(dst, fgg_v16_sub(fgg_v16_and(v, nibble), eight), d)
+        fgg_i8x16_mul_v(dst + 16, fgg_v16_sub(fgg_v16_and(fgg_v16_shr(v, 4), nibble), eight), d)
         src += 18
         dst += 32
 
@@ -56,13 +41,14 @@ cdef void dequant_q4_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
 cdef void dequant_q4_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
     cdef float d, m
-    cdef uint64_t w[4]
+    cdef fgg_v16 v
+    cdef fgg_v16 nibble = fgg_v16_splat(0x0F)
     for b in range(n_blocks):
         d = fgg_half_to_float_scale(fgg_load_u16le(src))
         m = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
-        _nibbles(src + 4, NULL, 0, w)
-        fgg_u8x16_mul_add_w(dst, w[0], w[1], d, m)
-        fgg_u8x16_mul_add_w(dst + 16, w[2], w[3], d, m)
+        v = fgg_v16_load(src + 4)
+        fgg_u8x16_mul_add_v(dst, fgg_v16_and(v, nibble), d, m)
+        fgg_u8x16_mul_add_v(dst + 16, fgg_v16_and(fgg_v16_shr(v, 4), nibble), d, m)
         src += 20
         dst += 32
 
@@ -70,12 +56,14 @@ cdef void dequant_q4_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
 cdef void dequant_q5_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
     cdef float d
-    cdef uint64_t w[4]
+    cdef fgg_v16 v
+    cdef fgg_v16 nibble = fgg_v16_splat(0x0F), sixteen = fgg_v16_splat(16)
     for b in range(n_blocks):
         d = fgg_half_to_float_scale(fgg_load_u16le(src))
-        _nibbles(src + 6, src + 2, 16 * LANES_01, w)
-        fgg_i8x16_mul_w(dst, w[0], w[1], d)
-        fgg_i8x16_mul_w(dst + 16, w[2], w[3], d)
+        v = fgg_v16_load(src + 6)
+        fgg_i8x16_mul_v(dst, fgg_v16_sub(fgg_v16_or(fgg_v16_and(v, nibble), _high_bits(src + 2)), sixteen), d)
+        fgg_i8x16_mul_v(dst + 16, fgg_v16_sub(fgg_v16_or(fgg_v16_and(fgg_v16_shr(v, 4), nibble),
+                                                         _high_bits(src + 4)), sixteen), d)
         src += 22
         dst += 32
 
@@ -83,13 +71,14 @@ cdef void dequant_q5_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
 cdef void dequant_q5_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     cdef Py_ssize_t b
     cdef float d, m
-    cdef uint64_t w[4]
+    cdef fgg_v16 v
+    cdef fgg_v16 nibble = fgg_v16_splat(0x0F)
     for b in range(n_blocks):
         d = fgg_half_to_float_scale(fgg_load_u16le(src))
         m = fgg_half_to_float_scale(fgg_load_u16le(src + 2))
-        _nibbles(src + 8, src + 4, 0, w)
-        fgg_u8x16_mul_add_w(dst, w[0], w[1], d, m)
-        fgg_u8x16_mul_add_w(dst + 16, w[2], w[3], d, m)
+        v = fgg_v16_load(src + 8)
+        fgg_u8x16_mul_add_v(dst, fgg_v16_or(fgg_v16_and(v, nibble), _high_bits(src + 4)), d, m)
+        fgg_u8x16_mul_add_v(dst + 16, fgg_v16_or(fgg_v16_and(fgg_v16_shr(v, 4), nibble), _high_bits(src + 6)), d, m)
         src += 24
         dst += 32
 
