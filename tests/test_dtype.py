@@ -31,8 +31,9 @@ def model(tmp_path_factory):
         yield f
 
 
-DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16), "bf16": np.dtype(ml_dtypes.bfloat16),
-          "float64": np.dtype(np.float64), "float32": np.dtype(np.float32)}
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = {"float16": np.dtype(np.float16), "bfloat16": BFLOAT16, "bf16": BFLOAT16, "float64": np.dtype(np.float64),
+          "float32": np.dtype(np.float32)}
 ROWS = [None, slice(3, 30), slice(None, None, 5), slice(30, 3, -4), [0, -1, 5, 5], 7, np.array([], np.int64)]
 
 

@@ -462,7 +462,8 @@ def cmd_bench(args) -> None:
                 try:
                     rows.append(_bench_tensor(chosen[qtype], args.elements, threads, args.repeat, compare))
                 except NotImplementedError:  # e.g. big-endian quantized data
-                    skipped.append(f"{qtype.name} (no kernel for {'big' if model.byteorder == '>' else 'little'}-endian data)")
+                    order = "big" if model.byteorder == ">" else "little"
+                    skipped.append(f"{qtype.name} (no kernel for {order}-endian data)")
             header = ["type", "bits/w", "Gelem/s", "GB/s out", "fill GB/s", "of fill"]
             header += ["vs gguf-py"] if compare else []
             if rows:
