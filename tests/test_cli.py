@@ -594,3 +594,36 @@ def test_convert_refuses_a_tensor_named_like_the_safetensors_header(capsys, tmp_
     assert status == 1
     assert err == "fastgguf: error: a tensor named '__metadata__' cannot be stored in safetensors\n"
     assert list(tmp_path.iterdir()) == [source]
+
+
+@pytest.fixture
+def invalid_utf8_model(tmp_path):
+    path = tmp_path / "bytes.gguf"
+    with GGUFWriter(path) as w:
+        w.add("general.architecture", "x")
+        w.add("general.name", b"caf\xe9")
+        w.add_tensor(b"w\xff".decode("utf-8", "surrogateescape"), np.arange(4, dtype=np.float32))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["info", "dump", "tensors"])
+def test_invalid_utf8_prints_escaped_on_a_strict_stdout(monkeypatch, invalid_utf8_model, command):
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    assert main([command, invalid_utf8_model]) == 0
+    stdout.flush()
+    text = stdout.buffer.getvalue().decode("utf-8")
+    expected_name = {"info": "caf\\xe9", "dump": "'caf\\udce9'", "tensors": None}[command]  # dump shows repr()
+    assert expected_name is None or expected_name in text
+    assert ("w\\xff" in text) == (command != "info")
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npz", ""], ids=["safetensors", "npz", "npy-folder"])
+def test_convert_escapes_invalid_utf8_names(capsys, tmp_path, invalid_utf8_model, suffix):
+    out_path = str(tmp_path / f"out{suffix}")
+    status, _, err = run(capsys, "convert", invalid_utf8_model, out_path)
+    assert status == 0, err
+    escaped = "w\\xff"
+    loaded = load_output(out_path, [escaped])
+    assert list(loaded) == [escaped]
+    np.testing.assert_array_equal(loaded[escaped], np.arange(4, dtype=np.float32))

@@ -8,6 +8,7 @@ input (missing file, not a GGUF, corrupt header, inconsistent shards) print one 
 from __future__ import annotations
 
 import argparse
+import codecs
 import fnmatch
 import json
 import math
@@ -659,9 +660,17 @@ class _NpyFolderOutput(_OutputFormat):
         self._handle.close()
 
 
+def output_name(name: str) -> str:
+    """The name ``convert`` stores tensor ``name`` under: invalid UTF-8 bytes become ``\\xNN`` text.
+
+    (Names are decoded with ``surrogateescape``; neither JSON headers nor zip members can hold that.)
+    """
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def npy_filename(name: str) -> str:
     """The file ``convert`` writes tensor ``name`` to in a folder of ``.npy`` files."""
-    return quote(name, safe="._-+,=@") + ".npy"
+    return quote(output_name(name), safe="._-+,=@") + ".npy"
 
 
 def _little_endian(block: np.ndarray) -> np.ndarray:
@@ -711,8 +720,11 @@ def cmd_convert(args) -> None:
         metadata = {"source": f"fastgguf {__version__}", "gguf": os.path.basename(model.path)}
         for key in ("general.architecture", "general.name"):
             if isinstance(model.metadata.get(key), str):
-                metadata[key] = model.metadata[key]
-        writer.begin([(t.name, t.shape, dtype) for t in tensors], metadata)
+                metadata[key] = output_name(model.metadata[key])
+        names = {info.name: output_name(info.name) for info in tensors}
+        if len(set(names.values())) < len(names):
+            raise CommandError("tensor names that are not valid UTF-8 collide once escaped")
+        writer.begin([(names[t.name], t.shape, dtype) for t in tensors], metadata)
         # Allocated once: per-tensor buffers would fragment the heap and raise the peak.
         longest_row = max((row_length_of(t) for t in tensors), default=1)
         buffer = np.empty(max(_CHUNK_ELEMENTS, longest_row), np.float32)
@@ -720,7 +732,7 @@ def cmd_convert(args) -> None:
         progress = _progress(sum(t.n_elements for t in tensors) * dtype.itemsize, not args.no_progress)
         try:
             for info in tensors:
-                writer.start_tensor(info.name, info.shape, dtype)
+                writer.start_tensor(names[info.name], info.shape, dtype)
                 for block in iter_row_blocks(info, buffer, cast, args.threads):
                     writer.write(block)
                     if progress is not None:
@@ -819,6 +831,9 @@ def _positive_int(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``fastgguf`` command; returns the exit status."""
     args = build_parser().parse_args(argv)
+    if getattr(sys.stdout, "errors", None) == "strict" and hasattr(sys.stdout, "reconfigure"):
+        # Names and strings that are not valid UTF-8 (kept as surrogates) print as \xNN, not a traceback.
+        sys.stdout.reconfigure(errors=_ESCAPE_BYTES)
     try:
         args.run(args)
     except (GGUFError, CommandError, NotImplementedError) as error:
@@ -833,6 +848,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _escape_bytes(error: UnicodeEncodeError) -> tuple[str, int]:
+    """Encoding error handler: surrogate-escaped bytes as ``\\xNN``, anything else as ``backslashreplace``."""
+    bad = error.object[error.start:error.end]
+    if all(0xDC80 <= ord(c) <= 0xDCFF for c in bad):
+        return "".join(f"\\x{ord(c) - 0xDC00:02x}" for c in bad), error.end
+    return codecs.backslashreplace_errors(error)
+
+
+_ESCAPE_BYTES = "fastgguf.escape_bytes"
+codecs.register_error(_ESCAPE_BYTES, _escape_bytes)
 
 
 def _fail(message: str) -> int:
