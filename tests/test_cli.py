@@ -627,3 +627,12 @@ def test_convert_escapes_invalid_utf8_names(capsys, tmp_path, invalid_utf8_model
     loaded = load_output(out_path, [escaped])
     assert list(loaded) == [escaped]
     np.testing.assert_array_equal(loaded[escaped], np.arange(4, dtype=np.float32))
+
+
+def test_dump_json_of_invalid_utf8_is_valid_unicode(capsys, invalid_utf8_model):
+    status, out, _ = run(capsys, "dump", "--json", invalid_utf8_model)
+    assert status == 0
+    out.encode("utf-8")  # no lone surrogates anywhere
+    document = json.loads(out)
+    assert document["metadata"]["general.name"] == {"type": "STRING", "value": "caf\\xe9", "raw_hex": "636166e9"}
+    assert document["tensors"][0]["name"] == "w\\xff"

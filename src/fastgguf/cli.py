@@ -134,14 +134,24 @@ def shard_of(model, name: str) -> int | None:
 def _json_scalar(value):
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # "nan", "inf", "-inf": JSON has no literal for them
+    if isinstance(value, str) and not _is_valid_text(value):
+        return output_name(value)  # lone surrogates would make the JSON invalid Unicode
     return value
+
+
+def _is_valid_text(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _json_array(value, element_type: GGUFValueType, full: bool) -> dict:
     count = len(value)
     shown = value if full else value[:ARRAY_PREVIEW]
     if element_type == GGUFValueType.STRING:
-        items = shown.tolist() if hasattr(shown, "tolist") else list(shown)
+        items = [_json_scalar(item) for item in (shown.tolist() if hasattr(shown, "tolist") else shown)]
     elif element_type == GGUFValueType.ARRAY:
         items = [_json_array(shown[i], value.element_type(i), full) for i in range(len(shown))]
     else:
@@ -156,7 +166,11 @@ def metadata_json(metadata, key: str, full: bool) -> dict:
     value_type = metadata.value_type(key)
     if value_type == GGUFValueType.ARRAY:
         return _json_array(metadata[key], metadata.element_type(key), full)
-    return {"type": value_type.name, "value": _json_scalar(metadata[key])}
+    value = metadata[key]
+    entry = {"type": value_type.name, "value": _json_scalar(value)}
+    if value_type == GGUFValueType.STRING and not _is_valid_text(value):
+        entry["raw_hex"] = metadata.raw(key).hex()  # the exact bytes; "value" shows them as \xNN
+    return entry
 
 
 def _text_value(value, value_type: GGUFValueType, element_type: GGUFValueType | None, full: bool) -> str:
@@ -183,7 +197,7 @@ def _text_scalar(value, value_type: GGUFValueType) -> str:
 
 
 def tensor_json(model, info: TensorInfo) -> dict:
-    entry = {"name": info.name, "shape": list(info.shape), "type": info.type.name, "n_elements": info.n_elements,
+    entry = {"name": _json_scalar(info.name), "shape": list(info.shape), "type": info.type.name, "n_elements": info.n_elements,
              "nbytes": info.nbytes, "offset": info.offset}
     shard = shard_of(model, info.name)
     if shard is not None:
