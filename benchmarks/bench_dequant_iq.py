@@ -8,7 +8,8 @@ of the same size (the memory-bandwidth ceiling). Group by type to compare::
     PYTHONPATH=src python -m pytest benchmarks/bench_dequant_iq.py \\
         --benchmark-group-by=param:qtype --benchmark-columns=min,median,rounds
 
-Elements per second = 16 Mi / time. In CI this file runs once per case as a
+Elements per second = 16 Mi / time; ``benchmarks/summarize_iq.py`` turns a
+``--benchmark-json`` file into the table of speeds and ratios (vs gguf-py, vs fill). In CI this file runs once per case as a
 smoke test (``--benchmark-disable``), with 64 Ki elements to stay fast.
 """
 
