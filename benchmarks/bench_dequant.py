@@ -11,7 +11,7 @@ With ``--benchmark-disable`` every benchmark runs once on a small tensor (a quic
 As a script, a table of per-type figures (single thread, all threads, gguf-py, and the
 ``out.fill(1.0)`` ceiling, all on the same bytes in the same run)::
 
-    PYTHONPATH=src python benchmarks/bench_dequant.py [TYPE ...] [--elements N] [--gguf-py]
+    PYTHONPATH=src python benchmarks/bench_dequant.py [TYPE ...] [--elements N] [--gguf-py] [--cpu-time]
 """
 
 from __future__ import annotations
@@ -200,12 +200,12 @@ def test_peak_rss_embedding_rows(benchmark):
 # The table
 
 
-def _best(fn, rounds: int) -> float:
+def _best(fn, rounds: int, clock=time.perf_counter) -> float:
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
@@ -217,25 +217,30 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--elements", type=int, default=FULL_ELEMENTS)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--gguf-py", action="store_true", help="also time gguf-py (slow)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time single-threaded runs (fill, 1 thread, gguf-py) by this process's CPU "
+                             "time instead of wall time: steadier on a machine shared with other work")
     args = parser.parse_args(argv)
+    clock = time.process_time if args.cpu_time else time.perf_counter
     types = [T[name] for name in args.types] or list(TYPES)
     n = args.elements
     out = np.empty(n, dtype=np.float32)
     out.fill(0.0)
-    fill = _best(lambda: out.fill(1.0), args.rounds * 2)
+    fill = _best(lambda: out.fill(1.0), args.rounds * 2, clock)
     threads = all_threads()
-    print(f"cpu path {dequant.cpu_path()}, {threads} threads, {n} elements; "
+    print(f"cpu path {dequant.cpu_path()}, {threads} threads, {n} elements, "
+          f"{'CPU' if args.cpu_time else 'wall'} time for single-threaded runs; "
           f"fill {n / fill / 1e9:.2f} G elements/s ({4 * n / fill / 1e9:.1f} GB/s)")
     print(f"{'type':6} {'1 thread G/s':>12} {'% fill':>7} {'N threads G/s':>14} {'speedup':>8} "
           f"{'gguf-py G/s':>12} {'x gguf-py':>10}")
     for qtype in types:
         raw = make_data(qtype, n)
-        one = _best(lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds)
+        one = _best(lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds, clock)
         many = _best(lambda: dequantize(raw, qtype, out=out, threads=threads), args.rounds)
         line = (f"{qtype.name:6} {n / one / 1e9:12.2f} {100 * fill / one:6.0f}% {n / many / 1e9:14.2f} "
                 f"{one / many:7.2f}x")
         if args.gguf_py and qtype not in NO_GGUF_PY:
-            ref = _best(lambda: gguf_py_dequantize(raw, qtype), 2)
+            ref = _best(lambda: gguf_py_dequantize(raw, qtype), 2, clock)
             line += f" {n / ref / 1e9:12.3f} {ref / one:9.0f}x"
         print(line, flush=True)
         del raw

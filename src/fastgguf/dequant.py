@@ -138,15 +138,16 @@ def _check_thread_count(n: Any) -> int:
 
 
 def _executor(workers: int) -> ThreadPoolExecutor:
-    """The module's thread pool, grown to at least ``workers`` threads (created on first use)."""
+    """The module's thread pool, with room for at least ``workers`` threads (created on first use).
+
+    Threads start only as work arrives. A pool too small for a request is replaced, not shut
+    down: another caller may still be submitting to it; it goes away with its last user.
+    """
     global _pool, _pool_size
     with _pool_lock:
         if _pool is None or _pool_size < workers:
-            old = _pool
-            _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fastgguf-dequant")
-            _pool_size = workers
-            if old is not None:
-                old.shutdown(wait=False)
+            _pool_size = max(workers, os.cpu_count() or 1)
+            _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="fastgguf-dequant")
         return _pool
 
 
@@ -312,8 +313,9 @@ def dequantize(
         :func:`set_num_threads`), ``1`` stays on the calling thread. Small inputs use fewer.
         The GIL is released while the kernels run.
     byteorder : {"<", ">"}
-        Byte order of the data. Big-endian is supported for F32, F16, BF16, F64 and the integer
-        types.
+        Byte order of the data. Big-endian data (from a byte-swapped GGUF) is put in order block
+        by block in a small scratch buffer before each kernel; see ``has_byteswap`` of the kernel
+        module for which types have a swap table.
 
     Returns
     -------
@@ -327,7 +329,7 @@ def dequantize(
         ``shape``; ``ne0`` not a multiple of the block size; bad ``out`` (dtype, contiguity,
         size, read-only).
     NotImplementedError
-        The type has no kernel yet, or big-endian data of a quantized type.
+        The type has no kernel yet, or no byte-swap table for big-endian data.
     IndexError
         A row index out of range.
     TypeError, ValueError
