@@ -270,7 +270,7 @@ def test_default_threads_setting():
         dequant.set_num_threads(3)
         assert dequant.get_num_threads() == 3
         dequant.set_num_threads(None)
-        assert dequant.get_num_threads() == (os.cpu_count() or 1)
+        assert 1 <= dequant.get_num_threads() <= (os.cpu_count() or 1)
     finally:
         dequant._default_threads = before
 

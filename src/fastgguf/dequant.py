@@ -122,9 +122,17 @@ def set_num_threads(n: int | None) -> None:
     _default_threads = n
 
 
+def _usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells, else all)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def get_num_threads() -> int:
-    """How many threads ``dequantize(..., threads=None)`` uses."""
-    return _default_threads if _default_threads is not None else (os.cpu_count() or 1)
+    """How many threads ``dequantize(..., threads=None)`` uses: all usable cores unless set."""
+    return _default_threads if _default_threads is not None else _usable_cores()
 
 
 def _check_thread_count(n: Any) -> int:
@@ -146,7 +154,7 @@ def _executor(workers: int) -> ThreadPoolExecutor:
     global _pool, _pool_size
     with _pool_lock:
         if _pool is None or _pool_size < workers:
-            _pool_size = max(workers, os.cpu_count() or 1)
+            _pool_size = max(workers, _usable_cores())
             _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="fastgguf-dequant")
         return _pool
 
