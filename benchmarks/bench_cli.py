@@ -19,10 +19,12 @@ import time
 import numpy as np
 import pytest
 
+import fastgguf
 from fastgguf import GGUFWriter
 from fastgguf.dequant import supported_types
 
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+# Child processes import the fastgguf under test (an installed one, or an in-place build on PYTHONPATH).
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(fastgguf.__file__)))
 ENV = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 

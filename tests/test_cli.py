@@ -563,7 +563,8 @@ def test_convert_progress_bar_on_a_terminal(monkeypatch, tmp_path, model_path, n
 
 def test_console_script_entry_point_is_main():
     tomllib = pytest.importorskip("tomllib")
-    with open(os.path.join(os.path.dirname(SRC), "pyproject.toml"), "rb") as handle:
+    repository = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(repository, "pyproject.toml"), "rb") as handle:
         scripts = tomllib.load(handle)["project"]["scripts"]
     module, _, attribute = scripts["fastgguf"].partition(":")
     assert getattr(__import__(module, fromlist=[attribute]), attribute) is main
