@@ -153,45 +153,32 @@ cdef enum:
     _STAGE_FLOATS = 4096
 
 
-cdef int _run(dequant_fn kernel, swap_fn swap, bint stream, const uint8_t *src, float *dst,
-              Py_ssize_t n_blocks, Py_ssize_t block_size, Py_ssize_t type_size) noexcept nogil:
-    """Dequantize n_blocks; ``swap`` (if not NULL) first puts big-endian blocks in order,
-    ``stream`` writes dst with non-temporal stores. Returns -1 if out of memory."""
-    if swap == NULL and not stream:
+cdef void _run(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *stage,
+               const uint8_t *src, float *dst, Py_ssize_t n_blocks, Py_ssize_t block_size,
+               Py_ssize_t type_size) noexcept nogil:
+    """Dequantize n_blocks. With ``swap``, big-endian blocks are first put in order in
+    ``scratch`` (_SWAP_SCRATCH_BYTES); with ``stage`` (_STAGE_FLOATS), the output is staged there
+    and written to dst with non-temporal stores (the caller fences once at the end)."""
+    if swap == NULL and stage == NULL:
         kernel(src, dst, n_blocks)
-        return 0
+        return
     cdef Py_ssize_t per_chunk = _STAGE_FLOATS // block_size
     cdef Py_ssize_t done = 0, count
     cdef const uint8_t *blocks
-    cdef uint8_t *scratch = NULL
-    cdef float *stage = NULL
     if swap != NULL:
         per_chunk = min(per_chunk, _SWAP_SCRATCH_BYTES // type_size)
-        scratch = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES)
-        if scratch == NULL:
-            return -1
-    if stream:
-        stage = <float *>malloc(_STAGE_FLOATS * sizeof(float))
-        if stage == NULL:
-            free(scratch)
-            return -1
     while done < n_blocks:
         count = min(per_chunk, n_blocks - done)
         blocks = src + done * type_size
         if swap != NULL:
             swap(blocks, scratch, count)
             blocks = scratch
-        if stream:
+        if stage != NULL:
             kernel(blocks, stage, count)
             fgg_stream_copy(dst + done * block_size, stage, count * block_size)
         else:
             kernel(blocks, dst + done * block_size, count)
         done += count
-    if stream:
-        fgg_stream_fence()
-    free(scratch)
-    free(stage)
-    return 0
 
 
 def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id,
@@ -234,20 +221,17 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
     cdef Py_ssize_t type_size = _type_size[type_id]
     cdef Py_ssize_t n_out = dst.shape[0]
     cdef Py_ssize_t n_src = src.shape[0]
-    cdef Py_ssize_t n_blocks, row_blocks, row_bytes, n_src_rows, n_rows, k, r
-    cdef int status = 0
+    cdef Py_ssize_t n_blocks = 0, row_blocks = 0, row_bytes = 0, n_src_rows, n_rows = 0, k, r
     if n_out % block_size:
         raise ValueError(f"output length {n_out} is not a multiple of the block size {block_size}")
 
     if type_id == TYPE_F32:
         stream = False  # a plain memcpy, which picks non-temporal stores itself for large copies
+
     if row_index is None:
         n_blocks = n_out // block_size
         if n_blocks > n_src // type_size:
             raise ValueError(f"{n_out} elements need {n_blocks * type_size} bytes, source has {n_src}")
-        if n_blocks:
-            with nogil:
-                status = _run(kernel, swap, stream, &src[0], &dst[0], n_blocks, block_size, type_size)
     else:
         if row_elems <= 0 or row_elems % block_size:
             raise ValueError(f"row length {row_elems} is not a positive multiple of the block size {block_size}")
@@ -260,16 +244,32 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
         for k in range(n_rows):
             if not 0 <= row_index[k] < n_src_rows:
                 raise ValueError(f"row {row_index[k]} is outside the {n_src_rows} rows of the source")
-        if n_rows:
-            with nogil:
-                for k in range(n_rows):
-                    r = row_index[k]
-                    status = _run(kernel, swap, stream, &src[0] + r * row_bytes, &dst[0] + k * row_elems,
-                                  row_blocks, block_size, type_size)
-                    if status:
-                        break
-    if status:
+    if n_out == 0:
+        return
+
+    # Scratch for byte swapping and the streaming stage: allocated once per call.
+    cdef uint8_t *scratch = NULL
+    cdef float *stage = NULL
+    if swap != NULL:
+        scratch = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES)
+    if stream:
+        stage = <float *>malloc(_STAGE_FLOATS * sizeof(float))
+    if (swap != NULL and scratch == NULL) or (stream and stage == NULL):
+        free(scratch)
+        free(stage)
         raise MemoryError("no scratch memory for byte swapping or streaming")
+    with nogil:
+        if row_index is None:
+            _run(kernel, swap, scratch, stage, &src[0], &dst[0], n_blocks, block_size, type_size)
+        else:
+            for k in range(n_rows):
+                r = row_index[k]
+                _run(kernel, swap, scratch, stage, &src[0] + r * row_bytes, &dst[0] + k * row_elems,
+                     row_blocks, block_size, type_size)
+        if stage != NULL:
+            fgg_stream_fence()
+        free(scratch)
+        free(stage)
 
 
 cdef extern from *:
