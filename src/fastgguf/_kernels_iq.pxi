@@ -8,10 +8,11 @@
 # operations in the same order, so the results are the same bits.
 #
 # Speed: a grid index selects 8 (or 4) values from a float copy of the grid; a
-# byte of sign bits selects eight +-1.0 multipliers. Each group is computed into
-# a local array and then copied out, so the compiler turns it into a few vector
-# instructions (stores to dst could otherwise alias the tables). The 16-entry
-# tables of the 4-bit types are looked up with a byte shuffle under AVX2.
+# byte of sign bits selects eight +-1.0 multipliers; each group of 8 outputs is
+# a few vector instructions (GCC/Clang vector types, plain C elsewhere). The
+# 16-entry tables of the 4-bit types are looked up with a byte shuffle under
+# AVX2. Other loops work on local copies of the block's bytes, so that stores to
+# dst cannot alias what they read and the compiler vectorizes them.
 
 from libc.stdint cimport int8_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
@@ -69,34 +70,54 @@ cdef extern from *:
     #if defined(__GNUC__) || defined(__clang__)
     typedef float fastgguf_v8f __attribute__((vector_size(32)));
     typedef float fastgguf_v4f __attribute__((vector_size(16)));
+    #if defined(__AVX__)
     static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
         fastgguf_v8f g, s, v;
-        const fastgguf_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
         memcpy(&g, grid, sizeof g);
         memcpy(&s, signs, sizeof s);
-        v = (vscale * g) * s;
+        v = (scale * g) * s;  /* the scalar is broadcast */
         memcpy(dst, &v, sizeof v);
     }
+    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
+        fastgguf_v8f g, v;
+        memcpy(&g, grid, sizeof g);
+        v = scale * (g + delta);
+        memcpy(dst, &v, sizeof v);
+    }
+    #else
+    /* Without AVX, two 128-bit halves: gcc lowers 256-bit vector types through the stack. */
+    static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
+        fastgguf_v4f g0, g1, s0, s1;
+        memcpy(&g0, grid, sizeof g0);
+        memcpy(&g1, grid + 4, sizeof g1);
+        memcpy(&s0, signs, sizeof s0);
+        memcpy(&s1, signs + 4, sizeof s1);
+        g0 = (scale * g0) * s0;
+        g1 = (scale * g1) * s1;
+        memcpy(dst, &g0, sizeof g0);
+        memcpy(dst + 4, &g1, sizeof g1);
+    }
+    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
+        fastgguf_v4f g0, g1;
+        memcpy(&g0, grid, sizeof g0);
+        memcpy(&g1, grid + 4, sizeof g1);
+        g0 = scale * (g0 + delta);
+        g1 = scale * (g1 + delta);
+        memcpy(dst, &g0, sizeof g0);
+        memcpy(dst + 4, &g1, sizeof g1);
+    }
+    #endif
     static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
                                         const float *grid_b, const float *signs) {
         fastgguf_v4f a, b, sa, sb;
-        const fastgguf_v4f vscale = {scale, scale, scale, scale};
         memcpy(&a, grid_a, sizeof a);
         memcpy(&b, grid_b, sizeof b);
         memcpy(&sa, signs, sizeof sa);
         memcpy(&sb, signs + 4, sizeof sb);
-        a = (vscale * a) * sa;
-        b = (vscale * b) * sb;
+        a = (scale * a) * sa;
+        b = (scale * b) * sb;
         memcpy(dst, &a, sizeof a);
         memcpy(dst + 4, &b, sizeof b);
-    }
-    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
-        fastgguf_v8f g, v;
-        const fastgguf_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
-        const fastgguf_v8f vdelta = {delta, delta, delta, delta, delta, delta, delta, delta};
-        memcpy(&g, grid, sizeof g);
-        v = vscale * (g + vdelta);
-        memcpy(dst, &v, sizeof v);
     }
     #else
     static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
