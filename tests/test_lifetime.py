@@ -161,6 +161,8 @@ _TRUNCATE = textwrap.dedent("""
             tokens.tolist()
         elif what == "metadata":
             f.metadata["scores"]
+        elif what == "dequantize a view":
+            fastgguf.dequantize(raw, tensor.type, tensor.shape, threads=2)
         elif what == "raw view":
             raw.sum()
     except fastgguf.GGUFError as exc:
@@ -181,6 +183,14 @@ def test_reads_through_the_reader_after_truncation_raise(model_path, what):
     proc = run_after_truncation(model_path, what)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "shrank" in proc.stdout
+
+
+@linux_only
+def test_a_kernel_reading_a_truncated_map_raises_instead_of_dying(model_path):
+    """No size check up front here: the SIGBUS inside the kernel itself is turned into GGUFError."""
+    proc = run_after_truncation(model_path, "dequantize a view")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "SIGBUS" in proc.stdout
 
 
 @linux_only

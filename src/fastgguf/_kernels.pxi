@@ -11,6 +11,9 @@ from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 from libc.stdlib cimport malloc, free
 
 from fastgguf._kernel_helpers cimport *
+from fastgguf._sigbus cimport fgg_guard, fgg_guard_enter, fgg_guard_leave, fgg_sigbus_install
+
+from fastgguf.errors import GGUFError
 
 # Converts n_blocks whole consecutive blocks at src to float32 at dst. Pure arithmetic on a
 # range the caller has checked: no bounds checks, no Python objects, no GIL.
@@ -181,6 +184,31 @@ cdef void _run(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *stage,
         done += count
 
 
+cdef int _run_guarded(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *stage,
+                      const uint8_t *src, float *dst, Py_ssize_t n_blocks, const int64_t *row_index,
+                      Py_ssize_t n_rows, Py_ssize_t row_blocks, Py_ssize_t row_bytes, Py_ssize_t row_elems,
+                      Py_ssize_t block_size, Py_ssize_t type_size) noexcept nogil:
+    """Every _run of one call (all of ``src`` when ``row_index`` is NULL, else those rows).
+
+    Returns -2 instead of killing the process if reading ``src`` raises SIGBUS (a mapped file
+    truncated under us, see _sigbus.pxd); the caller still owns and frees scratch and stage."""
+    cdef fgg_guard guard
+    cdef Py_ssize_t k
+    if fgg_guard_enter(&guard):
+        return -2
+    if row_index == NULL:
+        _run(kernel, swap, scratch, stage, src, dst, n_blocks, block_size, type_size)
+    else:
+        for k in range(n_rows):
+            _run(kernel, swap, scratch, stage, src + row_index[k] * row_bytes, dst + k * row_elems,
+                 row_blocks, block_size, type_size)
+    fgg_guard_leave(&guard)
+    return 0
+
+
+fgg_sigbus_install()
+
+
 def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id,
                     const int64_t[::1] row_index=None, Py_ssize_t row_elems=0,
                     bint byteswapped=False, bint stream=False):
@@ -205,6 +233,8 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
         No kernel (or, with ``byteswapped``, no byte swapper) for this type in this module.
     MemoryError
         No scratch memory for byte-swapped data.
+    GGUFError
+        ``src`` is a map of a file that was truncated under it (SIGBUS while reading).
     """
     if not _has_layout(type_id):
         raise ValueError(f"unknown ggml tensor type id {type_id}")
@@ -258,18 +288,17 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
         free(scratch)
         free(stage)
         raise MemoryError("no scratch memory for byte swapping or streaming")
+    cdef const int64_t *rows = NULL if row_index is None else &row_index[0]
+    cdef int status
     with nogil:
-        if row_index is None:
-            _run(kernel, swap, scratch, stage, &src[0], &dst[0], n_blocks, block_size, type_size)
-        else:
-            for k in range(n_rows):
-                r = row_index[k]
-                _run(kernel, swap, scratch, stage, &src[0] + r * row_bytes, &dst[0] + k * row_elems,
-                     row_blocks, block_size, type_size)
+        status = _run_guarded(kernel, swap, scratch, stage, &src[0], &dst[0], n_blocks, rows, n_rows,
+                              row_blocks, row_bytes, row_elems, block_size, type_size)
         if stage != NULL:
             fgg_stream_fence()
         free(scratch)
         free(stage)
+    if status == -2:
+        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
 
 
 cdef extern from *:
