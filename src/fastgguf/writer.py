@@ -71,6 +71,7 @@ class GGUFWriter:
         self._kvs: list[tuple[str, GGUFValueType, Any, Any]] = []
         self._keys: set[str] = set()
         self._tensors: list[tuple[str, tuple, GGMLType, bytes | memoryview]] = []
+        self._tensor_names: set[str] = set()
         if alignment != 32:
             self.add("general.alignment", alignment, GGUFValueType.UINT32)
 
@@ -146,10 +147,11 @@ class GGUFWriter:
         expected = n_elements // traits.block_size * traits.type_size
         if len(data) != expected:
             raise ValueError(f"tensor {name!r}: {len(data)} bytes given, {type.name}{shape} needs {expected}")
-        if any(t[0] == name for t in self._tensors):
+        if name in self._tensor_names:
             raise ValueError(f"duplicate tensor name {name!r}")
         if byteorder is not None and byteorder != self.byteorder:
             data = byteswap_blocks(data, type)
+        self._tensor_names.add(name)
         self._tensors.append((name, shape, type, data))
 
     # output ---------------------------------------------------------------------------------------
