@@ -12,6 +12,9 @@ FASTGGUF_SANITIZE=address[,undefined]
     sanitizer runtime in ``LD_PRELOAD``).
 FASTGGUF_FUZZ=1
     Instrument for coverage-guided fuzzing (clang: ``-fsanitize=fuzzer-no-link``).
+FASTGGUF_NO_SIMD=1
+    Kernels without intrinsics (``-DFGG_NO_SIMD``): the plain C paths non-x86 machines compile,
+    so that x86 CI can test them too.
 """
 
 import os
@@ -25,6 +28,7 @@ from setuptools import Extension, setup
 DEBUG = os.environ.get("FASTGGUF_DEBUG", "") not in ("", "0")
 SANITIZE = os.environ.get("FASTGGUF_SANITIZE", "")
 FUZZ = os.environ.get("FASTGGUF_FUZZ", "") not in ("", "0")
+NO_SIMD = os.environ.get("FASTGGUF_NO_SIMD", "") not in ("", "0")
 
 DIRECTIVES = {
     "language_level": 3,
@@ -59,7 +63,7 @@ else:
 # -mprefer-vector-width=128: the kernels' short fixed loops (16/32 bytes per block) are fully
 # unrolled by gcc before vectorizing, and with 256/512-bit vectors it then leaves the byte work
 # scalar (measured 5-8x slower); the wide conversions are written with intrinsics instead.
-KERNEL_VARIANTS = {"portable": []}
+KERNEL_VARIANTS = {"portable": ["-DFGG_NO_SIMD"] if NO_SIMD else []}
 if IS_X86 and not IS_MSVC:
     KERNEL_VARIANTS["avx2"] = ["-mavx2", "-mfma", "-mf16c", "-mbmi2", "-mprefer-vector-width=128"]
     KERNEL_VARIANTS["avx512"] = [

@@ -28,7 +28,7 @@
 #   fgg_*_w (dst, lo, hi, ...)         the same with the 16 quants as two uint64 words of byte
 #                                      lanes (lo = quants 0-7): no trip through memory
 #   fgg_*_v (dst, v, ...)              the same with the 16 quants in an fgg_v16
-#   fgg_v16 and fgg_v16_load / words / splat / and / or / not / shr / shl / sub
+#   fgg_v16 and fgg_v16_load / words / splat / and / or / not / shr / shl / sub / bits
 #                                      16 byte lanes (SSE2 register on x86): unpack 16 quants
 #                                      per operation; shifts act on 64-bit lanes (mask after)
 #   fgg_spread_bits8 (bits, value)     uint64 of 8 byte lanes: lane k = value if bit k is set, else 0
@@ -41,11 +41,28 @@ cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
-    #if defined(__SSE2__) || defined(_M_X64)
+    /* Which intrinsics this build may use. FGG_NO_SIMD (setup.py: FASTGGUF_NO_SIMD=1) forces the
+       plain C paths that non-x86 machines compile, so they can be tested on x86 too. */
+    #if (defined(__SSE2__) || defined(_M_X64)) && !defined(FGG_NO_SIMD)
     #include <immintrin.h>
     #define FGG_HAVE_SSE2 1
     #else
     #define FGG_HAVE_SSE2 0
+    #endif
+    #if FGG_HAVE_SSE2 && defined(__AVX2__)
+    #define FGG_HAVE_AVX2 1
+    #else
+    #define FGG_HAVE_AVX2 0
+    #endif
+    #if FGG_HAVE_SSE2 && defined(__AVX512F__) && defined(__AVX512BW__)
+    #define FGG_HAVE_AVX512 1
+    #else
+    #define FGG_HAVE_AVX512 0
+    #endif
+    #if FGG_HAVE_SSE2 && defined(__F16C__)
+    #define FGG_HAVE_F16C 1
+    #else
+    #define FGG_HAVE_F16C 0
     #endif
 
     #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -114,7 +131,7 @@ cdef extern from *:
     static inline float fgg_bf16_to_float(uint16_t h) { return fgg_bits_to_float((uint32_t)h << 16); }
 
     static inline float fgg_half_to_float_scale(uint16_t h) {
-    #if defined(__F16C__)
+    #if FGG_HAVE_F16C
         return _cvtsh_ss(h);
     #else
         return fgg_half_to_float(h);
@@ -136,6 +153,16 @@ cdef extern from *:
     static inline fgg_v16 fgg_v16_shr(fgg_v16 a, int bits) { return _mm_srl_epi64(a, _mm_cvtsi32_si128(bits)); }
     static inline fgg_v16 fgg_v16_shl(fgg_v16 a, int bits) { return _mm_sll_epi64(a, _mm_cvtsi32_si128(bits)); }
     static inline fgg_v16 fgg_v16_sub(fgg_v16 a, fgg_v16 b) { return _mm_sub_epi8(a, b); }
+    /* 16 bits (little-endian at p) -> lane j = value if bit j is set, else 0: broadcast byte
+       j / 8 to lane j, keep bit j % 8, compare. */
+    static inline fgg_v16 fgg_v16_bits(const uint8_t *p, uint8_t value) {
+        __m128i m = _mm_cvtsi32_si128((int)p[0] | ((int)p[1] << 8));
+        const __m128i bit = _mm_set1_epi64x((long long)0x8040201008040201ULL);
+        m = _mm_unpacklo_epi8(m, m);
+        m = _mm_unpacklo_epi16(m, m);
+        m = _mm_unpacklo_epi32(m, m);
+        return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(m, bit), bit), _mm_set1_epi8((char)value));
+    }
     #else
     typedef struct { uint64_t w[2]; } fgg_v16;   /* w[0] = lanes 0-7 (lane k = bits 8k..8k+7) */
     static inline fgg_v16 fgg_v16_words(uint64_t lo, uint64_t hi) { fgg_v16 v; v.w[0] = lo; v.w[1] = hi; return v; }
@@ -151,12 +178,16 @@ cdef extern from *:
         return fgg_v16_words(fgg_lanes_minus(a.w[0], b.w[0]), fgg_lanes_minus(a.w[1], b.w[1]));
     }
     static inline uint8_t fgg__lane(fgg_v16 v, int j) { return (uint8_t)(v.w[j >> 3] >> (8 * (j & 7))); }
+    static inline uint64_t fgg_spread_bits8(uint32_t bits, uint32_t value);
+    static inline fgg_v16 fgg_v16_bits(const uint8_t *p, uint8_t value) {
+        return fgg_v16_words(fgg_spread_bits8(p[0], value), fgg_spread_bits8(p[1], value));
+    }
     #endif
     typedef fgg_v16 fgg_q16;
     #define fgg__q16_load(q) fgg_v16_load((const uint8_t *)(q))
     #define fgg__q16_words fgg_v16_words
 
-    #if defined(__AVX512F__) && defined(__AVX512BW__)
+    #if FGG_HAVE_AVX512
     static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
         _mm512_storeu_ps(dst, _mm512_mul_ps(_mm512_set1_ps(s), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v))));
     }
@@ -168,7 +199,7 @@ cdef extern from *:
         __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
         _mm512_storeu_ps(dst, _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(s), f), _mm512_set1_ps(m)));
     }
-    #elif defined(__AVX2__)
+    #elif FGG_HAVE_AVX2
     static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
         __m256 vs = _mm256_set1_ps(s);
         _mm256_storeu_ps(dst, _mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))));
@@ -263,7 +294,7 @@ cdef extern from *:
         return _mm_or_si128(bits, sign);
     }
     #endif
-    #if defined(__AVX2__)
+    #if FGG_HAVE_AVX2
     static inline __m256i fgg__halves8_to_bits(__m256i h) {   /* h: eight fp16 in 32-bit lanes */
         const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
         const __m256i shifted = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x7FFF)), 13);
@@ -279,7 +310,7 @@ cdef extern from *:
     #endif
     static inline void fgg_halves_to_floats(const uint8_t *src, float *dst, ptrdiff_t n) {
         ptrdiff_t i = 0;
-    #if defined(__AVX512F__) && defined(__AVX512BW__)
+    #if FGG_HAVE_AVX512
         const __m512i bias = _mm512_set1_epi32(0x38000000);
         for (; i + 16 <= n; i += 16) {
             __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
@@ -295,7 +326,7 @@ cdef extern from *:
             __m512i bits = _mm512_or_si512(_mm512_mask_blend_epi32(is_sub, normal, sub), sign);
             _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(bits));
         }
-    #elif defined(__AVX2__)
+    #elif FGG_HAVE_AVX2
         for (; i + 8 <= n; i += 8) {
             __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
             _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_to_bits(h)));
@@ -325,9 +356,9 @@ cdef extern from *:
     static inline void fgg_stream_copy(float *dst, const float *src, ptrdiff_t n) {
         ptrdiff_t i = 0;
     #if FGG_HAVE_SSE2
-    #if defined(__AVX512F__)
+    #if FGG_HAVE_AVX512
         const uintptr_t align = 64; const ptrdiff_t width = 16;
-    #elif defined(__AVX__)
+    #elif FGG_HAVE_AVX2
         const uintptr_t align = 32; const ptrdiff_t width = 8;
     #else
         const uintptr_t align = 16; const ptrdiff_t width = 4;
@@ -335,9 +366,9 @@ cdef extern from *:
         if (((uintptr_t)dst & 3) == 0) {
             while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = src[i]; i++; }
             for (; i + width <= n; i += width) {
-    #if defined(__AVX512F__)
+    #if FGG_HAVE_AVX512
                 _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
-    #elif defined(__AVX__)
+    #elif FGG_HAVE_AVX2
                 _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
     #else
                 _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
@@ -386,6 +417,7 @@ cdef extern from *:
     fgg_v16 fgg_v16_shr(fgg_v16 a, int bits) noexcept nogil
     fgg_v16 fgg_v16_shl(fgg_v16 a, int bits) noexcept nogil
     fgg_v16 fgg_v16_sub(fgg_v16 a, fgg_v16 b) noexcept nogil
+    fgg_v16 fgg_v16_bits(const uint8_t *p, uint8_t value) noexcept nogil
     void fgg_i8x16_mul_v(float *dst, fgg_v16 q, float s) noexcept nogil
     void fgg_u8x16_mul_add_v(float *dst, fgg_v16 q, float s, float m) noexcept nogil
     void fgg_u8x16_mul_sub_v(float *dst, fgg_v16 q, float s, float m) noexcept nogil

@@ -21,7 +21,7 @@ from libc.stdint cimport int8_t, uint64_t
 
 cdef inline fgg_v16 _high_bits(const uint8_t *mask) noexcept nogil:
     # 16 bits of the block's 32-bit fifth-bit mask -> 16 lanes of 16 or 0.
-    return fgg_v16_words(fgg_spread_bits8(mask[0], 16), fgg_spread_bits8(mask[1], 16))
+    return fgg_v16_bits(mask, 16)
 
 
 cdef void dequant_q4_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
