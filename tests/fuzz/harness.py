@@ -12,6 +12,7 @@ import fastgguf
 from fastgguf import GGUFError
 
 ROWS_TO_DEQUANTIZE = 2
+SMALL_TENSOR_ELEMENTS = 1 << 16  # dequantized whole, on two threads
 
 
 def consume(value, depth: int = 0) -> None:
@@ -58,12 +59,17 @@ def dequantize_some_rows(tensor) -> None:
         import fastgguf.dequant  # noqa: F401 - the engine may not be built yet
     except ImportError:
         return
-    rows = tensor.shape[0] if len(tensor.shape) > 1 else 1
-    if len(tensor.shape) > 2:
-        rows = int(np.prod(tensor.shape[:-1]))
-    wanted = slice(0, min(rows, ROWS_TO_DEQUANTIZE))
-    result = tensor.dequantize(rows=wanted)
-    assert result.dtype == np.float32
+    rows = int(np.prod(tensor.shape[:-1])) if len(tensor.shape) > 1 else 1
+    first = tensor.dequantize(rows=slice(0, min(rows, ROWS_TO_DEQUANTIZE)))
+    assert first.dtype == np.float32
+    if rows:
+        # Row indices (not a slice) take the kernels' other path; both must agree.
+        picked = tensor.dequantize(rows=[rows - 1, 0])
+        assert np.array_equal(picked[1].view(np.uint32), first[0].view(np.uint32))
+    if tensor.n_elements <= SMALL_TENSOR_ELEMENTS:
+        whole = tensor.dequantize(threads=2)
+        # Not the shape: a 0-d tensor (n_dims = 0) has shape () but dequantizes to shape (1,).
+        assert whole.size == tensor.n_elements
 
 
 def exercise_path(path) -> bool:
