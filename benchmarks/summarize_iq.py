@@ -32,12 +32,13 @@ def main(path: str) -> int:
     types = sorted({m.group(1) for name in best if (m := re.match(r"test_fastgguf\[(\w+)-1thread\]", name))})
     for qtype in types:
         one = best[f"test_fastgguf[{qtype}-1thread]"]
-        every = best[f"test_fastgguf[{qtype}-allthreads]"]
+        every = best.get(f"test_fastgguf[{qtype}-allthreads]")
         ref = best.get(f"test_gguf_py[{qtype}]")
         ref_speed = f"{elements / ref / 1e9:.3f}" if ref else "-"
         ratio = f"{ref / one:.0f}x" if ref else "-"
         print(
-            f"| {qtype} | {elements / one / 1e9:.2f} | {elements / every / 1e9:.2f} | {ref_speed} | {ratio} "
+            f"| {qtype} | {elements / one / 1e9:.2f} | {f'{elements / every / 1e9:.2f}' if every else '-'} "
+            f"| {ref_speed} | {ratio} "
             f"| {fill / one:.0%} |"
         )
     return 0

@@ -107,6 +107,18 @@ cdef extern from *:
         memcpy(dst + 4, &g1, sizeof g1);
     }
     #endif
+    #if defined(__AVX__)
+    static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
+                                        const float *grid_b, const float *signs) {
+        fastgguf_v4f a, b;
+        fastgguf_v8f s, v;
+        memcpy(&a, grid_a, sizeof a);
+        memcpy(&b, grid_b, sizeof b);
+        memcpy(&s, signs, sizeof s);
+        v = (scale * __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7)) * s;
+        memcpy(dst, &v, sizeof v);
+    }
+    #else
     static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
                                         const float *grid_b, const float *signs) {
         fastgguf_v4f a, b, sa, sb;
@@ -119,6 +131,7 @@ cdef extern from *:
         memcpy(dst, &a, sizeof a);
         memcpy(dst + 4, &b, sizeof b);
     }
+    #endif
     #else
     static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
         float v[8];
