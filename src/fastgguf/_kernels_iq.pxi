@@ -268,27 +268,27 @@ cdef void dequant_iq2_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) n
 cdef void dequant_iq2_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ2_XS: 32 uint16 of 9-bit grid index + 7 sign bits, a 4-bit scale per 16 elements (74 bytes)."""
     cdef Py_ssize_t b
-    cdef int ib, l
+    cdef int ib, half, l
     cdef uint32_t packed
     cdef float d, db
     for b in range(n_blocks):
         d = fgg_half_to_float(fgg_load_u16le(src))
         for ib in range(8):
-            # Scalar scales, one sub-block at a time: an array of all 16 would be built in a
+            # Scalar scales, one per 16 elements: an array of all 16 would be built in a
             # 512-bit register and re-read through memory in the AVX-512 build, which is slower.
-            for l in range(4):
-                if l % 2 == 0:
-                    db = d * (<float> 0.5 + <float> ((src[66 + ib] >> (2 * l)) & 0xF)) * <float> 0.25
-                packed = fgg_load_u16le(src + 2 + 8 * ib + 2 * l)
-                iq_grid8(dst, db, iq2xs_grid_f32[packed & 511], fastgguf_sign_f32[fastgguf_ksigns[packed >> 9]])
-                dst += 8
+            for half in range(2):
+                db = d * (<float> 0.5 + <float> ((src[66 + ib] >> (4 * half)) & 0xF)) * <float> 0.25
+                for l in range(2 * half, 2 * half + 2):
+                    packed = fgg_load_u16le(src + 2 + 8 * ib + 2 * l)
+                    iq_grid8(dst, db, iq2xs_grid_f32[packed & 511], fastgguf_sign_f32[fastgguf_ksigns[packed >> 9]])
+                    dst += 8
         src += 74
 
 
 cdef void dequant_iq2_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """IQ2_S: 10-bit grid indices (8 low bits + 2 high), explicit sign bytes, 4-bit scales (82 bytes)."""
     cdef Py_ssize_t b
-    cdef int ib, l, k
+    cdef int ib, half, l, k
     cdef float d, db
     cdef const uint8_t *qs
     cdef const uint8_t *signs
@@ -299,12 +299,13 @@ cdef void dequant_iq2_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
         signs = src + 34
         qh = src + 66
         for ib in range(8):
-            for l in range(4):
-                if l % 2 == 0:
-                    db = d * (<float> 0.5 + <float> ((src[74 + ib] >> (2 * l)) & 0xF)) * <float> 0.25
-                k = 4 * ib + l
-                iq_grid8(dst, db, iq2s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 3) << 8)], fastgguf_sign_f32[signs[k]])
-                dst += 8
+            for half in range(2):
+                db = d * (<float> 0.5 + <float> ((src[74 + ib] >> (4 * half)) & 0xF)) * <float> 0.25
+                for l in range(2 * half, 2 * half + 2):
+                    k = 4 * ib + l
+                    iq_grid8(dst, db, iq2s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 3) << 8)],
+                             fastgguf_sign_f32[signs[k]])
+                    dst += 8
         src += 82
 
 
