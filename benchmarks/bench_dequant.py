@@ -231,14 +231,17 @@ def main(argv: list[str]) -> None:
     print(f"cpu path {dequant.cpu_path()}, {threads} threads, {n} elements, "
           f"{'CPU' if args.cpu_time else 'wall'} time for single-threaded runs; "
           f"fill {n / fill / 1e9:.2f} G elements/s ({4 * n / fill / 1e9:.1f} GB/s)")
+    # speedup: wall time of 1 thread / wall time of N threads, always
     print(f"{'type':6} {'1 thread G/s':>12} {'% fill':>7} {'N threads G/s':>14} {'speedup':>8} "
           f"{'gguf-py G/s':>12} {'x gguf-py':>10}")
     for qtype in types:
         raw = make_data(qtype, n)
         one = _best(lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds, clock)
+        one_wall = one if clock is time.perf_counter else _best(
+            lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds)
         many = _best(lambda: dequantize(raw, qtype, out=out, threads=threads), args.rounds)
         line = (f"{qtype.name:6} {n / one / 1e9:12.2f} {100 * fill / one:6.0f}% {n / many / 1e9:14.2f} "
-                f"{one / many:7.2f}x")
+                f"{one_wall / many:7.2f}x")
         if args.gguf_py and qtype not in NO_GGUF_PY:
             ref = _best(lambda: gguf_py_dequantize(raw, qtype), 2, clock)
             line += f" {n / ref / 1e9:12.3f} {ref / one:9.0f}x"
