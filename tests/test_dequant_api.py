@@ -53,6 +53,8 @@ def test_supported_types_cover_the_engine():
     assert all(dequant.has_kernel(int(t)) for t in ENGINE_TYPES)
     assert not dequant.has_kernel(4)  # removed type
     assert not dequant.has_kernel(1000)
+    assert all(dequant.has_byteswap(t) for t in (T.F32, T.F16, T.BF16, T.F64, T.I8, T.I16, T.I32, T.I64))
+    assert not dequant.has_byteswap(4)
 
 
 def test_cpu_path_is_the_best_available():

@@ -28,6 +28,7 @@ __all__ = [
     "cpu_path",
     "dequantize",
     "get_num_threads",
+    "has_byteswap",
     "has_kernel",
     "set_cpu_path",
     "set_num_threads",
@@ -197,6 +198,11 @@ def has_kernel(type_: GGMLType | int) -> bool:
     return bool(_kernels.has_kernel(int(qtype)))
 
 
+def has_byteswap(type_: GGMLType | int) -> bool:
+    """Whether :func:`dequantize` can convert big-endian (``byteorder=">"``) tensors of ``type_``."""
+    return has_kernel(type_) and bool(_kernels.has_byteswap(int(type_)))
+
+
 def supported_types() -> tuple[GGMLType, ...]:
     """Every tensor type :func:`dequantize` can convert, in id order."""
     return tuple(t for t in GGMLType if _kernels.has_kernel(int(t)))
@@ -322,8 +328,8 @@ def dequantize(
         The GIL is released while the kernels run.
     byteorder : {"<", ">"}
         Byte order of the data. Big-endian data (from a byte-swapped GGUF) is put in order block
-        by block in a small scratch buffer before each kernel; see ``has_byteswap`` of the kernel
-        module for which types have a swap table.
+        by block in a small scratch buffer before each kernel; :func:`has_byteswap` tells which
+        types have a swap table.
 
     Returns
     -------
