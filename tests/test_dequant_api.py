@@ -228,6 +228,13 @@ def test_bad_out(make_out, message):
         dequantize(raw, T.Q4_0, (64,), out=make_out())
 
 
+def test_out_overlapping_the_data():
+    buffer = np.zeros(64 * 4, dtype=np.uint8)
+    raw = buffer[: 64 // 32 * 18]
+    with pytest.raises(GGUFError, match="overlaps"):
+        dequantize(raw, T.Q4_0, (64,), out=buffer.view(np.float32))
+
+
 # --- threads -------------------------------------------------------------------------------
 
 

@@ -341,7 +341,7 @@ def dequantize(
     GGUFError
         Unknown or removed type id; ``data`` not C-contiguous; byte count that does not match
         ``shape``; ``ne0`` not a multiple of the block size; bad ``out`` (dtype, contiguity,
-        size, read-only).
+        size, read-only, overlapping ``data``).
     NotImplementedError
         The type has no kernel yet, or no byte-swap table for big-endian data.
     IndexError
@@ -383,6 +383,8 @@ def dequantize(
         result = np.empty(result_shape, dtype=np.float32)
     else:
         result = _check_out(out, n_out)
+        if np.may_share_memory(result, src):
+            raise GGUFError("out overlaps the tensor data")
     if n_out == 0:
         return result
     flat = result.reshape(-1)
