@@ -67,6 +67,15 @@ cdef extern from *:
        order, as gguf-py: (scale * grid) * sign, and scale * (grid + delta) for IQ1.
        Written with GCC/Clang vector types because the auto-vectorizer leaves these short
        loops scalar when it prefers 512-bit vectors (the AVX-512 build); plain loops elsewhere. */
+    /* __builtin_shufflevector / __builtin_convertvector: clang, and gcc from 12 on. Define
+       FASTGGUF_VEC_BUILTINS=0 to build (and test) the paths that do without them. */
+    #if !defined(FASTGGUF_VEC_BUILTINS)
+    #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+    #define FASTGGUF_VEC_BUILTINS 1
+    #else
+    #define FASTGGUF_VEC_BUILTINS 0
+    #endif
+    #endif
     #if defined(__GNUC__) || defined(__clang__)
     typedef float fastgguf_v8f __attribute__((vector_size(32)));
     typedef float fastgguf_v4f __attribute__((vector_size(16)));
@@ -107,7 +116,7 @@ cdef extern from *:
         memcpy(dst + 4, &g1, sizeof g1);
     }
     #endif
-    #if defined(__AVX__)
+    #if defined(__AVX__) && FASTGGUF_VEC_BUILTINS
     static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
                                         const float *grid_b, const float *signs) {
         fastgguf_v4f a, b;
@@ -420,7 +429,7 @@ cdef extern from *:
        top digit is (code * 3) >> 8, i.e. (code >= 86) + (code >= 171), and multiplying the code
        by 3 (mod 256) brings up the next one. Written with vector types: the auto-vectorizer
        keeps these bytes in general registers in some builds. */
-    #if defined(__GNUC__) || defined(__clang__)
+    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__AVX2__) || FASTGGUF_VEC_BUILTINS)
     typedef uint8_t fastgguf_v16u8 __attribute__((vector_size(16)));
     typedef int8_t fastgguf_v16i8 __attribute__((vector_size(16)));
     typedef int8_t fastgguf_v8i8 __attribute__((vector_size(8)));
@@ -541,7 +550,7 @@ cdef extern from *:
     /* Q1_0: the 8 outputs of one byte of sign bits, low bit first: +d where the bit is set, -d
        (d with its sign bit flipped, as ggml's -d) where it is clear.
        Q2_0: the 8 outputs of two bytes of 2-bit codes q, low bits first: (q - 1) * d. */
-    #if defined(__AVX__) && (defined(__GNUC__) || defined(__clang__))
+    #if defined(__AVX__) && (defined(__GNUC__) || defined(__clang__)) && FASTGGUF_VEC_BUILTINS
     typedef uint32_t fastgguf_v8u32 __attribute__((vector_size(32)));
     static inline void fastgguf_q1_byte(float *dst, uint32_t byte, uint32_t d_bits) {
         const fastgguf_v8u32 shifts = {0, 1, 2, 3, 4, 5, 6, 7};
