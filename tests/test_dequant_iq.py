@@ -292,6 +292,30 @@ def test_iq2_xxs_by_hand():
     check_block(GGMLType.IQ2_XXS, block, expected)
 
 
+# The first IQ1_S/IQ1_M grid entries: 0 = eight -1; 1 = +1 then seven -1; 2 = 0, 0, then six -1.
+
+def test_iq1_s_by_hand():
+    # d = 1. Sub-block 0: grid entries 1, 2, 0, 0 (high index bits 0), qh = sign bit set (shift
+    # -1/8) | scale code 2 << 12, so dl = 1 * (2 * 2 + 1) = 5 and values are 5 * (grid - 0.125).
+    # Other sub-blocks: all zero, so dl = 1, shift +1/8: entry 0 gives -0.875.
+    qh = [0x8000 | 2 << 12] + [0] * 7
+    block = half_bytes(1.0) + [1, 2, 0, 0] + [0] * 28 + list(np.array(qh, "<u2").view(np.uint8))
+    expected = [4.375] + [-5.625] * 7 + [-0.625] * 2 + [-5.625] * 6 + [-5.625] * 16 + [-0.875] * 224
+    check_block(GGMLType.IQ1_S, block, expected)
+
+
+def test_iq1_m_by_hand():
+    # d = 1.0 = 0x3C00 is spread over the top nibbles of the four trailing uint16 (low nibble first).
+    # Their low 12 bits hold 3-bit scales, one per 16 elements: 1 and 2 for the first two (dl = 3,
+    # 5), 0 elsewhere (dl = 1). Each qh nibble: 3 high index bits, then the shift's sign (8 = -1/8).
+    # Group 0: entry 1, +1/8 -> 3 * 1.125, 3 * -0.875; group 1: entry 2, -1/8 (qh[0] = 0x80)
+    # -> 3 * -0.125, 3 * -1.125; groups 2, 3: entry 0, +1/8, dl 5; the rest entry 0, +1/8, dl 1.
+    scales = [0x0000 | 1 | 2 << 3, 0x0000, 0xC000, 0x3000]
+    block = [1, 2] + [0] * 30 + [0x80] + [0] * 15 + list(np.array(scales, "<u2").view(np.uint8))
+    expected = [3.375] + [-2.625] * 7 + [-0.375] * 2 + [-3.375] * 6 + [-4.375] * 16 + [-0.875] * 224
+    check_block(GGMLType.IQ1_M, block, expected)
+
+
 def test_q1_0_by_hand():
     # d = 1.5; bit j of byte k set -> +d for element 8k + j, clear -> -d.
     block = half_bytes(1.5) + [0x01, 0x80, 0xFF, 0x00] + [0x55] * 12
