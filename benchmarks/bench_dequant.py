@@ -12,6 +12,7 @@ As a script, a table of per-type figures (single thread, all threads, gguf-py, a
 ``out.fill(1.0)`` ceiling, all on the same bytes in the same run)::
 
     PYTHONPATH=src python benchmarks/bench_dequant.py [TYPE ...] [--elements N] [--gguf-py] [--cpu-time]
+    PYTHONPATH=src python benchmarks/bench_dequant.py --in-cache --cpu-time   # kernels alone, per CPU path
 """
 
 from __future__ import annotations
@@ -217,12 +218,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--elements", type=int, default=FULL_ELEMENTS)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--gguf-py", action="store_true", help="also time gguf-py (slow)")
+    parser.add_argument("--in-cache", action="store_true",
+                        help="kernel throughput with the data in cache: 64K elements, the kernel module "
+                             "called directly 200 times per timing, one row per CPU path, single thread")
     parser.add_argument("--cpu-time", action="store_true",
                         help="time single-threaded runs (fill, 1 thread, gguf-py) by this process's CPU "
                              "time instead of wall time: steadier on a machine shared with other work")
     args = parser.parse_args(argv)
     clock = time.process_time if args.cpu_time else time.perf_counter
     types = [T[name] for name in args.types] or list(TYPES)
+    if args.in_cache:
+        _in_cache_table(types, args.rounds, time.process_time if args.cpu_time else time.perf_counter)
+        return
     n = args.elements
     out = np.empty(n, dtype=np.float32)
     out.fill(0.0)
@@ -247,6 +254,26 @@ def main(argv: list[str]) -> None:
             line += f" {n / ref / 1e9:12.3f} {ref / one:9.0f}x"
         print(line, flush=True)
         del raw
+
+
+def _in_cache_table(types, rounds: int, clock) -> None:
+    import importlib
+
+    n, repeat = 1 << 16, 200
+    out = np.zeros(n, dtype=np.float32)
+    paths = dequant.available_cpu_paths()
+    modules = [importlib.import_module(f"fastgguf._kernels_{path}") for path in paths]
+    print(f"in-cache kernel throughput, G elements/s ({n} elements x {repeat} calls, best of {rounds})")
+    print(f"{'type':6} " + " ".join(f"{path:>9}" for path in paths))
+    for qtype in types:
+        raw = make_data(qtype, n)
+        speeds = []
+        for module in modules:
+            def run(module=module):
+                for _ in range(repeat):
+                    module.dequantize_into(raw, out, int(qtype))
+            speeds.append(n * repeat / _best(run, rounds, clock) / 1e9)
+        print(f"{qtype.name:6} " + " ".join(f"{speed:9.2f}" for speed in speeds), flush=True)
 
 
 if __name__ == "__main__":

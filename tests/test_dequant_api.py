@@ -185,7 +185,16 @@ def test_embedding_lookup_touches_only_its_rows():
     raw = np.zeros(4096 * 640 // 32 * 18, dtype=np.uint8)
     result = dequantize(raw, T.Q4_0, shape, rows=np.arange(8) * 500)
     assert result.shape == (8, 640)
-    assert result.base is None or result.base.size == 8 * 640
+    owner = result if result.base is None else result.base
+    assert owner.nbytes <= 8 * 640 * 4 + 64
+
+
+@pytest.mark.parametrize("shape", [(0,), (32,), (3, 64), (2, 3, 1024)])
+def test_allocated_output_is_cache_line_aligned(shape):
+    raw = tensor(T.Q8_0, shape)
+    result = dequantize(raw, T.Q8_0, shape)
+    assert result.shape == shape and result.flags.c_contiguous and result.flags.writeable
+    assert result.size == 0 or result.ctypes.data % 64 == 0
 
 
 # --- out -------------------------------------------------------------------------------------
