@@ -79,3 +79,15 @@ def test_tokens_gguf_py(benchmark, vocab_file):
     field = gguf.GGUFReader(vocab_file).fields["tokenizer.ggml.tokens"]
     result = benchmark.pedantic(field.contents, rounds=3, iterations=1)
     assert len(result) == N_TOKENS and result[-1] == f"▁tok{N_TOKENS - 1}"
+
+
+@pytest.mark.benchmark(group="token list as Python strings")
+def test_tokens_cpython_floor(benchmark, vocab_file):
+    """CPython's cheapest way to make the same 256k str objects: one split of one already-decoded str.
+
+    No reader can build the list faster than this; it bounds the achievable ratio over gguf-py.
+    """
+    with fastgguf.open(vocab_file) as f:
+        joined = "\0".join(f.metadata["tokenizer.ggml.tokens"].tolist())
+    result = benchmark(joined.split, "\0")
+    assert len(result) == N_TOKENS
