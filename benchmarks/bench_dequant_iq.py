@@ -117,6 +117,6 @@ def test_gguf_py(benchmark, data, qtype):
     blocks, shape = data(qtype)
     benchmark.extra_info["elements"] = int(np.prod(shape))
     gguf_type = GGMLQuantizationType(int(qtype))
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):  # gguf-py's float math on random grids may warn; we only time it
         result = benchmark(ref.dequantize, blocks, gguf_type)
     assert result.size == np.prod(shape)

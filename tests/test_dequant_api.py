@@ -463,3 +463,23 @@ def test_rows_allocate_only_the_rows():
         tracemalloc.stop()
     assert result.shape == (8, 640)
     assert peak <= result.nbytes + (16 << 10)
+
+
+def test_zero_dim_tensor_keeps_its_empty_shape(tmp_path):
+    """A tensor with no dimensions is one element; dequantizing it gives a 0-d array, like TensorInfo.shape."""
+    import struct
+
+    import fastgguf
+
+    name = b"scalar"
+    header = (b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + struct.pack("<Q", len(name)) + name
+              + struct.pack("<IIQ", 0, 0, 0))  # n_dims 0, type F32, offset 0
+    header += b"\0" * (-len(header) % 32)
+    path = tmp_path / "scalar.gguf"
+    path.write_bytes(header + np.float32(2.5).tobytes())
+    with fastgguf.open(path) as f:
+        info = f.tensors["scalar"]
+        assert info.shape == () and info.n_elements == 1
+        value = info.dequantize()
+        assert value.shape == () and value == np.float32(2.5)
+        assert info.dequantize(rows=[0]).shape == (1, 1)

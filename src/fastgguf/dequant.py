@@ -236,11 +236,9 @@ def _check_shape(shape: Any, qtype: GGMLType, n_bytes: int) -> tuple[int, ...]:
         dims = tuple(operator.index(d) for d in shape)
     except TypeError:
         raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
-    if not dims:
-        dims = (1,)
     if any(d < 0 for d in dims):
         raise GGUFError(f"negative dimension in shape {dims}")
-    ne0 = dims[-1]
+    ne0 = dims[-1] if dims else 1  # a 0-d tensor is one element
     if ne0 % block_size:
         raise GGUFError(f"row length {ne0} (last dimension of {dims}) is not a multiple of the {qtype.name} block size {block_size}")
     n_elements = 1
@@ -363,7 +361,7 @@ def dequantize(
     src = _as_bytes(data)
     dims = _check_shape(shape, qtype, src.size)
     block_size, type_size = TYPE_TRAITS[qtype]
-    ne0 = dims[-1]
+    ne0 = dims[-1] if dims else 1
     n_rows_total = 1
     for d in dims[:-1]:
         n_rows_total *= d
