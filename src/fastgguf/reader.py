@@ -90,14 +90,8 @@ class _Layout:
         return self.numeric_array(elem_type, count, data_offset)
 
 
-class StringArray(Sequence):
-    """A lazy sequence of the strings of one GGUF string array.
-
-    ``len()`` costs nothing; indexing and slicing decode only what is asked; iteration
-    and :meth:`tolist` decode in bulk. Strings that are not valid UTF-8 decode with the
-    ``surrogateescape`` handler, so ``s.encode("utf-8", "surrogateescape")`` (or
-    :meth:`raw`) gives back the file's exact bytes.
-    """
+class _LazyElements(Sequence):
+    """Elements of one GGUF array, located by the offsets the header walk kept; decoded on access."""
 
     __slots__ = ("_layout", "_offsets")
 
@@ -108,13 +102,27 @@ class StringArray(Sequence):
     def __len__(self) -> int:
         return len(self._offsets)
 
+    def _offset(self, index) -> int:
+        return int(self._offsets[_check_index(index, len(self))])
+
+
+class StringArray(_LazyElements):
+    """A lazy sequence of the strings of one GGUF string array.
+
+    ``len()`` costs nothing; indexing and slicing decode only what is asked; iteration
+    and :meth:`tolist` decode in bulk. Strings that are not valid UTF-8 decode with the
+    ``surrogateescape`` handler, so ``s.encode("utf-8", "surrogateescape")`` (or
+    :meth:`raw`) gives back the file's exact bytes.
+    """
+
+    __slots__ = ()
+
     def __getitem__(self, index):
         layout = self._layout
         layout.check_intact()
         if isinstance(index, slice):
             return _parser.decode_strings(layout.buffer, self._offsets[index], layout.wide, layout.swap)
-        offset = self._offsets[_check_index(index, len(self))]
-        return _parser.decode_string(layout.buffer, int(offset), layout.wide, layout.swap)
+        return _parser.decode_string(layout.buffer, self._offset(index), layout.wide, layout.swap)
 
     def __iter__(self) -> Iterator[str]:
         layout = self._layout
@@ -131,8 +139,8 @@ class StringArray(Sequence):
 
     def raw(self, index: int) -> bytes:
         """The exact bytes of string ``index``."""
-        offset = self._offsets[_check_index(index, len(self))]
-        return _parser.decode_string(self._layout.buffer, int(offset), self._layout.wide, self._layout.swap, True)
+        layout = self._layout
+        return _parser.decode_string(layout.buffer, self._offset(index), layout.wide, layout.swap, True)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (StringArray, list, tuple)):
@@ -147,32 +155,23 @@ class StringArray(Sequence):
         return f"StringArray([{head}{more}], len={len(self)})"
 
 
-class ArrayOfArrays(Sequence):
+class ArrayOfArrays(_LazyElements):
     """A lazy sequence of the sub-arrays of a nested GGUF array; each item is decoded on access."""
 
-    __slots__ = ("_layout", "_offsets")
-
-    def __init__(self, layout: _Layout, offsets: np.ndarray) -> None:
-        self._layout = layout
-        self._offsets = offsets
-
-    def __len__(self) -> int:
-        return len(self._offsets)
+    __slots__ = ()
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
-        layout = self._layout
-        offset = int(self._offsets[_check_index(index, len(self))])
-        elem_type, count, data_offset, elem_offsets = _parser.read_array(layout.buffer, offset, layout.wide,
-                                                                         layout.swap)
-        return layout.array_value(elem_type, count, data_offset, elem_offsets)
+        return self._layout.array_value(*self._walk(index))
 
     def element_type(self, index: int) -> GGUFValueType:
         """The element type of sub-array ``index``."""
-        offset = int(self._offsets[_check_index(index, len(self))])
-        return GGUFValueType(_parser.read_array(self._layout.buffer, offset, self._layout.wide,
-                                                self._layout.swap)[0])
+        return GGUFValueType(self._walk(index)[0])
+
+    def _walk(self, index) -> tuple:
+        layout = self._layout
+        return _parser.read_array(layout.buffer, self._offset(index), layout.wide, layout.swap)
 
     def __repr__(self) -> str:
         return f"ArrayOfArrays(len={len(self)})"
