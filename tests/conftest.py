@@ -35,3 +35,21 @@ def open_bytes(gguf_path):
     yield open_
     for f in opened:
         f.close()
+
+
+@pytest.fixture(scope="session")
+def gguf_py_write():
+    """Return a function that writes out a ``gguf.GGUFWriter`` (header, key/values, tensors) quietly."""
+    import logging
+
+    def write(writer) -> None:
+        logging.disable(logging.INFO)  # gguf-py logs its plan
+        try:
+            writer.write_header_to_file()
+            writer.write_kv_data_to_file()
+            writer.write_tensors_to_file()
+            writer.close()
+        finally:
+            logging.disable(logging.NOTSET)
+
+    return write

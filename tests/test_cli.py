@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -66,7 +65,7 @@ def model_path(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def split_paths(tmp_path_factory):
+def split_paths(tmp_path_factory, gguf_py_write):
     """gguf-py's writer, split_max_tensors=2: 5 tensors over 3 shards."""
     directory = tmp_path_factory.mktemp("cli-split")
     writer = gguf.GGUFWriter(directory / "split.gguf", arch="llama", split_max_tensors=2)
@@ -77,14 +76,7 @@ def split_paths(tmp_path_factory):
     for i in range(4):
         writer.add_tensor(f"blk.{i}.weight", rng.standard_normal((i + 2, 32)).astype(np.float32))
     writer.add_tensor("output.weight", rng.standard_normal((3, 32)).astype(np.float16))
-    logging.disable(logging.INFO)  # gguf-py logs its plan
-    try:
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-    finally:
-        logging.disable(logging.NOTSET)
+    gguf_py_write(writer)
     return [str(directory / f"split-0000{i}-of-00003.gguf") for i in (1, 2, 3)]
 
 

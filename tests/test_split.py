@@ -1,7 +1,5 @@
 """Split models: fastgguf.open on a shard opens every shard as one model, and checks them."""
 
-import logging
-
 import numpy as np
 import pytest
 
@@ -18,7 +16,7 @@ ARRAYS["output.weight"] = np.linspace(-1, 1, 64, dtype=np.float16).reshape(2, 32
 
 
 @pytest.fixture(scope="module")
-def gguf_py_split(tmp_path_factory):
+def gguf_py_split(tmp_path_factory, gguf_py_write):
     """A model written by gguf-py's writer with split_max_tensors=2: 6 tensors over 3 shards."""
     directory = tmp_path_factory.mktemp("split")
     writer = gguf.GGUFWriter(directory / "tiny.gguf", arch="llama", split_max_tensors=2)
@@ -26,14 +24,7 @@ def gguf_py_split(tmp_path_factory):
     writer.add_context_length(128)
     for name, array in ARRAYS.items():
         writer.add_tensor(name, array)
-    logging.disable(logging.INFO)  # gguf-py logs its plan
-    try:
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-    finally:
-        logging.disable(logging.NOTSET)
+    gguf_py_write(writer)
     return [directory / f"tiny-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
 
 
