@@ -2,6 +2,7 @@
 
 from .dequant import dequantize
 from .errors import GGUFError
+from .export import export_model
 from .naming import GGUFFilename, parse_filename
 from .reader import GGUFFile, TensorInfo, open
 from .split import SplitModel
@@ -20,6 +21,7 @@ __all__ = [
     "SplitModel",
     "TensorInfo",
     "dequantize",
+    "export_model",
     "__version__",
     "open",
     "parse_filename",

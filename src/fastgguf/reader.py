@@ -300,15 +300,11 @@ class TensorInfo:
             reusable float32 buffer, so no float32 copy of the whole result is ever made;
             ``out``, if given, must then have this dtype.
         """
-        from .dequant import dequantize
+        from .dequant import dequantize_as
 
         self._layout.check_intact()
-
-        target = None if dtype is None else _resolve_dtype(dtype)
-        if target is None or target == np.float32:
-            return dequantize(self.raw, self.type, self.shape, rows=rows, out=out, threads=threads,
-                              byteorder=self.byteorder)
-        return _dequantize_as(self, target, rows, out, threads)
+        return dequantize_as(self.raw, self.type, self.shape, dtype=dtype, rows=rows, out=out, threads=threads,
+                             byteorder=self.byteorder)
 
     def _release_pages(self) -> None:
         """Let the OS drop this tensor's mapped pages from the process; they are re-read if touched again.
@@ -326,61 +322,6 @@ class TensorInfo:
     def __repr__(self) -> str:
         return (f"TensorInfo(name={self.name!r}, shape={self.shape}, type={self.type.name}, "
                 f"nbytes={self.nbytes}, offset={self.offset})")
-
-
-_CAST_BLOCK_ELEMENTS = 1 << 20  # float32 staging buffer for non-float32 results (per 4 threads)
-
-
-def _resolve_dtype(dtype) -> np.dtype:
-    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise ImportError("bfloat16 output needs the ml_dtypes package (pip install ml_dtypes)") from None
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(dtype)
-
-
-def _dequantize_as(info: TensorInfo, dtype: np.dtype, rows, out, threads) -> np.ndarray:
-    """Dequantize into ``dtype`` block by block: float32 rows into a reused buffer, then cast into place."""
-    from .dequant import dequantize, get_num_threads
-
-    shape = info.shape
-    row_length = shape[-1] if shape else 1
-    n_rows = info.n_elements // row_length if row_length else 0
-    if rows is None:
-        result_shape, bounds, index = shape, (0, n_rows), None
-    elif isinstance(rows, slice) and rows.indices(n_rows)[2] == 1:
-        start, stop, _ = rows.indices(n_rows)
-        result_shape, bounds, index = (max(0, stop - start), row_length), (start, max(start, stop)), None
-    else:
-        index = np.arange(n_rows)[rows] if isinstance(rows, slice) else np.atleast_1d(np.asarray(rows))
-        result_shape, bounds = (index.size, row_length), (0, index.size)
-    n_out = math.prod(result_shape)
-    if out is None:
-        result = np.empty(result_shape, dtype)
-    else:
-        if not isinstance(out, np.ndarray) or out.dtype != dtype or not out.flags.c_contiguous \
-                or not out.flags.writeable or out.size != n_out:
-            raise GGUFError(f"out must be a writable C-contiguous {dtype} array of {n_out} elements")
-        result = out
-    if n_out == 0:
-        return result
-    flat = result.reshape(-1)
-    n_threads = get_num_threads() if threads is None else threads
-    # Enough rows per block for every thread to get a worthwhile share, within a bounded buffer.
-    block_elements = min(max(_CAST_BLOCK_ELEMENTS, n_threads * _CAST_BLOCK_ELEMENTS // 4), 16 * _CAST_BLOCK_ELEMENTS)
-    rows_per_block = max(1, block_elements // row_length)
-    buffer = np.empty(min(rows_per_block, bounds[1] - bounds[0]) * row_length, np.float32)
-    raw = info.raw
-    for first in range(bounds[0], bounds[1], rows_per_block):
-        last = min(bounds[1], first + rows_per_block)
-        selection = slice(first, last) if index is None else index[first:last]
-        block = dequantize(raw, info.type, shape, rows=selection, out=buffer[: (last - first) * row_length],
-                           threads=threads, byteorder=info.byteorder)
-        done = first - bounds[0]
-        flat[done * row_length: (done + last - first) * row_length] = block
-    return result
 
 
 class GGUFFile:
