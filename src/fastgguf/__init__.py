@@ -4,8 +4,8 @@ from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
 from .naming import GGUFFilename, parse_filename
-from .reader import GGUFFile, TensorInfo, open
-from .split import SplitModel
+from .reader import GGUFFile, TensorInfo
+from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
 from .writer import GGUFWriter
 

@@ -276,16 +276,17 @@ def _check_rows(rows: Any, n_rows: int) -> slice | np.ndarray:
 
 
 def _check_out(out: Any, n_elements: int) -> np.ndarray:
+    """``out`` if it can take the result; a bad one is an argument error (TypeError/ValueError), not a file's."""
     if not isinstance(out, np.ndarray):
-        raise GGUFError(f"out must be a numpy array, not {type(out).__name__}")
+        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
     if out.dtype != np.float32:
-        raise GGUFError(f"out must have dtype float32, not {out.dtype}")
+        raise TypeError(f"out must have dtype float32, not {out.dtype}")
     if not out.flags.c_contiguous:
-        raise GGUFError("out must be C-contiguous")
+        raise ValueError("out must be C-contiguous")
     if not out.flags.writeable:
-        raise GGUFError("out is read-only")
+        raise ValueError("out is read-only")
     if out.size != n_elements:
-        raise GGUFError(f"out has {out.size} elements, the result has {n_elements}")
+        raise ValueError(f"out has {out.size} elements, the result has {n_elements}")
     return out
 
 
@@ -339,15 +340,16 @@ def dequantize(
     Raises
     ------
     GGUFError
-        Unknown or removed type id; ``data`` not C-contiguous; byte count that does not match
-        ``shape``; ``ne0`` not a multiple of the block size; bad ``out`` (dtype, contiguity,
-        size, read-only, overlapping ``data``).
+        Unknown or removed type id; byte count that does not match ``shape``; ``ne0`` not a
+        multiple of the block size (what a malformed file would give); ``data`` not C-contiguous.
     NotImplementedError
         The type has no kernel yet, or no byte-swap table for big-endian data.
     IndexError
         A row index out of range.
     TypeError, ValueError
-        Arguments of the wrong kind (``threads < 1``, ``byteorder`` not ``"<"``/``">"``, ...).
+        Arguments of the wrong kind: ``threads < 1``, ``byteorder`` not ``"<"``/``">"``,
+        a bad ``out`` (dtype, contiguity, size, read-only,
+        overlapping ``data``).
     """
     qtype = _resolve_type(type)
     if byteorder not in (_LITTLE, _BIG):
@@ -384,7 +386,7 @@ def dequantize(
     else:
         result = _check_out(out, n_out)
         if np.may_share_memory(result, src):
-            raise GGUFError("out overlaps the tensor data")
+            raise ValueError("out overlaps the tensor data")
     if n_out == 0:
         return result
     flat = result.reshape(-1)

@@ -10,20 +10,19 @@ ever points into unmapped memory.
 from __future__ import annotations
 
 import builtins
-import math
 import mmap
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from . import _parser
+from ._model import _Model
 from .errors import GGUFError
 from .types import TYPE_TRAITS, GGMLType, GGUFValueType
 
-if TYPE_CHECKING:
-    from .split import SplitModel
 
 __all__ = ["open", "GGUFFile", "TensorInfo", "Metadata", "StringArray", "ArrayOfArrays"]
 
@@ -324,7 +323,7 @@ class TensorInfo:
                 f"nbytes={self.nbytes}, offset={self.offset})")
 
 
-class GGUFFile:
+class GGUFFile(_Model):
     """An open GGUF file. Use :func:`fastgguf.open`.
 
     Attributes
@@ -357,7 +356,7 @@ class GGUFFile:
         self.file_size = header.file_size
         self._layout = _Layout(mapped, header.wide, header.swap, self.byteorder)
         self._metadata = Metadata(self._layout, header.kvs)
-        self._tensors = _FrozenDict((record[0], TensorInfo(self._layout, *record)) for record in header.tensors)
+        self._tensors = MappingProxyType({record[0]: TensorInfo(self._layout, *record) for record in header.tensors})
 
     @property
     def metadata(self) -> Metadata:
@@ -370,21 +369,6 @@ class GGUFFile:
         """Tensor infos by name, in file order."""
         self._check_open()
         return self._tensors
-
-    def dequantize(self, name: str, *, rows=None, out=None, threads=None, dtype=None) -> np.ndarray:
-        """Dequantize tensor ``name`` to float32 (the whole tensor, or some rows); see :func:`fastgguf.dequantize`."""
-        return self._tensor(name).dequantize(rows=rows, out=out, threads=threads, dtype=dtype)
-
-    def load(self, names=None, *, threads=None, dtype=None) -> dict[str, np.ndarray]:
-        """Dequantize every tensor (or those named) into a dict name → array."""
-        names = list(self.tensors) if names is None else list(names)
-        return {name: self.dequantize(name, threads=threads, dtype=dtype) for name in names}
-
-    def _tensor(self, name: str) -> TensorInfo:
-        try:
-            return self.tensors[name]
-        except KeyError:
-            raise KeyError(f"no tensor named {name!r}") from None
 
     def _check_open(self) -> None:
         if self._mmap is None:
@@ -405,39 +389,9 @@ class GGUFFile:
         except BufferError:
             pass  # views handed out still use the map; it unmaps when the last one is collected
 
-    def __enter__(self) -> GGUFFile:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self.metadata)} keys, {len(self.tensors)} tensors"
         return f"<GGUFFile {self.path!r} v{self.version} {state}>"
-
-
-class _FrozenDict(Mapping):
-    """An ordered read-only mapping."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, items=()) -> None:
-        self._data = dict(items)
-
-    def __getitem__(self, key):
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __contains__(self, key) -> bool:
-        return key in self._data
-
-    def __repr__(self) -> str:
-        return f"{{{', '.join(repr(k) for k in self._data)}}}"
 
 
 def _map(path: str) -> mmap.mmap:
@@ -446,30 +400,3 @@ def _map(path: str) -> mmap.mmap:
         if size == 0:
             raise GGUFError(f"{path}: empty file, not a GGUF", 0)
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def open(path: str | os.PathLike) -> GGUFFile | SplitModel:  # noqa: A001 - mirrors builtins.open on purpose
-    """Open a GGUF file read-only; a shard of a split model opens the whole model.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-
-    Returns
-    -------
-    GGUFFile or SplitModel
-        Usable as a context manager. For a shard of a split model
-        (``NAME-00001-of-00003.gguf``, with ``split.count`` > 1) a
-        :class:`~fastgguf.SplitModel` over all shards, with the same interface.
-
-    Raises
-    ------
-    GGUFError
-        If the file is not a valid GGUF (the message names the byte offset), or a
-        split model's shards are missing or inconsistent.
-    OSError
-        If the file cannot be opened.
-    """
-    from .split import open_model  # split builds on this module
-
-    return open_model(path)
