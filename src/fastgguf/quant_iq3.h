@@ -41,26 +41,38 @@
 
 #include "quant_iq_common.h"
 
-/* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
- * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
+/* Neighbour list storage: one count plus the entries, for each point off the grid; and the same
+ * lists in chunks of 8 for the vector search. The sizes are what the two grids give;
+ * fgg_iq3_init fails if its lists would not fill them exactly. */
 #define FGG_IQ3_XXS_LISTS (3840 + 18985)
 #define FGG_IQ3_S_LISTS (3584 + 24733)
+#define FGG_IQ3_XXS_CHUNKS 4288
+#define FGG_IQ3_S_CHUNKS 4557
+
+typedef struct {
+    float q[4][8];     /* 2l + 1 of coordinate i of entry j (padding entries: 0) */
+    uint16_t index[8]; /* grid index of entry j */
+} fgg_iq3_chunk;
 
 typedef struct {
     int n;                 /* grid points */
     uint8_t level[512][4]; /* l of each coordinate */
     float q[512][4];       /* 2l + 1 */
     int32_t map[4096];     /* grid index, or -(1 + start of the neighbour list) */
+    uint16_t first_chunk[4096];
     uint16_t *lists;
+    fgg_iq3_chunk *chunks;
 } fgg_iq3_table;
 
 static uint16_t fgg_iq3_lists_xxs[FGG_IQ3_XXS_LISTS];
 static uint16_t fgg_iq3_lists_s[FGG_IQ3_S_LISTS];
+static fgg_iq3_chunk fgg_iq3_chunks_xxs[FGG_IQ3_XXS_CHUNKS];
+static fgg_iq3_chunk fgg_iq3_chunks_s[FGG_IQ3_S_CHUNKS];
 static fgg_iq3_table fgg_iq3_tables[2];
 static int fgg_iq3_ready = 0;
 
 static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int nwant,
-                         uint16_t *lists, int capacity) {
+                         uint16_t *lists, int capacity, fgg_iq3_chunk *chunks, int n_chunks) {
     /* the 8 distinct stored values, ascending: a value's rank is its level */
     int values[8], nv = 0;
     for (int i = 0; i < n; ++i) {
@@ -124,13 +136,32 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
         lists[head] = (uint16_t)count;
         t->map[u] = -(1 + head);
     }
-    return used == capacity ? 0 : -1;
+    if (used != capacity) return -1;
+    /* the chunked copy */
+    t->chunks = chunks;
+    int c = 0;
+    memset(chunks, 0, (size_t)n_chunks * sizeof *chunks);
+    for (int u = 0; u < 4096; ++u) {
+        if (t->map[u] >= 0) continue;
+        const uint16_t *list = lists - t->map[u] - 1;
+        t->first_chunk[u] = (uint16_t)c;
+        for (int j = 0; j < list[0]; ++j) {
+            if (c + j / 8 >= n_chunks) return -1;
+            fgg_iq3_chunk *ch = &chunks[c + j / 8];
+            ch->index[j % 8] = list[1 + j];
+            for (int i = 0; i < 4; ++i) ch->q[i][j % 8] = t->q[list[1 + j]][i];
+        }
+        c += (list[0] + 7) / 8;
+    }
+    return c == n_chunks ? 0 : -1;
 }
 
 static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]) {
     if (fgg_iq3_ready) return fgg_iq3_ready > 0 ? 0 : -1;
-    int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS) == 0
-          && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
+    int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS,
+                           fgg_iq3_chunks_xxs, FGG_IQ3_XXS_CHUNKS) == 0
+          && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS,
+                           fgg_iq3_chunks_s, FGG_IQ3_S_CHUNKS) == 0;
     fgg_iq3_ready = ok ? 1 : -1;
     return ok ? 0 : -1;
 }
@@ -155,6 +186,78 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
     return index;
 }
 
+#if FGG_IQ_SIMD
+typedef float fgg_iq3_v8f __attribute__((vector_size(32)));
+typedef int32_t fgg_iq3_v8i __attribute__((vector_size(32)));
+
+#if defined(__clang__) || __GNUC__ >= 12
+#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
+#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shuffle(v, (fgg_iq3_v8i){__VA_ARGS__})
+#endif
+
+FGG_IQ_INLINE fgg_iq3_v8f fgg_iq3_minf(fgg_iq3_v8f a, fgg_iq3_v8f b) {
+    fgg_iq3_v8i lt = b < a;
+    return (fgg_iq3_v8f)((lt & (fgg_iq3_v8i)b) | (~lt & (fgg_iq3_v8i)a));
+}
+
+FGG_IQ_INLINE fgg_iq3_v8i fgg_iq3_mini(fgg_iq3_v8i a, fgg_iq3_v8i b) {
+    fgg_iq3_v8i lt = b < a;
+    return (lt & b) | (~lt & a);
+}
+
+/* fgg_iq3_neighbour, 8 list entries at a time: lane j of chunk c computes the distance of list
+ * position 8c + j in the scalar order and keeps it when strictly below its lane's best so far;
+ * at the end the smallest distance wins, at its first list position (the scalar scan's choice). */
+static inline int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float *x, const float *w,
+                                      float scale) {
+    const int32_t n = t->lists[-t->map[u] - 1];
+    const fgg_iq3_chunk *ch = &t->chunks[t->first_chunk[u]];
+    const fgg_iq3_v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+    const fgg_iq3_v8f vs = {scale, scale, scale, scale, scale, scale, scale, scale};
+    const fgg_iq3_v8f inf = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
+    fgg_iq3_v8f xi[4], wi[4];
+    for (int i = 0; i < 4; ++i) {
+        xi[i] = (fgg_iq3_v8f){x[i], x[i], x[i], x[i], x[i], x[i], x[i], x[i]};
+        wi[i] = (fgg_iq3_v8f){w[i], w[i], w[i], w[i], w[i], w[i], w[i], w[i]};
+    }
+    fgg_iq3_v8f best = inf;
+    fgg_iq3_v8i pos = lane + 1024;
+    for (int base = 0; base < n; base += 8) {
+        const fgg_iq3_chunk *c = ch + base / 8;
+        fgg_iq3_v8f d2 = {0};
+        for (int i = 0; i < 4; ++i) {
+            fgg_iq3_v8f q;
+            memcpy(&q, c->q[i], sizeof q);
+            fgg_iq3_v8f diff = vs * q - xi[i];
+            d2 += wi[i] * diff * diff;
+        }
+        /* lanes past the list, NaN and values not below FLT_MAX can never be taken */
+        fgg_iq3_v8i take = (lane < n - base) & (d2 < FLT_MAX) & (d2 < best);
+        best = (fgg_iq3_v8f)((take & (fgg_iq3_v8i)d2) | (~take & (fgg_iq3_v8i)best));
+        pos = (take & (lane + base)) | (~take & pos);
+    }
+    /* no NaN is left, so min is exact; then the first position holding it */
+    fgg_iq3_v8f m = best;
+    fgg_iq3_v8f o = FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3);
+    m = fgg_iq3_minf(m, o);
+    o = FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5);
+    m = fgg_iq3_minf(m, o);
+    o = FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6);
+    m = fgg_iq3_minf(m, o);
+    fgg_iq3_v8i at = (best == m) & (pos < 1024);
+    fgg_iq3_v8i p = (at & pos) | (~at & 1024);
+    fgg_iq3_v8i po = FGG_IQ3_SHUFFLE(p, 4, 5, 6, 7, 0, 1, 2, 3);
+    p = fgg_iq3_mini(p, po);
+    po = FGG_IQ3_SHUFFLE(p, 2, 3, 0, 1, 6, 7, 4, 5);
+    p = fgg_iq3_mini(p, po);
+    po = FGG_IQ3_SHUFFLE(p, 1, 0, 3, 2, 5, 4, 7, 6);
+    p = fgg_iq3_mini(p, po);
+    int first = p[0] < 1024 ? p[0] : 0;
+    return ch[first / 8].index[first % 8];
+}
+#endif
+
 /* Grid index for the 4 levels of a group at inverse scale id; off the grid, the neighbour
  * search runs at `scale`. *on_grid tells which. */
 static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const float *sw, float id,
@@ -167,7 +270,11 @@ static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const fl
     }
     int g = t->map[u];
     *on_grid = g >= 0;
+#if FGG_IQ_SIMD
+    if (g < 0) g = fgg_iq3_neighbour_v(t, u, x, sw, scale);
+#else
     if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
+#endif
     return g;
 }
 
@@ -229,6 +336,64 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         on_grid[k] = !is_s;
         gi[k] = 0; /* levels 0, on both grids */
     }
+#if FGG_IQ_SIMD
+    /* All candidates first (levels 32 values at a time), then their sums with one candidate per
+     * lane, then the scalar choice in candidate order. */
+    float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
+    int gt[32][8], ont[32][8];
+    const int ncand = 2 * nis + 1;
+    for (int c = 0; c < ncand; ++c) {
+        float id = (15 + (float)(c - nis) * 0.2f) / max;
+        float this_scale = 1 / id;
+        int32_t lv[32];
+        fgg_iq_vf vid = fgg_iq_splat(id);
+        for (int h = 0; h < 32; h += FGG_IQ_W) {
+            fgg_iq_vf a = fgg_iq_splat(0.5f) * (vid * fgg_iq_loadu(xval + h) - fgg_iq_splat(1.0f));
+            fgg_iq_vi l = ((fgg_iq_vi)(a + fgg_iq_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
+            l &= ~(l < 0);
+            fgg_iq_vi big = l > 7;
+            l = (l & ~big) | (big & 7);
+            memcpy(lv + h, &l, sizeof l);
+        }
+        for (int k = 0; k < 8; ++k) {
+            int u = lv[4 * k] | lv[4 * k + 1] << 3 | lv[4 * k + 2] << 6 | lv[4 * k + 3] << 9;
+            int g = t->map[u];
+            ont[c][k] = g >= 0;
+            if (g < 0) g = fgg_iq3_neighbour_v(t, u, xval + 4 * k, sw + 4 * k, this_scale);
+            gt[c][k] = g;
+            for (int i = 0; i < 4; ++i) qt[4 * k + i][c] = t->q[g][i];
+        }
+    }
+    for (int i = 0; i < 32; ++i)
+        for (int c = ncand; c < 32; ++c) qt[i][c] = 0;
+    float sx[32], s2[32];
+    for (int c = 0; c < 32; c += FGG_IQ_W) {
+        fgg_iq_vf sumqx = {0}, sumq2 = {0};
+        for (int i = 0; i < 32; ++i) {
+            fgg_iq_vf q = fgg_iq_loadu(qt[i] + c);
+            sumqx += fgg_iq_splat(w[i] * xval[i]) * q;
+            sumq2 += fgg_iq_splat(w[i]) * q * q;
+        }
+        memcpy(sx + c, &sumqx, sizeof sumqx);
+        memcpy(s2 + c, &sumq2, sizeof sumq2);
+    }
+    int chosen = -1;
+    for (int c = 0; c < ncand; ++c) {
+        if (s2[c] > 0 && sx[c] * sx[c] > best * s2[c]) {
+            scale = sx[c] / s2[c];
+            best = scale * sx[c];
+            chosen = c;
+        }
+    }
+    if (chosen >= 0) {
+        for (int k = 0; k < 8; ++k) {
+            gi[k] = gt[chosen][k];
+            on_grid[k] = ont[chosen][k];
+        }
+    }
+    (void)cand;
+    (void)cand_on;
+#else
     for (int is = -nis; is <= nis; ++is) {
         float id = (15 + (float)is * 0.2f) / max;
         float this_scale = 1 / id;
@@ -245,6 +410,7 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
             }
         }
     }
+#endif
     int off = 0;
     for (int k = 0; k < 8; ++k) off += !on_grid[k];
     if (off > 0 && scale > 0) {
