@@ -42,16 +42,23 @@
 #include "quant_iq_common.h"
 
 /* Neighbour list storage: one count plus the entries, for each point off the grid; and the same
- * lists in chunks of 8 for the vector search. The sizes are what the two grids give;
- * fgg_iq3_init fails if its lists would not fill them exactly. */
+ * lists in chunks of FGG_IQ3_CL (16 with AVX-512, else 8) for the vector search. The sizes are
+ * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
 #define FGG_IQ3_XXS_LISTS (3840 + 18985)
 #define FGG_IQ3_S_LISTS (3584 + 24733)
+#if defined(FGG_IQ3_WIDE) && FGG_IQ_SIMD
+#define FGG_IQ3_CL 16
+#define FGG_IQ3_XXS_CHUNKS 3902
+#define FGG_IQ3_S_CHUNKS 3706
+#else
+#define FGG_IQ3_CL 8
 #define FGG_IQ3_XXS_CHUNKS 4288
 #define FGG_IQ3_S_CHUNKS 4557
+#endif
 
 typedef struct {
-    float q[4][8];     /* 2l + 1 of coordinate i of entry j (padding entries: 0) */
-    uint16_t index[8]; /* grid index of entry j */
+    float q[4][FGG_IQ3_CL];     /* 2l + 1 of coordinate i of entry j (padding entries: 0) */
+    uint16_t index[FGG_IQ3_CL]; /* grid index of entry j */
 } fgg_iq3_chunk;
 
 typedef struct {
@@ -146,12 +153,12 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
         const uint16_t *list = lists - t->map[u] - 1;
         t->first_chunk[u] = (uint16_t)c;
         for (int j = 0; j < list[0]; ++j) {
-            if (c + j / 8 >= n_chunks) return -1;
-            fgg_iq3_chunk *ch = &chunks[c + j / 8];
-            ch->index[j % 8] = list[1 + j];
-            for (int i = 0; i < 4; ++i) ch->q[i][j % 8] = t->q[list[1 + j]][i];
+            if (c + j / FGG_IQ3_CL >= n_chunks) return -1;
+            fgg_iq3_chunk *ch = &chunks[c + j / FGG_IQ3_CL];
+            ch->index[j % FGG_IQ3_CL] = list[1 + j];
+            for (int i = 0; i < 4; ++i) ch->q[i][j % FGG_IQ3_CL] = t->q[list[1 + j]][i];
         }
-        c += (list[0] + 7) / 8;
+        c += (list[0] + FGG_IQ3_CL - 1) / FGG_IQ3_CL;
     }
     return c == n_chunks ? 0 : -1;
 }
@@ -186,75 +193,99 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
     return index;
 }
 
-#if FGG_IQ_SIMD
-typedef float fgg_iq3_v8f __attribute__((vector_size(32)));
-typedef int32_t fgg_iq3_v8i __attribute__((vector_size(32)));
+/* The 8-lane neighbour search pays where 8 floats are one register (AVX); with SSE2 only the
+ * scalar search is faster. */
+#if FGG_IQ_SIMD && defined(__AVX__)
+#define FGG_IQ3_VSEARCH 1
+#else
+#define FGG_IQ3_VSEARCH 0
+#endif
+
+#if FGG_IQ3_VSEARCH
+typedef float fgg_iq3_vf __attribute__((vector_size(4 * FGG_IQ3_CL)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(4 * FGG_IQ3_CL)));
 
 #if defined(__clang__) || __GNUC__ >= 12
 #define FGG_IQ3_SHUFFLE(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
 #else
-#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shuffle(v, (fgg_iq3_v8i){__VA_ARGS__})
+#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shuffle(v, (fgg_iq3_vi){__VA_ARGS__})
 #endif
 
-FGG_IQ_INLINE fgg_iq3_v8f fgg_iq3_minf(fgg_iq3_v8f a, fgg_iq3_v8f b) {
-    fgg_iq3_v8i lt = b < a;
-    return (fgg_iq3_v8f)((lt & (fgg_iq3_v8i)b) | (~lt & (fgg_iq3_v8i)a));
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_minf(fgg_iq3_vf a, fgg_iq3_vf b) {
+    fgg_iq3_vi lt = b < a;
+    return (fgg_iq3_vf)((lt & (fgg_iq3_vi)b) | (~lt & (fgg_iq3_vi)a));
 }
 
-FGG_IQ_INLINE fgg_iq3_v8i fgg_iq3_mini(fgg_iq3_v8i a, fgg_iq3_v8i b) {
-    fgg_iq3_v8i lt = b < a;
+FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_mini(fgg_iq3_vi a, fgg_iq3_vi b) {
+    fgg_iq3_vi lt = b < a;
     return (lt & b) | (~lt & a);
 }
 
-/* fgg_iq3_neighbour, 8 list entries at a time: lane j of chunk c computes the distance of list
- * position 8c + j in the scalar order and keeps it when strictly below its lane's best so far;
- * at the end the smallest distance wins, at its first list position (the scalar scan's choice). */
+#if FGG_IQ3_CL == 16
+#define FGG_IQ3_LANES {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
+    return (fgg_iq3_vf){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+#else
+#define FGG_IQ3_LANES {0, 1, 2, 3, 4, 5, 6, 7}
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
+    return (fgg_iq3_vf){x, x, x, x, x, x, x, x};
+}
+#endif
+
+/* Lane-wise minimum brought to every lane (min of floats without NaN / of ints). */
+#if FGG_IQ3_CL == 16
+#define FGG_IQ3_ALLMIN(m, fn)                                                                   \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));        \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));        \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));        \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14))
+#else
+#define FGG_IQ3_ALLMIN(m, fn)                                    \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3));       \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5));       \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6))
+#endif
+
+/* fgg_iq3_neighbour, FGG_IQ3_CL list entries at a time: lane j of chunk c computes the distance
+ * of list position CL*c + j in the scalar order and keeps it when strictly below its lane's best
+ * so far; at the end the smallest distance wins, at its first list position (the scalar scan's
+ * choice). */
 static inline int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float *x, const float *w,
                                       float scale) {
     const int32_t n = t->lists[-t->map[u] - 1];
     const fgg_iq3_chunk *ch = &t->chunks[t->first_chunk[u]];
-    const fgg_iq3_v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
-    const fgg_iq3_v8f vs = {scale, scale, scale, scale, scale, scale, scale, scale};
-    const fgg_iq3_v8f inf = {INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY, INFINITY};
-    fgg_iq3_v8f xi[4], wi[4];
+    const fgg_iq3_vi lane = FGG_IQ3_LANES;
+    const fgg_iq3_vf vs = fgg_iq3_splat(scale);
+    fgg_iq3_vf xi[4], wi[4];
     for (int i = 0; i < 4; ++i) {
-        xi[i] = (fgg_iq3_v8f){x[i], x[i], x[i], x[i], x[i], x[i], x[i], x[i]};
-        wi[i] = (fgg_iq3_v8f){w[i], w[i], w[i], w[i], w[i], w[i], w[i], w[i]};
+        xi[i] = fgg_iq3_splat(x[i]);
+        wi[i] = fgg_iq3_splat(w[i]);
     }
-    fgg_iq3_v8f best = inf;
-    fgg_iq3_v8i pos = lane + 1024;
-    for (int base = 0; base < n; base += 8) {
-        const fgg_iq3_chunk *c = ch + base / 8;
-        fgg_iq3_v8f d2 = {0};
+    fgg_iq3_vf best = fgg_iq3_splat(INFINITY);
+    fgg_iq3_vi pos = lane + 1024;
+    for (int base = 0; base < n; base += FGG_IQ3_CL) {
+        const fgg_iq3_chunk *c = ch + base / FGG_IQ3_CL;
+        fgg_iq3_vf d2 = {0};
         for (int i = 0; i < 4; ++i) {
-            fgg_iq3_v8f q;
+            fgg_iq3_vf q;
             memcpy(&q, c->q[i], sizeof q);
-            fgg_iq3_v8f diff = vs * q - xi[i];
+            fgg_iq3_vf diff = vs * q - xi[i];
             d2 += wi[i] * diff * diff;
         }
         /* lanes past the list, NaN and values not below FLT_MAX can never be taken */
-        fgg_iq3_v8i take = (lane < n - base) & (d2 < FLT_MAX) & (d2 < best);
-        best = (fgg_iq3_v8f)((take & (fgg_iq3_v8i)d2) | (~take & (fgg_iq3_v8i)best));
+        fgg_iq3_vi take = (lane < n - base) & (d2 < FLT_MAX) & (d2 < best);
+        best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
         pos = (take & (lane + base)) | (~take & pos);
     }
-    /* no NaN is left, so min is exact; then the first position holding it */
-    fgg_iq3_v8f m = best;
-    fgg_iq3_v8f o = FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3);
-    m = fgg_iq3_minf(m, o);
-    o = FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5);
-    m = fgg_iq3_minf(m, o);
-    o = FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6);
-    m = fgg_iq3_minf(m, o);
-    fgg_iq3_v8i at = (best == m) & (pos < 1024);
-    fgg_iq3_v8i p = (at & pos) | (~at & 1024);
-    fgg_iq3_v8i po = FGG_IQ3_SHUFFLE(p, 4, 5, 6, 7, 0, 1, 2, 3);
-    p = fgg_iq3_mini(p, po);
-    po = FGG_IQ3_SHUFFLE(p, 2, 3, 0, 1, 6, 7, 4, 5);
-    p = fgg_iq3_mini(p, po);
-    po = FGG_IQ3_SHUFFLE(p, 1, 0, 3, 2, 5, 4, 7, 6);
-    p = fgg_iq3_mini(p, po);
+    /* no NaN is left, so the minimum is exact; then the first position holding it */
+    fgg_iq3_vf m = best;
+    FGG_IQ3_ALLMIN(m, fgg_iq3_minf);
+    fgg_iq3_vi at = (best == m) & (pos < 1024);
+    fgg_iq3_vi p = (at & pos) | (~at & 1024);
+    FGG_IQ3_ALLMIN(p, fgg_iq3_mini);
     int first = p[0] < 1024 ? p[0] : 0;
-    return ch[first / 8].index[first % 8];
+    return ch[first / FGG_IQ3_CL].index[first % FGG_IQ3_CL];
 }
 #endif
 
@@ -270,7 +301,7 @@ static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const fl
     }
     int g = t->map[u];
     *on_grid = g >= 0;
-#if FGG_IQ_SIMD
+#if FGG_IQ3_VSEARCH
     if (g < 0) g = fgg_iq3_neighbour_v(t, u, x, sw, scale);
 #else
     if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
@@ -359,7 +390,11 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
             int u = lv[4 * k] | lv[4 * k + 1] << 3 | lv[4 * k + 2] << 6 | lv[4 * k + 3] << 9;
             int g = t->map[u];
             ont[c][k] = g >= 0;
+#if FGG_IQ3_VSEARCH
             if (g < 0) g = fgg_iq3_neighbour_v(t, u, xval + 4 * k, sw + 4 * k, this_scale);
+#else
+            if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, xval + 4 * k, sw + 4 * k, this_scale);
+#endif
             gt[c][k] = g;
             for (int i = 0; i < 4; ++i) qt[4 * k + i][c] = t->q[g][i];
         }
