@@ -40,21 +40,18 @@
 #define FGG_QUANT_IQ3_H
 
 #include "quant_iq_common.h"
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 /* Neighbour list storage: one count plus the entries, for each point off the grid; and the same
- * lists in chunks of FGG_IQ3_CL (16 with AVX-512, else 8) for the vector search. The sizes are
+ * lists in chunks of FGG_IQ3_CL for the vector search. The sizes are
  * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
 #define FGG_IQ3_XXS_LISTS (3840 + 18985)
 #define FGG_IQ3_S_LISTS (3584 + 24733)
-#if defined(FGG_IQ3_WIDE) && FGG_IQ_SIMD
-#define FGG_IQ3_CL 16
-#define FGG_IQ3_XXS_CHUNKS 3902
-#define FGG_IQ3_S_CHUNKS 3706
-#else
-#define FGG_IQ3_CL 8
+#define FGG_IQ3_CL 8 /* 16 measured slower, also with AVX-512 */
 #define FGG_IQ3_XXS_CHUNKS 4288
 #define FGG_IQ3_S_CHUNKS 4557
-#endif
 
 typedef struct {
     float q[4][FGG_IQ3_CL];     /* 2l + 1 of coordinate i of entry j (padding entries: 0) */
@@ -221,37 +218,22 @@ FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_mini(fgg_iq3_vi a, fgg_iq3_vi b) {
     return (lt & b) | (~lt & a);
 }
 
-#if FGG_IQ3_CL == 16
-#define FGG_IQ3_LANES {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
-    return (fgg_iq3_vf){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
-}
-#else
 #define FGG_IQ3_LANES {0, 1, 2, 3, 4, 5, 6, 7}
 FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x, x, x, x, x};
 }
-#endif
 
 /* Lane-wise minimum brought to every lane (min of floats without NaN / of ints). */
-#if FGG_IQ3_CL == 16
-#define FGG_IQ3_ALLMIN(m, fn)                                                                   \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));        \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11));        \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13));        \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14))
-#else
 #define FGG_IQ3_ALLMIN(m, fn)                                    \
     m = fn(m, FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3));       \
     m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5));       \
     m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6))
-#endif
 
 /* fgg_iq3_neighbour, FGG_IQ3_CL list entries at a time: lane j of chunk c computes the distance
  * of list position CL*c + j in the scalar order and keeps it when strictly below its lane's best
  * so far; at the end the smallest distance wins, at its first list position (the scalar scan's
  * choice). */
-static inline int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float *x, const float *w,
+FGG_IQ_INLINE int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float *x, const float *w,
                                       float scale) {
     const int32_t n = t->lists[-t->map[u] - 1];
     const fgg_iq3_chunk *ch = &t->chunks[t->first_chunk[u]];
@@ -282,6 +264,12 @@ static inline int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float
     fgg_iq3_vf m = best;
     FGG_IQ3_ALLMIN(m, fgg_iq3_minf);
     fgg_iq3_vi at = (best == m) & (pos < 1024);
+#if defined(__AVX__)
+    if (n <= 8) { /* one chunk: lane order is list order */
+        int bits = _mm256_movemask_ps((__m256)at);
+        return ch->index[bits ? __builtin_ctz((unsigned)bits) : 0];
+    }
+#endif
     fgg_iq3_vi p = (at & pos) | (~at & 1024);
     FGG_IQ3_ALLMIN(p, fgg_iq3_mini);
     int first = p[0] < 1024 ? p[0] : 0;
