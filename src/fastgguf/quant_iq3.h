@@ -54,7 +54,7 @@
 #define FGG_IQ3_S_CHUNKS 4557
 
 typedef struct {
-    float q[4][FGG_IQ3_CL];     /* 2l + 1 of coordinate i of entry j (padding entries: 0) */
+    float q[4][FGG_IQ3_CL];     /* 2l + 1 of coordinate i of entry j (padding entries: NaN) */
     uint16_t index[FGG_IQ3_CL]; /* grid index of entry j */
 } fgg_iq3_chunk;
 
@@ -145,6 +145,9 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
     t->chunks = chunks;
     int c = 0;
     memset(chunks, 0, (size_t)n_chunks * sizeof *chunks);
+    for (int k = 0; k < n_chunks; ++k)
+        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < FGG_IQ3_CL; ++j) chunks[k].q[i][j] = NAN;
     for (int u = 0; u < 4096; ++u) {
         if (t->map[u] >= 0) continue;
         const uint16_t *list = lists - t->map[u] - 1;
@@ -244,23 +247,27 @@ FGG_IQ_INLINE int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float
         xi[i] = fgg_iq3_splat(x[i]);
         wi[i] = fgg_iq3_splat(w[i]);
     }
-    fgg_iq3_vf best = fgg_iq3_splat(INFINITY);
+    /* A lane takes a distance strictly below its best so far, which starts at FLT_MAX: so NaN
+     * (all padding entries: their q is NaN) and values >= FLT_MAX are never taken. */
+    fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
     fgg_iq3_vi pos = lane + 1024;
     for (int base = 0; base < n; base += FGG_IQ3_CL) {
         const fgg_iq3_chunk *c = ch + base / FGG_IQ3_CL;
-        fgg_iq3_vf d2 = {0};
+        fgg_iq3_vf d2;
         for (int i = 0; i < 4; ++i) {
             fgg_iq3_vf q;
             memcpy(&q, c->q[i], sizeof q);
             fgg_iq3_vf diff = vs * q - xi[i];
-            d2 += wi[i] * diff * diff;
+            /* the scalar sum starts 0 + first term: the same value, up to the sign of a zero,
+             * which no comparison sees */
+            d2 = i ? d2 + wi[i] * diff * diff : wi[i] * diff * diff;
         }
-        /* lanes past the list, NaN and values not below FLT_MAX can never be taken */
-        fgg_iq3_vi take = (lane < n - base) & (d2 < FLT_MAX) & (d2 < best);
+        fgg_iq3_vi take = d2 < best;
         best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
         pos = (take & (lane + base)) | (~take & pos);
     }
-    /* no NaN is left, so the minimum is exact; then the first position holding it */
+    /* no NaN is kept, so the minimum is exact; then the first position holding it (none was
+     * taken if that minimum is still FLT_MAX) */
     fgg_iq3_vf m = best;
     FGG_IQ3_ALLMIN(m, fgg_iq3_minf);
     fgg_iq3_vi at = (best == m) & (pos < 1024);
