@@ -40,7 +40,7 @@
 #define FGG_QUANT_IQ3_H
 
 #include "quant_iq_common.h"
-#if defined(__AVX__)
+#if defined(__SSE__) && FGG_IQ_SIMD
 #include <immintrin.h>
 #endif
 
@@ -49,9 +49,15 @@
  * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
 #define FGG_IQ3_XXS_LISTS (3840 + 18985)
 #define FGG_IQ3_S_LISTS (3584 + 24733)
+#if defined(__AVX__)
 #define FGG_IQ3_CL 8 /* 16 measured slower, also with AVX-512 */
 #define FGG_IQ3_XXS_CHUNKS 4288
 #define FGG_IQ3_S_CHUNKS 4557
+#else
+#define FGG_IQ3_CL 4
+#define FGG_IQ3_XXS_CHUNKS 6038
+#define FGG_IQ3_S_CHUNKS 7427
+#endif
 
 typedef struct {
     float q[4][FGG_IQ3_CL];     /* 2l + 1 of coordinate i of entry j (padding entries: NaN) */
@@ -193,9 +199,8 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
     return index;
 }
 
-/* The 8-lane neighbour search pays where 8 floats are one register (AVX); with SSE2 only the
- * scalar search is faster. */
-#if FGG_IQ_SIMD && defined(__AVX__)
+/* The vector neighbour search: 8 lanes with AVX, 4 with SSE2, none without SIMD. */
+#if FGG_IQ_SIMD
 #define FGG_IQ3_VSEARCH 1
 #else
 #define FGG_IQ3_VSEARCH 0
@@ -221,16 +226,25 @@ FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_mini(fgg_iq3_vi a, fgg_iq3_vi b) {
     return (lt & b) | (~lt & a);
 }
 
+/* Lane-wise minimum brought to every lane (min of floats without NaN / of ints). */
+#if FGG_IQ3_CL == 8
 #define FGG_IQ3_LANES {0, 1, 2, 3, 4, 5, 6, 7}
 FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x, x, x, x, x};
 }
-
-/* Lane-wise minimum brought to every lane (min of floats without NaN / of ints). */
 #define FGG_IQ3_ALLMIN(m, fn)                                    \
     m = fn(m, FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3));       \
     m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5));       \
     m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6))
+#else
+#define FGG_IQ3_LANES {0, 1, 2, 3}
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
+    return (fgg_iq3_vf){x, x, x, x};
+}
+#define FGG_IQ3_ALLMIN(m, fn)                          \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1));         \
+    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2))
+#endif
 
 /* fgg_iq3_neighbour, FGG_IQ3_CL list entries at a time: lane j of chunk c computes the distance
  * of list position CL*c + j in the scalar order and keeps it when strictly below its lane's best
@@ -274,6 +288,11 @@ FGG_IQ_INLINE int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float
 #if defined(__AVX__)
     if (n <= 8) { /* one chunk: lane order is list order */
         int bits = _mm256_movemask_ps((__m256)at);
+        return ch->index[bits ? __builtin_ctz((unsigned)bits) : 0];
+    }
+#elif defined(__SSE__)
+    if (n <= 4) {
+        int bits = _mm_movemask_ps((__m128)at);
         return ch->index[bits ? __builtin_ctz((unsigned)bits) : 0];
     }
 #endif
