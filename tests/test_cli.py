@@ -360,7 +360,7 @@ def test_convert_filter_and_split_model(capsys, tmp_path, split_paths):
 
 def test_convert_tensor_larger_than_the_row_block_buffer(capsys, tmp_path, monkeypatch):
     # Many row blocks per tensor, and a last partial block.
-    monkeypatch.setattr(fastgguf.cli, "_CHUNK_ELEMENTS", 3 * 64)
+    monkeypatch.setattr(fastgguf.dequant, "_BLOCK_ELEMENTS", 3 * 64)
     values = np.arange(10 * 64, dtype=np.float32).reshape(2, 5, 64)
     source = tmp_path / "in.gguf"
     with GGUFWriter(source) as w:

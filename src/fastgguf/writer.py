@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ._byteswap import byteswap_blocks
-from .errors import GGUFError
 from .types import TYPE_TRAITS, GGMLType, GGUFValueType
 
 __all__ = ["GGUFWriter"]
@@ -246,7 +245,7 @@ def _infer_type(value: Any) -> GGUFValueType:
         return _V.STRING
     if isinstance(value, (list, tuple, np.ndarray)):
         return _V.ARRAY
-    raise GGUFError(f"cannot store a {type(value).__name__} in GGUF metadata")
+    raise TypeError(f"cannot store a {type(value).__name__} in GGUF metadata")
 
 
 def _infer_element_type(items: Any) -> GGUFValueType:
@@ -258,5 +257,5 @@ def _infer_element_type(items: Any) -> GGUFValueType:
     if kinds <= {_V.INT32, _V.INT64}:
         return max(kinds)
     if len(kinds) != 1:
-        raise GGUFError(f"array mixes element types {sorted(k.name for k in kinds)}")
+        raise ValueError(f"array mixes element types {sorted(k.name for k in kinds)}")
     return kinds.pop()
