@@ -51,8 +51,10 @@ static inline int fgg_iq4_index(float x) {
 }
 
 #if FGG_IQ_SIMD
-/* fgg_iq4_index for 16 lanes: the bisection's lower end is the count of inner values x is not
- * below (the same for NaN: none are "below"), lo/hi are picked alongside. *q gets the value. */
+/* fgg_iq4_index for FGG_IQ_W lanes: the bisection's lower end is the count of inner values x is
+ * not below (the same for NaN: none are "below"); lo and hi are then that value and the next,
+ * picked by blends (AVX) or built as sums of the steps between values (small integers: exact).
+ * *q gets the value. */
 FGG_IQ_INLINE fgg_iq_vi fgg_iq4_index_v(fgg_iq_vf x, fgg_iq_vf *q) {
     const float *v = fgg_iq4_values;
     fgg_iq_vf lo = fgg_iq_splat(v[0]), hi = fgg_iq_splat(v[1]);
@@ -60,8 +62,13 @@ FGG_IQ_INLINE fgg_iq_vi fgg_iq4_index_v(fgg_iq_vf x, fgg_iq_vf *q) {
     for (int t = 1; t < 15; ++t) {
         fgg_iq_vi up = ~(x < fgg_iq_splat(v[t]));
         count -= up;
+#if defined(__AVX__) /* one blend instruction each */
         lo = fgg_iq_select(up, fgg_iq_splat(v[t]), lo);
         hi = fgg_iq_select(up, fgg_iq_splat(v[t + 1]), hi);
+#else
+        lo += (fgg_iq_vf)(up & (fgg_iq_vi)fgg_iq_splat(v[t] - v[t - 1]));
+        hi += (fgg_iq_vf)(up & (fgg_iq_vi)fgg_iq_splat(v[t + 1] - v[t]));
+#endif
     }
     fgg_iq_vi take_lo = (x - lo) < (hi - x);
     *q = fgg_iq_select(take_lo, lo, hi);
