@@ -3,6 +3,7 @@
 from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
+from .imatrix import read_imatrix
 from .naming import GGUFFilename, parse_filename
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open
@@ -25,4 +26,5 @@ __all__ = [
     "__version__",
     "open",
     "parse_filename",
+    "read_imatrix",
 ]
