@@ -473,16 +473,23 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
             chosen[info.name] = (info.type, why)
             continue
         ncols = info.shape[-1]
+        # Tensors left out by --filter/--keep still pass through the rules: their counters advance as in llama.cpp.
+        new = base if rules is None else rules.type_for(info, base)
+        if filter and not _matches(info.name, filter):
+            chosen[info.name] = (info.type, "not matched by --filter")
+            continue
+        if _matches(info.name, keep):
+            chosen[info.name] = (info.type, "--keep")
+            continue
+        block = TYPE_TRAITS[new].block_size
         if rules is None:
-            block = TYPE_TRAITS[base].block_size
             if ncols % block:
                 chosen[info.name] = (info.type, f"row length {ncols} is not a multiple of {base.name}'s {block}")
             else:
                 chosen[info.name] = (base, "")
             continue
-        new = rules.type_for(info, base)
         note = ""
-        if ncols % TYPE_TRAITS[new].block_size:
+        if ncols % block:
             wanted = new
             if new not in _FALLBACK:
                 raise ValueError(f"tensor {info.name!r}: row length {ncols} is not a multiple of {new.name}'s block "
@@ -495,12 +502,7 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
     plans = []
     for info in tensors:
         target, note = chosen[info.name]
-        if target != info.type:
-            if filter and not _matches(info.name, filter):
-                target, note = info.type, "not matched by --filter"
-            elif _matches(info.name, keep):
-                target, note = info.type, "--keep"
-        elif not note:
+        if target == info.type and not note:
             note = f"already {target.name}"
         plans.append(TensorPlan(info.name, tuple(info.shape), info.type, target, note))
     _check_imatrix(plans, imatrix, mix)
