@@ -271,7 +271,7 @@ class _MixRules:
             return layer, self.n_ffn
         return counter, self.n_ffn
 
-    def type_for(self, info: TensorInfo, new: GGMLType) -> GGMLType:  # noqa: C901 - one branch per llama rule
+    def type_for(self, info: TensorInfo, new: GGMLType) -> GGMLType:
         ft, hp, name = self.ft, self.hp, info.name
         cat = _category(name)
         gqa, n_expert, falcon = hp.n_gqa, hp.n_expert, hp.arch == "falcon"
