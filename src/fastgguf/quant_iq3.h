@@ -385,23 +385,33 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     /* All candidates first (levels 32 values at a time), then their sums with one candidate per
      * lane, then the scalar choice in candidate order. */
     float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
+    float xt[4][FGG_IQ_W > 8 ? FGG_IQ_W : 8]; /* xt[i][k] = xval[4k + i] */
+    memset(xt, 0, sizeof xt);
+    for (int k = 0; k < 8; ++k)
+        for (int i = 0; i < 4; ++i) xt[i][k] = xval[4 * k + i];
     int gt[32][8], ont[32][8];
     const int ncand = 2 * nis + 1;
     for (int c = 0; c < ncand; ++c) {
         float id = (15 + (float)(c - nis) * 0.2f) / max;
         float this_scale = 1 / id;
-        int32_t lv[32];
+        /* levels with one group per lane (coordinate i of the 8 groups in xt[i]), then the 8
+         * grid keys u */
+        int32_t uk[FGG_IQ_W > 8 ? FGG_IQ_W : 8];
         fgg_iq_vf vid = fgg_iq_splat(id);
-        for (int h = 0; h < 32; h += FGG_IQ_W) {
-            fgg_iq_vf a = fgg_iq_splat(0.5f) * (vid * fgg_iq_loadu(xval + h) - fgg_iq_splat(1.0f));
-            fgg_iq_vi l = ((fgg_iq_vi)(a + fgg_iq_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
-            l &= ~(l < 0);
-            fgg_iq_vi big = l > 7;
-            l = (l & ~big) | (big & 7);
-            memcpy(lv + h, &l, sizeof l);
+        for (int h = 0; h < 8; h += FGG_IQ_W) {
+            fgg_iq_vi u = {0};
+            for (int i = 0; i < 4; ++i) {
+                fgg_iq_vf a = fgg_iq_splat(0.5f) * (vid * fgg_iq_loadu(xt[i] + h) - fgg_iq_splat(1.0f));
+                fgg_iq_vi l = ((fgg_iq_vi)(a + fgg_iq_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
+                l &= ~(l < 0);
+                fgg_iq_vi big = l > 7;
+                l = (l & ~big) | (big & 7);
+                u |= l << (3 * i);
+            }
+            memcpy(uk + h, &u, sizeof u);
         }
         for (int k = 0; k < 8; ++k) {
-            int u = lv[4 * k] | lv[4 * k + 1] << 3 | lv[4 * k + 2] << 6 | lv[4 * k + 3] << 9;
+            int u = uk[k];
             int g = t->map[u];
             ont[c][k] = g >= 0;
 #if FGG_IQ3_VSEARCH
