@@ -385,7 +385,7 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     /* All candidates first (levels 32 values at a time), then their sums with one candidate per
      * lane, then the scalar choice in candidate order. */
     float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
-    float xt[4][FGG_IQ_W > 8 ? FGG_IQ_W : 8]; /* xt[i][k] = xval[4k + i] */
+    float xt[4][8]; /* xt[i][k] = xval[4k + i] */
     memset(xt, 0, sizeof xt);
     for (int k = 0; k < 8; ++k)
         for (int i = 0; i < 4; ++i) xt[i][k] = xval[4 * k + i];
@@ -396,15 +396,17 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         float this_scale = 1 / id;
         /* levels with one group per lane (coordinate i of the 8 groups in xt[i]), then the 8
          * grid keys u */
-        int32_t uk[FGG_IQ_W > 8 ? FGG_IQ_W : 8];
-        fgg_iq_vf vid = fgg_iq_splat(id);
-        for (int h = 0; h < 8; h += FGG_IQ_W) {
-            fgg_iq_vi u = {0};
+        int32_t uk[8];
+        fgg_iq3_vf vid = fgg_iq3_splat(id);
+        for (int h = 0; h < 8; h += FGG_IQ3_CL) {
+            fgg_iq3_vi u = {0};
             for (int i = 0; i < 4; ++i) {
-                fgg_iq_vf a = fgg_iq_splat(0.5f) * (vid * fgg_iq_loadu(xt[i] + h) - fgg_iq_splat(1.0f));
-                fgg_iq_vi l = ((fgg_iq_vi)(a + fgg_iq_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
+                fgg_iq3_vf xv;
+                memcpy(&xv, xt[i] + h, sizeof xv);
+                fgg_iq3_vf a = fgg_iq3_splat(0.5f) * (vid * xv - fgg_iq3_splat(1.0f));
+                fgg_iq3_vi l = ((fgg_iq3_vi)(a + fgg_iq3_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
                 l &= ~(l < 0);
-                fgg_iq_vi big = l > 7;
+                fgg_iq3_vi big = l > 7;
                 l = (l & ~big) | (big & 7);
                 u |= l << (3 * i);
             }
@@ -426,12 +428,13 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     for (int i = 0; i < 32; ++i)
         for (int c = ncand; c < 32; ++c) qt[i][c] = 0;
     float sx[32], s2[32];
-    for (int c = 0; c < 32; c += FGG_IQ_W) {
-        fgg_iq_vf sumqx = {0}, sumq2 = {0};
+    for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+        fgg_iq3_vf sumqx = {0}, sumq2 = {0};
         for (int i = 0; i < 32; ++i) {
-            fgg_iq_vf q = fgg_iq_loadu(qt[i] + c);
-            sumqx += fgg_iq_splat(w[i] * xval[i]) * q;
-            sumq2 += fgg_iq_splat(w[i]) * q * q;
+            fgg_iq3_vf q;
+            memcpy(&q, qt[i] + c, sizeof q);
+            sumqx += fgg_iq3_splat(w[i] * xval[i]) * q;
+            sumq2 += fgg_iq3_splat(w[i]) * q * q;
         }
         memcpy(sx + c, &sumqx, sizeof sumqx);
         memcpy(s2 + c, &sumq2, sizeof sumq2);
