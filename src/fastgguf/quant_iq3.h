@@ -391,38 +391,75 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         for (int i = 0; i < 4; ++i) xt[i][k] = xval[4 * k + i];
     int gt[32][8], ont[32][8];
     const int ncand = 2 * nis + 1;
-    for (int c = 0; c < ncand; ++c) {
-        float id = (15 + (float)(c - nis) * 0.2f) / max;
-        float this_scale = 1 / id;
-        /* levels with one group per lane (coordinate i of the 8 groups in xt[i]), then the 8
-         * grid keys u */
-        int32_t uk[8];
-        fgg_iq3_vf vid = fgg_iq3_splat(id);
-        for (int h = 0; h < 8; h += FGG_IQ3_CL) {
+    /* candidate inverse scales and scales, padded for whole vectors */
+    float ids[32 + FGG_IQ3_CL], scs[32 + FGG_IQ3_CL];
+    for (int c = 0; c < 32 + FGG_IQ3_CL; ++c) {
+        ids[c] = (15 + (float)((c < ncand ? c : ncand - 1) - nis) * 0.2f) / max;
+        scs[c] = 1 / ids[c];
+    }
+    for (int k = 0; k < 8; ++k) {
+        /* grid keys of group k for every candidate, one candidate per lane */
+        int32_t uc[32];
+        for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+            fgg_iq3_vf vid;
+            memcpy(&vid, ids + c, sizeof vid);
             fgg_iq3_vi u = {0};
             for (int i = 0; i < 4; ++i) {
-                fgg_iq3_vf xv;
-                memcpy(&xv, xt[i] + h, sizeof xv);
-                fgg_iq3_vf a = fgg_iq3_splat(0.5f) * (vid * xv - fgg_iq3_splat(1.0f));
+                fgg_iq3_vf a = fgg_iq3_splat(0.5f) * (vid * fgg_iq3_splat(xval[4 * k + i]) - fgg_iq3_splat(1.0f));
                 fgg_iq3_vi l = ((fgg_iq3_vi)(a + fgg_iq3_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
                 l &= ~(l < 0);
                 fgg_iq3_vi big = l > 7;
                 l = (l & ~big) | (big & 7);
                 u |= l << (3 * i);
             }
-            memcpy(uk + h, &u, sizeof u);
+            memcpy(uc + c, &u, sizeof u);
         }
-        for (int k = 0; k < 8; ++k) {
-            int u = uk[k];
+        /* Runs of candidates with the same key (the levels move monotonically with the scale)
+         * share one pass over the neighbour list: lane = candidate, each lane the scalar search
+         * at its own scale (first strictly smaller distance wins). */
+        for (int c = 0; c < ncand;) {
+            int u = uc[c], e = c + 1;
+            while (e < ncand && e - c < FGG_IQ3_CL && uc[e] == u) ++e;
             int g = t->map[u];
-            ont[c][k] = g >= 0;
-#if FGG_IQ3_VSEARCH
-            if (g < 0) g = fgg_iq3_neighbour_v(t, u, xval + 4 * k, sw + 4 * k, this_scale);
-#else
-            if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, xval + 4 * k, sw + 4 * k, this_scale);
-#endif
-            gt[c][k] = g;
-            for (int i = 0; i < 4; ++i) qt[4 * k + i][c] = t->q[g][i];
+            if (g >= 0) {
+                for (int cc = c; cc < e; ++cc) {
+                    gt[cc][k] = g;
+                    ont[cc][k] = 1;
+                }
+            } else {
+                const uint16_t *list = t->lists - g - 1;
+                fgg_iq3_vf vs;
+                memcpy(&vs, scs + c, sizeof vs);
+                const fgg_iq3_vf x0 = fgg_iq3_splat(xval[4 * k]), x1 = fgg_iq3_splat(xval[4 * k + 1]);
+                const fgg_iq3_vf x2 = fgg_iq3_splat(xval[4 * k + 2]), x3 = fgg_iq3_splat(xval[4 * k + 3]);
+                const fgg_iq3_vf w0 = fgg_iq3_splat(sw[4 * k]), w1 = fgg_iq3_splat(sw[4 * k + 1]);
+                const fgg_iq3_vf w2 = fgg_iq3_splat(sw[4 * k + 2]), w3 = fgg_iq3_splat(sw[4 * k + 3]);
+                fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
+                fgg_iq3_vi index = (fgg_iq3_vi){0} + list[1];
+                for (int j = 1; j <= list[0]; ++j) {
+                    const float *q = t->q[list[j]];
+                    fgg_iq3_vf d0 = vs * fgg_iq3_splat(q[0]) - x0;
+                    fgg_iq3_vf d1 = vs * fgg_iq3_splat(q[1]) - x1;
+                    fgg_iq3_vf dd2 = vs * fgg_iq3_splat(q[2]) - x2;
+                    fgg_iq3_vf d3 = vs * fgg_iq3_splat(q[3]) - x3;
+                    /* 0 + first term: the same value up to the sign of a zero, which no
+                     * comparison sees */
+                    fgg_iq3_vf d2 = w0 * d0 * d0;
+                    d2 += w1 * d1 * d1;
+                    d2 += w2 * dd2 * dd2;
+                    d2 += w3 * d3 * d3;
+                    fgg_iq3_vi take = d2 < best;
+                    best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
+                    index = (take & ((fgg_iq3_vi){0} + list[j])) | (~take & index);
+                }
+                for (int cc = c; cc < e; ++cc) {
+                    gt[cc][k] = index[cc - c];
+                    ont[cc][k] = 0;
+                }
+            }
+            for (int cc = c; cc < e; ++cc)
+                for (int i = 0; i < 4; ++i) qt[4 * k + i][cc] = t->q[gt[cc][k]][i];
+            c = e;
         }
     }
     for (int i = 0; i < 32; ++i)
