@@ -40,49 +40,27 @@
 #define FGG_QUANT_IQ3_H
 
 #include "quant_iq_common.h"
-#if defined(__SSE__) && FGG_IQ_SIMD
-#include <immintrin.h>
-#endif
 
-/* Neighbour list storage: one count plus the entries, for each point off the grid; and the same
- * lists in chunks of FGG_IQ3_CL for the vector search. The sizes are
+/* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
  * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
 #define FGG_IQ3_XXS_LISTS (3840 + 18985)
 #define FGG_IQ3_S_LISTS (3584 + 24733)
-#if defined(__AVX__)
-#define FGG_IQ3_CL 8 /* 16 measured slower, also with AVX-512 */
-#define FGG_IQ3_XXS_CHUNKS 4288
-#define FGG_IQ3_S_CHUNKS 4557
-#else
-#define FGG_IQ3_CL 4
-#define FGG_IQ3_XXS_CHUNKS 6038
-#define FGG_IQ3_S_CHUNKS 7427
-#endif
-
-typedef struct {
-    float q[4][FGG_IQ3_CL];     /* 2l + 1 of coordinate i of entry j (padding entries: NaN) */
-    uint16_t index[FGG_IQ3_CL]; /* grid index of entry j */
-} fgg_iq3_chunk;
 
 typedef struct {
     int n;                 /* grid points */
     uint8_t level[512][4]; /* l of each coordinate */
     float q[512][4];       /* 2l + 1 */
     int32_t map[4096];     /* grid index, or -(1 + start of the neighbour list) */
-    uint16_t first_chunk[4096];
     uint16_t *lists;
-    fgg_iq3_chunk *chunks;
 } fgg_iq3_table;
 
 static uint16_t fgg_iq3_lists_xxs[FGG_IQ3_XXS_LISTS];
 static uint16_t fgg_iq3_lists_s[FGG_IQ3_S_LISTS];
-static fgg_iq3_chunk fgg_iq3_chunks_xxs[FGG_IQ3_XXS_CHUNKS];
-static fgg_iq3_chunk fgg_iq3_chunks_s[FGG_IQ3_S_CHUNKS];
 static fgg_iq3_table fgg_iq3_tables[2];
 static int fgg_iq3_ready = 0;
 
 static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int nwant,
-                         uint16_t *lists, int capacity, fgg_iq3_chunk *chunks, int n_chunks) {
+                         uint16_t *lists, int capacity) {
     /* the 8 distinct stored values, ascending: a value's rank is its level */
     int values[8], nv = 0;
     for (int i = 0; i < n; ++i) {
@@ -146,35 +124,13 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
         lists[head] = (uint16_t)count;
         t->map[u] = -(1 + head);
     }
-    if (used != capacity) return -1;
-    /* the chunked copy */
-    t->chunks = chunks;
-    int c = 0;
-    memset(chunks, 0, (size_t)n_chunks * sizeof *chunks);
-    for (int k = 0; k < n_chunks; ++k)
-        for (int i = 0; i < 4; ++i)
-            for (int j = 0; j < FGG_IQ3_CL; ++j) chunks[k].q[i][j] = NAN;
-    for (int u = 0; u < 4096; ++u) {
-        if (t->map[u] >= 0) continue;
-        const uint16_t *list = lists - t->map[u] - 1;
-        t->first_chunk[u] = (uint16_t)c;
-        for (int j = 0; j < list[0]; ++j) {
-            if (c + j / FGG_IQ3_CL >= n_chunks) return -1;
-            fgg_iq3_chunk *ch = &chunks[c + j / FGG_IQ3_CL];
-            ch->index[j % FGG_IQ3_CL] = list[1 + j];
-            for (int i = 0; i < 4; ++i) ch->q[i][j % FGG_IQ3_CL] = t->q[list[1 + j]][i];
-        }
-        c += (list[0] + FGG_IQ3_CL - 1) / FGG_IQ3_CL;
-    }
-    return c == n_chunks ? 0 : -1;
+    return used == capacity ? 0 : -1;
 }
 
 static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]) {
     if (fgg_iq3_ready) return fgg_iq3_ready > 0 ? 0 : -1;
-    int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS,
-                           fgg_iq3_chunks_xxs, FGG_IQ3_XXS_CHUNKS) == 0
-          && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS,
-                           fgg_iq3_chunks_s, FGG_IQ3_S_CHUNKS) == 0;
+    int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS) == 0
+          && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
     fgg_iq3_ready = ok ? 1 : -1;
     return ok ? 0 : -1;
 }
@@ -199,108 +155,23 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
     return index;
 }
 
-/* The vector neighbour search: 8 lanes with AVX, 4 with SSE2, none without SIMD. */
 #if FGG_IQ_SIMD
-#define FGG_IQ3_VSEARCH 1
-#else
-#define FGG_IQ3_VSEARCH 0
-#endif
-
-#if FGG_IQ3_VSEARCH
-typedef float fgg_iq3_vf __attribute__((vector_size(4 * FGG_IQ3_CL)));
-typedef int32_t fgg_iq3_vi __attribute__((vector_size(4 * FGG_IQ3_CL)));
-
-#if defined(__clang__) || __GNUC__ >= 12
-#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
-#else
-#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shuffle(v, (fgg_iq3_vi){__VA_ARGS__})
-#endif
-
-FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_minf(fgg_iq3_vf a, fgg_iq3_vf b) {
-    fgg_iq3_vi lt = b < a;
-    return (fgg_iq3_vf)((lt & (fgg_iq3_vi)b) | (~lt & (fgg_iq3_vi)a));
-}
-
-FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_mini(fgg_iq3_vi a, fgg_iq3_vi b) {
-    fgg_iq3_vi lt = b < a;
-    return (lt & b) | (~lt & a);
-}
-
-/* Lane-wise minimum brought to every lane (min of floats without NaN / of ints). */
-#if FGG_IQ3_CL == 8
-#define FGG_IQ3_LANES {0, 1, 2, 3, 4, 5, 6, 7}
+/* 8 float / int lanes with AVX, 4 otherwise (the candidate search below) */
+#if defined(__AVX__)
+#define FGG_IQ3_CL 8
+typedef float fgg_iq3_vf __attribute__((vector_size(32)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(32)));
 FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x, x, x, x, x};
 }
-#define FGG_IQ3_ALLMIN(m, fn)                                    \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3));       \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5));       \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6))
 #else
-#define FGG_IQ3_LANES {0, 1, 2, 3}
+#define FGG_IQ3_CL 4
+typedef float fgg_iq3_vf __attribute__((vector_size(16)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(16)));
 FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x};
 }
-#define FGG_IQ3_ALLMIN(m, fn)                          \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1));         \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2))
 #endif
-
-/* fgg_iq3_neighbour, FGG_IQ3_CL list entries at a time: lane j of chunk c computes the distance
- * of list position CL*c + j in the scalar order and keeps it when strictly below its lane's best
- * so far; at the end the smallest distance wins, at its first list position (the scalar scan's
- * choice). */
-FGG_IQ_INLINE int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float *x, const float *w,
-                                      float scale) {
-    const int32_t n = t->lists[-t->map[u] - 1];
-    const fgg_iq3_chunk *ch = &t->chunks[t->first_chunk[u]];
-    const fgg_iq3_vi lane = FGG_IQ3_LANES;
-    const fgg_iq3_vf vs = fgg_iq3_splat(scale);
-    fgg_iq3_vf xi[4], wi[4];
-    for (int i = 0; i < 4; ++i) {
-        xi[i] = fgg_iq3_splat(x[i]);
-        wi[i] = fgg_iq3_splat(w[i]);
-    }
-    /* A lane takes a distance strictly below its best so far, which starts at FLT_MAX: so NaN
-     * (all padding entries: their q is NaN) and values >= FLT_MAX are never taken. */
-    fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
-    fgg_iq3_vi pos = lane + 1024;
-    for (int base = 0; base < n; base += FGG_IQ3_CL) {
-        const fgg_iq3_chunk *c = ch + base / FGG_IQ3_CL;
-        fgg_iq3_vf d2;
-        for (int i = 0; i < 4; ++i) {
-            fgg_iq3_vf q;
-            memcpy(&q, c->q[i], sizeof q);
-            fgg_iq3_vf diff = vs * q - xi[i];
-            /* the scalar sum starts 0 + first term: the same value, up to the sign of a zero,
-             * which no comparison sees */
-            d2 = i ? d2 + wi[i] * diff * diff : wi[i] * diff * diff;
-        }
-        fgg_iq3_vi take = d2 < best;
-        best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
-        pos = (take & (lane + base)) | (~take & pos);
-    }
-    /* no NaN is kept, so the minimum is exact; then the first position holding it (none was
-     * taken if that minimum is still FLT_MAX) */
-    fgg_iq3_vf m = best;
-    FGG_IQ3_ALLMIN(m, fgg_iq3_minf);
-    fgg_iq3_vi at = (best == m) & (pos < 1024);
-#if defined(__AVX__)
-    if (n <= 8) { /* one chunk: lane order is list order */
-        int bits = _mm256_movemask_ps((__m256)at);
-        return ch->index[bits ? __builtin_ctz((unsigned)bits) : 0];
-    }
-#elif defined(__SSE__)
-    if (n <= 4) {
-        int bits = _mm_movemask_ps((__m128)at);
-        return ch->index[bits ? __builtin_ctz((unsigned)bits) : 0];
-    }
-#endif
-    fgg_iq3_vi p = (at & pos) | (~at & 1024);
-    FGG_IQ3_ALLMIN(p, fgg_iq3_mini);
-    int first = p[0] < 1024 ? p[0] : 0;
-    return ch[first / FGG_IQ3_CL].index[first % FGG_IQ3_CL];
-}
 #endif
 
 /* Grid index for the 4 levels of a group at inverse scale id; off the grid, the neighbour
@@ -315,11 +186,7 @@ static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const fl
     }
     int g = t->map[u];
     *on_grid = g >= 0;
-#if FGG_IQ3_VSEARCH
-    if (g < 0) g = fgg_iq3_neighbour_v(t, u, x, sw, scale);
-#else
     if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
-#endif
     return g;
 }
 
