@@ -35,6 +35,12 @@
  *    taken), those groups (IQ3_S: all) are placed again with 1/scale, and scale is refitted.
  *  - super-block: d = max scale / 31, stored as fp16(d * 1.0125) (IQ3_XXS) or fp16(d * 1.033)
  *    (IQ3_S); block scales nearest_int(0.5*(scale/d - 1)) clamped to 0..15.
+ *
+ * Speed (vector builds): one candidate per lane throughout, each lane the scalar sequence of its
+ * candidate. For each group the grid keys of all candidates are computed at once; consecutive
+ * candidates with the same key off the grid (the levels move monotonically with the scale) share
+ * one pass over the neighbour list, each lane keeping its first strictly smaller distance; the
+ * weighted sums of all candidates then run side by side.
  */
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
@@ -249,13 +255,9 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         gi[k] = 0; /* levels 0, on both grids */
     }
 #if FGG_IQ_SIMD
-    /* All candidates first (levels 32 values at a time), then their sums with one candidate per
-     * lane, then the scalar choice in candidate order. */
+    /* All candidates first, group by group, then their sums with one candidate per lane, then
+     * the scalar choice in candidate order. */
     float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
-    float xt[4][8]; /* xt[i][k] = xval[4k + i] */
-    memset(xt, 0, sizeof xt);
-    for (int k = 0; k < 8; ++k)
-        for (int i = 0; i < 4; ++i) xt[i][k] = xval[4 * k + i];
     int gt[32][8], ont[32][8];
     const int ncand = 2 * nis + 1;
     /* candidate inverse scales and scales, padded for whole vectors */
