@@ -2,9 +2,10 @@
 
 from .dequant import dequantize
 from .errors import GGUFError
+from .export import export_model
 from .naming import GGUFFilename, parse_filename
-from .reader import GGUFFile, TensorInfo, open
-from .split import SplitModel
+from .reader import GGUFFile, TensorInfo
+from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
 from .writer import GGUFWriter
 
@@ -20,6 +21,7 @@ __all__ = [
     "SplitModel",
     "TensorInfo",
     "dequantize",
+    "export_model",
     "__version__",
     "open",
     "parse_filename",

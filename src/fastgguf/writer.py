@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ._byteswap import byteswap_blocks
-from .errors import GGUFError
 from .types import TYPE_TRAITS, GGMLType, GGUFValueType
 
 __all__ = ["GGUFWriter"]
@@ -195,18 +194,16 @@ class GGUFWriter:
         for key, vtype, value, etype in self._kvs:
             put(self._string(key) + struct.pack(bo + "I", vtype) + self._value(vtype, value, etype))
         offset = 0
-        offsets = []
         for name, shape, type, data in self._tensors:
             dims = tuple(reversed(shape))
             put(self._string(name) + struct.pack(bo + "I", len(dims))
                 + b"".join(struct.pack(count, d) for d in dims)
                 + struct.pack(bo + "I", type) + struct.pack(bo + "Q", offset))
-            offsets.append(offset)
             offset += _pad(len(data), self.alignment)
         if not self._tensors:
             return
         put(b"\0" * (_pad(size, self.alignment) - size))
-        for (_, _, _, data), start in zip(self._tensors, offsets):
+        for _, _, _, data in self._tensors:
             put(bytes(data))
             put(b"\0" * (_pad(len(data), self.alignment) - len(data)))
 
@@ -220,6 +217,7 @@ class GGUFWriter:
             return self._string(value)
         if vtype != _V.ARRAY:
             return struct.pack(bo + _SCALAR_FORMATS[vtype], value)
+        assert etype is not None, "an array value needs its element type"
         items = value
         head = struct.pack(bo + "I", etype) + struct.pack(bo + ("I" if self.version == 1 else "Q"), len(items))
         if etype == _V.STRING:
@@ -246,7 +244,7 @@ def _infer_type(value: Any) -> GGUFValueType:
         return _V.STRING
     if isinstance(value, (list, tuple, np.ndarray)):
         return _V.ARRAY
-    raise GGUFError(f"cannot store a {type(value).__name__} in GGUF metadata")
+    raise TypeError(f"cannot store a {type(value).__name__} in GGUF metadata")
 
 
 def _infer_element_type(items: Any) -> GGUFValueType:
@@ -258,5 +256,5 @@ def _infer_element_type(items: Any) -> GGUFValueType:
     if kinds <= {_V.INT32, _V.INT64}:
         return max(kinds)
     if len(kinds) != 1:
-        raise GGUFError(f"array mixes element types {sorted(k.name for k in kinds)}")
+        raise ValueError(f"array mixes element types {sorted(k.name for k in kinds)}")
     return kinds.pop()
