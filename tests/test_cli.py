@@ -135,7 +135,7 @@ def test_info(capsys, model_path):
         n_bytes = sum(t.nbytes for t in model.tensors.values())
         assert fields["file"] == model_path
         assert fields["file size"].endswith(f"({os.path.getsize(model_path):,} bytes)")
-        assert fields["GGUF"] == f"version 3, little-endian, alignment 32"
+        assert fields["GGUF"] == "version 3, little-endian, alignment 32"
         assert fields["parameters"].endswith(f"({n_params:,})")
         assert fields["bits/weight"] == f"{8 * n_bytes / n_params:.2f}"
     assert fields["architecture"] == "llama"

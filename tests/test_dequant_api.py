@@ -14,7 +14,7 @@ import fastgguf
 from fastgguf import GGMLType, GGUFError, dequant, dequantize
 from fastgguf.types import TYPE_TRAITS
 
-from dequant_refs import ENGINE_TYPES, ELEMENT_DTYPES, random_tensor_bytes, reference
+from dequant_refs import ELEMENT_DTYPES, ENGINE_TYPES, random_tensor_bytes, reference
 
 T = GGMLType
 SAMPLE_TYPES = [T.F32, T.F16, T.BF16, T.I32, T.Q4_0, T.Q5_1, T.Q8_1, T.Q2_K, T.Q6_K, T.Q8_K]

@@ -504,7 +504,7 @@ class RowBlocks:
         self.dtype = np.dtype(np.float32) if dtype is None else resolve_dtype(dtype)
         self.threads = None if threads is None else _check_thread_count(threads)
         if block_elements is None:
-            n_threads = get_num_threads() if threads is None else self.threads
+            n_threads = get_num_threads() if self.threads is None else self.threads
             block_elements = min(max(_BLOCK_ELEMENTS, n_threads * _BLOCK_ELEMENTS // 4), 16 * _BLOCK_ELEMENTS)
         elif operator.index(block_elements) < 1:
             raise ValueError(f"block_elements must be at least 1, got {block_elements}")

@@ -308,10 +308,10 @@ def _dtype_name(dtype: np.dtype) -> str:
     return "bfloat16" if dtype.name == "bfloat16" else np.dtype(dtype).name
 
 
-def _little_endian(block: np.ndarray) -> np.ndarray:
-    """The block's bytes, little-endian, as a flat uint8 array (buffer exports refuse float16/bfloat16)."""
+def _little_endian(block: np.ndarray) -> memoryview:
+    """The block's bytes, little-endian, as flat bytes (buffer exports refuse float16/bfloat16 arrays)."""
     block = np.ascontiguousarray(block.astype(block.dtype.newbyteorder("<"), copy=False))
-    return block.reshape(-1).view(np.uint8)
+    return block.reshape(-1).view(np.uint8).data
 
 
 def _write_npy_header(handle: IO[bytes], shape: tuple[int, ...], dtype: np.dtype) -> None:

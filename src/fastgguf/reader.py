@@ -23,10 +23,9 @@ from ._model import _Model
 from .errors import GGUFError
 from .types import TYPE_TRAITS, GGMLType, GGUFValueType
 
+__all__ = ["GGUFFile", "TensorInfo", "Metadata", "StringArray", "ArrayOfArrays"]
 
-__all__ = ["open", "GGUFFile", "TensorInfo", "Metadata", "StringArray", "ArrayOfArrays"]
-
-_NUMERIC_DTYPES = {
+_NUMERIC_DTYPES: dict[int, str] = {
     GGUFValueType.UINT8: "u1",
     GGUFValueType.INT8: "i1",
     GGUFValueType.UINT16: "u2",
@@ -206,6 +205,7 @@ class Metadata(Mapping):
         record = self._records[key]
         layout = self._layout
         layout.check_intact()
+        value: Any
         if record.value_type == GGUFValueType.STRING:
             value = _parser.decode_string(layout.buffer, record.value_offset, layout.wide, layout.swap)
         elif record.value_type == GGUFValueType.ARRAY:
@@ -348,7 +348,7 @@ class GGUFFile(_Model):
         except BaseException:
             mapped.close()
             raise
-        self._mmap = mapped
+        self._mmap: mmap.mmap | None = mapped
         self.version = header.version
         self.byteorder = ">" if header.big_endian else "<"
         self.alignment = header.alignment
@@ -383,7 +383,8 @@ class GGUFFile(_Model):
         if self._mmap is None:
             return
         mapped, self._mmap = self._mmap, None
-        self._layout = self._metadata = self._tensors = None
+        # Closed: every accessor checks _check_open() before touching these.
+        self._layout = self._metadata = self._tensors = None  # type: ignore[assignment]
         try:
             mapped.close()
         except BufferError:

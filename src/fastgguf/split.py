@@ -149,7 +149,7 @@ def open_model(path: str | os.PathLike) -> GGUFFile | SplitModel:
             raise GGUFError(f"{path}: the name says shard {name_parts[1]} of {name_parts[2]}, the metadata says "
                             f"shard {number + 1} of {count}")
         shards: list[GGUFFile] = []
-        for index, shard_path in enumerate(shard_paths(path)):
+        for index, shard_path in enumerate(shard_paths(path) or ()):
             if index == number:
                 shard = given
             else:

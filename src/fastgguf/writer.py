@@ -194,18 +194,16 @@ class GGUFWriter:
         for key, vtype, value, etype in self._kvs:
             put(self._string(key) + struct.pack(bo + "I", vtype) + self._value(vtype, value, etype))
         offset = 0
-        offsets = []
         for name, shape, type, data in self._tensors:
             dims = tuple(reversed(shape))
             put(self._string(name) + struct.pack(bo + "I", len(dims))
                 + b"".join(struct.pack(count, d) for d in dims)
                 + struct.pack(bo + "I", type) + struct.pack(bo + "Q", offset))
-            offsets.append(offset)
             offset += _pad(len(data), self.alignment)
         if not self._tensors:
             return
         put(b"\0" * (_pad(size, self.alignment) - size))
-        for (_, _, _, data), start in zip(self._tensors, offsets):
+        for _, _, _, data in self._tensors:
             put(bytes(data))
             put(b"\0" * (_pad(len(data), self.alignment) - len(data)))
 
@@ -219,6 +217,7 @@ class GGUFWriter:
             return self._string(value)
         if vtype != _V.ARRAY:
             return struct.pack(bo + _SCALAR_FORMATS[vtype], value)
+        assert etype is not None, "an array value needs its element type"
         items = value
         head = struct.pack(bo + "I", etype) + struct.pack(bo + ("I" if self.version == 1 else "Q"), len(items))
         if etype == _V.STRING:

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _escape_bytes(error: UnicodeError) -> tuple[str, int]:
+def _escape_bytes(error: UnicodeError) -> tuple[str | bytes, int]:
     """Encoding error handler: surrogate-escaped bytes as ``\\xNN``, anything else as ``backslashreplace``."""
     assert isinstance(error, UnicodeEncodeError)
     bad = error.object[error.start:error.end]

@@ -85,6 +85,7 @@ def metadata_json(metadata, key: str, full: bool) -> dict:
 def _text_value(value, value_type: GGUFValueType, element_type: GGUFValueType | None, full: bool) -> str:
     if value_type != GGUFValueType.ARRAY:
         return _text_scalar(value, value_type)
+    assert element_type is not None, "an array has an element type"
     entry = _json_array(value, element_type, full)
 
     def render(item, item_type):
