@@ -1,0 +1,402 @@
+/* Quantizers of the legacy 32-element block types Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1, and the
+ * scalar building blocks the K-quant and misc quantizers share (quant_kquant.h, quant_misc.h).
+ *
+ * Target: the bytes of ggml's quantize_<type>(src, dst, nrow, n_per_row, imatrix) as ggml-base
+ * is built (no -march, -ffp-contract=off). Every float32 operation below happens in the order
+ * that decides those bits: sums run left to right, products group as written, scale inverses
+ * are multiplied or divided where ggml multiplies or divides, and rounding uses the rule of the
+ * step in question (fgg_iq_nearest_int, round-half-away, or truncation). Compiled with
+ * -ffp-contract=off, so no multiply-add is fused.
+ *
+ * Each fgg_quantize_<type> has the kernel table's signature:
+ *   void fgg_quantize_<type>(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+ *                            const float *imatrix)
+ * src holds n_rows * n_per_row finite floats, n_per_row a multiple of the block size; imatrix
+ * is NULL or n_per_row weights >= 0 (the same for every row). Rows are written back to back.
+ *
+ * Shared pieces (prefix fgg_q_):
+ *   fgg_q_half_to_float (h)     IEEE fp16 bits -> float32 (exact)
+ *   fgg_q_round_away (v)        round half away from zero (C's roundf/lroundf) for |v| < 2^31
+ *   fgg_q_put16 (p, h)          little-endian 16-bit store
+ *   fgg_q_rms_weights (...)     imatrix weight: w * sqrt(sigma2 + x^2), per element
+ *   fgg_q_fit_signed (...)      symmetric grid search (levels -nmax..nmax-1), weighted
+ *   fgg_q_fit_affine (...)      grid search for a scale and a minimum (levels 0..nmax), weighted
+ */
+#ifndef FGG_QUANT_LEGACY_H
+#define FGG_QUANT_LEGACY_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "quant_iq_common.h"
+
+#define FGG_Q_EPS 1e-15f /* a group whose largest magnitude is below this quantizes to zeros */
+
+static inline float fgg_q_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu, bits;
+    if (e == 0) {
+        float v = (float)m * 5.9604644775390625e-8f; /* m * 2^-24, exact */
+        memcpy(&bits, &v, sizeof bits);
+        bits |= sign;
+    } else if (e == 31) {
+        bits = sign | 0x7f800000u | (m << 13);
+    } else {
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* roundf / lroundf for values well inside the int range: truncate, then step away from zero
+ * when the dropped fraction (computed exactly) is at least one half. */
+static inline int fgg_q_round_away(float v) {
+    float t = truncf(v);
+    float frac = v - t;
+    int r = (int)t;
+    if (frac >= 0.5f) r += 1;
+    else if (frac <= -0.5f) r -= 1;
+    return r;
+}
+
+static inline void fgg_q_put16(uint8_t *p, uint16_t h) {
+    p[0] = (uint8_t)h;
+    p[1] = (uint8_t)(h >> 8);
+}
+
+static inline int fgg_q_clampi(int v, int lo, int hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* sum of squares of n floats, left to right */
+static inline float fgg_q_sumsq(const float *x, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) s += x[i] * x[i];
+    return s;
+}
+
+static inline void fgg_q_rms_weights(int n, const float *qw, const float *x, float sigma2, float *w) {
+    for (int i = 0; i < n; ++i) w[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+}
+
+/* Symmetric search: the scale d with levels l in [-nmax, nmax-1] (stored as l + nmax in L) that
+ * maximizes (sum w x l)^2 / sum w l^2 over 19 trial inverse scales around -nmax/max, where max
+ * is the signed value of largest magnitude. w NULL means w = x^2. Returns d (0 and all-zero L for
+ * a group below FGG_Q_EPS). */
+static float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *w) {
+    float amax = 0.0f, vmax = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        float a = fabsf(x[i]);
+        if (a > amax) { amax = a; vmax = x[i]; }
+    }
+    if (amax < FGG_Q_EPS) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float wt[256];
+    for (int i = 0; i < n; ++i) wt[i] = w ? w[i] : x[i] * x[i];
+    float iscale = (float)(-nmax) / vmax;
+    float sumlx = 0.0f, suml2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        int l = fgg_q_clampi(fgg_iq_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)(l + nmax);
+        float fl = (float)l;
+        sumlx += wt[i] * x[i] * fl;
+        suml2 += wt[i] * fl * fl;
+    }
+    float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    int8_t trial[256];
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / vmax;
+        sumlx = 0.0f;
+        suml2 = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            int l = fgg_q_clampi(fgg_iq_nearest_int(iscale * x[i]), -nmax, nmax - 1);
+            trial[i] = (int8_t)(l + nmax);
+            float fl = (float)l;
+            sumlx += wt[i] * x[i] * fl;
+            suml2 += wt[i] * fl * fl;
+        }
+        if (suml2 > 0.0f && sumlx * sumlx > best * suml2) {
+            memcpy(L, trial, (size_t)n);
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+/* Affine search: levels l in [0, nmax] for x ~ scale * l + min with min <= 0, weights w, over
+ * nstep + 1 trial inverse scales (rmin + rdelta * is + nmax) / (max - min), each followed by
+ * the weighted least-squares scale and min for its levels. The error is the weighted squared
+ * (mad: absolute) difference. Writes -min to *neg_min and returns the scale. */
+static float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
+                              float *neg_min, float rmin, float rdelta, int nstep, int mad) {
+    float vmin = x[0], vmax = x[0];
+    float sum_w = w[0];
+    float sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        if (x[i] < vmin) vmin = x[i];
+        if (x[i] > vmax) vmax = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (vmin > 0.0f) vmin = 0.0f;
+    if (vmax <= vmin) {
+        memset(L, 0, (size_t)n);
+        *neg_min = -vmin;
+        return 0.0f;
+    }
+    float iscale = (float)nmax / (vmax - vmin);
+    float scale = 1.0f / iscale;
+    float best = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        int l = fgg_q_clampi(fgg_iq_nearest_int(iscale * (x[i] - vmin)), 0, nmax);
+        L[i] = (uint8_t)l;
+        float diff = scale * (float)l + vmin - x[i];
+        diff = mad ? fabsf(diff) : diff * diff;
+        best += w[i] * diff;
+    }
+    if (nstep < 1) {
+        *neg_min = -vmin;
+        return scale;
+    }
+    uint8_t trial[256];
+    for (int is = 0; is <= nstep; ++is) {
+        /* a better fit replaces vmin, and later trials start from it */
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (vmax - vmin);
+        float sum_l = 0.0f, sum_l2 = 0.0f, sum_xl = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            int l = fgg_q_clampi(fgg_iq_nearest_int(iscale * (x[i] - vmin)), 0, nmax);
+            trial[i] = (uint8_t)l;
+            float fl = (float)l;
+            float wl = w[i] * fl;
+            sum_l += wl;
+            sum_l2 += wl * fl;
+            sum_xl += wl * x[i];
+        }
+        float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0.0f) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0.0f) {
+                this_min = 0.0f;
+                this_scale = sum_xl / sum_l2;
+            }
+            float err = 0.0f;
+            for (int i = 0; i < n; ++i) {
+                float diff = this_scale * (float)trial[i] + this_min - x[i];
+                diff = mad ? fabsf(diff) : diff * diff;
+                err += w[i] * diff;
+            }
+            if (err < best) {
+                memcpy(L, trial, (size_t)n);
+                best = err;
+                scale = this_scale;
+                vmin = this_min;
+            }
+        }
+    }
+    *neg_min = -vmin;
+    return scale;
+}
+
+/* ---- Q4_0 / Q5_0: d = (signed value of largest magnitude) / -2^(bits-1) ---- */
+
+static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t *lv) {
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+        qs[j] = (uint8_t)((lv[j] & 0x0f) | ((lv[j + 16] & 0x0f) << 4));
+        qh |= (uint32_t)((lv[j] >> 4) & 1u) << j;
+        qh |= (uint32_t)((lv[j + 16] >> 4) & 1u) << (j + 16);
+    }
+    qh4[0] = (uint8_t)qh; qh4[1] = (uint8_t)(qh >> 8); qh4[2] = (uint8_t)(qh >> 16); qh4[3] = (uint8_t)(qh >> 24);
+}
+
+/* One block of Q4_0 (half = 8) or Q5_0 (half = 16) without importance weights; lv gets the levels. */
+static inline float fgg__q_block_sym(const float *x, int half, uint8_t *lv) {
+    float amax = 0.0f, vmax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        if (amax < fabsf(x[j])) { amax = fabsf(x[j]); vmax = x[j]; }
+    }
+    const float d = vmax / (float)(-half);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float off = (float)half + 0.5f;
+    for (int j = 0; j < 32; ++j) {
+        int v = (int8_t)(int)(x[j] * id + off);
+        lv[j] = (uint8_t)(v < 2 * half - 1 ? v : 2 * half - 1);
+    }
+    return d;
+}
+
+/* imatrix path of Q4_0/Q5_0: per-row sigma2, weights, signed search */
+static void fgg__q_rows_sym_w(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix, int nmax, int q5) {
+    const size_t bsz = q5 ? 22 : 18;
+    const int64_t nb = n_per_row / 32;
+    float w[32];
+    int8_t L[32];
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float *x = src + r * n_per_row;
+        uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
+        const float sigma2 = fgg_q_sumsq(x, n_per_row) / (float)n_per_row;
+        for (int64_t ib = 0; ib < nb; ++ib) {
+            const float *xb = x + 32 * ib;
+            uint8_t *blk = y + (size_t)ib * bsz;
+            fgg_q_rms_weights(32, imatrix + 32 * ib, xb, sigma2, w);
+            float d = fgg_q_fit_signed(32, nmax, xb, L, w);
+            fgg_q_put16(blk, fgg_iq_fp16(d));
+            if (q5) {
+                fgg__q_store_q5_high(blk + 6, blk + 2, (const uint8_t *)L);
+            } else {
+                for (int j = 0; j < 16; ++j) blk[2 + j] = (uint8_t)(L[j] | (L[j + 16] << 4));
+            }
+        }
+    }
+}
+
+static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    if (imatrix) {
+        fgg__q_rows_sym_w(src, dst, n_rows, n_per_row, imatrix, 8, 0);
+        return;
+    }
+    const int64_t nb = n_rows * (n_per_row / 32);
+    uint8_t lv[32];
+    for (int64_t i = 0; i < nb; ++i) {
+        uint8_t *blk = dst + 18 * i;
+        float d = fgg__q_block_sym(src + 32 * i, 8, lv);
+        fgg_q_put16(blk, fgg_iq_fp16(d));
+        for (int j = 0; j < 16; ++j) blk[2 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
+    }
+}
+
+static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    if (imatrix) {
+        fgg__q_rows_sym_w(src, dst, n_rows, n_per_row, imatrix, 16, 1);
+        return;
+    }
+    const int64_t nb = n_rows * (n_per_row / 32);
+    uint8_t lv[32];
+    for (int64_t i = 0; i < nb; ++i) {
+        uint8_t *blk = dst + 22 * i;
+        float d = fgg__q_block_sym(src + 32 * i, 16, lv);
+        fgg_q_put16(blk, fgg_iq_fp16(d));
+        fgg__q_store_q5_high(blk + 6, blk + 2, lv);
+    }
+}
+
+/* ---- Q4_1 / Q5_1: d = (max - min) / (2^bits - 1), offset min ---- */
+
+static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *lv, float *d_out, float *m_out) {
+    float vmin = FLT_MAX, vmax = -FLT_MAX;
+    for (int j = 0; j < 32; ++j) {
+        if (x[j] < vmin) vmin = x[j];
+        if (x[j] > vmax) vmax = x[j];
+    }
+    const float d = (vmax - vmin) / (float)((1 << bits) - 1);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        float v = (x[j] - vmin) * id + 0.5f;
+        if (bits == 4) {
+            int q = (int8_t)(int)v;
+            lv[j] = (uint8_t)(q < 15 ? q : 15);
+        } else {
+            lv[j] = (uint8_t)(int)v;
+        }
+    }
+    *d_out = d;
+    *m_out = vmin;
+}
+
+static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix, int bits) {
+    const size_t bsz = bits == 4 ? 20 : 24;
+    const int64_t nb = n_per_row / 32;
+    const int nmax = (1 << bits) - 1;
+    float w[32];
+    uint8_t lv[32];
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float *x = src + r * n_per_row;
+        uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
+        const float sigma2 = imatrix ? fgg_q_sumsq(x, n_per_row) / (float)n_per_row : 0.0f;
+        for (int64_t ib = 0; ib < nb; ++ib) {
+            const float *xb = x + 32 * ib;
+            uint8_t *blk = y + (size_t)ib * bsz;
+            float d, m;
+            if (imatrix) {
+                float neg_min;
+                fgg_q_rms_weights(32, imatrix + 32 * ib, xb, sigma2, w);
+                d = fgg_q_fit_affine(32, nmax, xb, w, lv, &neg_min, -0.9f, 0.05f, 36, 0);
+                m = -neg_min;
+            } else {
+                fgg__q_block_affine(xb, bits, lv, &d, &m);
+            }
+            fgg_q_put16(blk, fgg_iq_fp16(d));
+            fgg_q_put16(blk + 2, fgg_iq_fp16(m));
+            if (bits == 5) {
+                fgg__q_store_q5_high(blk + 8, blk + 4, lv);
+            } else {
+                for (int j = 0; j < 16; ++j) blk[4 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
+            }
+        }
+    }
+}
+
+static void fgg_quantize_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    fgg__q_rows_affine(src, dst, n_rows, n_per_row, imatrix, 4);
+}
+
+static void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    fgg__q_rows_affine(src, dst, n_rows, n_per_row, imatrix, 5);
+}
+
+/* ---- Q8_0 / Q8_1: d = amax / 127, q = round-half-away(x / d) (the importance matrix is unused) ---- */
+
+static inline float fgg__q_block_q8(const float *x, int8_t *q) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+        float a = fabsf(x[j]);
+        amax = amax > a ? amax : a;
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < 32; ++j) q[j] = (int8_t)fgg_q_round_away(x[j] * id);
+    return d;
+}
+
+static void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 32);
+    for (int64_t i = 0; i < nb; ++i) {
+        uint8_t *blk = dst + 34 * i;
+        float d = fgg__q_block_q8(src + 32 * i, (int8_t *)(blk + 2));
+        fgg_q_put16(blk, fgg_iq_fp16(d));
+    }
+}
+
+static void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 32);
+    for (int64_t i = 0; i < nb; ++i) {
+        uint8_t *blk = dst + 36 * i;
+        int8_t *q = (int8_t *)(blk + 4);
+        float d = fgg__q_block_q8(src + 32 * i, q);
+        int sum = 0;
+        for (int j = 0; j < 32; ++j) sum += q[j];
+        fgg_q_put16(blk, fgg_iq_fp16(d));
+        fgg_q_put16(blk + 2, fgg_iq_fp16((float)sum * d));
+    }
+}
+
+#endif /* FGG_QUANT_LEGACY_H */
