@@ -129,6 +129,71 @@ static float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
+/* fgg_q_fit_q3 on eight groups (see fgg_q_fit_signed8 for how lanes keep the scalar bits). A
+ * lane whose pass changed nothing would change nothing in later passes, so the passes run
+ * until no lane changes or five have run. */
+#if FGG_IQ_SIMD
+static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
+    fgg_q_vf8 x[16], w[16];
+    fgg_q_vi8 L[16];
+    fgg_q_transpose8(n, xs, x);
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
+    fgg_q_vf8 amax = zf, vmax = zf;
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vf8 a = fgg_q_abs8(x[i]);
+        fgg_q_vi8 m = a > amax;
+        amax = fgg_q_fsel(m, a, amax);
+        vmax = fgg_q_fsel(m, x[i], vmax);
+        w[i] = x[i] * x[i];
+    }
+    const fgg_q_vi8 zero = amax < FGG_Q_EPS;
+    const fgg_q_vf8 iscale = (float)(-nmax) / vmax;
+    fgg_q_vf8 sumlx = zf, suml2 = zf;
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = l;
+        fgg_q_vf8 fl = fgg_q_tof8(l);
+        sumlx += w[i] * x[i] * fl;
+        suml2 += w[i] * fl * fl;
+    }
+    for (int pass = 0; pass < 5; ++pass) {
+        fgg_q_vi8 changed = L[0] - L[0];
+        for (int i = 0; i < n; ++i) {
+            fgg_q_vf8 fl = fgg_q_tof8(L[i]);
+            fgg_q_vf8 slx = sumlx - w[i] * x[i] * fl;
+            fgg_q_vf8 sl2 = suml2 - w[i] * fl * fl;
+            fgg_q_vi8 nl = fgg_q_clamp8(fgg_q_round8(x[i] * sl2 / slx), -nmax, nmax - 1);
+            fgg_q_vf8 fn = fgg_q_tof8(nl);
+            slx = slx + w[i] * x[i] * fn;
+            sl2 = sl2 + w[i] * fn * fn;
+            fgg_q_vi8 upd = (sumlx - w[i] * x[i] * fl > 0.0f) & (nl != L[i]) & (sl2 > 0.0f) &
+                            (slx * slx * suml2 > sumlx * sumlx * sl2);
+            L[i] = fgg_q_isel(upd, nl, L[i]);
+            sumlx = fgg_q_fsel(upd, slx, sumlx);
+            suml2 = fgg_q_fsel(upd, sl2, suml2);
+            changed |= upd;
+        }
+        int any = 0;
+        for (int k = 0; k < FGG_Q_W; ++k) any |= changed[k];
+        if (!any) break;
+    }
+    fgg_q_vf8 r = fgg_q_fsel(suml2 > 0.0f, sumlx / suml2, zf);
+    r = fgg_q_fsel(zero, zf, r);
+    for (int k = 0; k < FGG_Q_W; ++k) {
+        out[k] = r[k];
+        for (int i = 0; i < n; ++i) Ls[k][i] = zero[k] ? 0 : (int8_t)(L[i][k] + nmax);
+    }
+}
+#endif
+
+static void fgg_q_fit_q3_8(int n, int nmax, const float *const xs[8], int8_t *const Ls[8], float out[8]) {
+#if FGG_IQ_SIMD
+    for (int h = 0; h < 8; h += FGG_Q_W) fgg__q_fit_q3_w(n, nmax, xs + h, Ls + h, out + h);
+#else
+    for (int k = 0; k < 8; ++k) out[k] = fgg_q_fit_q3(n, nmax, xs[k], Ls[k]);
+#endif
+}
+
 /* four 2-bit planes: byte l of each 32-byte group holds levels l, l+32, l+64, l+96 of 128 */
 static inline void fgg__q_pack2(uint8_t *qs, const uint8_t *L) {
     for (int j = 0; j < 256; j += 128) {
@@ -154,13 +219,21 @@ static void fgg__q2k_requant(const float *x, uint8_t *blk, const uint8_t *scales
 
 static void fgg__q2k_block(const float *x, uint8_t *blk, const float *qw) {
     uint8_t L[256];
-    float scales[16], mins[16], w[16];
+    float scales[16], mins[16], w[256];
+    const float *xs[16], *ws[16];
+    uint8_t *Ls16[16];
+    for (int j = 0; j < 16; ++j) {
+        xs[j] = x + 16 * j;
+        ws[j] = w + 16 * j;
+        Ls16[j] = L + 16 * j;
+    }
     uint8_t *sc = blk;
     if (!qw) {
+        for (int i = 0; i < 256; ++i) w[i] = fabsf(x[i]);
+        for (int h = 0; h < 16; h += 8)
+            fgg_q_fit_affine8(16, 3, xs + h, ws + h, Ls16 + h, scales + h, mins + h, -0.5f, 0.1f, 15, 1);
         float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < 16; ++j) {
-            for (int i = 0; i < 16; ++i) w[i] = fabsf(x[16 * j + i]);
-            scales[j] = fgg_q_fit_affine(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.5f, 0.1f, 15, 1);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -185,13 +258,14 @@ static void fgg__q2k_block(const float *x, uint8_t *blk, const float *qw) {
     float sw[16];
     uint8_t Ls[16], Lm[16];
     const float sigma2 = fgg_q_sumsq(x, 256) / 256.0f;
+    fgg_q_rms_weights(256, qw, x, sigma2, w);
     for (int j = 0; j < 16; ++j) {
-        fgg_q_rms_weights(16, qw + 16 * j, x + 16 * j, sigma2, w);
         float s = 0.0f;
-        for (int i = 0; i < 16; ++i) s += w[i];
+        for (int i = 0; i < 16; ++i) s += w[16 * j + i];
         sw[j] = s;
-        scales[j] = fgg_q_fit_affine(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], -0.9f, 0.05f, 36, 0);
     }
+    for (int h = 0; h < 16; h += 8)
+        fgg_q_fit_affine8(16, 3, xs + h, ws + h, Ls16 + h, scales + h, mins + h, -0.9f, 0.05f, 36, 0);
     const float dm = fgg_q_fit_pos(16, 15, scales, Ls, sw);
     const float mm = fgg_q_fit_pos(16, 15, mins, Lm, sw);
     const uint16_t hd = fgg_iq_fp16(dm), hm = fgg_iq_fp16(mm);
@@ -239,10 +313,17 @@ static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
     float scales[16];
     uint8_t *sc = blk + 96;
     memset(sc, 0, 12);
+    const float *xs[16];
+    int8_t *Ls16[16];
+    for (int j = 0; j < 16; ++j) {
+        xs[j] = x + 16 * j;
+        Ls16[j] = L + 16 * j;
+    }
     if (!qw) {
         float max_scale = 0.0f, amax = 0.0f;
+        fgg_q_fit_q3_8(16, 4, xs, Ls16, scales);
+        fgg_q_fit_q3_8(16, 4, xs + 8, Ls16 + 8, scales + 8);
         for (int j = 0; j < 16; ++j) {
-            scales[j] = fgg_q_fit_q3(16, 4, x + 16 * j, L + 16 * j);
             float a = fabsf(scales[j]);
             if (a > amax) { amax = a; max_scale = scales[j]; }
         }
@@ -258,16 +339,19 @@ static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
         }
         fgg_q_put16(blk + 108, hd);
     } else {
-        float w[16], sw[16];
+        float w[256], sw[16];
+        const float *ws[16];
         int8_t Ls[16];
         const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
+        fgg_q_rms_weights(256, qw, x, sigma2, w);
         for (int j = 0; j < 16; ++j) {
-            fgg_q_rms_weights(16, qw + 16 * j, x + 16 * j, sigma2, w);
             float s = 0.0f;
-            for (int i = 0; i < 16; ++i) s += w[i];
+            for (int i = 0; i < 16; ++i) s += w[16 * j + i];
             sw[j] = s;
-            scales[j] = fgg_q_fit_signed(16, 4, x + 16 * j, L + 16 * j, w);
+            ws[j] = w + 16 * j;
         }
+        fgg_q_fit_signed8(16, 4, xs, ws, Ls16, scales);
+        fgg_q_fit_signed8(16, 4, xs + 8, ws + 8, Ls16 + 8, scales + 8);
         const float d_block = fgg_q_fit_signed(16, 32, scales, Ls, sw);
         for (int j = 0; j < 16; ++j) fgg__q3k_put_scale(sc, j, Ls[j]);
         fgg_q_put16(blk + 108, fgg_iq_fp16(d_block));
@@ -301,17 +385,24 @@ static inline void fgg__q_get_scale_min_k4(const uint8_t *q, int j, int *d, int 
 /* Q4_K (nmax 15) and Q5_K (nmax 31) share everything up to the final packing. */
 static void fgg__q45k_block(const float *x, uint8_t *blk, const float *qw, int nmax) {
     uint8_t L[256];
-    float scales[8], mins[8], w[32];
+    float scales[8], mins[8], w[256];
+    const float *xs[8], *ws[8];
+    uint8_t *Ls8[8];
+    for (int j = 0; j < 8; ++j) {
+        xs[j] = x + 32 * j;
+        ws[j] = w + 32 * j;
+        Ls8[j] = L + 32 * j;
+    }
     uint8_t *sc = blk + 4;
     if (!qw) {
-        float max_scale = 0.0f, max_min = 0.0f;
-        const float rmin = nmax == 15 ? -1.0f : -0.5f;
-        const int nstep = nmax == 15 ? 20 : 15;
         for (int j = 0; j < 8; ++j) {
-            const float *xs = x + 32 * j;
-            const float av_x = sqrtf(fgg_q_sumsq(xs, 32) / 32.0f);
-            for (int i = 0; i < 32; ++i) w[i] = av_x + fabsf(xs[i]);
-            scales[j] = fgg_q_fit_affine(32, nmax, xs, w, L + 32 * j, &mins[j], rmin, 0.1f, nstep, 0);
+            const float av_x = sqrtf(fgg_q_sumsq(xs[j], 32) / 32.0f);
+            for (int i = 0; i < 32; ++i) w[32 * j + i] = av_x + fabsf(xs[j][i]);
+        }
+        if (nmax == 15) fgg_q_fit_affine8(32, 15, xs, ws, Ls8, scales, mins, -1.0f, 0.1f, 20, 0);
+        else fgg_q_fit_affine8(32, 31, xs, ws, Ls8, scales, mins, -0.5f, 0.1f, 15, 0);
+        float max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 8; ++j) {
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -328,13 +419,13 @@ static void fgg__q45k_block(const float *x, uint8_t *blk, const float *qw, int n
         float sw[8];
         uint8_t Ls[8], Lm[8];
         const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
+        fgg_q_rms_weights(256, qw, x, sigma2, w);
         for (int j = 0; j < 8; ++j) {
-            fgg_q_rms_weights(32, qw + 32 * j, x + 32 * j, sigma2, w);
             float s = 0.0f;
-            for (int i = 0; i < 32; ++i) s += w[i];
+            for (int i = 0; i < 32; ++i) s += w[32 * j + i];
             sw[j] = s;
-            scales[j] = fgg_q_fit_affine(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], -0.9f, 0.05f, 36, 0);
         }
+        fgg_q_fit_affine8(32, nmax, xs, ws, Ls8, scales, mins, -0.9f, 0.05f, 36, 0);
         const float d_block = fgg_q_fit_pos(8, 63, scales, Ls, sw);
         const float m_block = fgg_q_fit_pos(8, 63, mins, Lm, sw);
         for (int j = 0; j < 8; ++j) {
@@ -382,8 +473,16 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
     int8_t L[256];
     float scales[16];
     float max_scale = 0.0f, max_abs = 0.0f;
+    const float *xs[16], *ws[16];
+    int8_t *Ls16[16];
     for (int j = 0; j < 16; ++j) {
-        scales[j] = fgg_q_fit_signed(16, 32, x + 16 * j, L + 16 * j, qw ? qw + 16 * j : NULL);
+        xs[j] = x + 16 * j;
+        ws[j] = qw ? qw + 16 * j : NULL;
+        Ls16[j] = L + 16 * j;
+    }
+    fgg_q_fit_signed8(16, 32, xs, ws, Ls16, scales);
+    fgg_q_fit_signed8(16, 32, xs + 8, ws + 8, Ls16 + 8, scales + 8);
+    for (int j = 0; j < 16; ++j) {
         float a = fabsf(scales[j]);
         if (a > max_abs) { max_abs = a; max_scale = scales[j]; }
     }

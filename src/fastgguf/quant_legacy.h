@@ -206,6 +206,202 @@ static float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, u
     return scale;
 }
 
+/* ---- Eight fits at once ----
+ * fgg_q_fit_signed8 / fgg_q_fit_affine8 run fgg_q_fit_signed / fgg_q_fit_affine on eight
+ * independent groups (xs[k], ws[k] -> Ls[k], out[k]). With vector extensions, lane k of each
+ * vector runs group k's scalar sequence of float32 operations unchanged (selects stand in for
+ * the branches), so the results are the scalar ones bit for bit; otherwise they loop. */
+
+#if FGG_IQ_SIMD
+/* lanes per vector: 8 where AVX registers hold them, else 4 (eight groups run as two halves) */
+#if defined(__AVX__)
+#define FGG_Q_W 8
+#else
+#define FGG_Q_W 4
+#endif
+typedef float fgg_q_vf8 __attribute__((vector_size(4 * FGG_Q_W)));
+typedef int32_t fgg_q_vi8 __attribute__((vector_size(4 * FGG_Q_W)));
+#define FGG_Q_INL static inline __attribute__((always_inline))
+
+FGG_Q_INL fgg_q_vf8 fgg_q_fsel(fgg_q_vi8 m, fgg_q_vf8 a, fgg_q_vf8 b) {
+    return (fgg_q_vf8)((m & (fgg_q_vi8)a) | (~m & (fgg_q_vi8)b));
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_isel(fgg_q_vi8 m, fgg_q_vi8 a, fgg_q_vi8 b) {
+    return (m & a) | (~m & b);
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane */
+    fgg_q_vi8 bits = (fgg_q_vi8)(v + 12582912.0f);
+    return (bits & 0x007fffff) - 0x00400000;
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_clamp8(fgg_q_vi8 v, int lo, int hi) {
+    v = fgg_q_isel(v < lo, v - v + lo, v);
+    return fgg_q_isel(v > hi, v - v + hi, v);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_abs8(fgg_q_vf8 v) {
+    return (fgg_q_vf8)((fgg_q_vi8)v & 0x7fffffff);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_tof8(fgg_q_vi8 v) {
+    return __builtin_convertvector(v, fgg_q_vf8);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_splat8(float x) {
+    fgg_q_vf8 z = {0.0f};
+    return z + x;
+}
+/* t[i] lane k = p[k][i] */
+FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vf8 v;
+        for (int k = 0; k < FGG_Q_W; ++k) v[k] = p[k][i];
+        t[i] = v;
+    }
+}
+#endif
+
+#if FGG_IQ_SIMD
+static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const float *const ws[],
+                                int8_t *const Ls[], float out[]) {
+    fgg_q_vf8 x[32], w[32];
+    fgg_q_vi8 L[32], T[32];
+    fgg_q_transpose8(n, xs, x);
+    if (ws[0]) fgg_q_transpose8(n, ws, w);
+    else for (int i = 0; i < n; ++i) w[i] = x[i] * x[i];
+    fgg_q_vf8 amax = fgg_q_splat8(0.0f), vmax = amax;
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vf8 a = fgg_q_abs8(x[i]);
+        fgg_q_vi8 m = a > amax;
+        amax = fgg_q_fsel(m, a, amax);
+        vmax = fgg_q_fsel(m, x[i], vmax);
+    }
+    const fgg_q_vi8 zero = amax < FGG_Q_EPS;
+    fgg_q_vf8 iscale = (float)(-nmax) / vmax;
+    fgg_q_vf8 sumlx = fgg_q_splat8(0.0f), suml2 = sumlx;
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = l + nmax;
+        fgg_q_vf8 fl = fgg_q_tof8(l);
+        sumlx += w[i] * x[i] * fl;
+        suml2 += w[i] * fl * fl;
+    }
+    fgg_q_vf8 scale = fgg_q_fsel(suml2 != 0.0f, sumlx / suml2, fgg_q_splat8(0.0f));
+    fgg_q_vf8 best = scale * sumlx;
+    for (int is = -9; is <= 9; ++is) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / vmax;
+        sumlx = fgg_q_splat8(0.0f);
+        suml2 = sumlx;
+        for (int i = 0; i < n; ++i) {
+            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
+            T[i] = l + nmax;
+            fgg_q_vf8 fl = fgg_q_tof8(l);
+            sumlx += w[i] * x[i] * fl;
+            suml2 += w[i] * fl * fl;
+        }
+        fgg_q_vi8 upd = (suml2 > 0.0f) & (sumlx * sumlx > best * suml2);
+        for (int i = 0; i < n; ++i) L[i] = fgg_q_isel(upd, T[i], L[i]);
+        scale = fgg_q_fsel(upd, sumlx / suml2, scale);
+        best = fgg_q_fsel(upd, scale * sumlx, best);
+    }
+    scale = fgg_q_fsel(zero, fgg_q_splat8(0.0f), scale);
+    for (int k = 0; k < FGG_Q_W; ++k) {
+        out[k] = scale[k];
+        for (int i = 0; i < n; ++i) Ls[k][i] = zero[k] ? 0 : (int8_t)L[i][k];
+    }
+}
+#endif
+
+static void fgg_q_fit_signed8(int n, int nmax, const float *const xs[8], const float *const ws[8],
+                              int8_t *const Ls[8], float out[8]) {
+#if FGG_IQ_SIMD
+    for (int h = 0; h < 8; h += FGG_Q_W) fgg__q_fit_signed_w(n, nmax, xs + h, ws + h, Ls + h, out + h);
+#else
+    for (int k = 0; k < 8; ++k) out[k] = fgg_q_fit_signed(n, nmax, xs[k], Ls[k], ws[k]);
+#endif
+}
+
+#if FGG_IQ_SIMD
+static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const float *const ws[],
+                                uint8_t *const Ls[], float out[], float neg_min[], float rmin,
+                                float rdelta, int nstep, int mad) {
+    fgg_q_vf8 x[32], w[32];
+    fgg_q_vi8 L[32], T[32];
+    fgg_q_transpose8(n, xs, x);
+    fgg_q_transpose8(n, ws, w);
+    fgg_q_vf8 vmin = x[0], vmax = x[0], sum_w = w[0];
+    fgg_q_vf8 sum_x = sum_w * x[0];
+    for (int i = 1; i < n; ++i) {
+        vmin = fgg_q_fsel(x[i] < vmin, x[i], vmin);
+        vmax = fgg_q_fsel(x[i] > vmax, x[i], vmax);
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
+    vmin = fgg_q_fsel(vmin > 0.0f, zf, vmin);
+    const fgg_q_vf8 vmin0 = vmin;
+    const fgg_q_vi8 flat = vmax <= vmin;
+    fgg_q_vf8 iscale = (float)nmax / (vmax - vmin);
+    fgg_q_vf8 scale = 1.0f / iscale;
+    fgg_q_vf8 best = zf;
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * (x[i] - vmin)), 0, nmax);
+        L[i] = l;
+        fgg_q_vf8 diff = scale * fgg_q_tof8(l) + vmin - x[i];
+        diff = mad ? fgg_q_abs8(diff) : diff * diff;
+        best += w[i] * diff;
+    }
+    for (int is = 0; is <= nstep; ++is) {
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (vmax - vmin);
+        fgg_q_vf8 sum_l = zf, sum_l2 = zf, sum_xl = zf;
+        for (int i = 0; i < n; ++i) {
+            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * (x[i] - vmin)), 0, nmax);
+            T[i] = l;
+            fgg_q_vf8 fl = fgg_q_tof8(l);
+            fgg_q_vf8 wl = w[i] * fl;
+            sum_l += wl;
+            sum_l2 += wl * fl;
+            sum_xl += wl * x[i];
+        }
+        fgg_q_vf8 D = sum_w * sum_l2 - sum_l * sum_l;
+        fgg_q_vi8 ok = D > 0.0f;
+        fgg_q_vf8 this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+        fgg_q_vf8 this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+        fgg_q_vi8 pos = this_min > 0.0f;
+        this_min = fgg_q_fsel(pos, zf, this_min);
+        this_scale = fgg_q_fsel(pos, sum_xl / sum_l2, this_scale);
+        fgg_q_vf8 err = zf;
+        for (int i = 0; i < n; ++i) {
+            fgg_q_vf8 diff = this_scale * fgg_q_tof8(T[i]) + this_min - x[i];
+            diff = mad ? fgg_q_abs8(diff) : diff * diff;
+            err += w[i] * diff;
+        }
+        fgg_q_vi8 upd = ok & (err < best);
+        for (int i = 0; i < n; ++i) L[i] = fgg_q_isel(upd, T[i], L[i]);
+        best = fgg_q_fsel(upd, err, best);
+        scale = fgg_q_fsel(upd, this_scale, scale);
+        vmin = fgg_q_fsel(upd, this_min, vmin);
+    }
+    scale = fgg_q_fsel(flat, zf, scale);
+    vmin = fgg_q_fsel(flat, vmin0, vmin);
+    for (int k = 0; k < FGG_Q_W; ++k) {
+        out[k] = scale[k];
+        neg_min[k] = -vmin[k];
+        for (int i = 0; i < n; ++i) Ls[k][i] = flat[k] ? 0 : (uint8_t)L[i][k];
+    }
+}
+#endif
+
+/* nstep >= 1 */
+static void fgg_q_fit_affine8(int n, int nmax, const float *const xs[8], const float *const ws[8],
+                              uint8_t *const Ls[8], float out[8], float neg_min[8], float rmin,
+                              float rdelta, int nstep, int mad) {
+#if FGG_IQ_SIMD
+    for (int h = 0; h < 8; h += FGG_Q_W)
+        fgg__q_fit_affine_w(n, nmax, xs + h, ws + h, Ls + h, out + h, neg_min + h, rmin, rdelta, nstep, mad);
+#else
+    for (int k = 0; k < 8; ++k)
+        out[k] = fgg_q_fit_affine(n, nmax, xs[k], ws[k], Ls[k], &neg_min[k], rmin, rdelta, nstep, mad);
+#endif
+}
+
 /* ---- Q4_0 / Q5_0: d = (signed value of largest magnitude) / -2^(bits-1) ---- */
 
 static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t *lv) {
