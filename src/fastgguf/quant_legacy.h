@@ -51,15 +51,11 @@ static inline float fgg_q_half_to_float(uint16_t h) {
     return f;
 }
 
-/* roundf / lroundf for values well inside the int range: truncate, then step away from zero
- * when the dropped fraction (computed exactly) is at least one half. */
+/* roundf / lroundf for |v| < 2^22: round to nearest even, then move a tie away from zero */
 static inline int fgg_q_round_away(float v) {
-    float t = truncf(v);
-    float frac = v - t;
-    int r = (int)t;
-    if (frac >= 0.5f) r += 1;
-    else if (frac <= -0.5f) r -= 1;
-    return r;
+    int n = fgg_iq_nearest_int(v);
+    float diff = v - (float)n; /* exact */
+    return n + ((diff == 0.5f) & (v > 0.0f)) - ((diff == -0.5f) & (v < 0.0f));
 }
 
 static inline void fgg_q_put16(uint8_t *p, uint16_t h) {
@@ -257,6 +253,72 @@ FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
 }
 #endif
 
+/* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
+static inline float fgg_q_amax(const float *x, int n) {
+#if FGG_IQ_SIMD
+    fgg_q_vf8 m = fgg_q_splat8(0.0f);
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = fgg_q_abs8(v);
+        m = fgg_q_fsel(v > m, v, m);
+    }
+    float r = 0.0f;
+    for (int k = 0; k < FGG_Q_W; ++k) r = m[k] > r ? m[k] : r;
+    return r;
+#else
+    float r = 0.0f;
+    for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;
+    return r;
+#endif
+}
+
+/* q[i] = round-half-away(x[i] * id) as int8, n a multiple of 16 */
+static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t *q) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = v * id;
+        fgg_q_vi8 r = fgg_q_round8(v);
+        fgg_q_vf8 diff = v - fgg_q_tof8(r);
+        r = r - ((diff == 0.5f) & (v > 0.0f)) + ((diff == -0.5f) & (v < 0.0f)); /* masks are -1 */
+        for (int k = 0; k < FGG_Q_W; ++k) q[i + k] = (int8_t)r[k];
+    }
+#else
+    for (int i = 0; i < n; ++i) q[i] = (int8_t)fgg_q_round_away(x[i] * id);
+#endif
+}
+
+/* lv[i] = min(hi, (int8_t)(int)(x[i] * id + off)) for 32 floats, or without the int8 step and
+ * the clamp (wrap8 = 0: (uint8_t)(int)), from (x[i] - sub) when sub is used (C's truncating
+ * conversions; the int8 step keeps ggml's wrap of the low byte) */
+static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
+                                        uint8_t *lv) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < 32; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = (v - sub) * id + off;
+        fgg_q_vi8 t = __builtin_convertvector(v, fgg_q_vi8);
+        if (wrap8) {
+            t = (t << 24) >> 24;
+            t = fgg_q_isel(t > hi, t - t + hi, t);
+        }
+        for (int k = 0; k < FGG_Q_W; ++k) lv[i + k] = (uint8_t)t[k];
+    }
+#else
+    for (int i = 0; i < 32; ++i) {
+        int t = (int)((x[i] - sub) * id + off);
+        if (wrap8) {
+            t = (int8_t)t;
+            t = t < hi ? t : hi;
+        }
+        lv[i] = (uint8_t)t;
+    }
+#endif
+}
+
 #if FGG_IQ_SIMD
 static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 int8_t *const Ls[], float out[]) {
@@ -416,41 +478,61 @@ static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t
 
 /* One block of Q4_0 (half = 8) or Q5_0 (half = 16) without importance weights; lv gets the levels. */
 static inline float fgg__q_block_sym(const float *x, int half, uint8_t *lv) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-        if (amax < fabsf(x[j])) { amax = fabsf(x[j]); vmax = x[j]; }
+    const float amax = fgg_q_amax(x, 32);
+    float vmax = 0.0f;
+    for (int j = 0; amax > 0.0f && j < 32; ++j) { /* the first element of largest magnitude, signed */
+        if (fabsf(x[j]) == amax) { vmax = x[j]; break; }
     }
     const float d = vmax / (float)(-half);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    const float off = (float)half + 0.5f;
-    for (int j = 0; j < 32; ++j) {
-        int v = (int8_t)(int)(x[j] * id + off);
-        lv[j] = (uint8_t)(v < 2 * half - 1 ? v : 2 * half - 1);
-    }
+    fgg_q_trunc_levels32(x, 0.0f, id, (float)half + 0.5f, 2 * half - 1, 1, lv);
     return d;
 }
 
-/* imatrix path of Q4_0/Q5_0: per-row sigma2, weights, signed search */
-static void fgg__q_rows_sym_w(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix, int nmax, int q5) {
-    const size_t bsz = q5 ? 22 : 18;
+/* imatrix paths of Q4_0/Q5_0 (signed fit, q5 = 0/1) and Q4_1/Q5_1 (affine fit, nmax 15/31):
+ * sigma2 is the row's mean square; blocks are fitted eight at a time (a short tail repeats its
+ * last block into lanes whose results are dropped). */
+static void fgg__q_rows_legacy_w(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix, int affine, int bits) {
+    const size_t bsz = (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
+    const int nmax = affine ? (1 << bits) - 1 : 1 << (bits - 1);
     const int64_t nb = n_per_row / 32;
-    float w[32];
-    int8_t L[32];
+    float w[8 * 32], d[8], neg_min[8];
+    uint8_t lv[8][32];
+    const float *xs[8], *ws[8];
+    uint8_t *Lu[8];
+    int8_t *Ls[8];
+    for (int k = 0; k < 8; ++k) {
+        ws[k] = w + 32 * k;
+        Lu[k] = lv[k];
+        Ls[k] = (int8_t *)lv[k];
+    }
     for (int64_t r = 0; r < n_rows; ++r) {
         const float *x = src + r * n_per_row;
         uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
         const float sigma2 = fgg_q_sumsq(x, n_per_row) / (float)n_per_row;
-        for (int64_t ib = 0; ib < nb; ++ib) {
-            const float *xb = x + 32 * ib;
-            uint8_t *blk = y + (size_t)ib * bsz;
-            fgg_q_rms_weights(32, imatrix + 32 * ib, xb, sigma2, w);
-            float d = fgg_q_fit_signed(32, nmax, xb, L, w);
-            fgg_q_put16(blk, fgg_iq_fp16(d));
-            if (q5) {
-                fgg__q_store_q5_high(blk + 6, blk + 2, (const uint8_t *)L);
-            } else {
-                for (int j = 0; j < 16; ++j) blk[2 + j] = (uint8_t)(L[j] | (L[j + 16] << 4));
+        for (int64_t ib0 = 0; ib0 < nb; ib0 += 8) {
+            const int cnt = nb - ib0 < 8 ? (int)(nb - ib0) : 8;
+            for (int k = 0; k < 8; ++k) {
+                const int64_t ib = ib0 + (k < cnt ? k : cnt - 1);
+                xs[k] = x + 32 * ib;
+                fgg_q_rms_weights(32, imatrix + 32 * ib, xs[k], sigma2, w + 32 * k);
+            }
+            if (affine) fgg_q_fit_affine8(32, nmax, xs, ws, Lu, d, neg_min, -0.9f, 0.05f, 36, 0);
+            else fgg_q_fit_signed8(32, nmax, xs, ws, Ls, d);
+            for (int k = 0; k < cnt; ++k) {
+                uint8_t *blk = y + (size_t)(ib0 + k) * bsz;
+                fgg_q_put16(blk, fgg_iq_fp16(d[k]));
+                uint8_t *q = blk + 2;
+                if (affine) {
+                    fgg_q_put16(blk + 2, fgg_iq_fp16(-neg_min[k]));
+                    q = blk + 4;
+                }
+                if (bits == 5) {
+                    fgg__q_store_q5_high(q + 4, q, lv[k]);
+                } else {
+                    for (int j = 0; j < 16; ++j) q[j] = (uint8_t)(lv[k][j] | (lv[k][j + 16] << 4));
+                }
             }
         }
     }
@@ -459,7 +541,7 @@ static void fgg__q_rows_sym_w(const float *src, uint8_t *dst, int64_t n_rows, in
 static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
     if (imatrix) {
-        fgg__q_rows_sym_w(src, dst, n_rows, n_per_row, imatrix, 8, 0);
+        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 4);
         return;
     }
     const int64_t nb = n_rows * (n_per_row / 32);
@@ -475,7 +557,7 @@ static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, in
 static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
     if (imatrix) {
-        fgg__q_rows_sym_w(src, dst, n_rows, n_per_row, imatrix, 16, 1);
+        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 5);
         return;
     }
     const int64_t nb = n_rows * (n_per_row / 32);
@@ -492,55 +574,56 @@ static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, in
 
 static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *lv, float *d_out, float *m_out) {
     float vmin = FLT_MAX, vmax = -FLT_MAX;
-    for (int j = 0; j < 32; ++j) {
-        if (x[j] < vmin) vmin = x[j];
-        if (x[j] > vmax) vmax = x[j];
+#if FGG_IQ_SIMD
+    /* lanes find the same extremes; only the sign of a zero extreme depends on which zero came
+     * first, so those blocks take the scalar scan */
+    fgg_q_vf8 lo = fgg_q_splat8(FLT_MAX), up = fgg_q_splat8(-FLT_MAX);
+    for (int j = 0; j < 32; j += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + j, sizeof v);
+        lo = fgg_q_fsel(v < lo, v, lo);
+        up = fgg_q_fsel(v > up, v, up);
+    }
+    for (int k = 0; k < FGG_Q_W; ++k) {
+        if (lo[k] < vmin) vmin = lo[k];
+        if (up[k] > vmax) vmax = up[k];
+    }
+    if (vmin == 0.0f || vmax == 0.0f)
+#endif
+    {
+        vmin = FLT_MAX;
+        vmax = -FLT_MAX;
+        for (int j = 0; j < 32; ++j) {
+            if (x[j] < vmin) vmin = x[j];
+            if (x[j] > vmax) vmax = x[j];
+        }
     }
     const float d = (vmax - vmin) / (float)((1 << bits) - 1);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < 32; ++j) {
-        float v = (x[j] - vmin) * id + 0.5f;
-        if (bits == 4) {
-            int q = (int8_t)(int)v;
-            lv[j] = (uint8_t)(q < 15 ? q : 15);
-        } else {
-            lv[j] = (uint8_t)(int)v;
-        }
-    }
+    fgg_q_trunc_levels32(x, vmin, id, 0.5f, 15, bits == 4, lv);
     *d_out = d;
     *m_out = vmin;
 }
 
 static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                const float *imatrix, int bits) {
+    if (imatrix) {
+        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 1, bits);
+        return;
+    }
     const size_t bsz = bits == 4 ? 20 : 24;
-    const int64_t nb = n_per_row / 32;
-    const int nmax = (1 << bits) - 1;
-    float w[32];
+    const int64_t nb = n_rows * (n_per_row / 32);
     uint8_t lv[32];
-    for (int64_t r = 0; r < n_rows; ++r) {
-        const float *x = src + r * n_per_row;
-        uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
-        const float sigma2 = imatrix ? fgg_q_sumsq(x, n_per_row) / (float)n_per_row : 0.0f;
-        for (int64_t ib = 0; ib < nb; ++ib) {
-            const float *xb = x + 32 * ib;
-            uint8_t *blk = y + (size_t)ib * bsz;
-            float d, m;
-            if (imatrix) {
-                float neg_min;
-                fgg_q_rms_weights(32, imatrix + 32 * ib, xb, sigma2, w);
-                d = fgg_q_fit_affine(32, nmax, xb, w, lv, &neg_min, -0.9f, 0.05f, 36, 0);
-                m = -neg_min;
-            } else {
-                fgg__q_block_affine(xb, bits, lv, &d, &m);
-            }
-            fgg_q_put16(blk, fgg_iq_fp16(d));
-            fgg_q_put16(blk + 2, fgg_iq_fp16(m));
-            if (bits == 5) {
-                fgg__q_store_q5_high(blk + 8, blk + 4, lv);
-            } else {
-                for (int j = 0; j < 16; ++j) blk[4 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
-            }
+    for (int64_t i = 0; i < nb; ++i) {
+        uint8_t *blk = dst + (size_t)i * bsz;
+        float d, m;
+        fgg__q_block_affine(src + 32 * i, bits, lv, &d, &m);
+        fgg_q_put16(blk, fgg_iq_fp16(d));
+        fgg_q_put16(blk + 2, fgg_iq_fp16(m));
+        if (bits == 5) {
+            fgg__q_store_q5_high(blk + 8, blk + 4, lv);
+        } else {
+            for (int j = 0; j < 16; ++j) blk[4 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
         }
     }
 }
@@ -558,14 +641,9 @@ static void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, in
 /* ---- Q8_0 / Q8_1: d = amax / 127, q = round-half-away(x / d) (the importance matrix is unused) ---- */
 
 static inline float fgg__q_block_q8(const float *x, int8_t *q) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; ++j) {
-        float a = fabsf(x[j]);
-        amax = amax > a ? amax : a;
-    }
-    const float d = amax / 127.0f;
+    const float d = fgg_q_amax(x, 32) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (int j = 0; j < 32; ++j) q[j] = (int8_t)fgg_q_round_away(x[j] * id);
+    fgg_q_round_scaled_i8(x, 32, id, q);
     return d;
 }
 

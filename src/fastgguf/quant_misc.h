@@ -11,11 +11,7 @@
 /* ------------------------------------------------------------------ TQ1_0 / TQ2_0 */
 
 static inline float fgg__q_amax_scale(const float *x, int n, float *id) {
-    float amax = 0.0f;
-    for (int j = 0; j < n; ++j) {
-        float a = fabsf(x[j]);
-        amax = amax > a ? amax : a;
-    }
+    const float amax = fgg_q_amax(x, n);
     *id = amax != 0.0f ? 1.0f / amax : 0.0f;
     return amax;
 }
@@ -112,10 +108,7 @@ static void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, i
     for (int64_t i = 0; i < nb; ++i) {
         const float *x = src + 32 * i;
         uint8_t *blk = dst + 17 * i;
-        float amax = 0.0f;
-        for (int j = 0; j < 32; ++j) {
-            if (amax < fabsf(x[j])) amax = fabsf(x[j]);
-        }
+        const float amax = fgg_q_amax(x, 32);
         /* ggml: floor(log2(amax)) - 2 + 127 in float, via the C library's log2f */
         const uint8_t e = amax > 0.0f ? (uint8_t)(int)(floorf(log2f(amax)) - 2.0f + 127.0f) : 0;
         const float d = fgg__q_e8m0_half(e);
@@ -165,10 +158,7 @@ static void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 36 * i;
         for (int s = 0; s < 4; ++s) {
             const float *x = src + 64 * i + 16 * s;
-            float amax = 0.0f;
-            for (int j = 0; j < 16; ++j) {
-                if (amax < fabsf(x[j])) amax = fabsf(x[j]);
-            }
+            const float amax = fgg_q_amax(x, 16);
             const uint8_t u = fgg__q_to_ue4m3(amax / 6.0f);
             blk[s] = u;
             const float d = fgg__q_from_ue4m3_half(u);
@@ -208,11 +198,7 @@ static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, in
     for (int64_t i = 0; i < nb; ++i) {
         const float *x = src + 64 * i;
         uint8_t *blk = dst + 18 * i;
-        float amax = 0.0f;
-        for (int j = 0; j < 64; ++j) {
-            float a = fabsf(x[j]);
-            if (a > amax) amax = a;
-        }
+        const float amax = fgg_q_amax(x, 64);
         const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
         fgg_q_put16(blk, fgg_iq_fp16(amax));
         for (int b = 0; b < 16; ++b) {
