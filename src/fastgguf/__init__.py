@@ -4,6 +4,7 @@ from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
 from .naming import GGUFFilename, parse_filename
+from .quant_stats import QuantError, quant_error
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
@@ -18,6 +19,7 @@ __all__ = [
     "GGUFFilename",
     "GGUFValueType",
     "GGUFWriter",
+    "QuantError",
     "SplitModel",
     "TensorInfo",
     "dequantize",
@@ -25,4 +27,5 @@ __all__ = [
     "__version__",
     "open",
     "parse_filename",
+    "quant_error",
 ]
