@@ -310,3 +310,14 @@ def test_usage_errors(capsys, tmp_path, gguf_model):
     assert status == 1 and "unknown tensor type 'NOPE'" in err
     with pytest.raises(SystemExit):
         main(["quant-stats", gguf_model, "--json", "--csv"])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_quant_error_measures_against_the_float32_values(dtype):
+    qtype = quantizable_types()[0]
+    row_length = max(256, TYPE_TRAITS[qtype].block_size)
+    x = (np.random.default_rng(4).standard_normal((3, row_length)) * 0.1).astype(dtype)
+    as_float32 = x.astype(np.float32)
+    imatrix = _imatrix_if_needed(qtype, row_length, as_float32)
+    result = quant_error(x, qtype, imatrix=imatrix)
+    assert_metrics(result, numpy_metrics(as_float32, _round_trip(as_float32, qtype, imatrix)))

@@ -294,7 +294,7 @@ def quant_error(x: Any, type: GGMLType | int | str, *, imatrix: Any = None,  # n
     array = np.asarray(x)
     if array.ndim == 0:
         array = array.reshape(1)
-    rows = np.ascontiguousarray(array.reshape(-1, array.shape[-1]), dtype=np.float32)
+    rows = array.reshape(-1, array.shape[-1])  # a view when it can be: converted block by block below
     n_rows, row_length = rows.shape
     if rows.size == 0:
         raise ValueError("x is empty")
@@ -304,8 +304,11 @@ def quant_error(x: Any, type: GGMLType | int | str, *, imatrix: Any = None,  # n
     weights = None if imatrix is None else np.ascontiguousarray(imatrix, dtype=np.float32)
     stats = ErrorStats(qtype)
     rows_per_block = max(1, _BLOCK_ELEMENTS // row_length)
-    scratch = np.empty(min(n_rows, rows_per_block) * row_length, np.float32)
+    block_elements = min(n_rows, rows_per_block) * row_length
+    source, scratch = np.empty(block_elements, np.float32), np.empty(block_elements, np.float32)
     for first in range(0, n_rows, rows_per_block):
-        round_trip_rows(rows[first: first + rows_per_block], qtype, stats, imatrix=weights, threads=threads,
-                        out=scratch)
+        part = rows[first: first + rows_per_block]
+        block = source[: part.size].reshape(part.shape)
+        np.copyto(block, part, casting="unsafe")  # float32, contiguous, whatever the input was
+        round_trip_rows(block, qtype, stats, imatrix=weights, threads=threads, out=scratch)
     return stats.result()
