@@ -260,8 +260,13 @@ def test_table_output(capsys, gguf_model):
     lines = out.splitlines()
     assert lines[0].startswith(f"fastgguf quant-stats: {gguf_model}: 3 tensor(s)")
     assert lines[1].split()[:3] == ["type", "bits/w", "rel"]
-    listed = [line.split()[0] for line in lines[2:2 + len(quantizable_types())]]
-    assert sorted(listed) == sorted(t.name for t in quantizable_types())
+    probe = np.random.default_rng(0).standard_normal((1, 512)).astype(np.float32)
+    needs_imatrix = {t for t in quantizable_types() if _imatrix_if_needed(t, 512, probe) is not None}
+    measured = [t for t in quantizable_types() if t not in needs_imatrix]
+    listed = [line.split()[0] for line in lines[2:2 + len(measured)]]
+    assert listed == [t.name for t in sorted(measured, key=lambda t: (TYPE_TRAITS[t].bits_per_weight, t))]
+    for qtype in needs_imatrix:
+        assert f"note: {qtype.name} skipped: it needs an importance matrix (--imatrix)" in out
     assert "1 tensor(s) that are not 2-D float weights left out" in out
 
 
