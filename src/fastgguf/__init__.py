@@ -3,6 +3,7 @@
 from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
+from .imatrix import read_imatrix
 from .naming import GGUFFilename, parse_filename
 from .quant_stats import QuantError, quant_error
 from .reader import GGUFFile, TensorInfo
@@ -28,4 +29,5 @@ __all__ = [
     "open",
     "parse_filename",
     "quant_error",
+    "read_imatrix",
 ]

@@ -35,54 +35,38 @@
  *    taken), those groups (IQ3_S: all) are placed again with 1/scale, and scale is refitted.
  *  - super-block: d = max scale / 31, stored as fp16(d * 1.0125) (IQ3_XXS) or fp16(d * 1.033)
  *    (IQ3_S); block scales nearest_int(0.5*(scale/d - 1)) clamped to 0..15.
+ *
+ * Speed (vector builds): one candidate per lane throughout, each lane the scalar sequence of its
+ * candidate. For each group the grid keys of all candidates are computed at once; consecutive
+ * candidates with the same key off the grid (the levels move monotonically with the scale) share
+ * one pass over the neighbour list, each lane keeping its first strictly smaller distance; the
+ * weighted sums of all candidates then run side by side.
  */
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
 
 #include "quant_iq_common.h"
-#if defined(__SSE__) && FGG_IQ_SIMD
-#include <immintrin.h>
-#endif
 
-/* Neighbour list storage: one count plus the entries, for each point off the grid; and the same
- * lists in chunks of FGG_IQ3_CL for the vector search. The sizes are
+/* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
  * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
 #define FGG_IQ3_XXS_LISTS (3840 + 18985)
 #define FGG_IQ3_S_LISTS (3584 + 24733)
-#if defined(__AVX__)
-#define FGG_IQ3_CL 8 /* 16 measured slower, also with AVX-512 */
-#define FGG_IQ3_XXS_CHUNKS 4288
-#define FGG_IQ3_S_CHUNKS 4557
-#else
-#define FGG_IQ3_CL 4
-#define FGG_IQ3_XXS_CHUNKS 6038
-#define FGG_IQ3_S_CHUNKS 7427
-#endif
-
-typedef struct {
-    float q[4][FGG_IQ3_CL];     /* 2l + 1 of coordinate i of entry j (padding entries: NaN) */
-    uint16_t index[FGG_IQ3_CL]; /* grid index of entry j */
-} fgg_iq3_chunk;
 
 typedef struct {
     int n;                 /* grid points */
     uint8_t level[512][4]; /* l of each coordinate */
     float q[512][4];       /* 2l + 1 */
     int32_t map[4096];     /* grid index, or -(1 + start of the neighbour list) */
-    uint16_t first_chunk[4096];
     uint16_t *lists;
-    fgg_iq3_chunk *chunks;
 } fgg_iq3_table;
 
 static uint16_t fgg_iq3_lists_xxs[FGG_IQ3_XXS_LISTS];
 static uint16_t fgg_iq3_lists_s[FGG_IQ3_S_LISTS];
-static fgg_iq3_chunk fgg_iq3_chunks_xxs[FGG_IQ3_XXS_CHUNKS];
-static fgg_iq3_chunk fgg_iq3_chunks_s[FGG_IQ3_S_CHUNKS];
 static fgg_iq3_table fgg_iq3_tables[2];
 static int fgg_iq3_ready = 0;
 
 static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int nwant,
-                         uint16_t *lists, int capacity, fgg_iq3_chunk *chunks, int n_chunks) {
+                         uint16_t *lists, int capacity) {
     /* the 8 distinct stored values, ascending: a value's rank is its level */
     int values[8], nv = 0;
     for (int i = 0; i < n; ++i) {
@@ -146,35 +130,13 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
         lists[head] = (uint16_t)count;
         t->map[u] = -(1 + head);
     }
-    if (used != capacity) return -1;
-    /* the chunked copy */
-    t->chunks = chunks;
-    int c = 0;
-    memset(chunks, 0, (size_t)n_chunks * sizeof *chunks);
-    for (int k = 0; k < n_chunks; ++k)
-        for (int i = 0; i < 4; ++i)
-            for (int j = 0; j < FGG_IQ3_CL; ++j) chunks[k].q[i][j] = NAN;
-    for (int u = 0; u < 4096; ++u) {
-        if (t->map[u] >= 0) continue;
-        const uint16_t *list = lists - t->map[u] - 1;
-        t->first_chunk[u] = (uint16_t)c;
-        for (int j = 0; j < list[0]; ++j) {
-            if (c + j / FGG_IQ3_CL >= n_chunks) return -1;
-            fgg_iq3_chunk *ch = &chunks[c + j / FGG_IQ3_CL];
-            ch->index[j % FGG_IQ3_CL] = list[1 + j];
-            for (int i = 0; i < 4; ++i) ch->q[i][j % FGG_IQ3_CL] = t->q[list[1 + j]][i];
-        }
-        c += (list[0] + FGG_IQ3_CL - 1) / FGG_IQ3_CL;
-    }
-    return c == n_chunks ? 0 : -1;
+    return used == capacity ? 0 : -1;
 }
 
 static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]) {
     if (fgg_iq3_ready) return fgg_iq3_ready > 0 ? 0 : -1;
-    int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS,
-                           fgg_iq3_chunks_xxs, FGG_IQ3_XXS_CHUNKS) == 0
-          && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS,
-                           fgg_iq3_chunks_s, FGG_IQ3_S_CHUNKS) == 0;
+    int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS) == 0
+          && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
     fgg_iq3_ready = ok ? 1 : -1;
     return ok ? 0 : -1;
 }
@@ -199,108 +161,23 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
     return index;
 }
 
-/* The vector neighbour search: 8 lanes with AVX, 4 with SSE2, none without SIMD. */
 #if FGG_IQ_SIMD
-#define FGG_IQ3_VSEARCH 1
-#else
-#define FGG_IQ3_VSEARCH 0
-#endif
-
-#if FGG_IQ3_VSEARCH
-typedef float fgg_iq3_vf __attribute__((vector_size(4 * FGG_IQ3_CL)));
-typedef int32_t fgg_iq3_vi __attribute__((vector_size(4 * FGG_IQ3_CL)));
-
-#if defined(__clang__) || __GNUC__ >= 12
-#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
-#else
-#define FGG_IQ3_SHUFFLE(v, ...) __builtin_shuffle(v, (fgg_iq3_vi){__VA_ARGS__})
-#endif
-
-FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_minf(fgg_iq3_vf a, fgg_iq3_vf b) {
-    fgg_iq3_vi lt = b < a;
-    return (fgg_iq3_vf)((lt & (fgg_iq3_vi)b) | (~lt & (fgg_iq3_vi)a));
-}
-
-FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_mini(fgg_iq3_vi a, fgg_iq3_vi b) {
-    fgg_iq3_vi lt = b < a;
-    return (lt & b) | (~lt & a);
-}
-
-/* Lane-wise minimum brought to every lane (min of floats without NaN / of ints). */
-#if FGG_IQ3_CL == 8
-#define FGG_IQ3_LANES {0, 1, 2, 3, 4, 5, 6, 7}
+/* 8 float / int lanes with AVX, 4 otherwise (the candidate search below) */
+#if defined(__AVX__)
+#define FGG_IQ3_CL 8
+typedef float fgg_iq3_vf __attribute__((vector_size(32)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(32)));
 FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x, x, x, x, x};
 }
-#define FGG_IQ3_ALLMIN(m, fn)                                    \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 4, 5, 6, 7, 0, 1, 2, 3));       \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1, 6, 7, 4, 5));       \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2, 5, 4, 7, 6))
 #else
-#define FGG_IQ3_LANES {0, 1, 2, 3}
+#define FGG_IQ3_CL 4
+typedef float fgg_iq3_vf __attribute__((vector_size(16)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(16)));
 FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x};
 }
-#define FGG_IQ3_ALLMIN(m, fn)                          \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 2, 3, 0, 1));         \
-    m = fn(m, FGG_IQ3_SHUFFLE(m, 1, 0, 3, 2))
 #endif
-
-/* fgg_iq3_neighbour, FGG_IQ3_CL list entries at a time: lane j of chunk c computes the distance
- * of list position CL*c + j in the scalar order and keeps it when strictly below its lane's best
- * so far; at the end the smallest distance wins, at its first list position (the scalar scan's
- * choice). */
-FGG_IQ_INLINE int fgg_iq3_neighbour_v(const fgg_iq3_table *t, int u, const float *x, const float *w,
-                                      float scale) {
-    const int32_t n = t->lists[-t->map[u] - 1];
-    const fgg_iq3_chunk *ch = &t->chunks[t->first_chunk[u]];
-    const fgg_iq3_vi lane = FGG_IQ3_LANES;
-    const fgg_iq3_vf vs = fgg_iq3_splat(scale);
-    fgg_iq3_vf xi[4], wi[4];
-    for (int i = 0; i < 4; ++i) {
-        xi[i] = fgg_iq3_splat(x[i]);
-        wi[i] = fgg_iq3_splat(w[i]);
-    }
-    /* A lane takes a distance strictly below its best so far, which starts at FLT_MAX: so NaN
-     * (all padding entries: their q is NaN) and values >= FLT_MAX are never taken. */
-    fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
-    fgg_iq3_vi pos = lane + 1024;
-    for (int base = 0; base < n; base += FGG_IQ3_CL) {
-        const fgg_iq3_chunk *c = ch + base / FGG_IQ3_CL;
-        fgg_iq3_vf d2;
-        for (int i = 0; i < 4; ++i) {
-            fgg_iq3_vf q;
-            memcpy(&q, c->q[i], sizeof q);
-            fgg_iq3_vf diff = vs * q - xi[i];
-            /* the scalar sum starts 0 + first term: the same value, up to the sign of a zero,
-             * which no comparison sees */
-            d2 = i ? d2 + wi[i] * diff * diff : wi[i] * diff * diff;
-        }
-        fgg_iq3_vi take = d2 < best;
-        best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
-        pos = (take & (lane + base)) | (~take & pos);
-    }
-    /* no NaN is kept, so the minimum is exact; then the first position holding it (none was
-     * taken if that minimum is still FLT_MAX) */
-    fgg_iq3_vf m = best;
-    FGG_IQ3_ALLMIN(m, fgg_iq3_minf);
-    fgg_iq3_vi at = (best == m) & (pos < 1024);
-#if defined(__AVX__)
-    if (n <= 8) { /* one chunk: lane order is list order */
-        int bits = _mm256_movemask_ps((__m256)at);
-        return ch->index[bits ? __builtin_ctz((unsigned)bits) : 0];
-    }
-#elif defined(__SSE__)
-    if (n <= 4) {
-        int bits = _mm_movemask_ps((__m128)at);
-        return ch->index[bits ? __builtin_ctz((unsigned)bits) : 0];
-    }
-#endif
-    fgg_iq3_vi p = (at & pos) | (~at & 1024);
-    FGG_IQ3_ALLMIN(p, fgg_iq3_mini);
-    int first = p[0] < 1024 ? p[0] : 0;
-    return ch[first / FGG_IQ3_CL].index[first % FGG_IQ3_CL];
-}
 #endif
 
 /* Grid index for the 4 levels of a group at inverse scale id; off the grid, the neighbour
@@ -315,11 +192,7 @@ static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const fl
     }
     int g = t->map[u];
     *on_grid = g >= 0;
-#if FGG_IQ3_VSEARCH
-    if (g < 0) g = fgg_iq3_neighbour_v(t, u, x, sw, scale);
-#else
     if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
-#endif
     return g;
 }
 
@@ -382,46 +255,92 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         gi[k] = 0; /* levels 0, on both grids */
     }
 #if FGG_IQ_SIMD
-    /* All candidates first (levels 32 values at a time), then their sums with one candidate per
-     * lane, then the scalar choice in candidate order. */
+    /* All candidates first, group by group, then their sums with one candidate per lane, then
+     * the scalar choice in candidate order. */
     float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
     int gt[32][8], ont[32][8];
     const int ncand = 2 * nis + 1;
-    for (int c = 0; c < ncand; ++c) {
-        float id = (15 + (float)(c - nis) * 0.2f) / max;
-        float this_scale = 1 / id;
-        int32_t lv[32];
-        fgg_iq_vf vid = fgg_iq_splat(id);
-        for (int h = 0; h < 32; h += FGG_IQ_W) {
-            fgg_iq_vf a = fgg_iq_splat(0.5f) * (vid * fgg_iq_loadu(xval + h) - fgg_iq_splat(1.0f));
-            fgg_iq_vi l = ((fgg_iq_vi)(a + fgg_iq_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
-            l &= ~(l < 0);
-            fgg_iq_vi big = l > 7;
-            l = (l & ~big) | (big & 7);
-            memcpy(lv + h, &l, sizeof l);
+    /* candidate inverse scales and scales, padded for whole vectors */
+    float ids[32 + FGG_IQ3_CL], scs[32 + FGG_IQ3_CL];
+    for (int c = 0; c < 32 + FGG_IQ3_CL; ++c) {
+        ids[c] = (15 + (float)((c < ncand ? c : ncand - 1) - nis) * 0.2f) / max;
+        scs[c] = 1 / ids[c];
+    }
+    for (int k = 0; k < 8; ++k) {
+        /* grid keys of group k for every candidate, one candidate per lane */
+        int32_t uc[32];
+        for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+            fgg_iq3_vf vid;
+            memcpy(&vid, ids + c, sizeof vid);
+            fgg_iq3_vi u = {0};
+            for (int i = 0; i < 4; ++i) {
+                fgg_iq3_vf a = fgg_iq3_splat(0.5f) * (vid * fgg_iq3_splat(xval[4 * k + i]) - fgg_iq3_splat(1.0f));
+                fgg_iq3_vi l = ((fgg_iq3_vi)(a + fgg_iq3_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
+                l &= ~(l < 0);
+                fgg_iq3_vi big = l > 7;
+                l = (l & ~big) | (big & 7);
+                u |= l << (3 * i);
+            }
+            memcpy(uc + c, &u, sizeof u);
         }
-        for (int k = 0; k < 8; ++k) {
-            int u = lv[4 * k] | lv[4 * k + 1] << 3 | lv[4 * k + 2] << 6 | lv[4 * k + 3] << 9;
+        /* Runs of candidates with the same key (the levels move monotonically with the scale)
+         * share one pass over the neighbour list: lane = candidate, each lane the scalar search
+         * at its own scale (first strictly smaller distance wins). */
+        for (int c = 0; c < ncand;) {
+            int u = uc[c], e = c + 1;
+            while (e < ncand && e - c < FGG_IQ3_CL && uc[e] == u) ++e;
             int g = t->map[u];
-            ont[c][k] = g >= 0;
-#if FGG_IQ3_VSEARCH
-            if (g < 0) g = fgg_iq3_neighbour_v(t, u, xval + 4 * k, sw + 4 * k, this_scale);
-#else
-            if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, xval + 4 * k, sw + 4 * k, this_scale);
-#endif
-            gt[c][k] = g;
-            for (int i = 0; i < 4; ++i) qt[4 * k + i][c] = t->q[g][i];
+            if (g >= 0) {
+                for (int cc = c; cc < e; ++cc) {
+                    gt[cc][k] = g;
+                    ont[cc][k] = 1;
+                }
+            } else {
+                const uint16_t *list = t->lists - g - 1;
+                fgg_iq3_vf vs;
+                memcpy(&vs, scs + c, sizeof vs);
+                const fgg_iq3_vf x0 = fgg_iq3_splat(xval[4 * k]), x1 = fgg_iq3_splat(xval[4 * k + 1]);
+                const fgg_iq3_vf x2 = fgg_iq3_splat(xval[4 * k + 2]), x3 = fgg_iq3_splat(xval[4 * k + 3]);
+                const fgg_iq3_vf w0 = fgg_iq3_splat(sw[4 * k]), w1 = fgg_iq3_splat(sw[4 * k + 1]);
+                const fgg_iq3_vf w2 = fgg_iq3_splat(sw[4 * k + 2]), w3 = fgg_iq3_splat(sw[4 * k + 3]);
+                fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
+                fgg_iq3_vi index = (fgg_iq3_vi){0} + list[1];
+                for (int j = 1; j <= list[0]; ++j) {
+                    const float *q = t->q[list[j]];
+                    fgg_iq3_vf d0 = vs * fgg_iq3_splat(q[0]) - x0;
+                    fgg_iq3_vf d1 = vs * fgg_iq3_splat(q[1]) - x1;
+                    fgg_iq3_vf dd2 = vs * fgg_iq3_splat(q[2]) - x2;
+                    fgg_iq3_vf d3 = vs * fgg_iq3_splat(q[3]) - x3;
+                    /* 0 + first term: the same value up to the sign of a zero, which no
+                     * comparison sees */
+                    fgg_iq3_vf d2 = w0 * d0 * d0;
+                    d2 += w1 * d1 * d1;
+                    d2 += w2 * dd2 * dd2;
+                    d2 += w3 * d3 * d3;
+                    fgg_iq3_vi take = d2 < best;
+                    best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
+                    index = (take & ((fgg_iq3_vi){0} + list[j])) | (~take & index);
+                }
+                for (int cc = c; cc < e; ++cc) {
+                    gt[cc][k] = index[cc - c];
+                    ont[cc][k] = 0;
+                }
+            }
+            for (int cc = c; cc < e; ++cc)
+                for (int i = 0; i < 4; ++i) qt[4 * k + i][cc] = t->q[gt[cc][k]][i];
+            c = e;
         }
     }
     for (int i = 0; i < 32; ++i)
         for (int c = ncand; c < 32; ++c) qt[i][c] = 0;
     float sx[32], s2[32];
-    for (int c = 0; c < 32; c += FGG_IQ_W) {
-        fgg_iq_vf sumqx = {0}, sumq2 = {0};
+    for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+        fgg_iq3_vf sumqx = {0}, sumq2 = {0};
         for (int i = 0; i < 32; ++i) {
-            fgg_iq_vf q = fgg_iq_loadu(qt[i] + c);
-            sumqx += fgg_iq_splat(w[i] * xval[i]) * q;
-            sumq2 += fgg_iq_splat(w[i]) * q * q;
+            fgg_iq3_vf q;
+            memcpy(&q, qt[i] + c, sizeof q);
+            sumqx += fgg_iq3_splat(w[i] * xval[i]) * q;
+            sumq2 += fgg_iq3_splat(w[i]) * q * q;
         }
         memcpy(sx + c, &sumqx, sizeof sumqx);
         memcpy(s2 + c, &sumq2, sizeof sumq2);
