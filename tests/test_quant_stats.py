@@ -333,3 +333,35 @@ def test_quant_error_measures_against_the_float32_values(dtype):
     imatrix = _imatrix_if_needed(qtype, row_length, as_float32)
     result = quant_error(x, qtype, imatrix=imatrix)
     assert_metrics(result, numpy_metrics(as_float32, _round_trip(as_float32, qtype, imatrix)))
+
+
+def write_legacy_imatrix(path, entries: dict[str, np.ndarray], ncall: int = 4) -> None:
+    """llama-imatrix's binary .dat layout: count, then per entry name, ncall, nval and the sums."""
+    import struct
+
+    with open(path, "wb") as handle:
+        handle.write(struct.pack("<i", len(entries)))
+        for name, values in entries.items():
+            encoded = name.encode()
+            handle.write(struct.pack("<i", len(encoded)) + encoded + struct.pack("<ii", ncall, values.size))
+            handle.write((values * ncall).astype("<f4").tobytes())
+
+
+def test_imatrix_reaches_the_quantizer(capsys, tmp_path, gguf_model, weights):
+    qtype = block_type()
+    name = "blk.0.attn_q.weight"
+    x = weights[name]
+    importance = np.linspace(0.1, 3.0, x.shape[1], dtype=np.float32)
+    path = tmp_path / "imatrix.dat"
+    write_legacy_imatrix(path, {name: importance})
+    status, out, err = run(capsys, "quant-stats", gguf_model, "--types", qtype.name, "--imatrix", str(path),
+                           "--filter", name, "--json")
+    assert status == 0, err
+    (record,) = json.loads(out)
+    weighted = _round_trip(x, qtype, fastgguf.read_imatrix(path)[name])
+    expected = numpy_metrics(x, weighted)
+    assert record["rmse"] == pytest.approx(expected["rmse"], rel=1e-12)
+    assert record["max_abs_error"] == expected["max_abs_error"]
+    if _imatrix_if_needed(qtype, x.shape[1], x) is None and not np.array_equal(weighted, _round_trip(x, qtype)):
+        # This quantizer uses the importance: the command's numbers must be the weighted ones.
+        assert record["rmse"] != pytest.approx(numpy_metrics(x, _round_trip(x, qtype))["rmse"], rel=1e-12)
