@@ -24,15 +24,40 @@ REQUIRED_KEYS = {"type", "bits_per_weight", "rmse", "rel_rmse", "max_abs_error",
                  "median_abs_error", "cosine", "snr_db", "quantize_melem_s", "dequantize_gelem_s"}
 
 
-def quantizable_types() -> list[GGMLType]:
-    import importlib
+#: This build's quantizers (none until fastgguf.quantize exists): the numbers tests run over them all.
+REAL_TYPES = list(quant_stats.quantizable_types())
 
-    return list(importlib.import_module("fastgguf.quantize").supported_types())
+#: gguf-py's quantizers (an independent implementation) and numpy's float16 rounding stand in for
+#: fastgguf.quantize where a test is about the statistics and the command, not about our quantizers.
+STAND_IN_TYPES = [GGMLType.Q4_0, GGMLType.Q5_1, GGMLType.Q8_0, GGMLType.F16]
 
 
-def block_type() -> GGMLType:
-    """A quantizer with blocks (lossy on any data), or the first one there is."""
-    types = quantizable_types()
+def stand_in_quantize(x, type, *, imatrix=None, threads=None):  # noqa: A002 - fastgguf.quantize's signature
+    import gguf
+
+    x = np.asarray(x, np.float32)
+    if type == GGMLType.F16:
+        return x.astype("<f2").view(np.uint8).reshape(x.shape[0], -1)
+    if imatrix is not None:  # gguf-py has no importance weighting: weight the input instead, visibly
+        x = x * np.sqrt(np.asarray(imatrix, np.float32) / np.mean(imatrix))
+    return gguf.quants.quantize(x, gguf.GGMLQuantizationType(int(type)))
+
+
+@pytest.fixture(params=["stand-in"] + (["real"] if REAL_TYPES else []))
+def quantizer(request, monkeypatch):
+    """The quantizer the test runs with: gguf-py's (always), and this build's when it has one.
+
+    Returns ``(types, quantize)``.
+    """
+    if request.param == "real":
+        return REAL_TYPES, fastgguf.quantize
+    monkeypatch.setattr(quant_stats, "quantizable_types", lambda: tuple(STAND_IN_TYPES))
+    monkeypatch.setattr(quant_stats, "_quantize_function", lambda: stand_in_quantize)
+    return STAND_IN_TYPES, stand_in_quantize
+
+
+def block_type(types) -> GGMLType:
+    """A type with blocks (lossy on any data), or the first one there is."""
     return next((t for t in types if TYPE_TRAITS[t].block_size > 1), types[0])
 
 
@@ -152,14 +177,14 @@ def test_pareto_front():
 
 # quant_error: the real quantizers ------------------------------------------------------------------
 
-def _round_trip(x: np.ndarray, qtype: GGMLType, imatrix=None) -> np.ndarray:
-    packed = fastgguf.quantize(x, qtype, imatrix=imatrix)
+def _round_trip(quantize, x: np.ndarray, qtype: GGMLType, imatrix=None) -> np.ndarray:
+    packed = quantize(x, qtype, imatrix=imatrix)
     return fastgguf.dequantize(packed, qtype, x.shape)
 
 
-def _imatrix_if_needed(qtype: GGMLType, row_length: int, x: np.ndarray):
+def _imatrix_if_needed(quantize, qtype: GGMLType, row_length: int, x: np.ndarray):
     try:
-        fastgguf.quantize(x[:1], qtype)
+        quantize(x[:1], qtype)
     except ValueError as error:
         if "imatrix" not in str(error):
             raise
@@ -167,37 +192,51 @@ def _imatrix_if_needed(qtype: GGMLType, row_length: int, x: np.ndarray):
     return None
 
 
-@pytest.mark.parametrize("qtype", quantizable_types(), ids=lambda t: t.name)
-@pytest.mark.parametrize("n_rows", [1, 5])
-def test_quant_error_matches_numpy(qtype, n_rows):
+def check_quant_error(quantize, qtype: GGMLType, n_rows: int) -> None:
     row_length = 2 * max(256, TYPE_TRAITS[qtype].block_size)
     rng = np.random.default_rng(int(qtype) * 10 + n_rows)
     x = (rng.standard_normal((n_rows, row_length)) * 0.02).astype(np.float32)
-    imatrix = _imatrix_if_needed(qtype, row_length, x)
+    imatrix = _imatrix_if_needed(quantize, qtype, row_length, x)
     result = quant_error(x, qtype, imatrix=imatrix)
     assert result.type == qtype and result.n_elements == x.size
-    assert_metrics(result, numpy_metrics(x, _round_trip(x, qtype, imatrix)))
+    assert_metrics(result, numpy_metrics(x, _round_trip(quantize, x, qtype, imatrix)))
     assert result.quantize_seconds > 0 and result.dequantize_seconds > 0
 
 
-def test_quant_error_streams_row_blocks(monkeypatch):
-    qtype = quantizable_types()[-1]
+@pytest.mark.parametrize("qtype", REAL_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("n_rows", [1, 5])
+def test_quant_error_matches_numpy(qtype, n_rows):
+    check_quant_error(fastgguf.quantize, qtype, n_rows)
+
+
+@pytest.mark.parametrize("qtype", STAND_IN_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("n_rows", [1, 5])
+def test_quant_error_matches_numpy_stand_in(monkeypatch, qtype, n_rows):
+    monkeypatch.setattr(quant_stats, "_quantize_function", lambda: stand_in_quantize)
+    check_quant_error(stand_in_quantize, qtype, n_rows)
+
+
+def test_quant_error_streams_row_blocks(monkeypatch, quantizer):
+    types, quantize = quantizer
+    qtype = block_type(types)
     row_length = max(256, TYPE_TRAITS[qtype].block_size)
     monkeypatch.setattr(quant_stats, "_BLOCK_ELEMENTS", 3 * row_length)  # several blocks and a partial one
     x = (np.random.default_rng(3).standard_normal((11, row_length))).astype(np.float32)
-    imatrix = _imatrix_if_needed(qtype, row_length, x)
-    assert_metrics(quant_error(x, qtype, imatrix=imatrix), numpy_metrics(x, _round_trip(x, qtype, imatrix)))
+    imatrix = _imatrix_if_needed(quantize, qtype, row_length, x)
+    expected = numpy_metrics(x, _round_trip(quantize, x, qtype, imatrix))
+    assert_metrics(quant_error(x, qtype, imatrix=imatrix), expected)
 
 
-def test_quant_error_arguments():
-    qtype = block_type()
+def test_quant_error_arguments(quantizer):
+    types, _ = quantizer
+    qtype = block_type(types)
     if TYPE_TRAITS[qtype].block_size > 1:
         with pytest.raises(ValueError, match="block size"):
             quant_error(np.ones((2, TYPE_TRAITS[qtype].block_size + 1), np.float32), qtype)
     with pytest.raises(ValueError, match="empty"):
-        quant_error(np.ones((0, 32), np.float32), quantizable_types()[0])
-    result = quant_error(np.ones(256, np.float32) * 0.5, quantizable_types()[0].name)  # a name, a 1-D row
-    assert result.n_elements == 256
+        quant_error(np.ones((0, 32), np.float32), qtype)
+    result = quant_error(np.ones(256, np.float32) * 0.5, qtype.name.lower())  # a name, a 1-D row
+    assert result.n_elements == 256 and result.type == qtype
 
 
 # The command ---------------------------------------------------------------------------------------
@@ -226,8 +265,8 @@ def gguf_model(tmp_path_factory, weights):
     return str(path)
 
 
-def test_json_output(capsys, gguf_model):
-    types = [t.name for t in quantizable_types()][:3]
+def test_json_output(capsys, gguf_model, quantizer):
+    types = [t.name for t in quantizer[0]][:3]
     status, out, err = run(capsys, "quant-stats", gguf_model, "--types", ",".join(types), "--json",
                            "--no-progress")
     assert status == 0, err
@@ -240,8 +279,9 @@ def test_json_output(capsys, gguf_model):
     assert "F16 were dequantized to float32 first" in err  # said on stderr, stdout stays JSON
 
 
-def test_csv_per_tensor_output(capsys, gguf_model, weights):
-    qtype = block_type()
+def test_csv_per_tensor_output(capsys, gguf_model, weights, quantizer):
+    types, quantize = quantizer
+    qtype = block_type(types)
     status, out, err = run(capsys, "quant-stats", gguf_model, "--types", qtype.name, "--csv", "--per-tensor",
                            "--filter", "blk.0.attn*", "--filter", "blk.0.ffn*")
     assert status == 0, err
@@ -249,20 +289,21 @@ def test_csv_per_tensor_output(capsys, gguf_model, weights):
     assert REQUIRED_KEYS | {"tensor"} <= set(rows[0])
     assert [row["tensor"] for row in rows] == ["", "blk.0.attn_q.weight", "blk.0.ffn_up.weight"]
     x = weights["blk.0.attn_q.weight"]
-    expected = numpy_metrics(x, _round_trip(x, qtype, _imatrix_if_needed(qtype, x.shape[1], x)))
+    expected = numpy_metrics(x, _round_trip(quantize, x, qtype, _imatrix_if_needed(quantize, qtype, x.shape[1], x)))
     assert float(rows[1]["rmse"]) == pytest.approx(expected["rmse"], rel=1e-12)
     assert float(rows[1]["max_abs_error"]) == expected["max_abs_error"]
 
 
-def test_table_output(capsys, gguf_model):
+def test_table_output(capsys, gguf_model, quantizer):
+    types, quantize = quantizer
     status, out, err = run(capsys, "quant-stats", gguf_model, "--all", "--threads", "1")
     assert status == 0, err
     lines = out.splitlines()
     assert lines[0].startswith(f"fastgguf quant-stats: {gguf_model}: 3 tensor(s)")
     assert lines[1].split()[:3] == ["type", "bits/w", "rel"]
     probe = np.random.default_rng(0).standard_normal((1, 512)).astype(np.float32)
-    needs_imatrix = {t for t in quantizable_types() if _imatrix_if_needed(t, 512, probe) is not None}
-    measured = [t for t in quantizable_types() if t not in needs_imatrix]
+    needs_imatrix = {t for t in types if _imatrix_if_needed(quantize, t, 512, probe) is not None}
+    measured = [t for t in types if t not in needs_imatrix]
     listed = [line.split()[0] for line in lines[2:2 + len(measured)]]
     assert listed == [t.name for t in sorted(measured, key=lambda t: (TYPE_TRAITS[t].bits_per_weight, t))]
     for qtype in needs_imatrix:
@@ -271,8 +312,8 @@ def test_table_output(capsys, gguf_model):
 
 
 @pytest.mark.parametrize("suffix", [".safetensors", ".npz", ".arrays"])
-def test_float_sources(capsys, tmp_path, weights, suffix):
-    qtype = quantizable_types()[0]
+def test_float_sources(capsys, tmp_path, weights, suffix, quantizer):
+    qtype = block_type(quantizer[0])
     path = tmp_path / f"w{suffix}"
     if suffix == ".safetensors":
         writer = SafetensorsWriter(path)
@@ -295,9 +336,9 @@ def test_float_sources(capsys, tmp_path, weights, suffix):
     assert record["n_elements"] == x.size + weights["blk.0.ffn_up.weight"].size
 
 
-def test_plot_files(capsys, tmp_path, gguf_model):
+def test_plot_files(capsys, tmp_path, gguf_model, quantizer):
     pytest.importorskip("matplotlib")
-    types = ",".join(t.name for t in quantizable_types())
+    types = ",".join(t.name for t in quantizer[0])
     png, svg = tmp_path / "p.png", tmp_path / "p.svg"
     assert run(capsys, "quant-stats", gguf_model, "--types", types, "--plot", str(png))[0] == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
@@ -307,13 +348,13 @@ def test_plot_files(capsys, tmp_path, gguf_model):
     assert "Pareto front" in svg.read_text()
 
 
-def test_plot_without_matplotlib(capsys, tmp_path, gguf_model, monkeypatch):
+def test_plot_without_matplotlib(capsys, tmp_path, gguf_model, monkeypatch, quantizer):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
     status, _, err = run(capsys, "quant-stats", gguf_model, "--plot", str(tmp_path / "p.png"))
     assert status == 1 and 'pip install "fastgguf[plot]"' in err
 
 
-def test_usage_errors(capsys, tmp_path, gguf_model):
+def test_usage_errors(capsys, tmp_path, gguf_model, quantizer):
     status, _, err = run(capsys, "quant-stats", gguf_model, "--plot", str(tmp_path / "p.jpg"))
     assert status == 1 and "*.png or *.svg" in err
     status, _, err = run(capsys, "quant-stats", gguf_model, "--filter", "nothing*")
@@ -325,14 +366,15 @@ def test_usage_errors(capsys, tmp_path, gguf_model):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float64])
-def test_quant_error_measures_against_the_float32_values(dtype):
-    qtype = block_type()
+def test_quant_error_measures_against_the_float32_values(dtype, quantizer):
+    types, quantize = quantizer
+    qtype = block_type(types)
     row_length = max(256, TYPE_TRAITS[qtype].block_size)
     x = (np.random.default_rng(4).standard_normal((3, row_length)) * 0.1).astype(dtype)
     as_float32 = x.astype(np.float32)
-    imatrix = _imatrix_if_needed(qtype, row_length, as_float32)
+    imatrix = _imatrix_if_needed(quantize, qtype, row_length, as_float32)
     result = quant_error(x, qtype, imatrix=imatrix)
-    assert_metrics(result, numpy_metrics(as_float32, _round_trip(as_float32, qtype, imatrix)))
+    assert_metrics(result, numpy_metrics(as_float32, _round_trip(quantize, as_float32, qtype, imatrix)))
 
 
 def write_legacy_imatrix(path, entries: dict[str, np.ndarray], ncall: int = 4) -> None:
@@ -347,8 +389,9 @@ def write_legacy_imatrix(path, entries: dict[str, np.ndarray], ncall: int = 4) -
             handle.write((values * ncall).astype("<f4").tobytes())
 
 
-def test_imatrix_reaches_the_quantizer(capsys, tmp_path, gguf_model, weights):
-    qtype = block_type()
+def test_imatrix_reaches_the_quantizer(capsys, tmp_path, gguf_model, weights, quantizer):
+    types, quantize = quantizer
+    qtype = block_type(types)
     name = "blk.0.attn_q.weight"
     x = weights[name]
     importance = np.linspace(0.1, 3.0, x.shape[1], dtype=np.float32)
@@ -358,10 +401,11 @@ def test_imatrix_reaches_the_quantizer(capsys, tmp_path, gguf_model, weights):
                            "--filter", name, "--json")
     assert status == 0, err
     (record,) = json.loads(out)
-    weighted = _round_trip(x, qtype, fastgguf.read_imatrix(path)[name])
+    weighted = _round_trip(quantize, x, qtype, fastgguf.read_imatrix(path)[name])
     expected = numpy_metrics(x, weighted)
     assert record["rmse"] == pytest.approx(expected["rmse"], rel=1e-12)
     assert record["max_abs_error"] == expected["max_abs_error"]
-    if _imatrix_if_needed(qtype, x.shape[1], x) is None and not np.array_equal(weighted, _round_trip(x, qtype)):
+    plain = _round_trip(quantize, x, qtype)
+    if _imatrix_if_needed(quantize, qtype, x.shape[1], x) is None and not np.array_equal(weighted, plain):
         # This quantizer uses the importance: the command's numbers must be the weighted ones.
-        assert record["rmse"] != pytest.approx(numpy_metrics(x, _round_trip(x, qtype))["rmse"], rel=1e-12)
+        assert record["rmse"] != pytest.approx(numpy_metrics(x, plain)["rmse"], rel=1e-12)

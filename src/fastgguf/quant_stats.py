@@ -13,8 +13,10 @@ exact: numpy's default linear interpolation) or a fixed histogram of them (see
 
 from __future__ import annotations
 
+import importlib
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from .types import TYPE_TRAITS, GGMLType
 
-__all__ = ["EXACT_PERCENTILE_LIMIT", "ErrorStats", "QuantError", "quant_error", "round_trip_rows"]
+__all__ = ["EXACT_PERCENTILE_LIMIT", "ErrorStats", "QuantError", "quant_error", "quantizable_types", "round_trip_rows"]
 
 #: Up to this many elements, p95 and median are exact (every absolute error is kept: 32 MiB at most).
 EXACT_PERCENTILE_LIMIT = 1 << 22
@@ -235,6 +237,22 @@ class ErrorStats:
             quantize_seconds=self.quantize_seconds, dequantize_seconds=self.dequantize_seconds)
 
 
+def quantizable_types() -> tuple[GGMLType, ...]:
+    """The types :func:`fastgguf.quantize` can produce in this build (empty without quantizers)."""
+    from .requantize import quantizable_types as listing
+
+    return listing()
+
+
+def _quantize_function() -> Callable[..., Any]:
+    """:func:`fastgguf.quantize` (one place to look it up, and for the tests to stand in for it)."""
+    try:
+        module = importlib.import_module("fastgguf.quantize")
+    except ImportError:
+        raise NotImplementedError("this build of fastgguf has no quantizers") from None
+    return module.quantize
+
+
 def round_trip_rows(x: np.ndarray, type: GGMLType | int, stats: ErrorStats, *,  # noqa: A002
                     imatrix: np.ndarray | None = None, threads: int | None = None,
                     out: np.ndarray | None = None) -> None:
@@ -244,8 +262,8 @@ def round_trip_rows(x: np.ndarray, type: GGMLType | int, stats: ErrorStats, *,  
     ``x.size`` elements for the round trip (reused across calls it keeps the heap steady).
     """
     from .dequant import dequantize
-    from .quantize import quantize
 
+    quantize = _quantize_function()
     started = time.perf_counter()
     packed = quantize(x, type, imatrix=imatrix, threads=threads)
     stats.quantize_seconds += time.perf_counter() - started

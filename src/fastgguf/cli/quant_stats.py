@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import quant_stats
 from ..quant_stats import ErrorStats, QuantError, round_trip_rows
 from ..reader import TensorInfo
 from ..types import TYPE_TRAITS, GGMLType
@@ -157,19 +158,10 @@ def _npz_tensors(path: str) -> tuple[list[_Tensor], list[str]]:
 # The run
 
 
-def _quantizable_types() -> list[GGMLType]:
-    from .. import quantize as quantize_module
-
-    supported = getattr(quantize_module, "supported_types", None)
-    if supported is None:
-        import importlib
-
-        supported = importlib.import_module("fastgguf.quantize").supported_types
-    return list(supported())
-
-
 def _target_types(args) -> list[GGMLType]:
-    available = _quantizable_types()
+    available = list(quant_stats.quantizable_types())
+    if not available:
+        raise CommandError("this build of fastgguf has no quantizers")
     if args.all:
         return available
     if args.types:
