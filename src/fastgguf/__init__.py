@@ -5,6 +5,7 @@ from .errors import GGUFError
 from .export import export_model
 from .imatrix import read_imatrix
 from .naming import GGUFFilename, parse_filename
+from .quant_stats import QuantError, quant_error
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
@@ -19,6 +20,7 @@ __all__ = [
     "GGUFFilename",
     "GGUFValueType",
     "GGUFWriter",
+    "QuantError",
     "SplitModel",
     "TensorInfo",
     "dequantize",
@@ -26,5 +28,6 @@ __all__ = [
     "__version__",
     "open",
     "parse_filename",
+    "quant_error",
     "read_imatrix",
 ]
