@@ -12,6 +12,7 @@ import fastgguf
 import fastgguf.cli
 from fastgguf import GGMLType as T, GGUFWriter, requantize as rq
 from fastgguf.requantize import plan_requantize, quantizable_types, requantize
+from fastgguf.types import TYPE_TRAITS
 
 N_LAYER = 4
 COLS = 256
@@ -55,10 +56,42 @@ def write_model(path, *, dtype=np.float32, seed=0, n_layer=N_LAYER, odd=True):
     return str(path)
 
 
-def reference(source: fastgguf.TensorInfo, target: T) -> np.ndarray:
-    """dequantize(quantize(x)) for one tensor, through the public functions."""
+#: gguf-py's quantizers (an independent implementation) and numpy's float16 rounding stand in for
+#: fastgguf.quantize where a test is about the file, the plan and the streaming, not about our quantizers.
+GGUF_PY_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0)
+STAND_IN_TYPES = (*GGUF_PY_TYPES, T.F16)
+
+
+def stand_in_quantize(x, type, *, imatrix=None, threads=None):  # noqa: A002 - fastgguf.quantize's signature
+    import gguf
+
+    x = np.asarray(x, np.float32)
+    if type == T.F16:
+        return x.astype("<f2").view(np.uint8).reshape(x.shape[0], -1)
+    return gguf.quants.quantize(x, gguf.GGMLQuantizationType(int(type)))
+
+
+#: This build's quantizers, less those ggml runs only with an importance matrix.
+REAL_TYPES = [t for t in quantizable_types() if t in rq._PURE_FILE_TYPES and t not in rq._GGML_NEEDS_IMATRIX]
+
+
+@pytest.fixture(params=["stand-in"] + (["real"] if REAL_TYPES else []))
+def quantizer(request, monkeypatch):
+    """``(types, quantize)``: gguf-py's quantizers (always) and this build's (when it has them)."""
+    if request.param == "real":
+        return REAL_TYPES, fastgguf.quantize
+    monkeypatch.setattr(rq, "quantizable_types", lambda: STAND_IN_TYPES)
+    monkeypatch.setattr(rq, "_quantize_function", lambda: stand_in_quantize)
+    return list(STAND_IN_TYPES), stand_in_quantize
+
+
+def reference(source: fastgguf.TensorInfo, target: T, quantize) -> np.ndarray:
+    """dequantize(quantize(x)) for one tensor, through the public functions; gguf-py's bytes where it has the type."""
     x = source.dequantize().reshape(-1, source.shape[-1])
-    blocks = fastgguf.quantize(x, target)
+    blocks = quantize(x, target)
+    if target in STAND_IN_TYPES:
+        np.testing.assert_array_equal(np.asarray(blocks).view(np.uint8).reshape(-1),
+                                      stand_in_quantize(x, target).reshape(-1))
     return fastgguf.dequantize(blocks, target, source.shape)
 
 
@@ -87,19 +120,13 @@ def check_metadata(src, out, file_type):
     assert out.metadata["general.quantization_version"] == 2
 
 
-def quantizable_targets():
-    return [t for t in quantizable_types() if t in rq._PURE_FILE_TYPES and t not in rq._GGML_NEEDS_IMATRIX]
-
-
 @pytest.mark.parametrize("source_dtype", [np.float32, np.float16])
-def test_round_trip_every_type(tmp_path, source_dtype):
-    targets = quantizable_targets()
-    if not targets:
-        pytest.skip("no quantizers in this build yet")
+def test_round_trip_every_type(tmp_path, source_dtype, quantizer):
+    targets, quantize = quantizer
     src_path = write_model(tmp_path / "in.gguf", dtype=source_dtype)
     for target in targets:
         out_path = tmp_path / f"out-{target.name}.gguf"
-        plans = requantize(src_path, out_path, target, threads=2)
+        plans = requantize(src_path, out_path, target, pure=True, threads=2)
         with fastgguf.open(src_path) as src, fastgguf.open(out_path) as out:
             check_metadata(src, out, rq._PURE_FILE_TYPES[target])
             assert list(out.tensors) == list(src.tensors)
@@ -107,14 +134,47 @@ def test_round_trip_every_type(tmp_path, source_dtype):
                 s, o = src.tensors[plan.name], out.tensors[plan.name]
                 assert o.type == plan.target_type and o.shape == s.shape
                 if plan.converted:
-                    np.testing.assert_array_equal(o.dequantize(), reference(s, target))
+                    np.testing.assert_array_equal(o.dequantize(), reference(s, target, quantize))
+                    if target != T.F16:  # near the source (1-bit signs of Gaussian values: 0.6 of its RMS)
+                        x = s.dequantize()
+                        assert np.sqrt(np.mean((o.dequantize() - x) ** 2)) < 0.75 * np.sqrt(np.mean(x**2))
                 else:
                     assert bytes(o.raw) == bytes(s.raw)
             types = {p.name: p.target_type for p in plans}
             assert types["blk.0.attn_norm.weight"] == T.F32
-            divides = 96 % fastgguf.types.TYPE_TRAITS[target].block_size == 0
-            assert types["blk.0.odd.weight"] == (target if divides else src.tensors["blk.0.odd.weight"].type)
+            odd = src.tensors["blk.0.odd.weight"]
+            assert types["blk.0.odd.weight"] == (target if 96 % TYPE_TRAITS[target].block_size == 0 else odd.type)
             assert types["blk.3.ffn_down.weight"] == target
+
+
+def test_q8_0_mix_round_trip(tmp_path, quantizer):
+    """llama-quantize's Q8_0: every weight Q8_0, output.weight too; F16 source."""
+    _, quantize = quantizer
+    src_path = write_model(tmp_path / "in.gguf", dtype=np.float16)
+    plans = requantize(src_path, tmp_path / "out.gguf", "Q8_0")
+    with fastgguf.open(src_path) as src, fastgguf.open(tmp_path / "out.gguf") as out:
+        check_metadata(src, out, 7)
+        for plan in plans:
+            if plan.converted:
+                np.testing.assert_array_equal(out.tensors[plan.name].dequantize(),
+                                              reference(src.tensors[plan.name], T.Q8_0, quantize))
+        assert {t.type for t in out.tensors.values()} == {T.Q8_0, T.F32}
+
+
+def test_requantize_from_a_quantized_model(tmp_path, quantizer):
+    """A quantized source is dequantized first; a tensor already in the target type is copied byte for byte."""
+    _, quantize = quantizer
+    src_path = write_model(tmp_path / "in.gguf")
+    requantize(src_path, tmp_path / "q8.gguf", "Q8_0")
+    plans = requantize(tmp_path / "q8.gguf", tmp_path / "q4.gguf", "Q4_0", keep=["output.weight"])
+    with fastgguf.open(tmp_path / "q8.gguf") as q8, fastgguf.open(tmp_path / "q4.gguf") as q4:
+        for plan in plans:
+            if plan.converted:
+                np.testing.assert_array_equal(q4.tensors[plan.name].dequantize(),
+                                              reference(q8.tensors[plan.name], T.Q4_0, quantize))
+            else:
+                assert bytes(q4.tensors[plan.name].raw) == bytes(q8.tensors[plan.name].raw)
+        assert q4.tensors["output.weight"].type == T.Q8_0 and q4.tensors["blk.0.ffn_up.weight"].type == T.Q4_0
 
 
 @needs(T.Q4_K, T.Q6_K, T.Q5_0)
@@ -127,7 +187,8 @@ def test_q4_k_m_round_trip(tmp_path):
             o = out.tensors[plan.name]
             assert o.type == plan.target_type
             if plan.converted:
-                np.testing.assert_array_equal(o.dequantize(), reference(src.tensors[plan.name], plan.target_type))
+                np.testing.assert_array_equal(o.dequantize(), reference(src.tensors[plan.name], plan.target_type,
+                                                                        fastgguf.quantize))
         got = {name: t.type for name, t in out.tensors.items()}
     # 4 layers: use_more_bits(i, 4) holds for i = 2, 3 (attn_v and ffn_down get Q6_K there)
     assert [got[f"blk.{i}.ffn_down.weight"] for i in range(4)] == [T.Q4_K, T.Q4_K, T.Q6_K, T.Q6_K]
