@@ -345,10 +345,13 @@ def test_cli(tmp_path, stand_in, capsys):
                               "--no-progress", "--threads", "1"]) == 0
     err = capsys.readouterr().err
     assert "output.weight: kept F32 (--keep)" in err
-    assert "blk.0.attn_norm.weight: kept F32 (1-D)" in err
+    assert "blk.0.attn_norm.weight" not in err and f"{2 * N_LAYER + 1} tensors of fewer than 2 dimensions" in err
+    assert "blk.0.odd.weight: F32 -> F16" not in err
     assert f"wrote {out}" in err
     with fastgguf.open(out) as f:
         assert f.tensors["output.weight"].type == T.F32 and f.tensors["blk.0.attn_q.weight"].type == T.F16
+    assert fastgguf.cli.main(["quantize", src_path, out, "--type", "F16", "--no-progress", "-v"]) == 0
+    assert "blk.0.attn_norm.weight: kept F32 (1-D)" in capsys.readouterr().err
     # usage errors: 2; bad input: 1 with one line
     with pytest.raises(SystemExit) as exit_info:
         fastgguf.cli.main(["quantize", src_path, out])

@@ -35,11 +35,15 @@ def cmd_quantize(args) -> None:
         if progress is not None:
             progress.close()
     converted = [p for p in plans if p.converted]
+    one_d = [p for p in plans if not p.converted and p.note.endswith("-D")]
     for plan in plans:
-        if plan.note and (not plan.converted or args.verbose):
-            state = f"{plan.source_type.name} -> {plan.target_type.name}" if plan.converted else \
-                f"kept {plan.source_type.name}"
-            print(f"  {plan.name}: {state} ({plan.note})", file=sys.stderr)
+        if not plan.note or (plan in one_d and not args.verbose) or (plan.converted and not args.verbose):
+            continue
+        state = f"{plan.source_type.name} -> {plan.target_type.name}" if plan.converted else \
+            f"kept {plan.source_type.name}"
+        print(f"  {plan.name}: {state} ({plan.note})", file=sys.stderr)
+    if one_d and not args.verbose:
+        print(f"  {len(one_d)} tensors of fewer than 2 dimensions (norms, biases) kept as they are", file=sys.stderr)
     in_size, out_size = os.path.getsize(args.file), os.path.getsize(args.out)
     print(f"wrote {args.out}: {len(converted)} of {len(plans)} tensors quantized, "
           f"{len(plans) - len(converted)} kept; {in_size} -> {out_size} bytes", file=sys.stderr)
@@ -68,6 +72,6 @@ def register(commands) -> None:
                                                                         "are (repeatable)")
     quantize.add_argument("--threads", type=positive_int, metavar="N", help="threads (default: all cores)")
     quantize.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
-    quantize.add_argument("-v", "--verbose", action="store_true", help="list every tensor whose type differs from "
-                                                                     "TYPE's with the reason")
+    quantize.add_argument("-v", "--verbose", action="store_true", help="also list 1-D tensors and every tensor "
+                                                                     "whose type differs from TYPE's, with the reason")
     quantize.set_defaults(run=cmd_quantize)
