@@ -58,26 +58,18 @@ static inline void fgg__iq1_sort(const float *x, int n, int *order) {
     }
 }
 
-/* The list entry of smallest sum w*(scale*v[l] - x)^2. */
+/* The list entry of smallest sum w*(scale*v[l] - x)^2 (ggml's IQ1 neighbour search). */
 static inline int fgg__iq1_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
                                      const float *w, float scale, const float *v) {
-    int count = list[0];
-    float best = FLT_MAX;
-    int g = list[1];
-    for (int j = 1; j <= count; ++j) {
-        const uint8_t *lv = t->level[list[j]];
-        float d2 = 0.0f;
-        for (int i = 0; i < 8; ++i) {
-            float q = v[lv[i]];
-            float diff = scale * q - x[i];
-            d2 += w[i] * diff * diff;
+    float T[8][4];
+    for (int i = 0; i < 8; ++i) {
+        for (int l = 0; l < 3; ++l) {
+            float diff = scale * v[l] - x[i];
+            T[i][l] = w[i] * diff * diff;
         }
-        if (d2 < best) {
-            best = d2;
-            g = list[j];
-        }
+        T[i][3] = 0.0f;
     }
-    return g;
+    return fgg__iq2_argmin(t, list, (const float (*)[4])T);
 }
 
 /* Grid points of n/8 groups whose levels are L; off-grid groups get neighbours. Returns whether

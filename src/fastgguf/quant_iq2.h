@@ -64,6 +64,16 @@
 #include "quant_iq_common.h"
 #include "quant_kquant.h" /* fgg_q_fit_pos: the positive-levels fit (ggml's make_qp_quants) */
 
+#if FGG_IQ_SIMD && defined(__AVX512F__)
+#include <immintrin.h>
+#define FGG_IQ2_VEC 16
+#elif FGG_IQ_SIMD && defined(__AVX__)
+#include <immintrin.h>
+#define FGG_IQ2_VEC 8
+#else
+#define FGG_IQ2_VEC 1
+#endif
+
 #define FGG_IQ2_KEYS 43692 /* keys of 8 levels 0..2, two bits each: 0 .. 0xAAAA */
 
 typedef struct {
@@ -71,7 +81,14 @@ typedef struct {
     uint8_t level[2048][8];   /* l of each coordinate */
     int32_t map[FGG_IQ2_KEYS]; /* grid index, or -(1 + start of the neighbour list) */
     uint16_t *lists;          /* per key off the grid: count, then grid indices */
+    int32_t *keys;            /* beside each list entry: the key of its grid point */
+    int32_t gkey[2048];       /* key of each grid point */
 } fgg_iq2_table;
+
+/* Lists are padded with copies of their first entry to a multiple of this many entries (the
+ * widest vector): a copy's distance equals the first entry's, so it never wins a search that
+ * takes the first strictly smaller distance. */
+#define FGG_IQ2_PAD 16
 
 /* 0: IQ2_XXS (256), 1: IQ2_XS (512), 2: IQ2_S (1024), 3: IQ1_S / IQ1_M (2048). */
 static fgg_iq2_table fgg_iq2_tables[4];
@@ -89,6 +106,12 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
         int u = fgg__iq2_key(t->level[i]);
         if (t->map[u] != INT32_MIN) return -1; /* two points with one key */
         t->map[u] = i;
+        t->gkey[i] = u;
+    }
+    /* levels by coordinate, so the distance loop runs over the grid points */
+    static uint8_t by_coord[8][2048];
+    for (int i = 0; i < t->n; ++i) {
+        for (int k = 0; k < 8; ++k) by_coord[k][i] = t->level[i][k];
     }
     size_t cap = 1 << 16, used = 0;
     uint16_t *lists = (uint16_t *)malloc(cap * sizeof(uint16_t));
@@ -103,16 +126,17 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
             if (lu[k] > 2) ok = 0;
         }
         if (!ok) continue;
-        int present[33] = {0};
-        for (int j = 0; j < t->n; ++j) {
-            int d = 0;
-            for (int k = 0; k < 8; ++k) {
-                int e = (int)t->level[j][k] - (int)lu[k];
-                d += e * e;
+        memset(dist, 0, sizeof dist);
+        for (int k = 0; k < 8; ++k) {
+            const uint8_t c = lu[k];
+            const uint8_t *col = by_coord[k];
+            for (int j = 0; j < t->n; ++j) {
+                uint8_t e = (uint8_t)(col[j] > c ? col[j] - c : c - col[j]);
+                dist[j] = (uint8_t)(dist[j] + e * e);
             }
-            dist[j] = (uint8_t)d;
-            present[d] = 1;
         }
+        int present[33] = {0};
+        for (int j = 0; j < t->n; ++j) present[dist[j]] = 1;
         int limit = -1, distinct = 0;
         for (int d = 0; d <= 32 && distinct < nwant; ++d) {
             if (present[d]) {
@@ -120,8 +144,9 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
                 limit = d;
             }
         }
-        if (used + 1 + (size_t)t->n > cap) {
-            while (used + 1 + (size_t)t->n > cap) cap *= 2;
+        size_t need = used + 1 + (size_t)t->n + FGG_IQ2_PAD;
+        if (need > cap) {
+            while (need > cap) cap *= 2;
             uint16_t *grown = (uint16_t *)realloc(lists, cap * sizeof(uint16_t));
             if (!grown) {
                 free(lists);
@@ -140,10 +165,21 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
                 }
             }
         }
+        while (count % FGG_IQ2_PAD) {
+            lists[used++] = lists[head + 1];
+            ++count;
+        }
         lists[head] = (uint16_t)count;
         t->map[u] = -(int32_t)(1 + head);
     }
+    int32_t *keys = (int32_t *)malloc((used + FGG_IQ2_PAD) * sizeof(int32_t));
+    if (!keys) {
+        free(lists);
+        return -1;
+    }
+    for (size_t i = 0; i < used; ++i) keys[i] = t->gkey[lists[i] & 2047];
     t->lists = lists;
+    t->keys = keys;
     return 0;
 }
 
@@ -185,27 +221,96 @@ static int fgg_iq2_init(const uint8_t (*grid256)[8], const uint8_t (*grid512)[8]
     return ok ? 0 : -1;
 }
 
-/* The list entry of smallest sum sw*(scale*(2g+1) - x)^2 (first on ties; the first entry when
- * no distance is finite). */
-static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
-                                     const float *sw, float scale) {
-    int count = list[0];
+/* Smallest of the list's distances d2 = sum_i T[i][level_i] (sums from 0.0 in coordinate
+ * order, first entry on ties, the first entry when none is finite). T[i][l] holds the term
+ * coordinate i adds for level l, computed once per search: the same float operations as
+ * computing every entry's terms anew. Four entries are summed side by side. */
+static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, const float (*T)[4]) {
+    const int count = list[0]; /* a multiple of FGG_IQ2_PAD */
+    const uint16_t *e = list + 1;
     float best = FLT_MAX;
-    int g = list[1];
-    for (int j = 1; j <= count; ++j) {
-        const uint8_t *lv = t->level[list[j]];
-        float d2 = 0.0f;
+    int g = e[0];
+#if FGG_IQ2_VEC == 16
+    /* 16 entries per step: each lane picks its term by its level (an in-lane permute of the
+     * coordinate's 4 terms) and sums coordinates in order; lanes below the best so far are then
+     * taken in entry order, exactly as the scalar loop. */
+    const int32_t *K = t->keys + (e - t->lists);
+    __m512 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T[i]));
+    for (int j = 0; j < count; j += 16) {
+        __m512i k = _mm512_loadu_si512((const void *)(K + j));
+        __m512 d = _mm512_setzero_ps();
         for (int i = 0; i < 8; ++i) {
-            float q = (float)(2 * lv[i] + 1);
-            float diff = scale * q - x[i];
-            d2 += sw[i] * diff * diff;
+            __m512i li = _mm512_srli_epi32(k, 2 * i); /* the permute reads the low 2 bits only */
+            d = _mm512_add_ps(d, _mm512_permutevar_ps(Tv[i], li));
         }
-        if (d2 < best) {
-            best = d2;
-            g = list[j];
+        __mmask16 m = _mm512_cmp_ps_mask(d, _mm512_set1_ps(best), _CMP_LT_OQ);
+        if (m) {
+            float dv[16];
+            _mm512_storeu_ps(dv, d);
+            for (int l = 0; l < 16; ++l) {
+                if (dv[l] < best) {
+                    best = dv[l];
+                    g = e[j + l];
+                }
+            }
         }
     }
+#elif FGG_IQ2_VEC == 8
+    const int32_t *K = t->keys + (e - t->lists);
+    __m256 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)T[i]);
+    for (int j = 0; j < count; j += 8) {
+        __m256i k = _mm256_loadu_si256((const __m256i *)(K + j));
+        __m256 d = _mm256_setzero_ps();
+        for (int i = 0; i < 8; ++i) {
+            __m256i li = _mm256_srli_epi32(k, 2 * i);
+            d = _mm256_add_ps(d, _mm256_permutevar_ps(Tv[i], li));
+        }
+        int m = _mm256_movemask_ps(_mm256_cmp_ps(d, _mm256_set1_ps(best), _CMP_LT_OQ));
+        if (m) {
+            float dv[8];
+            _mm256_storeu_ps(dv, d);
+            for (int l = 0; l < 8; ++l) {
+                if (dv[l] < best) {
+                    best = dv[l];
+                    g = e[j + l];
+                }
+            }
+        }
+    }
+#else
+    for (int j = 0; j < count; j += 4) {
+        const uint8_t *l0 = t->level[e[j]], *l1 = t->level[e[j + 1]];
+        const uint8_t *l2 = t->level[e[j + 2]], *l3 = t->level[e[j + 3]];
+        float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+        for (int i = 0; i < 8; ++i) {
+            d0 += T[i][l0[i]];
+            d1 += T[i][l1[i]];
+            d2 += T[i][l2[i]];
+            d3 += T[i][l3[i]];
+        }
+        if (d0 < best) { best = d0; g = e[j]; }
+        if (d1 < best) { best = d1; g = e[j + 1]; }
+        if (d2 < best) { best = d2; g = e[j + 2]; }
+        if (d3 < best) { best = d3; g = e[j + 3]; }
+    }
+#endif
     return g;
+}
+
+/* The list entry of smallest sum sw*(scale*(2l+1) - x)^2 (ggml's IQ2 neighbour search). */
+static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
+                                     const float *sw, float scale) {
+    float T[8][4];
+    for (int i = 0; i < 8; ++i) {
+        for (int l = 0; l < 3; ++l) {
+            float diff = scale * (float)(2 * l + 1) - x[i];
+            T[i][l] = sw[i] * diff * diff;
+        }
+        T[i][3] = 0.0f;
+    }
+    return fgg__iq2_argmin(t, list, (const float (*)[4])T);
 }
 
 /* Levels of 8 values at inverse scale id; returns the key. */
