@@ -387,6 +387,74 @@ static inline float fgg__iq2_sumsq(const float *x) {
     return s;
 }
 
+/* Candidate scales of one block, evaluated side by side (the loops over candidates are plain
+ * loops the compiler turns into vector code; each candidate's arithmetic is ggml's, in order). */
+#define FGG_IQ2_LANES 24
+
+typedef struct {
+    float id[FGG_IQ2_LANES];      /* inverse scale */
+    float scale[FGG_IQ2_LANES];   /* 1/id */
+    float q[32][FGG_IQ2_LANES];   /* 2l+1 of each value (after the neighbour search) */
+    int32_t key[4][FGG_IQ2_LANES];
+    uint8_t on[4][FGG_IQ2_LANES]; /* group on the grid as rounded */
+    float sumqx[FGG_IQ2_LANES], sumq2[FGG_IQ2_LANES];
+} fgg__iq2_cands;
+
+/* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes) with C->id set. */
+static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int n, int nc, int lanes,
+                                 const float *xv, const float *w, const float *sw) {
+    for (int c = nc; c < lanes; ++c) C->id[c] = C->id[nc - 1];
+    for (int c = 0; c < lanes; ++c) C->scale[c] = 1 / C->id[c];
+    for (int k = 0; k < n / 8; ++k) {
+        for (int c = 0; c < lanes; ++c) C->key[k][c] = 0;
+    }
+    for (int i = 0; i < n; ++i) {
+        const float xi = xv[i];
+        const int sh = 2 * (i % 8);
+        int32_t *key = C->key[i / 8];
+        float *q = C->q[i];
+        for (int c = 0; c < lanes; ++c) {
+            float v = 0.5f * (C->id[c] * xi - 1.0f) + 12582912.0f;
+            int32_t bits;
+            memcpy(&bits, &v, sizeof bits);
+            int32_t l = (bits & 0x007fffff) - 0x00400000;
+            l = l < 0 ? 0 : l;
+            l = l > 2 ? 2 : l;
+            q[c] = (float)(2 * l + 1);
+            key[c] |= l << sh;
+        }
+    }
+    for (int k = 0; k < n / 8; ++k) {
+        int prev_key = -1;
+        float prev_scale = 0.0f;
+        int prev_g = 0;
+        for (int c = 0; c < nc; ++c) {
+            int u = C->key[k][c];
+            int g = t->map[u];
+            C->on[k][c] = g >= 0;
+            if (g >= 0) continue;
+            if (u == prev_key && C->scale[c] == prev_scale) {
+                g = prev_g; /* same key and scale: the same search */
+            } else {
+                g = fgg__iq2_neighbour(t, t->lists - g - 1, xv + 8 * k, sw + 8 * k, C->scale[c]);
+                prev_key = u;
+                prev_scale = C->scale[c];
+                prev_g = g;
+            }
+            for (int i = 0; i < 8; ++i) C->q[8 * k + i][c] = (float)(2 * t->level[g][i] + 1);
+        }
+    }
+    for (int c = 0; c < lanes; ++c) C->sumqx[c] = C->sumq2[c] = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float wx = w[i] * xv[i], wi = w[i];
+        const float *q = C->q[i];
+        for (int c = 0; c < lanes; ++c) {
+            C->sumqx[c] += wx * q[c];
+            C->sumq2[c] += wi * q[c] * q[c];
+        }
+    }
+}
+
 /* One 16-value block of IQ2_XS / IQ2_S: returns the scale (0 for a block below eps), and the
  * two grid indices and sign bytes. */
 static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const float *w, int parity,
@@ -412,41 +480,21 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
     int on[2] = {1, 1};
     float best = 0.0f;
     float scale = vmax / 5;
-    /* Candidates: levels are recomputed per candidate; a neighbour search reuses the previous
-     * candidate's result when key and scale are both the same (same inputs, same answer). */
-    int prev_key[2] = {-1, -1};
-    float prev_scale[2] = {0.0f, 0.0f};
-    uint8_t prev_lv[2][8];
-    for (int is = -9; is <= 9; ++is) {
-        float id = (5 + is * 0.1f) / vmax;
-        float this_scale = 1 / id;
-        uint8_t La[16];
-        int ona[2];
-        for (int k = 0; k < 2; ++k) {
-            int u = fgg__iq2_levels_at(xv + 8 * k, id, La + 8 * k);
-            int g = t->map[u];
-            ona[k] = g >= 0;
-            if (g < 0) {
-                if (u == prev_key[k] && this_scale == prev_scale[k]) {
-                    memcpy(La + 8 * k, prev_lv[k], 8);
-                } else {
-                    g = fgg__iq2_neighbour(t, t->lists - g - 1, xv + 8 * k, sw + 8 * k, this_scale);
-                    memcpy(La + 8 * k, t->level[g], 8);
-                    prev_key[k] = u;
-                    prev_scale[k] = this_scale;
-                    memcpy(prev_lv[k], La + 8 * k, 8);
-                }
-            }
+    fgg__iq2_cands C;
+    for (int is = -9; is <= 9; ++is) C.id[is + 9] = (5 + is * 0.1f) / vmax;
+    fgg__iq2_eval(t, &C, 16, 19, 24, xv, w, sw);
+    int taken = -1;
+    for (int c = 0; c < 19; ++c) {
+        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
+            scale = C.sumqx[c] / C.sumq2[c];
+            best = scale * C.sumqx[c];
+            taken = c;
         }
-        float sumqx, sumq2;
-        fgg__iq2_sums(16, xv, w, La, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            scale = sumqx / sumq2;
-            best = scale * sumqx;
-            memcpy(L, La, 16);
-            on[0] = ona[0];
-            on[1] = ona[1];
-        }
+    }
+    if (taken >= 0) {
+        for (int i = 0; i < 16; ++i) L[i] = (uint8_t)(((int)C.q[i][taken] - 1) >> 1);
+        on[0] = C.on[0][taken];
+        on[1] = C.on[1][taken];
     }
     if ((!on[0] || !on[1]) && scale > 0) {
         float id = 1 / scale;
@@ -560,34 +608,14 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
     uint8_t L[32];
     int have_L = 0;
     float best = 0.0f;
-    int prev_key[4] = {-1, -1, -1, -1};
-    float prev_scale[4] = {0, 0, 0, 0};
-    uint8_t prev_lv[4][8];
-    for (int is = -6; is <= 6; ++is) {
-        float id = (5 + is * 0.1f) / eff_max;
-        float this_scale = 1 / id;
-        uint8_t La[32];
-        for (int k = 0; k < 4; ++k) {
-            int u = fgg__iq2_levels_at(xv + 8 * k, id, La + 8 * k);
-            int g = t->map[u];
-            if (g < 0) {
-                if (u == prev_key[k] && this_scale == prev_scale[k]) {
-                    memcpy(La + 8 * k, prev_lv[k], 8);
-                } else {
-                    g = fgg__iq2_neighbour(t, t->lists - g - 1, xv + 8 * k, sw + 8 * k, this_scale);
-                    memcpy(La + 8 * k, t->level[g], 8);
-                    prev_key[k] = u;
-                    prev_scale[k] = this_scale;
-                    memcpy(prev_lv[k], La + 8 * k, 8);
-                }
-            }
-        }
-        float sumqx, sumq2;
-        fgg__iq2_sums(32, xv, w, La, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            scale = sumqx / sumq2;
-            best = scale * sumqx;
-            memcpy(L, La, 32);
+    fgg__iq2_cands C;
+    for (int is = -6; is <= 6; ++is) C.id[is + 6] = (5 + is * 0.1f) / eff_max;
+    fgg__iq2_eval(t, &C, 32, 13, 16, xv, w, sw);
+    for (int c = 0; c < 13; ++c) {
+        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
+            scale = C.sumqx[c] / C.sumq2[c];
+            best = scale * C.sumqx[c];
+            for (int i = 0; i < 32; ++i) L[i] = (uint8_t)(((int)C.q[i][c] - 1) >> 1);
             have_L = 1;
         }
     }
