@@ -61,15 +61,11 @@ static inline void fgg__iq1_sort(const float *x, int n, int *order) {
 /* The list entry of smallest sum w*(scale*v[l] - x)^2 (ggml's IQ1 neighbour search). */
 static inline int fgg__iq1_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
                                      const float *w, float scale, const float *v) {
-    float T[8][4];
-    for (int i = 0; i < 8; ++i) {
-        for (int l = 0; l < 3; ++l) {
-            float diff = scale * v[l] - x[i];
-            T[i][l] = w[i] * diff * diff;
-        }
-        T[i][3] = 0.0f;
-    }
-    return fgg__iq2_argmin(t, list, (const float (*)[4])T);
+    fgg__iq2_spread s;
+    fgg__iq2_spread_group(&s, x, w);
+    float v32[32];
+    for (int i = 0; i < 32; ++i) v32[i] = v[(i & 3) == 3 ? 2 : (i & 3)];
+    return fgg__iq2_search(t, list, &s, v32, scale);
 }
 
 /* Grid points of n/8 groups whose levels are L; off-grid groups get neighbours. Returns whether
@@ -115,37 +111,57 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
         if (fgg__iq1_absmax(xb, 32) < 1e-12f) continue;
         int order[32];
         fgg__iq1_sort(xb, 32, order);
-        float sx[33], swt[33];
+        float sx[48], swt[48];
         sx[0] = swt[0] = 0.0f;
         for (int j = 0; j < 32; ++j) {
             int i = order[j];
             sx[j + 1] = sx[j] + w[i] * xb[i];
             swt[j + 1] = swt[j] + w[i];
         }
+        for (int j = 33; j < 48; ++j) {
+            sx[j] = sx[32];
+            swt[j] = swt[32];
+        }
         float best = -FLT_MAX, scale = 0.0f;
         int b1 = -1, b2 = -1, shift = 0;
         const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
+        /* For each i1, the splits i2 = i1..32 are scored side by side; when none of them beats
+         * the best at the start (so the best cannot have changed among them), they are skipped,
+         * otherwise taken one by one in ggml's order (i2 ascending, x_p before x_m). */
         for (int i1 = 0; i1 <= 32; ++i1) {
-            float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
-            for (int i2 = i1; i2 <= 32; ++i2) {
+            const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
+            float qxp[48], q2p[48], qxm[48], q2m[48];
+            int32_t hit[48];
+            const float best0 = best;
+            for (int i2 = 0; i2 < 48; ++i2) { /* lanes outside i1..32 are computed and ignored */
                 float b = sx[i2] - sx[i1], c = sx[32] - sx[i2];
                 float wb = swt[i2] - swt[i1], wc = swt[32] - swt[i2];
-                float sumqx = a * vp[0] + b * vp[1] + c * vp[2];
-                float sumq2 = wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2];
-                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                    scale = sumqx / sumq2;
-                    best = scale * sumqx;
+                qxp[i2] = a * vp[0] + b * vp[1] + c * vp[2];
+                q2p[i2] = wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2];
+                qxm[i2] = a * vm[0] + b * vm[1] + c * vm[2];
+                q2m[i2] = wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2];
+                hit[i2] = (((q2p[i2] > 0) & (qxp[i2] * qxp[i2] > best0 * q2p[i2]))
+                           | ((q2m[i2] > 0) & (qxm[i2] * qxm[i2] > best0 * q2m[i2])))
+                        & (i2 >= i1) & (i2 <= 32);
+            }
+            int32_t any = 0;
+            for (int i2 = 0; i2 < 48; ++i2) any |= hit[i2];
+            if (!any) continue;
+            const int m = 33 - i1;
+            float *pqx = qxp + i1, *pq2 = q2p + i1, *mqx = qxm + i1, *mq2 = q2m + i1;
+            for (int j = 0; j < m; ++j) {
+                if (pq2[j] > 0 && pqx[j] * pqx[j] > best * pq2[j]) {
+                    scale = pqx[j] / pq2[j];
+                    best = scale * pqx[j];
                     b1 = i1;
-                    b2 = i2;
+                    b2 = i1 + j;
                     shift = 1;
                 }
-                sumqx = a * vm[0] + b * vm[1] + c * vm[2];
-                sumq2 = wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2];
-                if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                    scale = sumqx / sumq2;
-                    best = scale * sumqx;
+                if (mq2[j] > 0 && mqx[j] * mqx[j] > best * mq2[j]) {
+                    scale = mqx[j] / mq2[j];
+                    best = scale * mqx[j];
                     b1 = i1;
-                    b2 = i2;
+                    b2 = i1 + j;
                     shift = -1;
                 }
             }

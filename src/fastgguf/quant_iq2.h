@@ -299,18 +299,40 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
     return g;
 }
 
-/* The list entry of smallest sum sw*(scale*(2l+1) - x)^2 (ggml's IQ2 neighbour search). */
-static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
-                                     const float *sw, float scale) {
-    float T[8][4];
-    for (int i = 0; i < 8; ++i) {
-        for (int l = 0; l < 3; ++l) {
-            float diff = scale * (float)(2 * l + 1) - x[i];
-            T[i][l] = sw[i] * diff * diff;
-        }
-        T[i][3] = 0.0f;
+/* A group of 8 spread for the term tables: entry 4i+l holds coordinate i's x, weight, and the
+ * value v[l] of level l (entry 4i+3 is never read; it gets level 2's). */
+typedef struct {
+    float x[32], w[32];
+} fgg__iq2_spread;
+
+static inline void fgg__iq2_spread_group(fgg__iq2_spread *s, const float *x, const float *w) {
+    for (int i = 0; i < 32; ++i) {
+        s->x[i] = x[i >> 2];
+        s->w[i] = w[i >> 2];
+    }
+}
+
+static const float fgg__iq2_qv[32] = {1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5,
+                                      1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5};
+
+/* The list entry of smallest sum w*(scale*v[l] - x)^2 over the 8 coordinates (ggml's IQ2 and
+ * IQ1 neighbour searches: v = 2l+1 and sqrt weights for IQ2, the shifted IQ1 values and
+ * weights for IQ1). */
+static inline int fgg__iq2_search(const fgg_iq2_table *t, const uint16_t *list, const fgg__iq2_spread *s,
+                                  const float *v32, float scale) {
+    float T[32];
+    for (int i = 0; i < 32; ++i) {
+        float diff = scale * v32[i] - s->x[i];
+        T[i] = s->w[i] * diff * diff;
     }
     return fgg__iq2_argmin(t, list, (const float (*)[4])T);
+}
+
+static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
+                                     const float *sw, float scale) {
+    fgg__iq2_spread s;
+    fgg__iq2_spread_group(&s, x, sw);
+    return fgg__iq2_search(t, list, &s, fgg__iq2_qv, scale);
 }
 
 /* Levels of 8 values at inverse scale id; returns the key. */
@@ -425,6 +447,8 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
         }
     }
     for (int k = 0; k < n / 8; ++k) {
+        fgg__iq2_spread sp;
+        int spread = 0;
         int prev_key = -1;
         float prev_scale = 0.0f;
         int prev_g = 0;
@@ -436,7 +460,11 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             if (u == prev_key && C->scale[c] == prev_scale) {
                 g = prev_g; /* same key and scale: the same search */
             } else {
-                g = fgg__iq2_neighbour(t, t->lists - g - 1, xv + 8 * k, sw + 8 * k, C->scale[c]);
+                if (!spread) {
+                    fgg__iq2_spread_group(&sp, xv + 8 * k, sw + 8 * k);
+                    spread = 1;
+                }
+                g = fgg__iq2_search(t, t->lists - g - 1, &sp, fgg__iq2_qv, C->scale[c]);
                 prev_key = u;
                 prev_scale = C->scale[c];
                 prev_g = g;
