@@ -148,6 +148,7 @@ def disable() -> None:
         while _cache:
             _, model = _cache.popitem()
             model.close()
+        _name_maps.clear()
 
 
 @contextlib.contextmanager
@@ -287,28 +288,56 @@ class _Reader:
         self.tensors = list(model.tensors.values())
 
 
-_reader_swap = threading.Lock()
+_gguf_swap = threading.Lock()
+_name_maps: dict[tuple, Any] = {}  # (arch, block count) -> gguf-py's TensorNameMap: read only, costly to build
 
 
 @contextlib.contextmanager
-def _gguf_reader_for(path: str) -> Iterator[None]:
-    """While transformers' legacy parse runs in this thread, ``gguf.GGUFReader(path)`` is a :class:`_Reader`."""
+def _gguf_attribute(attribute: str, replacement) -> Iterator[None]:
+    """While transformers' code runs in this thread, ``gguf.<attribute>`` is ``replacement``.
+
+    ``replacement(original, *args, **kwargs)`` is called in this thread only; any other thread
+    calling ``gguf.<attribute>`` meanwhile gets the original.
+    """
     import gguf
 
-    real_reader = gguf.GGUFReader
+    original = getattr(gguf, attribute)
     owner = threading.get_ident()
 
-    def reader(*args, **kwargs):
-        if threading.get_ident() == owner and args and os.fspath(args[0]) == os.fspath(path):
-            return _Reader(path)
-        return real_reader(*args, **kwargs)
+    def dispatch(*args, **kwargs):
+        if threading.get_ident() == owner:
+            return replacement(original, *args, **kwargs)
+        return original(*args, **kwargs)
 
-    with _reader_swap:
-        gguf.GGUFReader = reader
+    with _gguf_swap:
+        setattr(gguf, attribute, dispatch)
         try:
             yield
         finally:
-            gguf.GGUFReader = real_reader
+            setattr(gguf, attribute, original)
+
+
+def _gguf_reader_for(path: str):
+    """``gguf.GGUFReader(path)`` is a :class:`_Reader` of the cached parse (another path: gguf-py's)."""
+
+    def reader(original, *args, **kwargs):
+        if args and os.fspath(args[0]) == os.fspath(path):
+            return _Reader(path)
+        return original(*args, **kwargs)
+
+    return _gguf_attribute("GGUFReader", reader)
+
+
+def _shared_name_maps():
+    """``gguf.get_tensor_name_map`` built once per (arch, block count): transformers asks once per submodule."""
+
+    def name_map(original, arch, n_blocks):
+        key = (arch, n_blocks)
+        if key not in _name_maps:
+            _name_maps[key] = original(arch, n_blocks)
+        return _name_maps[key]
+
+    return _gguf_attribute("get_tensor_name_map", name_map)
 
 
 def _load_gguf_checkpoint(original, legacy, path, return_tensors, model_to_load, torch_dtype):
@@ -340,7 +369,8 @@ def _load_tensors(legacy, path, parsed, model_to_load, torch_dtype) -> None:
     model = _open(path)
     architecture = model.metadata["general.architecture"]
     processor = legacy.TENSOR_PROCESSORS.get(architecture, legacy.TensorProcessor)(config=parsed.get("config", {}))
-    tensor_key_mapping = legacy.get_gguf_hf_weights_map(model_to_load, processor)
+    with _shared_name_maps():
+        tensor_key_mapping = legacy.get_gguf_hf_weights_map(model_to_load, processor)
     tensors = parsed["tensors"]
     for info in model.tensors.values():
         name = info.name
@@ -350,6 +380,7 @@ def _load_tensors(legacy, path, parsed, model_to_load, torch_dtype) -> None:
         target = torch_dtype if direct and torch_dtype is not None else torch.float32
         tensor, array = empty_like_numpy(info.shape, target)
         info.dequantize(out=array, dtype=array.dtype)
+        info._release_pages()  # the file's pages for this tensor need not stay in the process's RSS
         result = processor.process(weights=array, name=name, tensor_key_mapping=tensor_key_mapping,
                                    parsed_parameters=parsed)
         weights, name = result.weights, result.name
