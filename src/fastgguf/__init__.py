@@ -2,6 +2,7 @@
 
 from .dequant import dequantize
 from .errors import GGUFError
+from .matmul import matmul, matmul_id, take_rows
 from .naming import GGUFFilename, parse_filename
 from .reader import GGUFFile, TensorInfo, open
 from .split import SplitModel
@@ -20,7 +21,10 @@ __all__ = [
     "SplitModel",
     "TensorInfo",
     "dequantize",
+    "matmul",
+    "matmul_id",
     "__version__",
     "open",
     "parse_filename",
+    "take_rows",
 ]
