@@ -16,8 +16,7 @@ import sys
 
 import numpy as np
 import pytest
-from gguf import GGMLQuantizationType
-from gguf import quants as ref
+from gguf import GGMLQuantizationType, quants as ref
 
 import fastgguf
 from fastgguf import GGMLType, dequant
