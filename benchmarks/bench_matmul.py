@@ -23,6 +23,7 @@ import argparse
 import os
 import threading
 import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -179,13 +180,12 @@ def main() -> None:
         f_bytes = sum(w.nbytes for w in dense)
         for batch in (1, 8):
             xs = inputs(model, batch)
-            t_np = best_of(lambda: sweep_numpy(dense, xs), args.rounds)
-            t_f = best_of(lambda: sweep_fastgguf(model, xs, True), args.rounds)
-            t_i = best_of(lambda: sweep_fastgguf(model, xs, False), args.rounds)
+            t_np = best_of(partial(sweep_numpy, dense, xs), args.rounds)
+            t_f = best_of(partial(sweep_fastgguf, model, xs, True), args.rounds)
+            t_i = best_of(partial(sweep_fastgguf, model, xs, False), args.rounds)
             print(f"{label:8} {q_bytes / 1e6:7.0f} {f_bytes / 1e6:7.0f} {batch:5d} {t_np * 1e3:9.1f} {t_f * 1e3:9.1f} "
                   f"{t_np / t_f:5.2f} {q_bytes / t_f / 1e9:5.1f} {t_i * 1e3:8.1f} {t_np / t_i:5.2f} {q_bytes / t_i / 1e9:5.1f}",
                   flush=True)
-        del dense
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Two paths:
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
