@@ -4,7 +4,9 @@ from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
 from .imatrix import read_imatrix
+from .matmul import matmul, matmul_id, take_rows
 from .naming import GGUFFilename, parse_filename
+from .quant_stats import QuantError, quant_error
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
@@ -19,12 +21,17 @@ __all__ = [
     "GGUFFilename",
     "GGUFValueType",
     "GGUFWriter",
+    "QuantError",
     "SplitModel",
     "TensorInfo",
     "dequantize",
     "export_model",
+    "matmul",
+    "matmul_id",
     "__version__",
     "open",
     "parse_filename",
+    "quant_error",
     "read_imatrix",
+    "take_rows",
 ]
