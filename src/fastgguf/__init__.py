@@ -4,6 +4,7 @@ from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
 from .imatrix import read_imatrix
+from .matmul import matmul, matmul_id, take_rows
 from .naming import GGUFFilename, parse_filename
 from .quant_stats import QuantError, quant_error
 from .reader import GGUFFile, TensorInfo
@@ -25,9 +26,12 @@ __all__ = [
     "TensorInfo",
     "dequantize",
     "export_model",
+    "matmul",
+    "matmul_id",
     "__version__",
     "open",
     "parse_filename",
     "quant_error",
     "read_imatrix",
+    "take_rows",
 ]

@@ -344,3 +344,4 @@ def cpu_supports(str variant):
     if variant == "avx512":
         return bool(fgg_cpu_has_avx512())
     raise ValueError(f"unknown kernel variant {variant!r}")
+include "_kernels_matmul.pxi"
