@@ -127,6 +127,7 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
         }
         if (!ok) continue;
         memset(dist, 0, sizeof dist);
+        memset(dist + t->n, 255, sizeof dist - (size_t)t->n);
         for (int k = 0; k < 8; ++k) {
             const uint8_t c = lu[k];
             const uint8_t *col = by_coord[k];
@@ -135,14 +136,19 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
                 dist[j] = (uint8_t)(dist[j] + e * e);
             }
         }
-        int present[33] = {0};
-        for (int j = 0; j < t->n; ++j) present[dist[j]] = 1;
-        int limit = -1, distinct = 0;
-        for (int d = 0; d <= 32 && distinct < nwant; ++d) {
-            if (present[d]) {
-                ++distinct;
-                limit = d;
+        /* the nwant smallest distinct distances: limit is the largest of them */
+        int limit = -1;
+        uint8_t lo = 0;
+        for (int r = 0; r < nwant; ++r) {
+            uint8_t m = 255;
+            for (int j = 0; j < 2048; ++j) { /* dist[j] = 255 past the grid */
+                uint8_t d = dist[j];
+                uint8_t c = (uint8_t)(d >= lo ? d : 255);
+                m = (uint8_t)(c < m ? c : m);
             }
+            if (m == 255) break;
+            limit = m;
+            lo = (uint8_t)(m + 1);
         }
         size_t need = used + 1 + (size_t)t->n + FGG_IQ2_PAD;
         if (need > cap) {
@@ -154,16 +160,19 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
             }
             lists = grown;
         }
+        /* entries by distance, then index: one pass into per-distance runs, then joined */
+        static uint16_t run[33][2048];
+        int run_n[33] = {0};
+        for (int j = 0; j < t->n; ++j) {
+            int d = dist[j];
+            if (d <= limit) run[d][run_n[d]++] = (uint16_t)j;
+        }
         size_t head = used++;
         int count = 0;
         for (int d = 0; d <= limit; ++d) {
-            if (!present[d]) continue;
-            for (int j = 0; j < t->n; ++j) {
-                if (dist[j] == d) {
-                    lists[used++] = (uint16_t)j;
-                    ++count;
-                }
-            }
+            memcpy(lists + used, run[d], (size_t)run_n[d] * sizeof(uint16_t));
+            used += (size_t)run_n[d];
+            count += run_n[d];
         }
         while (count % FGG_IQ2_PAD) {
             lists[used++] = lists[head + 1];
