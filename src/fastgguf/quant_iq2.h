@@ -140,13 +140,14 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
         int limit = -1;
         uint8_t lo = 0;
         for (int r = 0; r < nwant; ++r) {
+            /* d - lo wraps to >= 222 for d < lo (d <= 32) and for the 255 padding */
             uint8_t m = 255;
-            for (int j = 0; j < 2048; ++j) { /* dist[j] = 255 past the grid */
-                uint8_t d = dist[j];
-                uint8_t c = (uint8_t)(d >= lo ? d : 255);
-                m = (uint8_t)(c < m ? c : m);
+            for (int j = 0; j < 2048; ++j) {
+                uint8_t c = (uint8_t)(dist[j] - lo);
+                m = c < m ? c : m;
             }
-            if (m == 255) break;
+            if (m > 32) break;
+            m = (uint8_t)(m + lo);
             limit = m;
             lo = (uint8_t)(m + 1);
         }
@@ -164,8 +165,9 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
         static uint16_t run[33][2048];
         int run_n[33] = {0};
         for (int j = 0; j < t->n; ++j) {
-            int d = dist[j];
-            if (d <= limit) run[d][run_n[d]++] = (uint16_t)j;
+            int d = dist[j]; /* branch-free: a store for every point, counted within limit */
+            run[d][run_n[d]] = (uint16_t)j;
+            run_n[d] += d <= limit;
         }
         size_t head = used++;
         int count = 0;
