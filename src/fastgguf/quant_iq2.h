@@ -89,6 +89,7 @@ typedef struct {
  * widest vector): a copy's distance equals the first entry's, so it never wins a search that
  * takes the first strictly smaller distance. */
 #define FGG_IQ2_PAD 16
+#define FGG_IQ2_MAXLIST 320 /* longest padded list the searches take (the grids give 304) */
 
 /* 0: IQ2_XXS (256), 1: IQ2_XS (512), 2: IQ2_S (1024), 3: IQ1_S / IQ1_M (2048). */
 static fgg_iq2_table fgg_iq2_tables[4];
@@ -180,6 +181,10 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
             lists[used++] = lists[head + 1];
             ++count;
         }
+        if (count > FGG_IQ2_MAXLIST) {
+            free(lists);
+            return -1;
+        }
         lists[head] = (uint16_t)count;
         t->map[u] = -(int32_t)(1 + head);
     }
@@ -248,6 +253,8 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
     const int32_t *K = t->keys + (e - t->lists);
     __m512 Tv[8];
     for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T[i]));
+    /* all distances first (independent chains overlap), then the ordered scan */
+    float dv[FGG_IQ2_MAXLIST];
     for (int j = 0; j < count; j += 16) {
         __m512i k = _mm512_loadu_si512((const void *)(K + j));
         __m512 d = _mm512_setzero_ps();
@@ -255,13 +262,14 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
             __m512i li = _mm512_srli_epi32(k, 2 * i); /* the permute reads the low 2 bits only */
             d = _mm512_add_ps(d, _mm512_permutevar_ps(Tv[i], li));
         }
-        __mmask16 m = _mm512_cmp_ps_mask(d, _mm512_set1_ps(best), _CMP_LT_OQ);
+        _mm512_storeu_ps(dv + j, d);
+    }
+    for (int j = 0; j < count; j += 16) {
+        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), _mm512_set1_ps(best), _CMP_LT_OQ);
         if (m) {
-            float dv[16];
-            _mm512_storeu_ps(dv, d);
             for (int l = 0; l < 16; ++l) {
-                if (dv[l] < best) {
-                    best = dv[l];
+                if (dv[j + l] < best) {
+                    best = dv[j + l];
                     g = e[j + l];
                 }
             }
@@ -271,6 +279,7 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
     const int32_t *K = t->keys + (e - t->lists);
     __m256 Tv[8];
     for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)T[i]);
+    float dv[FGG_IQ2_MAXLIST];
     for (int j = 0; j < count; j += 8) {
         __m256i k = _mm256_loadu_si256((const __m256i *)(K + j));
         __m256 d = _mm256_setzero_ps();
@@ -278,13 +287,14 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
             __m256i li = _mm256_srli_epi32(k, 2 * i);
             d = _mm256_add_ps(d, _mm256_permutevar_ps(Tv[i], li));
         }
-        int m = _mm256_movemask_ps(_mm256_cmp_ps(d, _mm256_set1_ps(best), _CMP_LT_OQ));
+        _mm256_storeu_ps(dv + j, d);
+    }
+    for (int j = 0; j < count; j += 8) {
+        int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), _mm256_set1_ps(best), _CMP_LT_OQ));
         if (m) {
-            float dv[8];
-            _mm256_storeu_ps(dv, d);
             for (int l = 0; l < 8; ++l) {
-                if (dv[l] < best) {
-                    best = dv[l];
+                if (dv[j + l] < best) {
+                    best = dv[j + l];
                     g = e[j + l];
                 }
             }
