@@ -199,6 +199,37 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
     return 0;
 }
 
+/* The search tables of table `which` (0 IQ2_XXS, 1 IQ2_XS, 2 IQ2_S, 3 IQ1) in a canonical byte
+ * form, for the tests to compare with ggml's: for each key u = 0..0xAAAA whose levels are all
+ * <= 2, in order, the grid index as int32 (little-endian) when u is on the grid, else -1 and the
+ * list without padding (uint16 count, uint16 entries). Returns the size; writes only when it fits
+ * in cap (call with cap 0 for the size). */
+static size_t fgg_iq2_serialize(int which, uint8_t *out, size_t cap) {
+    if (which < 0 || which > 3 || fgg_iq2_state != 1) return 0;
+    const fgg_iq2_table *t = &fgg_iq2_tables[which];
+    size_t at = 0;
+    for (int u = 0; u < FGG_IQ2_KEYS; ++u) {
+        int ok = 1;
+        for (int k = 0; k < 8; ++k) ok &= ((u >> (2 * k)) & 3) <= 2;
+        if (!ok) continue;
+        int32_t m = t->map[u];
+        int32_t v = m >= 0 ? m : -1;
+        if (at + 4 <= cap) fgg_iq_store_u32le(out + at, (uint32_t)v);
+        at += 4;
+        if (m >= 0) continue;
+        const uint16_t *list = t->lists - m - 1;
+        int n = 1;
+        while (n < list[0] && list[1 + n] != list[1]) ++n; /* padding: copies of the first */
+        if (at + 2 <= cap) fgg_iq_store_u16le(out + at, (uint16_t)n);
+        at += 2;
+        for (int j = 0; j < n; ++j) {
+            if (at + 2 <= cap) fgg_iq_store_u16le(out + at, list[1 + j]);
+            at += 2;
+        }
+    }
+    return at;
+}
+
 /* Levels of a grid whose three stored values are lo < mid < hi. */
 static int fgg__iq2_levels_u8(fgg_iq2_table *t, const uint8_t (*grid)[8], int n) {
     t->n = n;
