@@ -223,3 +223,19 @@ def test_pyproject_extra_declares_supported_range():
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
     low, high = integration.SUPPORTED_TRANSFORMERS
     assert f"transformers>={low},<{high}" in extras["transformers"]
+
+
+@pytest.mark.parametrize("name, cls", [("llama-mix", "LlamaTokenizer"), ("gemma2-mix", "GemmaTokenizer"),
+                                       ("llama-f16", "AutoTokenizer")])
+@pytest.mark.parametrize("use_fast", [True, False])
+def test_tokenizer_classes(model_dir, name, cls, use_fast):
+    """The tokenizer classes directly, and AutoTokenizer asked for a slow one (5.x builds the same backend)."""
+    tokenizer_class = getattr(transformers, cls)
+    expected = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
+    with integration.enabled():
+        got = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
+    assert type(got) is type(expected)
+    for text in TEXTS:
+        assert got(text)["input_ids"] == expected(text)["input_ids"]
+    assert (got.bos_token, got.eos_token, got.unk_token) == (expected.bos_token, expected.eos_token,
+                                                             expected.unk_token)
