@@ -67,7 +67,7 @@
 #if FGG_IQ_SIMD && defined(__AVX512F__)
 #include <immintrin.h>
 #define FGG_IQ2_VEC 16
-#elif FGG_IQ_SIMD && defined(__AVX__)
+#elif FGG_IQ_SIMD && defined(__AVX2__)
 #include <immintrin.h>
 #define FGG_IQ2_VEC 8
 #else
@@ -81,7 +81,7 @@ typedef struct {
     uint8_t level[2048][8];   /* l of each coordinate */
     int32_t map[FGG_IQ2_KEYS]; /* grid index, or -(1 + start of the neighbour list) */
     uint16_t *lists;          /* per key off the grid: count, then grid indices */
-    int32_t *keys;            /* beside each list entry: the key of its grid point */
+    uint16_t *keys;           /* beside each list entry: the key of its grid point */
     int32_t gkey[2048];       /* key of each grid point */
 } fgg_iq2_table;
 
@@ -188,12 +188,12 @@ static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
         lists[head] = (uint16_t)count;
         t->map[u] = -(int32_t)(1 + head);
     }
-    int32_t *keys = (int32_t *)malloc((used + FGG_IQ2_PAD) * sizeof(int32_t));
+    uint16_t *keys = (uint16_t *)malloc((used + FGG_IQ2_PAD) * sizeof(uint16_t));
     if (!keys) {
         free(lists);
         return -1;
     }
-    for (size_t i = 0; i < used; ++i) keys[i] = t->gkey[lists[i] & 2047];
+    for (size_t i = 0; i < used; ++i) keys[i] = (uint16_t)t->gkey[lists[i] & 2047];
     t->lists = lists;
     t->keys = keys;
     return 0;
@@ -281,13 +281,13 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
     /* 16 entries per step: each lane picks its term by its level (an in-lane permute of the
      * coordinate's 4 terms) and sums coordinates in order; lanes below the best so far are then
      * taken in entry order, exactly as the scalar loop. */
-    const int32_t *K = t->keys + (e - t->lists);
+    const uint16_t *K = t->keys + (e - t->lists);
     __m512 Tv[8];
     for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T[i]));
     /* all distances first (independent chains overlap), then the ordered scan */
     float dv[FGG_IQ2_MAXLIST];
     for (int j = 0; j < count; j += 16) {
-        __m512i k = _mm512_loadu_si512((const void *)(K + j));
+        __m512i k = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(K + j)));
         __m512 d = _mm512_setzero_ps();
         for (int i = 0; i < 8; ++i) {
             __m512i li = _mm512_srli_epi32(k, 2 * i); /* the permute reads the low 2 bits only */
@@ -307,12 +307,12 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
         }
     }
 #elif FGG_IQ2_VEC == 8
-    const int32_t *K = t->keys + (e - t->lists);
+    const uint16_t *K = t->keys + (e - t->lists);
     __m256 Tv[8];
     for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)T[i]);
     float dv[FGG_IQ2_MAXLIST];
     for (int j = 0; j < count; j += 8) {
-        __m256i k = _mm256_loadu_si256((const __m256i *)(K + j));
+        __m256i k = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(K + j)));
         __m256 d = _mm256_setzero_ps();
         for (int i = 0; i < 8; ++i) {
             __m256i li = _mm256_srli_epi32(k, 2 * i);
