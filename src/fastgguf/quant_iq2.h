@@ -2,7 +2,7 @@
  * quantize_iq2_s write (portable build, no FMA contraction). IQ2_XXS and IQ2_XS need an importance
  * matrix (as in ggml); IQ2_S works with or without one.
  *
- *   int  fgg_iq2_init(grid256, grid512, grid1024, grid2048)
+ *   int  fgg_iq2_init(grid256, grid512, grid1024, grid2048)   (fgg_iq2_init_raw: void pointers)
  *        Derive the search tables from the dequantization grids (IQ2_XXS's 256 points, IQ2_XS's
  *        512, IQ2_S's 1024, IQ1_S/IQ1_M's 2048). Call once, before any quantizer runs and before
  *        any thread can (the kernel modules do it at import); later calls do nothing. Returns 0,
@@ -266,6 +266,13 @@ static int fgg_iq2_init(const uint8_t (*grid256)[8], const uint8_t (*grid512)[8]
             && fgg__iq2_build(&fgg_iq2_tables[2], 1) == 0 && fgg__iq2_build(&fgg_iq2_tables[3], 3) == 0;
     fgg_iq2_state = ok ? 1 : -1;
     return ok ? 0 : -1;
+}
+
+/* fgg_iq2_init for callers that hold the grids as untyped pointers (the Cython layer). */
+static int fgg_iq2_init_raw(const void *grid256, const void *grid512, const void *grid1024,
+                            const void *grid2048) {
+    return fgg_iq2_init((const uint8_t (*)[8])grid256, (const uint8_t (*)[8])grid512,
+                        (const uint8_t (*)[8])grid1024, (const int8_t (*)[8])grid2048);
 }
 
 /* Smallest of the list's distances d2 = sum_i T[i][level_i] (sums from 0.0 in coordinate
