@@ -2,6 +2,7 @@
 
 from .dequant import dequantize
 from .errors import GGUFError
+from .quantize import quantize
 from .naming import GGUFFilename, parse_filename
 from .reader import GGUFFile, TensorInfo, open
 from .split import SplitModel
@@ -23,4 +24,5 @@ __all__ = [
     "__version__",
     "open",
     "parse_filename",
+    "quantize",
 ]

@@ -66,10 +66,6 @@ static inline uint64_t fgg_lanes_minus(uint64_t x, uint64_t amount) {
     return ((x | FGG_LANES_80) - amount) ^ FGG_LANES_80;
 }
 
-static inline void fgg_store_u64le(uint8_t *p, uint64_t v) {
-    if (FGG_HOST_BIG_ENDIAN) v = fgg_bswap64(v);
-    memcpy(p, &v, 8);
-}
 static inline float fgg_bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t fgg_float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fgg_load_f32le(const uint8_t *p) { return fgg_bits_to_float(fgg_load_u32le(p)); }
@@ -147,7 +143,6 @@ static inline fgg_v16 fgg_v16_bits(const uint8_t *p, uint8_t value) {
 #endif
 typedef fgg_v16 fgg_q16;
 #define fgg__q16_load(q) fgg_v16_load((const uint8_t *)(q))
-#define fgg__q16_words fgg_v16_words
 
 #if FGG_HAVE_AVX512
 static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
@@ -230,11 +225,6 @@ static inline void fgg__u8_mul_sub(float *dst, fgg_q16 v, float s, float m) {
 #endif
 
 static inline void fgg_i8x16_mul(float *dst, const int8_t *q, float s) { fgg__i8_mul(dst, fgg__q16_load(q), s); }
-static inline void fgg_u8x16_mul_add(float *dst, const uint8_t *q, float s, float m) { fgg__u8_mul_add(dst, fgg__q16_load(q), s, m); }
-static inline void fgg_u8x16_mul_sub(float *dst, const uint8_t *q, float s, float m) { fgg__u8_mul_sub(dst, fgg__q16_load(q), s, m); }
-static inline void fgg_i8x16_mul_w(float *dst, uint64_t lo, uint64_t hi, float s) { fgg__i8_mul(dst, fgg__q16_words(lo, hi), s); }
-static inline void fgg_u8x16_mul_add_w(float *dst, uint64_t lo, uint64_t hi, float s, float m) { fgg__u8_mul_add(dst, fgg__q16_words(lo, hi), s, m); }
-static inline void fgg_u8x16_mul_sub_w(float *dst, uint64_t lo, uint64_t hi, float s, float m) { fgg__u8_mul_sub(dst, fgg__q16_words(lo, hi), s, m); }
 #define fgg_i8x16_mul_v fgg__i8_mul
 #define fgg_u8x16_mul_add_v fgg__u8_mul_add
 #define fgg_u8x16_mul_sub_v fgg__u8_mul_sub
@@ -304,7 +294,7 @@ static inline void fgg_halves_to_floats(const uint8_t *src, float *dst, ptrdiff_
 }
 
 /* The low 8 bits of ``bits`` -> 8 byte lanes of a uint64 (lane k = bits 8k..8k+7, i.e. byte
-   k once stored with fgg_store_u64le): lane k is ``value`` (< 256) where bit k is set, else 0.
+   k once stored little-endian): lane k is ``value`` (< 256) where bit k is set, else 0.
    A shift/mask ladder moves bit k to bit 8k; the multiply then cannot carry between lanes. */
 static inline uint64_t fgg_spread_bits8(uint32_t bits, uint32_t value) {
     uint64_t x = bits & 0xFFu;
