@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gguf import GGMLQuantizationType
-from gguf import quants as ref
+from gguf import GGMLQuantizationType, quants as ref
 
 import fastgguf
 from fastgguf import GGMLType

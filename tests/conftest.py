@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import fastgguf
@@ -55,6 +56,57 @@ def gguf_py_write():
     return write
 
 
+def _read_value(value) -> None:
+    """Touch every byte a metadata value refers to, through every accessor of its kind."""
+    from fastgguf.reader import ArrayOfArrays, StringArray
+
+    if isinstance(value, StringArray):
+        items = value.tolist()
+        assert len(items) == len(value)
+        assert list(value) == items
+        if items:
+            assert value[-1] == items[-1]
+            assert value.raw(0).decode("utf-8", "surrogateescape") == items[0]
+            assert value[1:] == items[1:]
+    elif isinstance(value, ArrayOfArrays):
+        for i in range(len(value)):
+            value.element_type(i)
+            _read_value(value[i])
+    elif isinstance(value, np.ndarray):
+        value.tobytes()
+    else:
+        assert isinstance(value, (int, float, str)), type(value)
+        repr(value)
+
+
+def read_everything(f) -> None:
+    """Read every key, value (strings, sub-arrays, raw bytes) and tensor byte of an open model.
+
+    The one "read the whole file" helper of the suite (the fuzz harness builds on it); plain
+    function so that scripts outside pytest can import it too. Raises whatever reading raises.
+    """
+    metadata = f.metadata
+    for key in metadata:
+        _read_value(metadata[key])
+        metadata.value_type(key)
+        metadata.element_type(key)
+        metadata.offset(key)
+        if metadata.value_type(key) == fastgguf.GGUFValueType.STRING:
+            metadata.raw(key)
+    repr(f)
+    for tensor in f.tensors.values():
+        repr(tensor)
+        raw = tensor.raw
+        assert raw.nbytes == tensor.nbytes
+        raw.tobytes()
+
+
+@pytest.fixture(name="read_everything")
+def read_everything_fixture():
+    """:func:`read_everything` as a fixture."""
+    return read_everything
+
+
 # --- kernel builds and bit-exact comparisons (shared by the dequantize/quantize tests) ----------
 
 
@@ -79,8 +131,6 @@ def kernel_modules():
 
 def same_bits(a, b) -> bool:
     """Whether two float32 arrays have the same shape and the same bits (NaN payloads included)."""
-    import numpy as np
-
     a, b = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(b, np.float32)
     return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
 

@@ -135,7 +135,7 @@ def test_info(capsys, model_path):
         n_bytes = sum(t.nbytes for t in model.tensors.values())
         assert fields["file"] == model_path
         assert fields["file size"].endswith(f"({os.path.getsize(model_path):,} bytes)")
-        assert fields["GGUF"] == f"version 3, little-endian, alignment 32"
+        assert fields["GGUF"] == "version 3, little-endian, alignment 32"
         assert fields["parameters"].endswith(f"({n_params:,})")
         assert fields["bits/weight"] == f"{8 * n_bytes / n_params:.2f}"
     assert fields["architecture"] == "llama"
@@ -360,7 +360,7 @@ def test_convert_filter_and_split_model(capsys, tmp_path, split_paths):
 
 def test_convert_tensor_larger_than_the_row_block_buffer(capsys, tmp_path, monkeypatch):
     # Many row blocks per tensor, and a last partial block.
-    monkeypatch.setattr(fastgguf.cli, "_CHUNK_ELEMENTS", 3 * 64)
+    monkeypatch.setattr(fastgguf.dequant, "_BLOCK_ELEMENTS", 3 * 64)
     values = np.arange(10 * 64, dtype=np.float32).reshape(2, 5, 64)
     source = tmp_path / "in.gguf"
     with GGUFWriter(source) as w:

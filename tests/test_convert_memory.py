@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import fastgguf
-
 from fastgguf import GGUFWriter
 
 resource = pytest.importorskip("resource")  # POSIX only

@@ -15,10 +15,9 @@ import sys
 
 import numpy as np
 import pytest
-from gguf import GGMLQuantizationType
+from gguf import GGMLQuantizationType, quants as ref
 
 from conftest import assert_same_bits, kernel_modules
-from gguf import quants as ref
 
 import fastgguf
 from fastgguf import GGMLType, dequant

@@ -4,7 +4,6 @@ in bounded time and memory (measured in a subprocess), and huge honest arrays st
 from __future__ import annotations
 
 import json
-import os
 import struct
 import subprocess
 import sys

@@ -3,8 +3,7 @@
 import os
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from fastgguf import GGUFFilename, parse_filename
 from fastgguf.naming import shard_paths

@@ -123,7 +123,7 @@ def test_our_files_read_identically_in_gguf_py(gguf_path, byteorder, alignment):
     w.add("s.string", "text")
     w.add("a.string", ["", "x", "yz"])
     w.add("a.empty", [], V.ARRAY, V.INT32)
-    for i, qtype in enumerate(GGUF_PY_COMPARABLE_TYPES):
+    for qtype in GGUF_PY_COMPARABLE_TYPES:
         traits = TYPE_TRAITS[qtype]
         shape = (2, traits.block_size)
         nbytes = 2 * traits.type_size

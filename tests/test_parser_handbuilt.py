@@ -182,18 +182,8 @@ def every_value_type_file(byteorder: str) -> bytes:
     return w.to_bytes()
 
 
-def read_everything(f: fastgguf.GGUFFile) -> None:
-    for key, value in f.metadata.items():
-        if hasattr(value, "tolist"):
-            value.tolist()
-        elif not isinstance(value, (int, float, str)):
-            [getattr(v, "tolist", lambda: v)() for v in value]
-    for info in f.tensors.values():
-        info.raw.tobytes()
-
-
 @pytest.mark.parametrize("byteorder", ["<", ">"])
-def test_truncation_at_every_header_offset(gguf_path, byteorder):
+def test_truncation_at_every_header_offset(gguf_path, byteorder, read_everything):
     data = every_value_type_file(byteorder)
     with fastgguf.open(gguf_path(data)) as whole:
         header_end = whole.data_offset

@@ -58,7 +58,7 @@ def test_matches_ggml_vectors(qtype, cpu_path):
     ref = vectors(qtype)
     assert ref["ggml_commit"].item() and ref["x"].dtype == np.float32
     x, imatrix = ref["x"], ref["imatrix"]
-    if ref["q"].shape[0]:
+    if "q" in ref:  # absent for the types ggml quantizes only with an importance matrix
         np.testing.assert_array_equal(quantize(x, qtype, threads=1), ref["q"])
     np.testing.assert_array_equal(quantize(x, qtype, imatrix=imatrix, threads=1), ref["q_imatrix"])
 

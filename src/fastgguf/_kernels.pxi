@@ -61,10 +61,11 @@ ctypedef void (*fgg_byteswap_fn)(const uint8_t *src, uint8_t *dst, Py_ssize_t n_
 ctypedef void (*fgg_quantize_fn)(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                  const float *imatrix) noexcept nogil
 
-# Dot product of one row of n_blocks little-endian blocks with n_blocks * block_size float32 values
-# at x (a matrix-vector product runs it once per row). Reserved for the matrix-vector kernels: every
-# row has dot=NULL until they land.
-ctypedef float (*fgg_dot_fn)(const uint8_t *blocks, const float *x, Py_ssize_t n_blocks) noexcept nogil
+# Dot product of one weight row of n_blocks little-endian blocks with one activation row x in the
+# form the type's dot product takes (for the integer path of _kernels_matmul.pxi: fgg_mm_q8 blocks
+# of 32 quantized values, see matmul_dot.h): the fgg_mm_row_<type> functions, cast to this type.
+# NULL in every row until the matrix-vector kernels fill it.
+ctypedef float (*fgg_dot_fn)(const uint8_t *w, const void *x, Py_ssize_t n_blocks) noexcept nogil
 
 cdef struct fgg_kernel_row:
     fgg_dequantize_fn dequantize
@@ -372,3 +373,4 @@ def cpu_supports(str variant):
     if variant == "avx512":
         return bool(fgg_cpu_has_avx512())
     raise ValueError(f"unknown kernel variant {variant!r}")
+include "_kernels_matmul.pxi"

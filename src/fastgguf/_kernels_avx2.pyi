@@ -55,3 +55,35 @@ def quantize_into(
     blocks per row) with the GIL released. Raises ValueError on a shape or imatrix mismatch,
     NotImplementedError for a type without a quantizer. ``src`` must be finite (unchecked).
     """
+
+# fastgguf.matmul's drivers (_kernels_matmul.pxi).
+
+def has_int_dot(type_id: int) -> bool:
+    """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build."""
+
+def q8_block_bytes() -> int:
+    """Bytes per 32 quantized values of x in the integer path."""
+
+def matmul_rows(
+    w: npt.NDArray[np.uint8],
+    type_id: int,
+    x: npt.NDArray[np.float32],
+    out: npt.NDArray[np.float32],
+    n0: int,
+    n1: int,
+    byteswapped: bool = False,
+) -> None:
+    """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released."""
+
+def quantize_x8(x: npt.NDArray[np.float32], dst: npt.NDArray[np.uint8]) -> None:
+    """Quantize each row of ``x`` into Q8 blocks for the integer path."""
+
+def matmul_rows_int(
+    w: npt.NDArray[np.uint8],
+    type_id: int,
+    xq: npt.NDArray[np.uint8],
+    out: npt.NDArray[np.float32],
+    n0: int,
+    n1: int,
+) -> None:
+    """``out[:, n0:n1]`` from Q8-quantized rows of x by integer dot products."""

@@ -1,7 +1,8 @@
-from collections.abc import Buffer
+from typing import Literal, overload
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import Buffer
 
 class KeyValue:
     key: str
@@ -28,7 +29,10 @@ class ParsedHeader:
 
 def parse(buffer: Buffer) -> ParsedHeader: ...
 def decode_scalar(buffer: Buffer, offset: int, value_type: int, swap: bool) -> int | float | bool: ...
-def decode_string(buffer: Buffer, offset: int, wide: bool, swap: bool, as_bytes: bool = ...) -> str | bytes: ...
+@overload
+def decode_string(buffer: Buffer, offset: int, wide: bool, swap: bool, as_bytes: Literal[False] = ...) -> str: ...
+@overload
+def decode_string(buffer: Buffer, offset: int, wide: bool, swap: bool, as_bytes: Literal[True]) -> bytes: ...
 def decode_strings(buffer: Buffer, offsets: npt.NDArray[np.uint64], wide: bool, swap: bool) -> list[str]: ...
 def read_array(
     buffer: Buffer, offset: int, wide: bool, swap: bool

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import operator
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -285,16 +287,17 @@ def _check_rows(rows: Any, n_rows: int) -> slice | np.ndarray:
 
 
 def _check_out(out: Any, n_elements: int) -> np.ndarray:
+    """``out`` if it can take the result; a bad one is an argument error (TypeError/ValueError), not a file's."""
     if not isinstance(out, np.ndarray):
-        raise GGUFError(f"out must be a numpy array, not {type(out).__name__}")
+        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
     if out.dtype != np.float32:
-        raise GGUFError(f"out must have dtype float32, not {out.dtype}")
+        raise TypeError(f"out must have dtype float32, not {out.dtype}")
     if not out.flags.c_contiguous:
-        raise GGUFError("out must be C-contiguous")
+        raise ValueError("out must be C-contiguous")
     if not out.flags.writeable:
-        raise GGUFError("out is read-only")
+        raise ValueError("out is read-only")
     if out.size != n_elements:
-        raise GGUFError(f"out has {out.size} elements, the result has {n_elements}")
+        raise ValueError(f"out has {out.size} elements, the result has {n_elements}")
     return out
 
 
@@ -348,15 +351,16 @@ def dequantize(
     Raises
     ------
     GGUFError
-        Unknown or removed type id; ``data`` not C-contiguous; byte count that does not match
-        ``shape``; ``ne0`` not a multiple of the block size; bad ``out`` (dtype, contiguity,
-        size, read-only, overlapping ``data``).
+        Unknown or removed type id; byte count that does not match ``shape``; ``ne0`` not a
+        multiple of the block size (what a malformed file would give); ``data`` not C-contiguous.
     NotImplementedError
         The type has no kernel yet, or no byte-swap table for big-endian data.
     IndexError
         A row index out of range.
     TypeError, ValueError
-        Arguments of the wrong kind (``threads < 1``, ``byteorder`` not ``"<"``/``">"``, ...).
+        Arguments of the wrong kind: ``threads < 1``, ``byteorder`` not ``"<"``/``">"``,
+        a bad ``out`` (dtype, contiguity, size, read-only,
+        overlapping ``data``).
     """
     qtype = _resolve_type(type)
     if byteorder not in (_LITTLE, _BIG):
@@ -393,7 +397,7 @@ def dequantize(
     else:
         result = _check_out(out, n_out)
         if np.may_share_memory(result, src):
-            raise GGUFError("out overlaps the tensor data")
+            raise ValueError("out overlaps the tensor data")
     if n_out == 0:
         return result
     flat = result.reshape(-1)
@@ -458,3 +462,167 @@ def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped
 
 def _bind(fn, *args):
     return lambda: fn(*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# Any result dtype, row block by row block (the reader's ``dtype=``, fastgguf.export, the CLI)
+
+#: Rows reach a non-float32 result through a float32 staging buffer of about this many elements
+#: (per 4 threads, up to 16 times this), reused block after block: no float32 copy of the whole.
+_BLOCK_ELEMENTS = 1 << 20
+
+__all__ += ["RowBlocks", "dequantize_as", "resolve_dtype"]
+
+
+def resolve_dtype(dtype: Any) -> np.dtype:
+    """The numpy dtype for ``dtype``; ``"bfloat16"`` (or ``"bf16"``) comes from the ``ml_dtypes`` package.
+
+    Raises
+    ------
+    ImportError
+        For bfloat16 when ``ml_dtypes`` is not installed.
+    TypeError
+        If numpy does not understand ``dtype``.
+    """
+    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ImportError("bfloat16 output needs the ml_dtypes package (pip install ml_dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+class RowBlocks:
+    """Dequantize tensors in blocks of whole rows into ``dtype``, through buffers reused from call to call.
+
+    One instance serves any number of tensors one after another (not concurrently): its float32
+    staging buffer (and, for another ``dtype``, the cast buffer) is allocated once and grows only
+    for a row longer than it, so a pass over a whole model keeps a small, steady footprint.
+
+    Parameters
+    ----------
+    dtype : numpy dtype or str, optional
+        Type of the blocks handed out; float32 by default. ``"bfloat16"`` needs ``ml_dtypes``.
+    threads : int, optional
+        Threads per block, as for :func:`dequantize`.
+    block_elements : int, optional
+        Elements per block (rounded down to whole rows, at least one row). By default about a
+        million per 4 threads, at most 16 million.
+    """
+
+    def __init__(self, dtype: Any = None, *, threads: int | None = None, block_elements: int | None = None) -> None:
+        self.dtype = np.dtype(np.float32) if dtype is None else resolve_dtype(dtype)
+        self.threads = None if threads is None else _check_thread_count(threads)
+        if block_elements is None:
+            n_threads = get_num_threads() if self.threads is None else self.threads
+            block_elements = min(max(_BLOCK_ELEMENTS, n_threads * _BLOCK_ELEMENTS // 4), 16 * _BLOCK_ELEMENTS)
+        elif operator.index(block_elements) < 1:
+            raise ValueError(f"block_elements must be at least 1, got {block_elements}")
+        self.block_elements = operator.index(block_elements)
+        self._buffer = np.empty(0, np.float32)
+        self._cast = np.empty(0, self.dtype)
+
+    def _buffers(self, n_elements: int) -> tuple[np.ndarray, np.ndarray | None]:
+        if self._buffer.size < n_elements:
+            self._buffer = np.empty(n_elements, np.float32)
+            if self.dtype != np.float32:
+                self._cast = np.empty(n_elements, self.dtype)
+        return self._buffer, (None if self.dtype == np.float32 else self._cast)
+
+    def iter(self, data: Any, type: GGMLType | int, shape: Any = None, *,  # noqa: A002 - as dequantize
+             rows: slice | Any | None = None, byteorder: str = "<") -> Iterator[tuple[int, np.ndarray]]:
+        """Yield ``(first, block)``: the result's rows ``first ...`` as a ``(n, ne0)`` array of ``dtype``.
+
+        Arguments as for :func:`dequantize`. Each block is a view of this object's buffers,
+        valid until the next one is requested; copy it to keep it. ``first`` counts rows of the
+        result (of the selection, with ``rows``). Argument errors are raised at the first
+        ``next()``.
+        """
+        qtype = _resolve_type(type)
+        src = _as_bytes(data)
+        dims = _check_shape(shape, qtype, src.size)
+        ne0 = dims[-1] if dims else 1
+        n_rows = math.prod(dims[:-1])
+        selection = slice(0, n_rows) if rows is None else _check_rows(rows, n_rows)
+        if isinstance(selection, slice):
+            n_selected, offset = selection.stop - selection.start, selection.start
+        else:
+            n_selected, offset = selection.size, 0
+        if n_selected == 0 or ne0 == 0:
+            return
+        rows_per_block = max(1, min(n_selected, self.block_elements // ne0))
+        buffer, cast = self._buffers(rows_per_block * ne0)
+        for first in range(0, n_selected, rows_per_block):
+            last = min(n_selected, first + rows_per_block)
+            block_rows: slice | np.ndarray = (slice(offset + first, offset + last) if isinstance(selection, slice)
+                                              else selection[first:last])
+            size = (last - first) * ne0
+            block = dequantize(src, qtype, dims, rows=block_rows, out=buffer[:size], threads=self.threads,
+                               byteorder=byteorder)
+            if cast is not None:
+                np.copyto(cast[:size], block, casting="unsafe")
+                block = cast[:size]
+            yield first, block.reshape(last - first, ne0)
+
+
+def dequantize_as(data: Any, type: GGMLType | int, shape: Any = None, *,  # noqa: A002 - as dequantize
+                  dtype: Any = None, rows: slice | Any | None = None, out: np.ndarray | None = None,
+                  threads: int | None = None, byteorder: str = "<") -> np.ndarray:
+    """:func:`dequantize` into any ``dtype``, through a small float32 buffer (never a float32 copy of the whole).
+
+    Parameters
+    ----------
+    data, type, shape, rows, threads, byteorder
+        As for :func:`dequantize`.
+    dtype : numpy dtype or str, optional
+        The result's type; float32 (the default) is :func:`dequantize` itself. ``"bfloat16"``
+        needs ``ml_dtypes``. Values are cast as numpy's ``astype`` would.
+    out : numpy.ndarray, optional
+        A writable C-contiguous array of ``dtype`` with as many elements as the result.
+
+    Returns
+    -------
+    numpy.ndarray
+        Of ``dtype``, shaped as :func:`dequantize` would shape it, or ``out``.
+
+    Raises
+    ------
+    As :func:`dequantize`; ``TypeError``/``ValueError`` for a bad ``out``; ``ImportError``
+    for bfloat16 without ``ml_dtypes``.
+    """
+    target = np.dtype(np.float32) if dtype is None else resolve_dtype(dtype)
+    if target == np.float32:
+        return dequantize(data, type, shape, rows=rows, out=out, threads=threads, byteorder=byteorder)
+    qtype = _resolve_type(type)
+    src = _as_bytes(data)
+    dims = _check_shape(shape, qtype, src.size)
+    ne0 = dims[-1] if dims else 1
+    if rows is None:
+        result_shape = dims
+    else:
+        selection = _check_rows(rows, math.prod(dims[:-1]))
+        n_selected = selection.stop - selection.start if isinstance(selection, slice) else selection.size
+        result_shape = (n_selected, ne0)
+    n_out = math.prod(result_shape)
+    if out is None:
+        result = np.empty(result_shape, target)
+    else:
+        result = _check_cast_out(out, target, n_out)
+    flat = result.reshape(-1)
+    blocks = RowBlocks(target, threads=threads)
+    for first, block in blocks.iter(src, qtype, dims, rows=rows, byteorder=byteorder):
+        flat[first * ne0: first * ne0 + block.size] = block.reshape(-1)
+    return result
+
+
+def _check_cast_out(out: Any, dtype: np.dtype, n_elements: int) -> np.ndarray:
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+    if out.dtype != dtype:
+        raise TypeError(f"out must have dtype {dtype}, not {out.dtype}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be a writable C-contiguous array")
+    if out.size != n_elements:
+        raise ValueError(f"out must have {n_elements} elements, not {out.size}")
+    return out

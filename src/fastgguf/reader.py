@@ -10,24 +10,22 @@ ever points into unmapped memory.
 from __future__ import annotations
 
 import builtins
-import math
 import mmap
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from . import _parser
+from ._model import _Model
 from .errors import GGUFError
 from .types import TYPE_TRAITS, GGMLType, GGUFValueType
 
-if TYPE_CHECKING:
-    from .split import SplitModel
+__all__ = ["GGUFFile", "TensorInfo", "Metadata", "StringArray", "ArrayOfArrays"]
 
-__all__ = ["open", "GGUFFile", "TensorInfo", "Metadata", "StringArray", "ArrayOfArrays"]
-
-_NUMERIC_DTYPES = {
+_NUMERIC_DTYPES: dict[int, str] = {
     GGUFValueType.UINT8: "u1",
     GGUFValueType.INT8: "i1",
     GGUFValueType.UINT16: "u2",
@@ -207,6 +205,7 @@ class Metadata(Mapping):
         record = self._records[key]
         layout = self._layout
         layout.check_intact()
+        value: Any
         if record.value_type == GGUFValueType.STRING:
             value = _parser.decode_string(layout.buffer, record.value_offset, layout.wide, layout.swap)
         elif record.value_type == GGUFValueType.ARRAY:
@@ -300,15 +299,11 @@ class TensorInfo:
             reusable float32 buffer, so no float32 copy of the whole result is ever made;
             ``out``, if given, must then have this dtype.
         """
-        from .dequant import dequantize
+        from .dequant import dequantize_as
 
         self._layout.check_intact()
-
-        target = None if dtype is None else _resolve_dtype(dtype)
-        if target is None or target == np.float32:
-            return dequantize(self.raw, self.type, self.shape, rows=rows, out=out, threads=threads,
-                              byteorder=self.byteorder)
-        return _dequantize_as(self, target, rows, out, threads)
+        return dequantize_as(self.raw, self.type, self.shape, dtype=dtype, rows=rows, out=out, threads=threads,
+                             byteorder=self.byteorder)
 
     def _release_pages(self) -> None:
         """Let the OS drop this tensor's mapped pages from the process; they are re-read if touched again.
@@ -328,62 +323,7 @@ class TensorInfo:
                 f"nbytes={self.nbytes}, offset={self.offset})")
 
 
-_CAST_BLOCK_ELEMENTS = 1 << 20  # float32 staging buffer for non-float32 results (per 4 threads)
-
-
-def _resolve_dtype(dtype) -> np.dtype:
-    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise ImportError("bfloat16 output needs the ml_dtypes package (pip install ml_dtypes)") from None
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(dtype)
-
-
-def _dequantize_as(info: TensorInfo, dtype: np.dtype, rows, out, threads) -> np.ndarray:
-    """Dequantize into ``dtype`` block by block: float32 rows into a reused buffer, then cast into place."""
-    from .dequant import dequantize, get_num_threads
-
-    shape = info.shape
-    row_length = shape[-1] if shape else 1
-    n_rows = info.n_elements // row_length if row_length else 0
-    if rows is None:
-        result_shape, bounds, index = shape, (0, n_rows), None
-    elif isinstance(rows, slice) and rows.indices(n_rows)[2] == 1:
-        start, stop, _ = rows.indices(n_rows)
-        result_shape, bounds, index = (max(0, stop - start), row_length), (start, max(start, stop)), None
-    else:
-        index = np.arange(n_rows)[rows] if isinstance(rows, slice) else np.atleast_1d(np.asarray(rows))
-        result_shape, bounds = (index.size, row_length), (0, index.size)
-    n_out = math.prod(result_shape)
-    if out is None:
-        result = np.empty(result_shape, dtype)
-    else:
-        if not isinstance(out, np.ndarray) or out.dtype != dtype or not out.flags.c_contiguous \
-                or not out.flags.writeable or out.size != n_out:
-            raise GGUFError(f"out must be a writable C-contiguous {dtype} array of {n_out} elements")
-        result = out
-    if n_out == 0:
-        return result
-    flat = result.reshape(-1)
-    n_threads = get_num_threads() if threads is None else threads
-    # Enough rows per block for every thread to get a worthwhile share, within a bounded buffer.
-    block_elements = min(max(_CAST_BLOCK_ELEMENTS, n_threads * _CAST_BLOCK_ELEMENTS // 4), 16 * _CAST_BLOCK_ELEMENTS)
-    rows_per_block = max(1, block_elements // row_length)
-    buffer = np.empty(min(rows_per_block, bounds[1] - bounds[0]) * row_length, np.float32)
-    raw = info.raw
-    for first in range(bounds[0], bounds[1], rows_per_block):
-        last = min(bounds[1], first + rows_per_block)
-        selection = slice(first, last) if index is None else index[first:last]
-        block = dequantize(raw, info.type, shape, rows=selection, out=buffer[: (last - first) * row_length],
-                           threads=threads, byteorder=info.byteorder)
-        done = first - bounds[0]
-        flat[done * row_length: (done + last - first) * row_length] = block
-    return result
-
-
-class GGUFFile:
+class GGUFFile(_Model):
     """An open GGUF file. Use :func:`fastgguf.open`.
 
     Attributes
@@ -408,7 +348,7 @@ class GGUFFile:
         except BaseException:
             mapped.close()
             raise
-        self._mmap = mapped
+        self._mmap: mmap.mmap | None = mapped
         self.version = header.version
         self.byteorder = ">" if header.big_endian else "<"
         self.alignment = header.alignment
@@ -416,7 +356,7 @@ class GGUFFile:
         self.file_size = header.file_size
         self._layout = _Layout(mapped, header.wide, header.swap, self.byteorder)
         self._metadata = Metadata(self._layout, header.kvs)
-        self._tensors = _FrozenDict((record[0], TensorInfo(self._layout, *record)) for record in header.tensors)
+        self._tensors = MappingProxyType({record[0]: TensorInfo(self._layout, *record) for record in header.tensors})
 
     @property
     def metadata(self) -> Metadata:
@@ -429,21 +369,6 @@ class GGUFFile:
         """Tensor infos by name, in file order."""
         self._check_open()
         return self._tensors
-
-    def dequantize(self, name: str, *, rows=None, out=None, threads=None, dtype=None) -> np.ndarray:
-        """Dequantize tensor ``name`` to float32 (the whole tensor, or some rows); see :func:`fastgguf.dequantize`."""
-        return self._tensor(name).dequantize(rows=rows, out=out, threads=threads, dtype=dtype)
-
-    def load(self, names=None, *, threads=None, dtype=None) -> dict[str, np.ndarray]:
-        """Dequantize every tensor (or those named) into a dict name → array."""
-        names = list(self.tensors) if names is None else list(names)
-        return {name: self.dequantize(name, threads=threads, dtype=dtype) for name in names}
-
-    def _tensor(self, name: str) -> TensorInfo:
-        try:
-            return self.tensors[name]
-        except KeyError:
-            raise KeyError(f"no tensor named {name!r}") from None
 
     def _check_open(self) -> None:
         if self._mmap is None:
@@ -458,45 +383,16 @@ class GGUFFile:
         if self._mmap is None:
             return
         mapped, self._mmap = self._mmap, None
-        self._layout = self._metadata = self._tensors = None
+        # Closed: every accessor checks _check_open() before touching these.
+        self._layout = self._metadata = self._tensors = None  # type: ignore[assignment]
         try:
             mapped.close()
         except BufferError:
             pass  # views handed out still use the map; it unmaps when the last one is collected
 
-    def __enter__(self) -> GGUFFile:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self.metadata)} keys, {len(self.tensors)} tensors"
         return f"<GGUFFile {self.path!r} v{self.version} {state}>"
-
-
-class _FrozenDict(Mapping):
-    """An ordered read-only mapping."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, items=()) -> None:
-        self._data = dict(items)
-
-    def __getitem__(self, key):
-        return self._data[key]
-
-    def __iter__(self):
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __contains__(self, key) -> bool:
-        return key in self._data
-
-    def __repr__(self) -> str:
-        return f"{{{', '.join(repr(k) for k in self._data)}}}"
 
 
 def _map(path: str) -> mmap.mmap:
@@ -505,30 +401,3 @@ def _map(path: str) -> mmap.mmap:
         if size == 0:
             raise GGUFError(f"{path}: empty file, not a GGUF", 0)
         return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def open(path: str | os.PathLike) -> GGUFFile | SplitModel:  # noqa: A001 - mirrors builtins.open on purpose
-    """Open a GGUF file read-only; a shard of a split model opens the whole model.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-
-    Returns
-    -------
-    GGUFFile or SplitModel
-        Usable as a context manager. For a shard of a split model
-        (``NAME-00001-of-00003.gguf``, with ``split.count`` > 1) a
-        :class:`~fastgguf.SplitModel` over all shards, with the same interface.
-
-    Raises
-    ------
-    GGUFError
-        If the file is not a valid GGUF (the message names the byte offset), or a
-        split model's shards are missing or inconsistent.
-    OSError
-        If the file cannot be opened.
-    """
-    from .split import open_model  # split builds on this module
-
-    return open_model(path)

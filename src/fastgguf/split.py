@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from types import MappingProxyType
 
-import numpy as np
-
+from ._model import _Model
 from .errors import GGUFError
 from .naming import _split_shard_name, shard_paths
-from .reader import GGUFFile, Metadata, TensorInfo, _FrozenDict
+from .reader import GGUFFile, Metadata, TensorInfo
 
-__all__ = ["SplitModel", "open_model"]
+__all__ = ["SplitModel", "open", "open_model"]
 
 SPLIT_NO = "split.no"
 SPLIT_COUNT = "split.count"
 SPLIT_TENSORS_COUNT = "split.tensors.count"
 
 
-class SplitModel:
+class SplitModel(_Model):
     """All shards of a split GGUF model, presented as one file. Use :func:`fastgguf.open`.
 
     Attributes
@@ -64,8 +64,8 @@ class SplitModel:
                     raise GGUFError(f"tensor {name!r} is in shard {self._shard_index[name] + 1} and in shard "
                                     f"{index + 1} ({shard.path})")
                 self._shard_index[name] = index
-        self._tensors = _FrozenDict((name, self.shards[index].tensors[name])
-                                    for name, index in self._shard_index.items())
+        self._tensors = MappingProxyType({name: self.shards[index].tensors[name]
+                                          for name, index in self._shard_index.items()})
         self._closed = False
 
     @property
@@ -87,19 +87,6 @@ class SplitModel:
         except KeyError:
             raise KeyError(f"no tensor named {name!r}") from None
 
-    def dequantize(self, name: str, *, rows=None, out=None, threads=None, dtype=None) -> np.ndarray:
-        """Dequantize tensor ``name``; see :meth:`fastgguf.GGUFFile.dequantize`."""
-        try:
-            info = self.tensors[name]
-        except KeyError:
-            raise KeyError(f"no tensor named {name!r}") from None
-        return info.dequantize(rows=rows, out=out, threads=threads, dtype=dtype)
-
-    def load(self, names=None, *, threads=None, dtype=None) -> dict[str, np.ndarray]:
-        """Dequantize every tensor (or those named) into a dict name → array."""
-        names = list(self.tensors) if names is None else list(names)
-        return {name: self.dequantize(name, threads=threads, dtype=dtype) for name in names}
-
     def _check_open(self) -> None:
         if self._closed:
             raise GGUFError("the file is closed")
@@ -113,12 +100,6 @@ class SplitModel:
         self._closed = True
         for shard in self.shards:
             shard.close()
-
-    def __enter__(self) -> SplitModel:
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"{len(self.metadata)} keys, {len(self.tensors)} tensors"
@@ -168,7 +149,7 @@ def open_model(path: str | os.PathLike) -> GGUFFile | SplitModel:
             raise GGUFError(f"{path}: the name says shard {name_parts[1]} of {name_parts[2]}, the metadata says "
                             f"shard {number + 1} of {count}")
         shards: list[GGUFFile] = []
-        for index, shard_path in enumerate(shard_paths(path)):
+        for index, shard_path in enumerate(shard_paths(path) or ()):
             if index == number:
                 shard = given
             else:
@@ -187,6 +168,31 @@ def open_model(path: str | os.PathLike) -> GGUFFile | SplitModel:
         for shard in opened:
             shard.close()
         raise
+
+
+def open(path: str | os.PathLike) -> GGUFFile | SplitModel:  # noqa: A001 - mirrors builtins.open on purpose
+    """Open a GGUF file read-only; a shard of a split model opens the whole model.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    GGUFFile or SplitModel
+        Usable as a context manager. For a shard of a split model
+        (``NAME-00001-of-00003.gguf``, with ``split.count`` > 1) a
+        :class:`~fastgguf.SplitModel` over all shards, with the same interface.
+
+    Raises
+    ------
+    GGUFError
+        If the file is not a valid GGUF (the message names the byte offset), or a
+        split model's shards are missing or inconsistent.
+    OSError
+        If the file cannot be opened.
+    """
+    return open_model(path)
 
 
 def _split_int(shard: GGUFFile, key: str) -> int:

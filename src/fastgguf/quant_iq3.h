@@ -1,0 +1,498 @@
+/* IQ3_XXS and IQ3_S quantizers: the bytes ggml's quantize_iq3_xxs / quantize_iq3_s write (portable
+ * build, no FMA contraction), with or without an importance matrix.
+ *
+ *   int  fgg_iq3_init(const uint8_t grid256[][4], const uint8_t grid512[][4])
+ *        Derive the search tables from the two dequantization grids (IQ3_XXS's 256 points,
+ *        IQ3_S's 512). Call once, before any quantizer runs and before any thread can (the
+ *        kernel modules do it at import); later calls do nothing. Returns 0, or -1 when a grid
+ *        is not what the tables are derived for (the quantizers must then not be used).
+ *   void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+ *                             const float *imatrix)   n_per_row % 256 == 0, 98-byte blocks
+ *   void fgg_quantize_iq3_s(...)                      n_per_row % 256 == 0, 110-byte blocks
+ *
+ * The search tables (ggml builds the same ones in iq3xs_init_impl; derived here anew):
+ *  - a grid point is 4 levels l in 0..7 (the rank of the stored value among the grid's 8
+ *    distinct values), the quantizer compares x/scale with 2l+1; u = l0 | l1<<3 | l2<<6 | l3<<9.
+ *  - map[u]: the grid index of u, or for the 4096 - n points off the grid, where its neighbour
+ *    list starts: the grid points at the 2 (IQ3_XXS) or 3 (IQ3_S) smallest distinct squared
+ *    distances from u, ordered by distance, then by index.
+ *
+ * The rules that decide the bits (learned from ggml-quants.c, written anew), per 32 values:
+ *  - weights w as in IQ4 (sigma2 over the 256-value super-block: 2*sum(x^2)/256), and their
+ *    square roots for the neighbour searches.
+ *  - signs per 8 values (x >= 0 counts as positive); IQ3_XXS keeps an even count of negative
+ *    values by flipping the value with the smallest w*x*x (first one on ties).
+ *  - a block whose largest (sign-folded) value is below 1e-8 (IQ3_XXS) or zero (IQ3_S) gets
+ *    scale 0, and IQ3_XXS leaves its grid bytes, signs and scale 0; IQ3_S writes nothing for it
+ *    and, as ggml does, writes the grid bytes and signs of the next blocks that much earlier
+ *    (the high index bits stay in place).
+ *  - candidates id = (15 + is*0.2)/max for is = -15..15 (IQ3_XXS) or -9..9 (IQ3_S): levels
+ *    l = nearest_int(0.5*(id*x - 1)) clamped to 0..7, a group of 4 off the grid replaced by its
+ *    neighbour of smallest sum sqrt(w)*(scale*q - x)^2 (scale = 1/id; first one on ties); the
+ *    sums sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q left to right choose as in IQ4 (best starts
+ *    at 0, scale at max/15).
+ *  - when groups of the chosen candidate were off the grid (IQ3_S: also when no candidate was
+ *    taken), those groups (IQ3_S: all) are placed again with 1/scale, and scale is refitted.
+ *  - super-block: d = max scale / 31, stored as fp16(d * 1.0125) (IQ3_XXS) or fp16(d * 1.033)
+ *    (IQ3_S); block scales nearest_int(0.5*(scale/d - 1)) clamped to 0..15.
+ *
+ * Speed (vector builds): one candidate per lane throughout, each lane the scalar sequence of its
+ * candidate. For each group the grid keys of all candidates are computed at once; consecutive
+ * candidates with the same key off the grid (the levels move monotonically with the scale) share
+ * one pass over the neighbour list, each lane keeping its first strictly smaller distance; the
+ * weighted sums of all candidates then run side by side.
+ */
+#ifndef FGG_QUANT_IQ3_H
+#define FGG_QUANT_IQ3_H
+
+#include "quant_iq_common.h"
+
+/* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
+ * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
+#define FGG_IQ3_XXS_LISTS (3840 + 18985)
+#define FGG_IQ3_S_LISTS (3584 + 24733)
+
+typedef struct {
+    int n;                 /* grid points */
+    uint8_t level[512][4]; /* l of each coordinate */
+    float q[512][4];       /* 2l + 1 */
+    int32_t map[4096];     /* grid index, or -(1 + start of the neighbour list) */
+    uint16_t *lists;
+} fgg_iq3_table;
+
+static uint16_t fgg_iq3_lists_xxs[FGG_IQ3_XXS_LISTS];
+static uint16_t fgg_iq3_lists_s[FGG_IQ3_S_LISTS];
+static fgg_iq3_table fgg_iq3_tables[2];
+static int fgg_iq3_ready = 0;
+
+static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int nwant,
+                         uint16_t *lists, int capacity) {
+    /* the 8 distinct stored values, ascending: a value's rank is its level */
+    int values[8], nv = 0;
+    for (int i = 0; i < n; ++i) {
+        for (int k = 0; k < 4; ++k) {
+            int v = grid[i][k], seen = 0;
+            for (int j = 0; j < nv; ++j) seen |= values[j] == v;
+            if (!seen) {
+                if (nv == 8) return -1;
+                int j = nv++;
+                while (j > 0 && values[j - 1] > v) {
+                    values[j] = values[j - 1];
+                    --j;
+                }
+                values[j] = v;
+            }
+        }
+    }
+    if (nv != 8) return -1;
+    t->n = n;
+    t->lists = lists;
+    for (int u = 0; u < 4096; ++u) t->map[u] = INT32_MIN;
+    for (int i = 0; i < n; ++i) {
+        int u = 0;
+        for (int k = 0; k < 4; ++k) {
+            int l = 0;
+            while (values[l] != grid[i][k]) ++l;
+            t->level[i][k] = (uint8_t)l;
+            t->q[i][k] = (float)(2 * l + 1);
+            u |= l << 3 * k;
+        }
+        if (t->map[u] != INT32_MIN) return -1;
+        t->map[u] = i;
+    }
+    int used = 0;
+    int d2[512];
+    for (int u = 0; u < 4096; ++u) {
+        if (t->map[u] != INT32_MIN) continue;
+        for (int i = 0; i < n; ++i) {
+            int s = 0;
+            for (int k = 0; k < 4; ++k) {
+                int diff = (int)t->level[i][k] - ((u >> 3 * k) & 7);
+                s += diff * diff;
+            }
+            d2[i] = s;
+        }
+        if (used >= capacity) return -1;
+        int head = used++, count = 0, level = -1;
+        for (int want = 0; want < nwant; ++want) {
+            int next = INT32_MAX; /* the next larger distance */
+            for (int i = 0; i < n; ++i)
+                if (d2[i] > level && d2[i] < next) next = d2[i];
+            if (next == INT32_MAX) break;
+            level = next;
+            for (int i = 0; i < n; ++i) {
+                if (d2[i] != level) continue;
+                if (used >= capacity) return -1;
+                lists[used++] = (uint16_t)i;
+                ++count;
+            }
+        }
+        lists[head] = (uint16_t)count;
+        t->map[u] = -(1 + head);
+    }
+    return used == capacity ? 0 : -1;
+}
+
+static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]) {
+    if (fgg_iq3_ready) return fgg_iq3_ready > 0 ? 0 : -1;
+    int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS) == 0
+          && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
+    fgg_iq3_ready = ok ? 1 : -1;
+    return ok ? 0 : -1;
+}
+
+/* The neighbour (in list order) of smallest weighted distance to the group x at this scale. */
+static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list, const float *x,
+                                    const float *w, float scale) {
+    float best = FLT_MAX;
+    int index = list[1]; /* ggml stops on a NaN/inf-only list; a finite result never gets here */
+    for (int j = 1; j <= list[0]; ++j) {
+        const float *q = t->q[list[j]];
+        float d2 = 0;
+        for (int i = 0; i < 4; ++i) {
+            float diff = scale * q[i] - x[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best) {
+            best = d2;
+            index = list[j];
+        }
+    }
+    return index;
+}
+
+#if FGG_IQ_SIMD
+/* 8 float / int lanes with AVX, 4 otherwise (the candidate search below) */
+#if defined(__AVX__)
+#define FGG_IQ3_CL 8
+typedef float fgg_iq3_vf __attribute__((vector_size(32)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(32)));
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
+    return (fgg_iq3_vf){x, x, x, x, x, x, x, x};
+}
+#else
+#define FGG_IQ3_CL 4
+typedef float fgg_iq3_vf __attribute__((vector_size(16)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(16)));
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
+    return (fgg_iq3_vf){x, x, x, x};
+}
+#endif
+#endif
+
+/* Grid index for the 4 levels of a group at inverse scale id; off the grid, the neighbour
+ * search runs at `scale`. *on_grid tells which. */
+static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const float *sw, float id,
+                                float scale, int *on_grid) {
+    int u = 0;
+    for (int i = 0; i < 4; ++i) {
+        int l = fgg_iq_nearest_int(0.5f * (id * x[i] - 1));
+        l = l < 0 ? 0 : l > 7 ? 7 : l;
+        u |= l << 3 * i;
+    }
+    int g = t->map[u];
+    *on_grid = g >= 0;
+    if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
+    return g;
+}
+
+/* Weighted fit of the 32 values to the levels of 8 grid points: sumqx, sumq2. */
+static inline void fgg_iq3_sums(const fgg_iq3_table *t, const int *gi, const float *xval,
+                                const float *w, float *sumqx, float *sumq2) {
+    float sx = 0, s2 = 0;
+    for (int i = 0; i < 32; ++i) {
+        float q = t->q[gi[i / 4]][i % 4];
+        sx += w[i] * xval[i] * q;
+        s2 += w[i] * q * q;
+    }
+    *sumqx = sx;
+    *sumq2 = s2;
+}
+
+/* One block of 32 values: grid indices gi[8], sign bytes signs[4]; returns the scale (0 for a
+ * block left empty, *empty set). */
+static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, const float *w,
+                           int gi[8], uint8_t signs[4], int *empty) {
+    float sw[32], xval[32];
+    for (int i = 0; i < 32; ++i) sw[i] = sqrtf(w[i]);
+    for (int k = 0; k < 4; ++k) {
+        unsigned s = 0, nflip = 0;
+        for (int i = 0; i < 8; ++i) {
+            float v = xb[8 * k + i];
+            if (v >= 0) {
+                xval[8 * k + i] = v;
+            } else {
+                xval[8 * k + i] = -v;
+                ++nflip;
+                s |= 1u << i;
+            }
+        }
+        if (!is_s && (nflip & 1)) {
+            int imin = 0;
+            float min = w[8 * k] * xb[8 * k] * xb[8 * k];
+            for (int i = 1; i < 8; ++i) {
+                float a = w[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
+                if (a < min) {
+                    min = a;
+                    imin = i;
+                }
+            }
+            xval[8 * k + imin] = -xval[8 * k + imin];
+            s ^= 1u << imin;
+        }
+        signs[k] = (uint8_t)(is_s ? s : s & 127);
+    }
+    float max = xval[0];
+    for (int i = 1; i < 32; ++i) max = max > xval[i] ? max : xval[i];
+    *empty = is_s ? !max : max < 1e-8f;
+    if (*empty) return 0.f;
+
+    const int nis = is_s ? 9 : 15;
+    float best = 0, scale = max / 15;
+    int on_grid[8], cand[8], cand_on[8];
+    for (int k = 0; k < 8; ++k) {
+        on_grid[k] = !is_s;
+        gi[k] = 0; /* levels 0, on both grids */
+    }
+#if FGG_IQ_SIMD
+    /* All candidates first, group by group, then their sums with one candidate per lane, then
+     * the scalar choice in candidate order. */
+    float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
+    int gt[32][8], ont[32][8];
+    const int ncand = 2 * nis + 1;
+    /* candidate inverse scales and scales, padded for whole vectors */
+    float ids[32 + FGG_IQ3_CL], scs[32 + FGG_IQ3_CL];
+    for (int c = 0; c < 32 + FGG_IQ3_CL; ++c) {
+        ids[c] = (15 + (float)((c < ncand ? c : ncand - 1) - nis) * 0.2f) / max;
+        scs[c] = 1 / ids[c];
+    }
+    for (int k = 0; k < 8; ++k) {
+        /* grid keys of group k for every candidate, one candidate per lane */
+        int32_t uc[32];
+        for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+            fgg_iq3_vf vid;
+            memcpy(&vid, ids + c, sizeof vid);
+            fgg_iq3_vi u = {0};
+            for (int i = 0; i < 4; ++i) {
+                fgg_iq3_vf a = fgg_iq3_splat(0.5f) * (vid * fgg_iq3_splat(xval[4 * k + i]) - fgg_iq3_splat(1.0f));
+                fgg_iq3_vi l = ((fgg_iq3_vi)(a + fgg_iq3_splat(12582912.0f)) & 0x007fffff) - 0x00400000;
+                l &= ~(l < 0);
+                fgg_iq3_vi big = l > 7;
+                l = (l & ~big) | (big & 7);
+                u |= l << (3 * i);
+            }
+            memcpy(uc + c, &u, sizeof u);
+        }
+        /* Runs of candidates with the same key (the levels move monotonically with the scale)
+         * share one pass over the neighbour list: lane = candidate, each lane the scalar search
+         * at its own scale (first strictly smaller distance wins). */
+        for (int c = 0; c < ncand;) {
+            int u = uc[c], e = c + 1;
+            while (e < ncand && e - c < FGG_IQ3_CL && uc[e] == u) ++e;
+            int g = t->map[u];
+            if (g >= 0) {
+                for (int cc = c; cc < e; ++cc) {
+                    gt[cc][k] = g;
+                    ont[cc][k] = 1;
+                }
+            } else {
+                const uint16_t *list = t->lists - g - 1;
+                fgg_iq3_vf vs;
+                memcpy(&vs, scs + c, sizeof vs);
+                const fgg_iq3_vf x0 = fgg_iq3_splat(xval[4 * k]), x1 = fgg_iq3_splat(xval[4 * k + 1]);
+                const fgg_iq3_vf x2 = fgg_iq3_splat(xval[4 * k + 2]), x3 = fgg_iq3_splat(xval[4 * k + 3]);
+                const fgg_iq3_vf w0 = fgg_iq3_splat(sw[4 * k]), w1 = fgg_iq3_splat(sw[4 * k + 1]);
+                const fgg_iq3_vf w2 = fgg_iq3_splat(sw[4 * k + 2]), w3 = fgg_iq3_splat(sw[4 * k + 3]);
+                fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
+                fgg_iq3_vi index = (fgg_iq3_vi){0} + list[1];
+                for (int j = 1; j <= list[0]; ++j) {
+                    const float *q = t->q[list[j]];
+                    fgg_iq3_vf d0 = vs * fgg_iq3_splat(q[0]) - x0;
+                    fgg_iq3_vf d1 = vs * fgg_iq3_splat(q[1]) - x1;
+                    fgg_iq3_vf dd2 = vs * fgg_iq3_splat(q[2]) - x2;
+                    fgg_iq3_vf d3 = vs * fgg_iq3_splat(q[3]) - x3;
+                    /* 0 + first term: the same value up to the sign of a zero, which no
+                     * comparison sees */
+                    fgg_iq3_vf d2 = w0 * d0 * d0;
+                    d2 += w1 * d1 * d1;
+                    d2 += w2 * dd2 * dd2;
+                    d2 += w3 * d3 * d3;
+                    fgg_iq3_vi take = d2 < best;
+                    best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
+                    index = (take & ((fgg_iq3_vi){0} + list[j])) | (~take & index);
+                }
+                for (int cc = c; cc < e; ++cc) {
+                    gt[cc][k] = index[cc - c];
+                    ont[cc][k] = 0;
+                }
+            }
+            for (int cc = c; cc < e; ++cc)
+                for (int i = 0; i < 4; ++i) qt[4 * k + i][cc] = t->q[gt[cc][k]][i];
+            c = e;
+        }
+    }
+    for (int i = 0; i < 32; ++i)
+        for (int c = ncand; c < 32; ++c) qt[i][c] = 0;
+    float sx[32], s2[32];
+    for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+        fgg_iq3_vf sumqx = {0}, sumq2 = {0};
+        for (int i = 0; i < 32; ++i) {
+            fgg_iq3_vf q;
+            memcpy(&q, qt[i] + c, sizeof q);
+            sumqx += fgg_iq3_splat(w[i] * xval[i]) * q;
+            sumq2 += fgg_iq3_splat(w[i]) * q * q;
+        }
+        memcpy(sx + c, &sumqx, sizeof sumqx);
+        memcpy(s2 + c, &sumq2, sizeof sumq2);
+    }
+    int chosen = -1;
+    for (int c = 0; c < ncand; ++c) {
+        if (s2[c] > 0 && sx[c] * sx[c] > best * s2[c]) {
+            scale = sx[c] / s2[c];
+            best = scale * sx[c];
+            chosen = c;
+        }
+    }
+    if (chosen >= 0) {
+        for (int k = 0; k < 8; ++k) {
+            gi[k] = gt[chosen][k];
+            on_grid[k] = ont[chosen][k];
+        }
+    }
+    (void)cand;
+    (void)cand_on;
+#else
+    for (int is = -nis; is <= nis; ++is) {
+        float id = (15 + (float)is * 0.2f) / max;
+        float this_scale = 1 / id;
+        for (int k = 0; k < 8; ++k)
+            cand[k] = fgg_iq3_place(t, xval + 4 * k, sw + 4 * k, id, this_scale, &cand_on[k]);
+        float sumqx, sumq2;
+        fgg_iq3_sums(t, cand, xval, w, &sumqx, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            scale = sumqx / sumq2;
+            best = scale * sumqx;
+            for (int k = 0; k < 8; ++k) {
+                gi[k] = cand[k];
+                on_grid[k] = cand_on[k];
+            }
+        }
+    }
+#endif
+    int off = 0;
+    for (int k = 0; k < 8; ++k) off += !on_grid[k];
+    if (off > 0 && scale > 0) {
+        float id = 1 / scale;
+        for (int k = 0; k < 8; ++k) {
+            if (!is_s && on_grid[k]) continue;
+            int unused;
+            gi[k] = fgg_iq3_place(t, xval + 4 * k, sw + 4 * k, id, scale, &unused);
+        }
+        float sumqx, sumq2;
+        fgg_iq3_sums(t, gi, xval, w, &sumqx, &sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+    }
+    if (scale < 0) {
+        scale = -scale;
+        for (int k = 0; k < 4; ++k) signs[k] = (uint8_t)(is_s ? ~signs[k] : ~signs[k] & 127);
+    }
+    return scale;
+}
+
+static inline void fgg_iq3_weights(const float *x, const float *qw, float *w) {
+    if (qw) {
+        float sumx2 = 0;
+        for (int i = 0; i < 256; ++i) sumx2 += x[i] * x[i];
+        float sigma2 = 2 * sumx2 / 256;
+        for (int i = 0; i < 256; ++i) w[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+    } else {
+        for (int i = 0; i < 256; ++i) w[i] = x[i] * x[i];
+    }
+}
+
+static void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix) {
+    const fgg_iq3_table *t = &fgg_iq3_tables[0];
+    int64_t nb = n_per_row / 256;
+    float w[256], scales[8];
+    int gi[8], empty;
+    uint8_t signs[4];
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float *x = src + r * n_per_row;
+        uint8_t *y = dst + r * nb * 98;
+        for (int64_t b = 0; b < nb; ++b, x += 256, y += 98) {
+            /* d (2 bytes), 64 grid bytes, 8 x uint32: 4 x 7 sign bits + 4-bit scale */
+            memset(y, 0, 98);
+            fgg_iq3_weights(x, imatrix ? imatrix + 256 * b : NULL, w);
+            uint32_t packed[8] = {0};
+            float max_scale = 0;
+            for (int ib = 0; ib < 8; ++ib) {
+                float scale = fgg_iq3_block(t, 0, x + 32 * ib, w + 32 * ib, gi, signs, &empty);
+                scales[ib] = scale;
+                if (empty) continue;
+                for (int k = 0; k < 8; ++k) y[2 + 8 * ib + k] = (uint8_t)gi[k];
+                packed[ib] = signs[0] | (uint32_t)signs[1] << 7 | (uint32_t)signs[2] << 14
+                           | (uint32_t)signs[3] << 21;
+                max_scale = max_scale > scale ? max_scale : scale;
+            }
+            if (!max_scale) {
+                memset(y, 0, 98);
+                continue;
+            }
+            float d = max_scale / 31;
+            fgg_iq_store_u16le(y, fgg_iq_fp16(d * 1.0125f));
+            float id = 1 / d;
+            for (int ib = 0; ib < 8; ++ib) {
+                int l = fgg_iq_nearest_int(0.5f * (id * scales[ib] - 1));
+                l = l < 0 ? 0 : l > 15 ? 15 : l;
+                fgg_iq_store_u32le(y + 66 + 4 * ib, packed[ib] | (uint32_t)l << 28);
+            }
+        }
+    }
+}
+
+static void fgg_quantize_iq3_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix) {
+    const fgg_iq3_table *t = &fgg_iq3_tables[1];
+    int64_t nb = n_per_row / 256;
+    float w[256], scales[8];
+    int gi[8], empty;
+    uint8_t signs[4];
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float *x = src + r * n_per_row;
+        uint8_t *y = dst + r * nb * 110;
+        for (int64_t b = 0; b < nb; ++b, x += 256, y += 110) {
+            /* d (2), qs[64] (low 8 index bits), qh[8] (9th bits), signs[32], scales[4] */
+            memset(y, 0, 110);
+            uint8_t *qs = y + 2, *qh = y + 66, *sg = y + 74;
+            fgg_iq3_weights(x, imatrix ? imatrix + 256 * b : NULL, w);
+            float max_scale = 0;
+            for (int ib = 0; ib < 8; ++ib) {
+                float scale = fgg_iq3_block(t, 1, x + 32 * ib, w + 32 * ib, gi, signs, &empty);
+                scales[ib] = scale;
+                if (empty) continue; /* qs and sg do not advance (ggml's layout) */
+                for (int k = 0; k < 8; ++k) {
+                    qs[k] = (uint8_t)gi[k];
+                    qh[ib] |= (uint8_t)((gi[k] >> 8) << k);
+                }
+                memcpy(sg, signs, 4);
+                qs += 8;
+                sg += 4;
+                max_scale = max_scale > scale ? max_scale : scale;
+            }
+            if (!max_scale) continue;
+            float d = max_scale / 31;
+            fgg_iq_store_u16le(y, fgg_iq_fp16(d * 1.033f));
+            float id = 1 / d;
+            for (int ib = 0; ib < 8; ib += 2) {
+                int l1 = fgg_iq_nearest_int(0.5f * (id * scales[ib] - 1));
+                int l2 = fgg_iq_nearest_int(0.5f * (id * scales[ib + 1] - 1));
+                l1 = l1 < 0 ? 0 : l1 > 15 ? 15 : l1;
+                l2 = l2 < 0 ? 0 : l2 > 15 ? 15 : l2;
+                y[106 + ib / 2] = (uint8_t)(l1 | l2 << 4);
+            }
+        }
+    }
+}
+
+#endif /* FGG_QUANT_IQ3_H */
