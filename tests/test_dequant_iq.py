@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType, quants as ref
 
-from conftest import assert_same_bits, kernel_modules
-
 import fastgguf
 from fastgguf import GGMLType, dequant
 from fastgguf.types import TYPE_TRAITS
+
+from conftest import assert_same_bits, kernel_modules
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
