@@ -223,3 +223,51 @@ def test_pyproject_extra_declares_supported_range():
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
     low, high = integration.SUPPORTED_TRANSFORMERS
     assert f"transformers>={low},<{high}" in extras["transformers"]
+
+
+@pytest.mark.parametrize("name, cls", [("llama-mix", "LlamaTokenizer"), ("gemma2-mix", "GemmaTokenizer"),
+                                       ("llama-f16", "AutoTokenizer")])
+@pytest.mark.parametrize("use_fast", [True, False])
+def test_tokenizer_classes(model_dir, name, cls, use_fast):
+    """The tokenizer classes directly, and AutoTokenizer asked for a slow one (5.x builds the same backend)."""
+    tokenizer_class = getattr(transformers, cls)
+    expected = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
+    with integration.enabled():
+        got = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
+    assert type(got) is type(expected)
+    for text in TEXTS:
+        assert got(text)["input_ids"] == expected(text)["input_ids"]
+    assert (got.bos_token, got.eos_token, got.unk_token) == (expected.bos_token, expected.eos_token,
+                                                             expected.unk_token)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_packed_architecture_dequantized_same_as_transformers(tmp_path, dtype):
+    """LFM2 goes through transformers' packed path: the config (get_gguf_config) and, asked to dequantize,
+    the weights and logits are transformers' own when fastgguf reads the file. In bfloat16 the blocks are
+    unpacked by fastgguf's kernel (installed by enable()) in float32 and rounded once, so the weights are
+    transformers' float32 ones cast to bfloat16 (transformers' own torch unpacking computes in bfloat16
+    and can differ from that in the last bit). (The builder's vocabulary has no scores, which
+    transformers' tokenizer conversion needs, so no tokenizer here.)"""
+    from lfm2_gguf import build_lfm2
+
+    build_lfm2(str(tmp_path / "lfm2.gguf"), {"attn": GGMLType.Q4_0, "": GGMLType.Q8_0})
+
+    def load(dtype):
+        config = transformers.AutoConfig.from_pretrained(tmp_path, gguf_file="lfm2.gguf")
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            tmp_path, gguf_file="lfm2.gguf", dtype=dtype,
+            quantization_config=transformers.GgufConfig(dequantize=True))
+        return config, model
+
+    config, model = load(torch.float32)
+    with integration.enabled():
+        fast_config, fast_model = load(dtype)
+    assert fast_config.to_dict() | {"dtype": None} == config.to_dict() | {"dtype": None}
+    expected, got = model.state_dict(), fast_model.state_dict()
+    assert list(got) == list(expected)
+    for key, value in expected.items():
+        assert _same_bits(got[key], value.to(dtype)), key
+    if dtype == torch.float32:
+        ids = [1, 17, 250, 3, 99, 42]
+        assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
