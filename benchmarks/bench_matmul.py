@@ -15,6 +15,12 @@ bytes read; the machine's read bandwidth; memory of the weights)::
 
     PYTHONPATH=src python benchmarks/bench_matmul.py [--layers N] [--rounds R]
     PYTHONPATH=src python benchmarks/bench_matmul.py --types      # one 4096x4096 weight per type
+
+transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
+packed model through fastgguf's kernels vs transformers' dequantized float32 model, tokens/s and
+peak RSS, each in a fresh process::
+
+    PYTHONPATH=src:tests python benchmarks/bench_matmul.py --transformers [--dir /tmp/fgg_lfm2]
 """
 
 from __future__ import annotations
@@ -154,12 +160,72 @@ def read_bandwidth(n_bytes: int = 1 << 30, threads: int | None = None) -> float:
     return n_bytes / best_of(run, 3) / 1e9
 
 
+def transformers_child(path: str, mode: str, new_tokens: int, torch_threads: int) -> None:
+    """Load ``path`` packed (through fastgguf) or dequantized, generate, print tokens/s and peak RSS."""
+    import resource
+
+    import torch
+    import transformers
+
+    from fastgguf.integrations import _transformers_kernels
+
+    if torch_threads:
+        torch.set_num_threads(torch_threads)
+    if mode == "packed":
+        _transformers_kernels.install()
+    directory, name = os.path.split(path)
+    t0 = time.perf_counter()
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        directory, gguf_file=name, dtype=torch.float32,
+        quantization_config=transformers.GgufConfig(dequantize=mode == "dense"))
+    load = time.perf_counter() - t0
+    ids = torch.tensor([[1, 5, 77, 200, 3, 9, 42, 11]])
+    with torch.inference_mode():
+        model.generate(ids, max_new_tokens=2, min_new_tokens=2, do_sample=False)  # warm up
+        t0 = time.perf_counter()
+        model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
+        elapsed = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    threads = f"torch threads {torch.get_num_threads()}"
+    print(f"{mode:7} {threads}  load {load:5.1f} s  {new_tokens / elapsed:6.2f} tokens/s  peak RSS {rss:6.0f} MiB", flush=True)
+
+
+def transformers_bench(directory: str, new_tokens: int) -> None:
+    import subprocess
+    import sys
+
+    from lfm2_gguf import build_lfm2
+
+    path = os.path.join(directory, "lfm2-q4_0.gguf")
+    if not os.path.exists(path):
+        os.makedirs(directory, exist_ok=True)
+        build_lfm2(path, {"token_embd": T.Q8_0, "": T.Q4_0}, hidden=1024, intermediate=4096, vocab=32000,
+                   layers=16)
+    print(f"{path}: {os.path.getsize(path) / 1e6:.0f} MB")
+    # torch's idle OpenMP threads spin for a while after each op and take the cores from fastgguf's
+    # threads: the packed model is fastest with torch on one thread (fastgguf still uses all cores).
+    for mode, torch_threads in (("packed", 1), ("packed", 0), ("dense", 0), ("dense", 1)):
+        subprocess.run([sys.executable, __file__, "--transformers-child", mode, path, "--new-tokens", str(new_tokens),
+                        "--torch-threads", str(torch_threads)], check=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--types", action="store_true", help="one 4096x4096 weight per type instead of the model")
+    parser.add_argument("--transformers", action="store_true", help="transformers generate, packed vs dequantized")
+    parser.add_argument("--dir", default="/tmp/fgg_lfm2", help="where --transformers keeps its model")
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.transformers_child:
+        transformers_child(args.transformers_child[1], args.transformers_child[0], args.new_tokens, args.torch_threads)
+        return
+    if args.transformers:
+        transformers_bench(args.dir, args.new_tokens)
+        return
     print(f"cpu path {dequant.cpu_path()}, {dequant.get_num_threads()} threads")
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
     if args.types:

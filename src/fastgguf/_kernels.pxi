@@ -61,11 +61,13 @@ ctypedef void (*fgg_byteswap_fn)(const uint8_t *src, uint8_t *dst, Py_ssize_t n_
 ctypedef void (*fgg_quantize_fn)(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                  const float *imatrix) noexcept nogil
 
-# Dot product of one weight row of n_blocks little-endian blocks with one activation row x in the
-# form the type's dot product takes (for the integer path of _kernels_matmul.pxi: fgg_mm_q8 blocks
-# of 32 quantized values, see matmul_dot.h): the fgg_mm_row_<type> functions, cast to this type.
-# NULL in every row until the matrix-vector kernels fill it.
-ctypedef float (*fgg_dot_fn)(const uint8_t *w, const void *x, Py_ssize_t n_blocks) noexcept nogil
+# Dot products of one weight row of n_blocks little-endian blocks with m activation rows (row i at
+# x + i * x_stride, in the form the type's dot product takes: for the integer path of
+# _kernels_matmul.pxi, fgg_mm_q8 blocks of 32 quantized values, x_stride counted in those blocks),
+# out[i * out_stride] = the dot product: the signature of matmul_dot.h's fgg_mm_rows_<type>
+# (mm_row_fn), with x as const void *. NULL in every row until the matrix-vector kernels fill it.
+ctypedef void (*fgg_dot_fn)(const uint8_t *w, Py_ssize_t n_blocks, const void *x, Py_ssize_t x_stride, int m,
+                            float *out, Py_ssize_t out_stride) noexcept nogil
 
 cdef struct fgg_kernel_row:
     fgg_dequantize_fn dequantize

@@ -14,12 +14,15 @@ cdef extern from "matmul_dot.h" nogil:
     void fgg_mm_dot_acc(const float *w, const float *x, Py_ssize_t n, float *acc)
     float fgg_mm_lanes_sum(const float *acc)
     void fgg_mm_quantize_x8(const float *x, Py_ssize_t n, fgg_mm_q8 *out)
-    float fgg_mm_row_q8_0(const uint8_t *w, const fgg_mm_q8 *x, Py_ssize_t nb)
-    float fgg_mm_row_q4_0(const uint8_t *w, const fgg_mm_q8 *x, Py_ssize_t nb)
-    float fgg_mm_row_q4_k(const uint8_t *w, const fgg_mm_q8 *x, Py_ssize_t nsb)
-    float fgg_mm_row_q6_k(const uint8_t *w, const fgg_mm_q8 *x, Py_ssize_t nsb)
+    void fgg_mm_rows_q8_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q6_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
 
-ctypedef float (*mm_row_fn)(const uint8_t *w, const fgg_mm_q8 *x, Py_ssize_t nb) noexcept nogil
+# One weight row of nb blocks against m quantized rows of x (row i at x + i * xs blocks):
+# out[i * os] = the dot product (matmul_dot.h).
+ctypedef void (*mm_row_fn)(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m,
+                           float *out, Py_ssize_t os) noexcept nogil
 
 cdef enum:
     # Weight elements dequantized per step: 4 KiB of floats, a whole number of blocks of every
@@ -31,13 +34,13 @@ cdef enum:
 
 cdef mm_row_fn _int_row_fn(int type_id) noexcept nogil:
     if type_id == FGG_TYPE_Q8_0:
-        return fgg_mm_row_q8_0
+        return fgg_mm_rows_q8_0
     if type_id == FGG_TYPE_Q4_0:
-        return fgg_mm_row_q4_0
+        return fgg_mm_rows_q4_0
     if type_id == FGG_TYPE_Q4_K:
-        return fgg_mm_row_q4_k
+        return fgg_mm_rows_q4_k
     if type_id == FGG_TYPE_Q6_K:
-        return fgg_mm_row_q6_k
+        return fgg_mm_rows_q6_k
     return NULL
 
 
@@ -198,11 +201,19 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
         raise ValueError(f"row range {n0}:{n1} is outside the {n_rows} weight rows")
     if m == 0 or n1 == n0:
         return
+    if m > 0x7fffffff:
+        raise ValueError(f"{m} rows of x are too many")
+    if k == 0:
+        for i in range(m):
+            for n in range(n0, n1):
+                out[i, n] = 0.0
+        return
     cdef Py_ssize_t nb = k // block_size, row_bytes = w.shape[1]
     cdef Py_ssize_t out_stride = out.strides[0] // sizeof(float)
-    cdef const uint8_t *wp = &w[0, 0] if row_bytes else NULL
-    cdef const uint8_t *xp = &xq[0, 0] if xq.shape[1] else NULL
+    cdef const uint8_t *wp = &w[0, 0]
+    cdef const uint8_t *xp = &xq[0, 0]
     cdef float *op = &out[0, 0]
+    cdef Py_ssize_t xs = xq.shape[1] // MM_Q8_BYTES
     cdef fgg_guard guard
     cdef int status = 0
     with nogil:
@@ -210,8 +221,7 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
             status = -2
         else:
             for n in range(n0, n1):
-                for i in range(m):
-                    op[i * out_stride + n] = fn(wp + n * row_bytes, <const fgg_mm_q8 *>(xp + i * xq.shape[1]), nb) if nb else 0.0
+                fn(wp + n * row_bytes, nb, <const fgg_mm_q8 *>xp, xs, <int>m, op + n, out_stride)
             fgg_guard_leave(&guard)
     if status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")

@@ -71,10 +71,10 @@ static inline float fgg_mm_lanes_sum(const float *acc)
 /* Integer path                                                                               */
 
 /* x quantized for the integer path: per 32 values one float scale d and 32 int8 q, x ~ d * q;
- * sum = sum of q (for weight types with an offset: Q4_1, Q5_1, Q4_K, Q5_K, Q2_K). */
+ * half[h] = sum of q[16h .. 16h + 15] (for the weight types whose values have an offset). */
 typedef struct {
     float d;
-    int32_t sum;
+    int16_t half[2];
     int8_t q[32];
 } fgg_mm_q8;
 
@@ -90,52 +90,20 @@ static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *ou
         }
         float d = amax / 127.0f;
         float inv = d != 0.0f ? 1.0f / d : 0.0f;
-        int32_t sum = 0;
+        int32_t sum[2] = {0, 0};
         for (int i = 0; i < 32; i++) {
             int q = (int)lrintf(v[i] * inv);
             q = q > 127 ? 127 : (q < -127 ? -127 : q);
             out[b].q[i] = (int8_t)q;
-            sum += q;
+            sum[i >> 4] += q;
         }
         out[b].d = d;
-        out[b].sum = sum;
+        out[b].half[0] = (int16_t)sum[0];
+        out[b].half[1] = (int16_t)sum[1];
     }
 }
 
-/* sum over i < 32 of u[i] * s[i], u unsigned bytes 0..127 (or 0..255 with |s| small enough
- * that no pair overflows int16: callers keep u <= 63 or |s| <= 127 and u <= 127). */
-static inline int32_t fgg_mm_dot32_us(const uint8_t *u, const int8_t *s)
-{
-#if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
-    __m256i p = _mm256_maddubs_epi16(_mm256_loadu_si256((const __m256i *)u),
-                                     _mm256_loadu_si256((const __m256i *)s));
-    __m256i q = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
-    return _mm_cvtsi128_si32(r);
-#else
-    int32_t t = 0;
-    for (int i = 0; i < 32; i++) t += (int32_t)u[i] * s[i];
-    return t;
-#endif
-}
-
-/* Unpack the 16 bytes of 4-bit pairs: low nibbles to out[0..15], high nibbles to out[16..31]. */
-static inline void fgg_mm_nibbles(const uint8_t *qs, uint8_t *out)
-{
-#if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
-    __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    __m128i m = _mm_set1_epi8(0x0f);
-    _mm_storeu_si128((__m128i *)out, _mm_and_si128(v, m));
-    _mm_storeu_si128((__m128i *)(out + 16), _mm_and_si128(_mm_srli_epi16(v, 4), m));
-#else
-    for (int i = 0; i < 16; i++) {
-        out[i] = qs[i] & 15;
-        out[i + 16] = qs[i] >> 4;
-    }
-#endif
-}
+static inline int32_t fgg_mm_qsum(const fgg_mm_q8 *x) { return (int32_t)x->half[0] + x->half[1]; }
 
 static inline float fgg_mm_h2f(uint16_t h)
 {
@@ -156,44 +124,169 @@ static inline float fgg_mm_h2f(uint16_t h)
 
 static inline uint16_t fgg_mm_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
-/* One row of Q8_0 weights (34-byte blocks: f16 d, 32 int8) times one Q8-quantized row of x.
- * The per-block products are summed in block order into 1 float. */
-static inline float fgg_mm_row_q8_0(const uint8_t *w, const fgg_mm_q8 *x, ptrdiff_t nb)
-{
-    float acc = 0.0f;
-    for (ptrdiff_t b = 0; b < nb; b++, w += 34) {
-        /* int8 x int8: make the left side unsigned with its sign moved to the right side. */
-        int32_t t;
+/* The integer kernels below all have one shape: one weight row (nb blocks at w) against m rows
+ * of quantized x (row i at x + i * xs, in fgg_mm_q8 blocks), out[i * os] = the dot product.
+ * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
+ * every row of x (8 rows at a time).
+ *
+ * The sums: the 32 products of a block go to 8 int32 lanes, lane k holding bytes 4k..4k+3 (each
+ * half of 16 bytes weighted by an int16 scale): exact integers. Then per block and row, in
+ * float32, acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed
+ * in one fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto
+ * x, madd with the scales, one 8-float vector per row) and the portable loop do exactly these
+ * operations, so every build gives the same bits. */
 #if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
-        __m256i wq = _mm256_loadu_si256((const __m256i *)(w + 2));
-        __m256i xq = _mm256_loadu_si256((const __m256i *)x[b].q);
-        __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));
-        __m256i q = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-        __m128i r = _mm_add_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-        r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
-        r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
-        t = _mm_cvtsi128_si32(r);
+#define FGG_MM_INT_SIMD 1
+typedef __m256i fgg_mm_w32;   /* 32 signed weight bytes */
+typedef __m256i fgg_mm_lanes; /* 8 int32 */
+typedef __m256 fgg_mm_acc;    /* 8 float */
+
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+{
+    __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), w);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), sx);
+    __m256i sc = _mm256_setr_epi16((short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a,
+                                   (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b);
+    return _mm256_madd_epi16(p, sc);
+}
+
+static inline fgg_mm_acc fgg_mm_acc_zero(void) { return _mm256_setzero_ps(); }
+
+static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
+{
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(f)));
+}
+
+static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
+{
+    float v[8];
+    _mm256_storeu_ps(v, acc);
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
 #else
-        const int8_t *wq = (const int8_t *)(w + 2);
-        t = 0;
-        for (int i = 0; i < 32; i++) t += (int32_t)wq[i] * x[b].q[i];
-#endif
-        acc = acc + fgg_mm_h2f(fgg_mm_le16(w)) * x[b].d * (float)t;
+typedef struct { int8_t b[32]; } fgg_mm_w32;
+typedef struct { int32_t v[8]; } fgg_mm_lanes;
+typedef struct { float v[8]; } fgg_mm_acc;
+
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+{
+    fgg_mm_lanes l;
+    for (int k = 0; k < 8; k++) {
+        int32_t t = 0;
+        for (int i = 4 * k; i < 4 * k + 4; i++) t += (int32_t)w.b[i] * xq[i];
+        l.v[k] = t * (k < 4 ? a : b);
+    }
+    return l;
+}
+
+static inline fgg_mm_acc fgg_mm_acc_zero(void)
+{
+    fgg_mm_acc a;
+    for (int k = 0; k < 8; k++) a.v[k] = 0.0f;
+    return a;
+}
+
+static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
+{
+    for (int k = 0; k < 8; k++) {
+        float p = (float)l.v[k] * f;
+        acc.v[k] = acc.v[k] + p;
     }
     return acc;
 }
 
-/* One row of Q4_0 weights (18-byte blocks: f16 d, 16 bytes of nibbles q, value d * (q - 8)). */
-static inline float fgg_mm_row_q4_0(const uint8_t *w, const fgg_mm_q8 *x, ptrdiff_t nb)
+static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
 {
-    float acc = 0.0f;
-    uint8_t u[32];
-    for (ptrdiff_t b = 0; b < nb; b++, w += 18) {
-        fgg_mm_nibbles(w + 2, u);
-        int32_t t = fgg_mm_dot32_us(u, x[b].q) - 8 * x[b].sum;
-        acc = acc + fgg_mm_h2f(fgg_mm_le16(w)) * x[b].d * (float)t;
+    const float *v = acc.v;
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+#endif
+
+/* 16 bytes of nibble pairs, minus ``offset``: low nibbles are values 0..15, high nibbles 16..31. */
+static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    __m128i m = _mm_set1_epi8(0x0f);
+    __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+    return _mm256_sub_epi8(u, _mm256_set1_epi8((char)offset));
+#else
+    fgg_mm_w32 u;
+    for (int i = 0; i < 16; i++) {
+        u.b[i] = (int8_t)((qs[i] & 15) - offset);
+        u.b[i + 16] = (int8_t)((qs[i] >> 4) - offset);
     }
-    return acc;
+    return u;
+#endif
+}
+
+/* 32 bytes of nibbles: lo = the low nibbles (one sub-block), hi = the high ones (the next). */
+static inline void fgg_mm_nibbles32(const uint8_t *qs, fgg_mm_w32 *lo, fgg_mm_w32 *hi)
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m256i v = _mm256_loadu_si256((const __m256i *)qs);
+    __m256i m = _mm256_set1_epi8(0x0f);
+    *lo = _mm256_and_si256(v, m);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+#else
+    for (int i = 0; i < 32; i++) {
+        lo->b[i] = (int8_t)(qs[i] & 15);
+        hi->b[i] = (int8_t)(qs[i] >> 4);
+    }
+#endif
+}
+
+static inline fgg_mm_w32 fgg_mm_load32(const uint8_t *p)
+{
+#if defined(FGG_MM_INT_SIMD)
+    return _mm256_loadu_si256((const __m256i *)p);
+#else
+    fgg_mm_w32 w;
+    memcpy(w.b, p, 32);
+    return w;
+#endif
+}
+
+/* Q8_0: 34-byte blocks, f16 d then 32 int8 (value d * q). */
+static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 34) {
+            float d = fgg_mm_h2f(fgg_mm_le16(wb));
+            fgg_mm_w32 q = fgg_mm_load32(wb + 2);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+    }
+}
+
+/* Q4_0: 18-byte blocks, f16 d then 16 bytes of nibbles q (value d * (q - 8)). */
+static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 18) {
+            float d = fgg_mm_h2f(fgg_mm_le16(wb));
+            fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+    }
 }
 
 /* Q4_K scales and mins: 12 bytes packing eight 6-bit scales and eight 6-bit mins. */
@@ -207,65 +300,87 @@ static inline void fgg_mm_k4_scales(const uint8_t *s, uint8_t *sc, uint8_t *mn)
     }
 }
 
-/* One row of Q4_K weights (144-byte super-blocks of 256: f16 d, f16 dmin, 12 bytes of scales,
- * 128 bytes of nibbles; sub-block j of 32: value d * sc[j] * q - dmin * mn[j]). */
-static inline float fgg_mm_row_q4_k(const uint8_t *w, const fgg_mm_q8 *x, ptrdiff_t nsb)
+/* Q4_K: 144-byte super-blocks of 256 (f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
+ * nibbles); sub-block j of 32 has value d * sc[j] * q - dmin * mn[j]. The min terms go to one
+ * float per row, subtracted at the end. */
+static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
 {
-    float acc = 0.0f;
-    uint8_t u[32], sc[8], mn[8];
-    for (ptrdiff_t b = 0; b < nsb; b++, w += 144, x += 8) {
-        float d = fgg_mm_h2f(fgg_mm_le16(w)), dmin = fgg_mm_h2f(fgg_mm_le16(w + 2));
-        fgg_mm_k4_scales(w + 4, sc, mn);
-        const uint8_t *qs = w + 16;
-        float s = 0.0f, m = 0.0f;
-        for (int j = 0; j < 8; j += 2, qs += 32) {
-            /* 32 bytes: low nibbles are sub-block j, high nibbles sub-block j + 1. */
-            for (int h = 0; h < 2; h++) {
-                for (int i = 0; i < 32; i++) u[i] = h ? (qs[i] >> 4) : (qs[i] & 15);
-                int32_t t = fgg_mm_dot32_us(u, x[j + h].q);
-                s = s + x[j + h].d * (float)(t * sc[j + h]);
-                m = m + x[j + h].d * (float)(x[j + h].sum * mn[j + h]);
+    fgg_mm_acc acc[8];
+    float mins[8];
+    uint8_t sc[8], mn[8];
+    fgg_mm_w32 u[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) {
+            acc[i] = fgg_mm_acc_zero();
+            mins[i] = 0.0f;
+        }
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
+            float d = fgg_mm_h2f(fgg_mm_le16(wb)), dmin = fgg_mm_h2f(fgg_mm_le16(wb + 2));
+            fgg_mm_k4_scales(wb + 4, sc, mn);
+            for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
+                for (int j = 0; j < 8; j++) {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, sc[j], sc[j]), d * xb[j].d);
+                    float mt = (dmin * xb[j].d) * (float)(fgg_mm_qsum(&xb[j]) * mn[j]);
+                    mins[i] = mins[i] + mt;
+                }
             }
         }
-        acc = acc + (d * s - dmin * m);
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - mins[i];
     }
-    return acc;
 }
 
-/* One row of Q6_K weights (210-byte super-blocks of 256: 128 bytes low 4 bits, 64 bytes high
- * 2 bits, 16 int8 scales, f16 d; value d * scale[i / 16] * (q - 32)). */
-static inline float fgg_mm_row_q6_k(const uint8_t *w, const fgg_mm_q8 *x, ptrdiff_t nsb)
+/* Q6_K: 210-byte super-blocks of 256 (128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8
+ * scales, f16 d); value d * scale[i / 16] * (q - 32), q = 0..63. */
+static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
 {
-    float acc = 0.0f;
-    uint8_t u[256];
-    for (ptrdiff_t b = 0; b < nsb; b++, w += 210, x += 8) {
-        const uint8_t *ql = w, *qh = w + 128;
-        const int8_t *scales = (const int8_t *)(w + 192);
-        float d = fgg_mm_h2f(fgg_mm_le16(w + 208));
-        for (int half = 0; half < 2; half++) {
-            const uint8_t *l = ql + 64 * half, *hb = qh + 32 * half;
-            uint8_t *o = u + 128 * half;
-            for (int i = 0; i < 32; i++) {
-                o[i] = (uint8_t)((l[i] & 15) | (((hb[i] >> 0) & 3) << 4));
-                o[i + 32] = (uint8_t)((l[i + 32] & 15) | (((hb[i] >> 2) & 3) << 4));
-                o[i + 64] = (uint8_t)((l[i] >> 4) | (((hb[i] >> 4) & 3) << 4));
-                o[i + 96] = (uint8_t)((l[i + 32] >> 4) | (((hb[i] >> 6) & 3) << 4));
+    fgg_mm_acc acc[8];
+    fgg_mm_w32 u[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
+            const int8_t *scales = (const int8_t *)(wb + 192);
+            float d = fgg_mm_h2f(fgg_mm_le16(wb + 208));
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
+#if defined(FGG_MM_INT_SIMD)
+                __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
+                __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
+                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
+                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
+                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
+                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
+#else
+                for (int k = 0; k < 32; k++) {
+                    u[4 * h + 0].b[k] = (int8_t)(((l[k] & 15) | ((hb[k] & 3) << 4)) - 32);
+                    u[4 * h + 1].b[k] = (int8_t)(((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4)) - 32);
+                    u[4 * h + 2].b[k] = (int8_t)(((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4)) - 32);
+                    u[4 * h + 3].b[k] = (int8_t)(((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4)) - 32);
+                }
+#endif
+            }
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
+                for (int j = 0; j < 8; j++)
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, scales[2 * j], scales[2 * j + 1]),
+                                            d * xb[j].d);
             }
         }
-        float s = 0.0f;
-        for (int j = 0; j < 8; j++) {
-            /* two 16-element halves with their own scales */
-            int32_t t0 = 0, t1 = 0, q0 = 0, q1 = 0;
-            const uint8_t *o = u + 32 * j;
-            const int8_t *xq = x[j].q;
-            for (int i = 0; i < 16; i++) { t0 += (int32_t)o[i] * xq[i]; q0 += xq[i]; }
-            for (int i = 16; i < 32; i++) { t1 += (int32_t)o[i] * xq[i]; q1 += xq[i]; }
-            int32_t t = (t0 - 32 * q0) * scales[2 * j] + (t1 - 32 * q1) * scales[2 * j + 1];
-            s = s + x[j].d * (float)t;
-        }
-        acc = acc + d * s;
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
     }
-    return acc;
 }
 
 #endif
