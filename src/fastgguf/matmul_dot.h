@@ -126,70 +126,102 @@ static inline uint16_t fgg_mm_le16(const uint8_t *p) { return (uint16_t)(p[0] | 
 
 /* The integer kernels below all have one shape: one weight row (nb blocks at w) against m rows
  * of quantized x (row i at x + i * xs, in fgg_mm_q8 blocks), out[i * os] = the dot product.
- * Each weight block is unpacked once (to 32 unsigned bytes per 32 values) and used for every
- * row of x. Integer sums are exact, and the float work is the same sequence on every build.
+ * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
+ * every row of x (8 rows at a time).
  *
- * SIMD: u (0..63) times signed x bytes with maddubs (pairs stay below 2^15), pairs summed to
- * int32 with madd. */
+ * The sums: the 32 products of a block go to 8 int32 lanes, lane k holding bytes 4k..4k+3 (each
+ * half of 16 bytes weighted by an int16 scale): exact integers. Then per block and row, in
+ * float32, acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed
+ * in one fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto
+ * x, madd with the scales, one 8-float vector per row) and the portable loop do exactly these
+ * operations, so every build gives the same bits. */
 #if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
 #define FGG_MM_INT_SIMD 1
-typedef __m256i fgg_mm_u32;  /* 32 unsigned bytes */
+typedef __m256i fgg_mm_w32;   /* 32 signed weight bytes */
+typedef __m256i fgg_mm_lanes; /* 8 int32 */
+typedef __m256 fgg_mm_acc;    /* 8 float */
 
-static inline int32_t fgg_mm_hsum_i32(__m256i q)
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
 {
-    __m128i r = _mm_add_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0x4e));
-    r = _mm_add_epi32(r, _mm_shuffle_epi32(r, 0xb1));
-    return _mm_cvtsi128_si32(r);
+    __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), w);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), sx);
+    __m256i sc = _mm256_setr_epi16((short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a,
+                                   (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b);
+    return _mm256_madd_epi16(p, sc);
 }
 
-/* sum of u[i] * s[i] * w16[i / 16 ...]: the pairs are weighted by the int16 lanes of w16. */
-static inline int32_t fgg_mm_dot_u(fgg_mm_u32 u, const int8_t *s, __m256i w16)
+static inline fgg_mm_acc fgg_mm_acc_zero(void) { return _mm256_setzero_ps(); }
+
+static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
 {
-    __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)s));
-    return fgg_mm_hsum_i32(_mm256_madd_epi16(p, w16));
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(f)));
 }
-#define FGG_MM_W16(a, b) _mm256_setr_epi16(a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b)
+
+static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
+{
+    float v[8];
+    _mm256_storeu_ps(v, acc);
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
 #else
-typedef struct { uint8_t b[32]; } fgg_mm_u32;
+typedef struct { int8_t b[32]; } fgg_mm_w32;
+typedef struct { int32_t v[8]; } fgg_mm_lanes;
+typedef struct { float v[8]; } fgg_mm_acc;
 
-static inline int32_t fgg_mm_dot_u_scalar(const fgg_mm_u32 *u, const int8_t *s, int a, int b)
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
 {
-    int32_t t0 = 0, t1 = 0;
-    for (int i = 0; i < 16; i++) t0 += (int32_t)u->b[i] * s[i];
-    for (int i = 16; i < 32; i++) t1 += (int32_t)u->b[i] * s[i];
-    return t0 * a + t1 * b;
+    fgg_mm_lanes l;
+    for (int k = 0; k < 8; k++) {
+        int32_t t = 0;
+        for (int i = 4 * k; i < 4 * k + 4; i++) t += (int32_t)w.b[i] * xq[i];
+        l.v[k] = t * (k < 4 ? a : b);
+    }
+    return l;
+}
+
+static inline fgg_mm_acc fgg_mm_acc_zero(void)
+{
+    fgg_mm_acc a;
+    for (int k = 0; k < 8; k++) a.v[k] = 0.0f;
+    return a;
+}
+
+static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
+{
+    for (int k = 0; k < 8; k++) {
+        float p = (float)l.v[k] * f;
+        acc.v[k] = acc.v[k] + p;
+    }
+    return acc;
+}
+
+static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
+{
+    const float *v = acc.v;
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
 }
 #endif
 
-/* u * s for one block, both halves weighted 1 (a, b: the half weights, int16). */
-#if defined(FGG_MM_INT_SIMD)
-#define FGG_MM_DOT(u, s, a, b) fgg_mm_dot_u((u), (s), FGG_MM_W16((short)(a), (short)(b)))
-#define FGG_MM_DOT1(u, s) fgg_mm_dot_u((u), (s), _mm256_set1_epi16(1))
-#else
-#define FGG_MM_DOT(u, s, a, b) fgg_mm_dot_u_scalar(&(u), (s), (a), (b))
-#define FGG_MM_DOT1(u, s) fgg_mm_dot_u_scalar(&(u), (s), 1, 1)
-#endif
-
-/* 16 bytes of nibble pairs: low nibbles are values 0..15, high nibbles values 16..31. */
-static inline fgg_mm_u32 fgg_mm_nibbles16(const uint8_t *qs)
+/* 16 bytes of nibble pairs, minus ``offset``: low nibbles are values 0..15, high nibbles 16..31. */
+static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
 {
 #if defined(FGG_MM_INT_SIMD)
     __m128i v = _mm_loadu_si128((const __m128i *)qs);
     __m128i m = _mm_set1_epi8(0x0f);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+    __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+    return _mm256_sub_epi8(u, _mm256_set1_epi8((char)offset));
 #else
-    fgg_mm_u32 u;
+    fgg_mm_w32 u;
     for (int i = 0; i < 16; i++) {
-        u.b[i] = qs[i] & 15;
-        u.b[i + 16] = qs[i] >> 4;
+        u.b[i] = (int8_t)((qs[i] & 15) - offset);
+        u.b[i + 16] = (int8_t)((qs[i] >> 4) - offset);
     }
     return u;
 #endif
 }
 
 /* 32 bytes of nibbles: lo = the low nibbles (one sub-block), hi = the high ones (the next). */
-static inline void fgg_mm_nibbles32(const uint8_t *qs, fgg_mm_u32 *lo, fgg_mm_u32 *hi)
+static inline void fgg_mm_nibbles32(const uint8_t *qs, fgg_mm_w32 *lo, fgg_mm_w32 *hi)
 {
 #if defined(FGG_MM_INT_SIMD)
     __m256i v = _mm256_loadu_si256((const __m256i *)qs);
@@ -198,9 +230,20 @@ static inline void fgg_mm_nibbles32(const uint8_t *qs, fgg_mm_u32 *lo, fgg_mm_u3
     *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
 #else
     for (int i = 0; i < 32; i++) {
-        lo->b[i] = qs[i] & 15;
-        hi->b[i] = qs[i] >> 4;
+        lo->b[i] = (int8_t)(qs[i] & 15);
+        hi->b[i] = (int8_t)(qs[i] >> 4);
     }
+#endif
+}
+
+static inline fgg_mm_w32 fgg_mm_load32(const uint8_t *p)
+{
+#if defined(FGG_MM_INT_SIMD)
+    return _mm256_loadu_si256((const __m256i *)p);
+#else
+    fgg_mm_w32 w;
+    memcpy(w.b, p, 32);
+    return w;
 #endif
 }
 
@@ -208,33 +251,20 @@ static inline void fgg_mm_nibbles32(const uint8_t *qs, fgg_mm_u32 *lo, fgg_mm_u3
 static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
                                     int m, float *out, ptrdiff_t os)
 {
-    float acc[8];
+    fgg_mm_acc acc[8];
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = 0.0f;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += 34) {
             float d = fgg_mm_h2f(fgg_mm_le16(wb));
-#if defined(FGG_MM_INT_SIMD)
-            /* int8 x int8: the weight's sign moves onto x, so the left side is |w| (<= 128). */
-            __m256i wq = _mm256_loadu_si256((const __m256i *)(wb + 2));
-            __m256i aw = _mm256_sign_epi8(wq, wq);
-#endif
+            fgg_mm_w32 q = fgg_mm_load32(wb + 2);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                int32_t t;
-#if defined(FGG_MM_INT_SIMD)
-                __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xb->q), wq);
-                t = fgg_mm_hsum_i32(_mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1)));
-#else
-                const int8_t *wq = (const int8_t *)(wb + 2);
-                t = 0;
-                for (int k = 0; k < 32; k++) t += (int32_t)wq[k] * xb->q[k];
-#endif
-                acc[i] = acc[i] + d * xb->d * (float)t;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
             }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = acc[i];
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
     }
 }
 
@@ -242,21 +272,20 @@ static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
 static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
                                     int m, float *out, ptrdiff_t os)
 {
-    float acc[8];
+    fgg_mm_acc acc[8];
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = 0.0f;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += 18) {
             float d = fgg_mm_h2f(fgg_mm_le16(wb));
-            fgg_mm_u32 u = fgg_mm_nibbles16(wb + 2);
+            fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                int32_t t = FGG_MM_DOT1(u, xb->q) - 8 * fgg_mm_qsum(xb);
-                acc[i] = acc[i] + d * xb->d * (float)t;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
             }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = acc[i];
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
     }
 }
 
@@ -272,16 +301,21 @@ static inline void fgg_mm_k4_scales(const uint8_t *s, uint8_t *sc, uint8_t *mn)
 }
 
 /* Q4_K: 144-byte super-blocks of 256 (f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
- * nibbles); sub-block j of 32 has value d * sc[j] * q - dmin * mn[j]. */
+ * nibbles); sub-block j of 32 has value d * sc[j] * q - dmin * mn[j]. The min terms go to one
+ * float per row, subtracted at the end. */
 static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
                                     int m, float *out, ptrdiff_t os)
 {
-    float acc[8];
+    fgg_mm_acc acc[8];
+    float mins[8];
     uint8_t sc[8], mn[8];
-    fgg_mm_u32 u[8];
+    fgg_mm_w32 u[8];
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = 0.0f;
+        for (int i = 0; i < mr; i++) {
+            acc[i] = fgg_mm_acc_zero();
+            mins[i] = 0.0f;
+        }
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
             float d = fgg_mm_h2f(fgg_mm_le16(wb)), dmin = fgg_mm_h2f(fgg_mm_le16(wb + 2));
@@ -289,16 +323,14 @@ static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
             for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
-                float s = 0.0f, mm = 0.0f;
                 for (int j = 0; j < 8; j++) {
-                    int32_t t = FGG_MM_DOT(u[j], xb[j].q, sc[j], sc[j]);
-                    s = s + xb[j].d * (float)t;
-                    mm = mm + xb[j].d * (float)(fgg_mm_qsum(&xb[j]) * mn[j]);
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, sc[j], sc[j]), d * xb[j].d);
+                    float mt = (dmin * xb[j].d) * (float)(fgg_mm_qsum(&xb[j]) * mn[j]);
+                    mins[i] = mins[i] + mt;
                 }
-                acc[i] = acc[i] + (d * s - dmin * mm);
             }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = acc[i];
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - mins[i];
     }
 }
 
@@ -307,11 +339,11 @@ static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
 static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
                                     int m, float *out, ptrdiff_t os)
 {
-    float acc[8];
-    fgg_mm_u32 u[8];
+    fgg_mm_acc acc[8];
+    fgg_mm_w32 u[8];
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = 0.0f;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
             const int8_t *scales = (const int8_t *)(wb + 192);
@@ -319,39 +351,35 @@ static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
             for (int h = 0; h < 2; h++) {
                 const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
 #if defined(FGG_MM_INT_SIMD)
-                __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+                __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
                 __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
                 __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
                 __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
-                u[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4));
-                u[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4));
-                u[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4));
-                u[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4));
+                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
+                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
+                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
+                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
 #else
                 for (int k = 0; k < 32; k++) {
-                    u[4 * h + 0].b[k] = (uint8_t)((l[k] & 15) | ((hb[k] & 3) << 4));
-                    u[4 * h + 1].b[k] = (uint8_t)((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4));
-                    u[4 * h + 2].b[k] = (uint8_t)((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4));
-                    u[4 * h + 3].b[k] = (uint8_t)((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4));
+                    u[4 * h + 0].b[k] = (int8_t)(((l[k] & 15) | ((hb[k] & 3) << 4)) - 32);
+                    u[4 * h + 1].b[k] = (int8_t)(((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4)) - 32);
+                    u[4 * h + 2].b[k] = (int8_t)(((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4)) - 32);
+                    u[4 * h + 3].b[k] = (int8_t)(((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4)) - 32);
                 }
 #endif
             }
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
-                float s = 0.0f;
-                for (int j = 0; j < 8; j++) {
-                    int a = scales[2 * j], c = scales[2 * j + 1];
-                    int32_t t = FGG_MM_DOT(u[j], xb[j].q, a, c) - 32 * (a * xb[j].half[0] + c * xb[j].half[1]);
-                    s = s + xb[j].d * (float)t;
-                }
-                acc[i] = acc[i] + d * s;
+                for (int j = 0; j < 8; j++)
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, scales[2 * j], scales[2 * j + 1]),
+                                            d * xb[j].d);
             }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = acc[i];
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
     }
 }
 
