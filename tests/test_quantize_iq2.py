@@ -140,3 +140,24 @@ def test_round_trip_error_within_ggml_limits(qtype, offset, cpu_path):
 def test_imatrix_required(qtype):
     with pytest.raises(ValueError, match="imatrix|importance"):
         quantize(np.ones(256, np.float32), qtype)
+
+
+@family
+def test_threads_and_cpu_paths_agree(qtype, monkeypatch):
+    """Same bytes for any thread count and from every kernel build, with and without imatrix."""
+    import sys
+
+    monkeypatch.setattr(sys.modules["fastgguf.quantize"], "_MIN_ELEMENTS_PER_THREAD", 1)
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((9, 512)) * rng.uniform(0.01, 3, (9, 1))).astype(np.float32)
+    im = rng.uniform(0, 4, 512).astype(np.float32)
+    for imatrix in (im, None):
+        if imatrix is None and qtype in NEEDS_IMATRIX:
+            continue
+        expected = quantize(x, qtype, imatrix=imatrix, threads=1)
+        for threads in (2, 3, 8):
+            np.testing.assert_array_equal(quantize(x, qtype, imatrix=imatrix, threads=threads), expected)
+        for module in kernel_modules():
+            out = np.empty_like(expected)
+            module.quantize_into(x, out, int(qtype), imatrix)
+            np.testing.assert_array_equal(out, expected, err_msg=module.__name__)

@@ -25,6 +25,10 @@ def _type_layout(type_id: int) -> tuple[int, int]:
 def _iq_tables() -> dict[str, bytes]:
     """Every IQ/FP4 lookup table as raw bytes, keyed by name (for the tests)."""
 
+
+def _iq2_search_table(which: int) -> bytes:
+    """The IQ2/IQ1 search table ``which`` (0..3) in canonical form."""
+
 def cpu_supports(variant: str) -> bool:
     """Whether this CPU can run the kernel build ``variant`` ("portable", "avx2", "avx512")."""
 

@@ -336,15 +336,60 @@ cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dst += 64
 
 
+# --- quantizers: IQ2_XXS, IQ2_XS, IQ2_S (quant_iq2.h), IQ1_S, IQ1_M (quant_iq1.h) -----------------
+
+cdef extern from "quant_iq1.h":
+    int fgg_iq2_init_raw(const void *grid256, const void *grid512, const void *grid1024,
+                         const void *grid2048) noexcept nogil
+    size_t fgg_iq2_serialize(int which, uint8_t *out, size_t cap) noexcept nogil
+    void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) noexcept nogil
+    void fgg_quantize_iq2_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                             const float *imatrix) noexcept nogil
+    void fgg_quantize_iq2_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+    void fgg_quantize_iq1_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+    void fgg_quantize_iq1_m(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+
+
+cdef int _iq2_init() noexcept nogil:
+    """Derive the IQ2/IQ1 search tables from the grids (once; 0 on success). Runs where the kernel
+    table is filled: with the GIL held, before any quantizer can run."""
+    return fgg_iq2_init_raw(&fgg_iq2xxs_grid[0][0], &fgg_iq2xs_grid[0][0], &fgg_iq2s_grid[0][0],
+                            &fgg_iq1s_grid[0][0])
+
+
+def _iq2_search_table(int which):
+    """The IQ2_XXS (0), IQ2_XS (1), IQ2_S (2) or IQ1 (3) search table in fgg_iq2_serialize's
+    canonical form (the tests compare it with ggml's)."""
+    if _iq2_init() != 0:
+        raise RuntimeError("the IQ2/IQ1 search tables could not be derived")
+    cdef size_t n = fgg_iq2_serialize(which, NULL, 0)
+    out = bytearray(n)
+    cdef uint8_t[::1] view = out
+    if n:
+        fgg_iq2_serialize(which, &view[0], n)
+    return bytes(out)
+
+
+
 cdef void iq_rows(fgg_kernel_row *rows) noexcept nogil:
     """This family's rows of the kernel table."""
-    rows[FGG_TYPE_IQ2_XXS] = fgg_kernel_row(dequantize=dequant_iq2_xxs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ2_XS] = fgg_kernel_row(dequantize=dequant_iq2_xs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ2_S] = fgg_kernel_row(dequantize=dequant_iq2_s, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
+    rows[FGG_TYPE_IQ2_XXS] = fgg_kernel_row(dequantize=dequant_iq2_xxs, byteswap=swap_block_fields, quantize=fgg_quantize_iq2_xxs, dot=NULL)
+    rows[FGG_TYPE_IQ2_XS] = fgg_kernel_row(dequantize=dequant_iq2_xs, byteswap=swap_block_fields, quantize=fgg_quantize_iq2_xs, dot=NULL)
+    rows[FGG_TYPE_IQ2_S] = fgg_kernel_row(dequantize=dequant_iq2_s, byteswap=swap_block_fields, quantize=fgg_quantize_iq2_s, dot=NULL)
     rows[FGG_TYPE_IQ3_XXS] = fgg_kernel_row(dequantize=dequant_iq3_xxs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_IQ3_S] = fgg_kernel_row(dequantize=dequant_iq3_s, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ1_S] = fgg_kernel_row(dequantize=dequant_iq1_s, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ1_M] = fgg_kernel_row(dequantize=dequant_iq1_m, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
+    rows[FGG_TYPE_IQ1_S] = fgg_kernel_row(dequantize=dequant_iq1_s, byteswap=swap_block_fields, quantize=fgg_quantize_iq1_s, dot=NULL)
+    rows[FGG_TYPE_IQ1_M] = fgg_kernel_row(dequantize=dequant_iq1_m, byteswap=swap_block_fields, quantize=fgg_quantize_iq1_m, dot=NULL)
+    if _iq2_init() != 0:  # tables not derived (out of memory): no IQ2/IQ1 quantizers
+        rows[FGG_TYPE_IQ2_XXS].quantize = NULL
+        rows[FGG_TYPE_IQ2_XS].quantize = NULL
+        rows[FGG_TYPE_IQ2_S].quantize = NULL
+        rows[FGG_TYPE_IQ1_S].quantize = NULL
+        rows[FGG_TYPE_IQ1_M].quantize = NULL
     rows[FGG_TYPE_IQ4_NL] = fgg_kernel_row(dequantize=dequant_iq4_nl, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_IQ4_XS] = fgg_kernel_row(dequantize=dequant_iq4_xs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_TQ1_0] = fgg_kernel_row(dequantize=dequant_tq1_0, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
