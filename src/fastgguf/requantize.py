@@ -23,6 +23,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import math
+import mmap
 import os
 import re
 import secrets
@@ -87,7 +88,7 @@ _FALLBACK = {
 }
 
 #: Elements dequantized and quantized at a time (whole rows; at least one row).
-_CHUNK_ELEMENTS = 1 << 21
+_CHUNK_ELEMENTS = 1 << 20
 #: Bytes copied at a time for tensors kept as they are.
 _COPY_BYTES = 16 << 20
 
@@ -609,6 +610,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike, type_or_
         for plan in plans:
             writer.add_tensor_info(plan.name, plan.target_type, plan.shape)
         quantize = _quantize_function() if converted else None
+        scratch = _Scratch()
         partial, handle = _create_beside(out_path)
         try:
             with handle:
@@ -619,7 +621,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike, type_or_
                     if plan.converted:
                         assert quantize is not None
                         _write_converted(writer, handle, info, plan, quantize, _imatrix_entry(plan, imatrix, mix),
-                                         threads, progress)
+                                         threads, progress, scratch)
                     else:
                         _write_copy(writer, handle, info, progress)
                     info._release_pages()
@@ -696,12 +698,13 @@ def _write_copy(writer: GGUFWriter, handle, info: TensorInfo, progress) -> None:
     for start in range(0, raw.size, step):
         chunk = raw[start : start + step]
         writer.write_tensor_data(handle, chunk)  # same byte order as the input: copied as is
+        _release(info, start, start + chunk.size)
         if progress is not None:
             progress(chunk.size)
 
 
 def _write_converted(writer: GGUFWriter, handle, info: TensorInfo, plan: TensorPlan, quantize, imatrix, threads,
-                     progress) -> None:
+                     progress, scratch: Callable[[int], np.ndarray]) -> None:
     n_per_row = info.shape[-1]
     n_rows = info.n_elements // n_per_row if n_per_row else 0
     rows_per_matrix = info.shape[-2] if len(info.shape) >= 2 else n_rows
@@ -709,6 +712,7 @@ def _write_converted(writer: GGUFWriter, handle, info: TensorInfo, plan: TensorP
     step = max(1, _CHUNK_ELEMENTS // max(n_per_row, 1))
     if imatrix is not None:
         step = min(step, max(rows_per_matrix, 1))  # a block of rows stays within one matrix (expert)
+    buffer = scratch(step * n_per_row)
     row = 0
     while row < n_rows:
         end = min(n_rows, row + step)
@@ -718,12 +722,42 @@ def _write_converted(writer: GGUFWriter, handle, info: TensorInfo, plan: TensorP
             end = min(end, (matrix + 1) * rows_per_matrix)
             weights = imatrix[matrix * n_per_row : (matrix + 1) * n_per_row]
         x = dequant.dequantize(info.raw, info.type, info.shape, rows=slice(row, end), threads=threads,
-                               byteorder=info.byteorder)
+                               byteorder=info.byteorder, out=buffer[: (end - row) * n_per_row].reshape(-1, n_per_row))
         try:
             blocks = quantize(x, plan.target_type, imatrix=weights, threads=threads)
         except ValueError as error:
             raise ValueError(f"tensor {info.name!r} (rows {row}..{end - 1}): {error}") from None
         writer.write_tensor_data(handle, np.ascontiguousarray(blocks).reshape(-1), byteorder="<")
+        _release(info, row * in_row_bytes, end * in_row_bytes)
         if progress is not None:
             progress((end - row) * in_row_bytes)
         row = end
+
+
+def _release(info: TensorInfo, start: int, end: int) -> None:
+    """Let the OS drop the mapped input pages of bytes ``start:end`` of a tensor (re-read if touched again).
+
+    Done after each block of rows, so that the resident set holds one block of a large tensor's
+    input rather than the whole tensor.
+    """
+    mapped = info._layout.mmap
+    if end <= start or not isinstance(mapped, mmap.mmap) or mapped.closed or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    first = (info.offset + start) // mmap.PAGESIZE * mmap.PAGESIZE
+    mapped.madvise(mmap.MADV_DONTNEED, first, info.offset + end - first)
+
+
+class _Scratch:
+    """One float32 buffer for the blocks of rows of every tensor, grown when needed: a steady heap.
+
+    (Fresh 8 MiB arrays per block leave glibc's heap fragmented and the resident set growing.)
+    """
+
+    def __init__(self) -> None:
+        self._buffer = np.empty(0, np.float32)
+
+    def __call__(self, n: int) -> np.ndarray:
+        if self._buffer.size < n:
+            self._buffer = np.empty(0, np.float32)  # drop the old one first
+            self._buffer = np.empty(n, np.float32)
+        return self._buffer
