@@ -209,10 +209,7 @@ static void fgg__q2k_requant(const float *x, uint8_t *blk, const uint8_t *scales
     for (int j = 0; j < 16; ++j) {
         const float dj = d * (float)(scales[j] & 0xf);
         if (dj == 0.0f) continue;
-        const float mj = dmin * (float)(scales[j] >> 4);
-        for (int i = 0; i < 16; ++i) {
-            L[16 * j + i] = (uint8_t)fgg_q_clampi(fgg_iq_nearest_int((x[16 * j + i] + mj) / dj), 0, 3);
-        }
+        fgg_q_requant(x + 16 * j, 16, dmin * (float)(scales[j] >> 4), dj, 0, 3, 0, L + 16 * j);
     }
     fgg__q_pack2(blk + 16, L);
 }
@@ -291,19 +288,18 @@ static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L) {
         s = (int8_t)((s | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
         const float dj = d * (float)s;
         if (dj == 0.0f) continue;
-        for (int i = 0; i < 16; ++i) {
-            L[16 * j + i] = (int8_t)(fgg_q_clampi(fgg_iq_nearest_int(x[16 * j + i] / dj), -4, 3) + 4);
-        }
+        fgg_q_requant(x + 16 * j, 16, 0.0f, dj, -4, 3, 4, (uint8_t *)L + 16 * j);
     }
+    /* level bit 2 of element 32 b + m goes to bit b of hmask[m] (branch-free: the bit is random) */
     memset(hmask, 0, 32);
     uint8_t U[256];
-    for (int j = 0; j < 256; ++j) {
-        int l = L[j];
-        if (l > 3) {
-            hmask[j % 32] = (uint8_t)(hmask[j % 32] | (1u << (j / 32)));
-            l -= 4;
+    for (int b = 0; b < 8; ++b) {
+        for (int m = 0; m < 32; ++m) {
+            const uint8_t l = (uint8_t)L[32 * b + m];
+            const uint8_t hi = (uint8_t)(l > 3);
+            hmask[m] = (uint8_t)(hmask[m] | (hi << b));
+            U[32 * b + m] = (uint8_t)(l - 4 * hi);
         }
-        U[j] = (uint8_t)l;
     }
     fgg__q_pack2(qs, U);
 }
@@ -441,10 +437,7 @@ static void fgg__q45k_block(const float *x, uint8_t *blk, const float *qw, int n
         fgg__q_get_scale_min_k4(sc, j, &s, &m);
         const float dj = d * (float)s;
         if (dj == 0.0f) continue;
-        const float mj = dmin * (float)m;
-        for (int i = 0; i < 32; ++i) {
-            L[32 * j + i] = (uint8_t)fgg_q_clampi(fgg_iq_nearest_int((x[32 * j + i] + mj) / dj), 0, nmax);
-        }
+        fgg_q_requant(x + 32 * j, 32, dmin * (float)m, dj, 0, nmax, 0, L + 32 * j);
     }
     if (nmax == 15) {
         uint8_t *q = blk + 16;
@@ -503,9 +496,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
     for (int j = 0; j < 16; ++j) {
         const float dj = d * (float)sc[j];
         if (dj == 0.0f) continue;
-        for (int i = 0; i < 16; ++i) {
-            L[16 * j + i] = (int8_t)(fgg_q_clampi(fgg_iq_nearest_int(x[16 * j + i] / dj), -32, 31) + 32);
-        }
+        fgg_q_requant(x + 16 * j, 16, 0.0f, dj, -32, 31, 32, (uint8_t *)L + 16 * j);
     }
     const uint8_t *U = (const uint8_t *)L;
     for (int j = 0; j < 256; j += 128) {

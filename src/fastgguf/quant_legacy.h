@@ -319,6 +319,21 @@ static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, flo
 #endif
 }
 
+/* L[i] = clamp(nearest((x[i] + add) / d), lo, hi) + off for n (a multiple of 8) elements: the
+ * K-quants' final pass against the fp16-rounded scales */
+static inline void fgg_q_requant(const float *x, int n, float add, float d, int lo, int hi, int off, uint8_t *L) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8((v + add) / d), lo, hi) + off;
+        for (int k = 0; k < FGG_Q_W; ++k) L[i + k] = (uint8_t)l[k];
+    }
+#else
+    for (int i = 0; i < n; ++i) L[i] = (uint8_t)(fgg_q_clampi(fgg_iq_nearest_int((x[i] + add) / d), lo, hi) + off);
+#endif
+}
+
 #if FGG_IQ_SIMD
 static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 int8_t *const Ls[], float out[]) {
