@@ -202,8 +202,8 @@ static float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, u
     return scale;
 }
 
-/* ---- Eight fits at once ----
- * fgg_q_fit_signed8 / fgg_q_fit_affine8 run fgg_q_fit_signed / fgg_q_fit_affine on eight
+/* ---- Many fits at once ----
+ * fgg_q_fit_signed_n / fgg_q_fit_affine_n run fgg_q_fit_signed / fgg_q_fit_affine on count
  * independent groups (xs[k], ws[k] -> Ls[k], out[k]). With vector extensions, lane k of each
  * vector runs group k's scalar sequence of float32 operations unchanged (selects stand in for
  * the branches), so the results are the scalar ones bit for bit; otherwise they loop. */
@@ -335,146 +335,234 @@ static inline void fgg_q_requant(const float *x, int n, float add, float d, int 
 }
 
 #if FGG_IQ_SIMD
+/* The vector cores take FGG_Q_LANES = 2 * FGG_Q_W groups as two vectors side by side, so that
+ * two chains of dependent left-to-right sums are in flight at once. */
+#define FGG_Q_LANES (2 * FGG_Q_W)
+
 static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 int8_t *const Ls[], float out[]) {
-    fgg_q_vf8 x[32], w[32];
-    fgg_q_vi8 L[32], T[32];
-    fgg_q_transpose8(n, xs, x);
-    if (ws[0]) fgg_q_transpose8(n, ws, w);
-    else for (int i = 0; i < n; ++i) w[i] = x[i] * x[i];
-    fgg_q_vf8 amax = fgg_q_splat8(0.0f), vmax = amax;
-    for (int i = 0; i < n; ++i) {
-        fgg_q_vf8 a = fgg_q_abs8(x[i]);
-        fgg_q_vi8 m = a > amax;
-        amax = fgg_q_fsel(m, a, amax);
-        vmax = fgg_q_fsel(m, x[i], vmax);
+    fgg_q_vf8 x[32][2], w[32][2], wx[32][2], t[32];
+    fgg_q_vi8 L[32][2], T[32][2];
+    for (int h = 0; h < 2; ++h) {
+        fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
+        for (int i = 0; i < n; ++i) x[i][h] = t[i];
+        if (ws[0]) {
+            fgg_q_transpose8(n, ws + h * FGG_Q_W, t);
+            for (int i = 0; i < n; ++i) w[i][h] = t[i];
+        } else {
+            for (int i = 0; i < n; ++i) w[i][h] = x[i][h] * x[i][h];
+        }
     }
-    const fgg_q_vi8 zero = amax < FGG_Q_EPS;
-    fgg_q_vf8 iscale = (float)(-nmax) / vmax;
-    fgg_q_vf8 sumlx = fgg_q_splat8(0.0f), suml2 = sumlx;
     for (int i = 0; i < n; ++i) {
-        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = l + nmax;
-        fgg_q_vf8 fl = fgg_q_tof8(l);
-        sumlx += w[i] * x[i] * fl;
-        suml2 += w[i] * fl * fl;
+        wx[i][0] = w[i][0] * x[i][0]; /* (w x) l, as the scalar sums group it */
+        wx[i][1] = w[i][1] * x[i][1];
     }
-    fgg_q_vf8 scale = fgg_q_fsel(suml2 != 0.0f, sumlx / suml2, fgg_q_splat8(0.0f));
-    fgg_q_vf8 best = scale * sumlx;
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
+    fgg_q_vf8 amax[2] = {zf, zf}, vmax[2] = {zf, zf}, sumlx[2] = {zf, zf}, suml2[2] = {zf, zf};
+    fgg_q_vf8 iscale[2], scale[2], best[2];
+    fgg_q_vi8 zero[2];
+    for (int i = 0; i < n; ++i) {
+        for (int h = 0; h < 2; ++h) {
+            fgg_q_vf8 a = fgg_q_abs8(x[i][h]);
+            fgg_q_vi8 m = a > amax[h];
+            amax[h] = fgg_q_fsel(m, a, amax[h]);
+            vmax[h] = fgg_q_fsel(m, x[i][h], vmax[h]);
+        }
+    }
+    for (int h = 0; h < 2; ++h) {
+        zero[h] = amax[h] < FGG_Q_EPS;
+        iscale[h] = (float)(-nmax) / vmax[h];
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int h = 0; h < 2; ++h) {
+            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
+            L[i][h] = l + nmax;
+            fgg_q_vf8 fl = fgg_q_tof8(l);
+            sumlx[h] += wx[i][h] * fl;
+            suml2[h] += w[i][h] * fl * fl;
+        }
+    }
+    for (int h = 0; h < 2; ++h) {
+        scale[h] = fgg_q_fsel(suml2[h] != 0.0f, sumlx[h] / suml2[h], zf);
+        best[h] = scale[h] * sumlx[h];
+    }
     for (int is = -9; is <= 9; ++is) {
         if (is == 0) continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / vmax;
-        sumlx = fgg_q_splat8(0.0f);
-        suml2 = sumlx;
-        for (int i = 0; i < n; ++i) {
-            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
-            T[i] = l + nmax;
-            fgg_q_vf8 fl = fgg_q_tof8(l);
-            sumlx += w[i] * x[i] * fl;
-            suml2 += w[i] * fl * fl;
+        const float num = -((float)nmax + 0.1f * (float)is);
+        for (int h = 0; h < 2; ++h) {
+            iscale[h] = num / vmax[h];
+            sumlx[h] = zf;
+            suml2[h] = zf;
         }
-        fgg_q_vi8 upd = (suml2 > 0.0f) & (sumlx * sumlx > best * suml2);
-        for (int i = 0; i < n; ++i) L[i] = fgg_q_isel(upd, T[i], L[i]);
-        scale = fgg_q_fsel(upd, sumlx / suml2, scale);
-        best = fgg_q_fsel(upd, scale * sumlx, best);
+        for (int i = 0; i < n; ++i) {
+            for (int h = 0; h < 2; ++h) {
+                fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
+                T[i][h] = l + nmax;
+                fgg_q_vf8 fl = fgg_q_tof8(l);
+                sumlx[h] += wx[i][h] * fl;
+                suml2[h] += w[i][h] * fl * fl;
+            }
+        }
+        for (int h = 0; h < 2; ++h) {
+            fgg_q_vi8 upd = (suml2[h] > 0.0f) & (sumlx[h] * sumlx[h] > best[h] * suml2[h]);
+            for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
+            scale[h] = fgg_q_fsel(upd, sumlx[h] / suml2[h], scale[h]);
+            best[h] = fgg_q_fsel(upd, scale[h] * sumlx[h], best[h]);
+        }
     }
-    scale = fgg_q_fsel(zero, fgg_q_splat8(0.0f), scale);
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        out[k] = scale[k];
-        for (int i = 0; i < n; ++i) Ls[k][i] = zero[k] ? 0 : (int8_t)L[i][k];
+    for (int h = 0; h < 2; ++h) {
+        fgg_q_vf8 r = fgg_q_fsel(zero[h], zf, scale[h]);
+        for (int k = 0; k < FGG_Q_W; ++k) {
+            const int g = h * FGG_Q_W + k;
+            out[g] = r[k];
+            for (int i = 0; i < n; ++i) Ls[g][i] = zero[h][k] ? 0 : (int8_t)L[i][h][k];
+        }
     }
 }
-#endif
 
-static void fgg_q_fit_signed8(int n, int nmax, const float *const xs[8], const float *const ws[8],
-                              int8_t *const Ls[8], float out[8]) {
-#if FGG_IQ_SIMD
-    for (int h = 0; h < 8; h += FGG_Q_W) fgg__q_fit_signed_w(n, nmax, xs + h, ws + h, Ls + h, out + h);
-#else
-    for (int k = 0; k < 8; ++k) out[k] = fgg_q_fit_signed(n, nmax, xs[k], Ls[k], ws[k]);
-#endif
-}
-
-#if FGG_IQ_SIMD
 static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 uint8_t *const Ls[], float out[], float neg_min[], float rmin,
                                 float rdelta, int nstep, int mad) {
-    fgg_q_vf8 x[32], w[32];
-    fgg_q_vi8 L[32], T[32];
-    fgg_q_transpose8(n, xs, x);
-    fgg_q_transpose8(n, ws, w);
-    fgg_q_vf8 vmin = x[0], vmax = x[0], sum_w = w[0];
-    fgg_q_vf8 sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        vmin = fgg_q_fsel(x[i] < vmin, x[i], vmin);
-        vmax = fgg_q_fsel(x[i] > vmax, x[i], vmax);
-        sum_w += w[i];
-        sum_x += w[i] * x[i];
+    fgg_q_vf8 x[32][2], w[32][2], t[32];
+    fgg_q_vi8 L[32][2], T[32][2];
+    for (int h = 0; h < 2; ++h) {
+        fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
+        for (int i = 0; i < n; ++i) x[i][h] = t[i];
+        fgg_q_transpose8(n, ws + h * FGG_Q_W, t);
+        for (int i = 0; i < n; ++i) w[i][h] = t[i];
     }
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    vmin = fgg_q_fsel(vmin > 0.0f, zf, vmin);
-    const fgg_q_vf8 vmin0 = vmin;
-    const fgg_q_vi8 flat = vmax <= vmin;
-    fgg_q_vf8 iscale = (float)nmax / (vmax - vmin);
-    fgg_q_vf8 scale = 1.0f / iscale;
-    fgg_q_vf8 best = zf;
+    fgg_q_vf8 vmin[2], vmax[2], sum_w[2], sum_x[2], vmin0[2], iscale[2], scale[2], best[2] = {zf, zf};
+    fgg_q_vi8 flat[2];
+    for (int h = 0; h < 2; ++h) {
+        vmin[h] = x[0][h];
+        vmax[h] = x[0][h];
+        sum_w[h] = w[0][h];
+        sum_x[h] = sum_w[h] * x[0][h];
+    }
+    for (int i = 1; i < n; ++i) {
+        for (int h = 0; h < 2; ++h) {
+            vmin[h] = fgg_q_fsel(x[i][h] < vmin[h], x[i][h], vmin[h]);
+            vmax[h] = fgg_q_fsel(x[i][h] > vmax[h], x[i][h], vmax[h]);
+            sum_w[h] += w[i][h];
+            sum_x[h] += w[i][h] * x[i][h];
+        }
+    }
+    for (int h = 0; h < 2; ++h) {
+        vmin[h] = fgg_q_fsel(vmin[h] > 0.0f, zf, vmin[h]);
+        vmin0[h] = vmin[h];
+        flat[h] = vmax[h] <= vmin[h];
+        iscale[h] = (float)nmax / (vmax[h] - vmin[h]);
+        scale[h] = 1.0f / iscale[h];
+    }
     for (int i = 0; i < n; ++i) {
-        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * (x[i] - vmin)), 0, nmax);
-        L[i] = l;
-        fgg_q_vf8 diff = scale * fgg_q_tof8(l) + vmin - x[i];
-        diff = mad ? fgg_q_abs8(diff) : diff * diff;
-        best += w[i] * diff;
+        for (int h = 0; h < 2; ++h) {
+            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * (x[i][h] - vmin[h])), 0, nmax);
+            L[i][h] = l;
+            fgg_q_vf8 diff = scale[h] * fgg_q_tof8(l) + vmin[h] - x[i][h];
+            diff = mad ? fgg_q_abs8(diff) : diff * diff;
+            best[h] += w[i][h] * diff;
+        }
     }
     for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * (float)is + (float)nmax) / (vmax - vmin);
-        fgg_q_vf8 sum_l = zf, sum_l2 = zf, sum_xl = zf;
+        const float num = rmin + rdelta * (float)is + (float)nmax;
+        fgg_q_vf8 sum_l[2] = {zf, zf}, sum_l2[2] = {zf, zf}, sum_xl[2] = {zf, zf};
+        for (int h = 0; h < 2; ++h) iscale[h] = num / (vmax[h] - vmin[h]);
         for (int i = 0; i < n; ++i) {
-            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * (x[i] - vmin)), 0, nmax);
-            T[i] = l;
-            fgg_q_vf8 fl = fgg_q_tof8(l);
-            fgg_q_vf8 wl = w[i] * fl;
-            sum_l += wl;
-            sum_l2 += wl * fl;
-            sum_xl += wl * x[i];
+            for (int h = 0; h < 2; ++h) {
+                fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * (x[i][h] - vmin[h])), 0, nmax);
+                T[i][h] = l;
+                fgg_q_vf8 fl = fgg_q_tof8(l);
+                fgg_q_vf8 wl = w[i][h] * fl;
+                sum_l[h] += wl;
+                sum_l2[h] += wl * fl;
+                sum_xl[h] += wl * x[i][h];
+            }
         }
-        fgg_q_vf8 D = sum_w * sum_l2 - sum_l * sum_l;
-        fgg_q_vi8 ok = D > 0.0f;
-        fgg_q_vf8 this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-        fgg_q_vf8 this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-        fgg_q_vi8 pos = this_min > 0.0f;
-        this_min = fgg_q_fsel(pos, zf, this_min);
-        this_scale = fgg_q_fsel(pos, sum_xl / sum_l2, this_scale);
-        fgg_q_vf8 err = zf;
+        fgg_q_vf8 this_scale[2], this_min[2], err[2] = {zf, zf};
+        fgg_q_vi8 ok[2];
+        for (int h = 0; h < 2; ++h) {
+            fgg_q_vf8 D = sum_w[h] * sum_l2[h] - sum_l[h] * sum_l[h];
+            ok[h] = D > 0.0f;
+            this_scale[h] = (sum_w[h] * sum_xl[h] - sum_x[h] * sum_l[h]) / D;
+            this_min[h] = (sum_l2[h] * sum_x[h] - sum_l[h] * sum_xl[h]) / D;
+            fgg_q_vi8 pos = this_min[h] > 0.0f;
+            this_min[h] = fgg_q_fsel(pos, zf, this_min[h]);
+            this_scale[h] = fgg_q_fsel(pos, sum_xl[h] / sum_l2[h], this_scale[h]);
+        }
         for (int i = 0; i < n; ++i) {
-            fgg_q_vf8 diff = this_scale * fgg_q_tof8(T[i]) + this_min - x[i];
-            diff = mad ? fgg_q_abs8(diff) : diff * diff;
-            err += w[i] * diff;
+            for (int h = 0; h < 2; ++h) {
+                fgg_q_vf8 diff = this_scale[h] * fgg_q_tof8(T[i][h]) + this_min[h] - x[i][h];
+                diff = mad ? fgg_q_abs8(diff) : diff * diff;
+                err[h] += w[i][h] * diff;
+            }
         }
-        fgg_q_vi8 upd = ok & (err < best);
-        for (int i = 0; i < n; ++i) L[i] = fgg_q_isel(upd, T[i], L[i]);
-        best = fgg_q_fsel(upd, err, best);
-        scale = fgg_q_fsel(upd, this_scale, scale);
-        vmin = fgg_q_fsel(upd, this_min, vmin);
+        for (int h = 0; h < 2; ++h) {
+            fgg_q_vi8 upd = ok[h] & (err[h] < best[h]);
+            for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
+            best[h] = fgg_q_fsel(upd, err[h], best[h]);
+            scale[h] = fgg_q_fsel(upd, this_scale[h], scale[h]);
+            vmin[h] = fgg_q_fsel(upd, this_min[h], vmin[h]);
+        }
     }
-    scale = fgg_q_fsel(flat, zf, scale);
-    vmin = fgg_q_fsel(flat, vmin0, vmin);
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        out[k] = scale[k];
-        neg_min[k] = -vmin[k];
-        for (int i = 0; i < n; ++i) Ls[k][i] = flat[k] ? 0 : (uint8_t)L[i][k];
+    for (int h = 0; h < 2; ++h) {
+        fgg_q_vf8 sc = fgg_q_fsel(flat[h], zf, scale[h]);
+        fgg_q_vf8 mn = fgg_q_fsel(flat[h], vmin0[h], vmin[h]);
+        for (int k = 0; k < FGG_Q_W; ++k) {
+            const int g = h * FGG_Q_W + k;
+            out[g] = sc[k];
+            neg_min[g] = -mn[k];
+            for (int i = 0; i < n; ++i) Ls[g][i] = flat[h][k] ? 0 : (uint8_t)L[i][h][k];
+        }
     }
 }
 #endif
 
-/* nstep >= 1 */
-static void fgg_q_fit_affine8(int n, int nmax, const float *const xs[8], const float *const ws[8],
-                              uint8_t *const Ls[8], float out[8], float neg_min[8], float rmin,
-                              float rdelta, int nstep, int mad) {
+/* fgg_q_fit_signed on count groups: xs[k], ws[k] (all NULL: weights x^2) -> Ls[k], out[k] */
+static void fgg_q_fit_signed_n(int count, int n, int nmax, const float *const xs[], const float *const ws[],
+                               int8_t *const Ls[], float out[]) {
 #if FGG_IQ_SIMD
-    for (int h = 0; h < 8; h += FGG_Q_W)
-        fgg__q_fit_affine_w(n, nmax, xs + h, ws + h, Ls + h, out + h, neg_min + h, rmin, rdelta, nstep, mad);
+    for (int g0 = 0; g0 < count; g0 += FGG_Q_LANES) {
+        const float *px[FGG_Q_LANES], *pw[FGG_Q_LANES];
+        int8_t *pl[FGG_Q_LANES], spare[32];
+        float o[FGG_Q_LANES];
+        for (int k = 0; k < FGG_Q_LANES; ++k) { /* a short tail repeats its last group */
+            const int g = g0 + k < count ? g0 + k : count - 1;
+            px[k] = xs[g];
+            pw[k] = ws[g];
+            pl[k] = g0 + k < count ? Ls[g] : spare;
+        }
+        fgg__q_fit_signed_w(n, nmax, px, pw, pl, o);
+        for (int k = 0; k < FGG_Q_LANES && g0 + k < count; ++k) out[g0 + k] = o[k];
+    }
 #else
-    for (int k = 0; k < 8; ++k)
+    for (int k = 0; k < count; ++k) out[k] = fgg_q_fit_signed(n, nmax, xs[k], Ls[k], ws[k]);
+#endif
+}
+
+/* fgg_q_fit_affine on count groups; nstep >= 1 */
+static void fgg_q_fit_affine_n(int count, int n, int nmax, const float *const xs[], const float *const ws[],
+                               uint8_t *const Ls[], float out[], float neg_min[], float rmin, float rdelta,
+                               int nstep, int mad) {
+#if FGG_IQ_SIMD
+    for (int g0 = 0; g0 < count; g0 += FGG_Q_LANES) {
+        const float *px[FGG_Q_LANES], *pw[FGG_Q_LANES];
+        uint8_t *pl[FGG_Q_LANES], spare[32];
+        float o[FGG_Q_LANES], m[FGG_Q_LANES];
+        for (int k = 0; k < FGG_Q_LANES; ++k) {
+            const int g = g0 + k < count ? g0 + k : count - 1;
+            px[k] = xs[g];
+            pw[k] = ws[g];
+            pl[k] = g0 + k < count ? Ls[g] : spare;
+        }
+        fgg__q_fit_affine_w(n, nmax, px, pw, pl, o, m, rmin, rdelta, nstep, mad);
+        for (int k = 0; k < FGG_Q_LANES && g0 + k < count; ++k) {
+            out[g0 + k] = o[k];
+            neg_min[g0 + k] = m[k];
+        }
+    }
+#else
+    for (int k = 0; k < count; ++k)
         out[k] = fgg_q_fit_affine(n, nmax, xs[k], ws[k], Ls[k], &neg_min[k], rmin, rdelta, nstep, mad);
 #endif
 }
@@ -504,20 +592,19 @@ static inline float fgg__q_block_sym(const float *x, int half, uint8_t *lv) {
     return d;
 }
 
-/* imatrix paths of Q4_0/Q5_0 (signed fit, q5 = 0/1) and Q4_1/Q5_1 (affine fit, nmax 15/31):
- * sigma2 is the row's mean square; blocks are fitted eight at a time (a short tail repeats its
- * last block into lanes whose results are dropped). */
+/* imatrix paths of Q4_0/Q5_0 (signed fit) and Q4_1/Q5_1 (affine fit): sigma2 is the row's mean
+ * square; blocks are fitted sixteen at a time. */
 static void fgg__q_rows_legacy_w(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                  const float *imatrix, int affine, int bits) {
     const size_t bsz = (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
     const int nmax = affine ? (1 << bits) - 1 : 1 << (bits - 1);
     const int64_t nb = n_per_row / 32;
-    float w[8 * 32], d[8], neg_min[8];
-    uint8_t lv[8][32];
-    const float *xs[8], *ws[8];
-    uint8_t *Lu[8];
-    int8_t *Ls[8];
-    for (int k = 0; k < 8; ++k) {
+    float w[16 * 32], d[16], neg_min[16];
+    uint8_t lv[16][32];
+    const float *xs[16], *ws[16];
+    uint8_t *Lu[16];
+    int8_t *Ls[16];
+    for (int k = 0; k < 16; ++k) {
         ws[k] = w + 32 * k;
         Lu[k] = lv[k];
         Ls[k] = (int8_t *)lv[k];
@@ -526,15 +613,14 @@ static void fgg__q_rows_legacy_w(const float *src, uint8_t *dst, int64_t n_rows,
         const float *x = src + r * n_per_row;
         uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
         const float sigma2 = fgg_q_sumsq(x, n_per_row) / (float)n_per_row;
-        for (int64_t ib0 = 0; ib0 < nb; ib0 += 8) {
-            const int cnt = nb - ib0 < 8 ? (int)(nb - ib0) : 8;
-            for (int k = 0; k < 8; ++k) {
-                const int64_t ib = ib0 + (k < cnt ? k : cnt - 1);
-                xs[k] = x + 32 * ib;
-                fgg_q_rms_weights(32, imatrix + 32 * ib, xs[k], sigma2, w + 32 * k);
+        for (int64_t ib0 = 0; ib0 < nb; ib0 += 16) {
+            const int cnt = nb - ib0 < 16 ? (int)(nb - ib0) : 16;
+            for (int k = 0; k < cnt; ++k) {
+                xs[k] = x + 32 * (ib0 + k);
+                fgg_q_rms_weights(32, imatrix + 32 * (ib0 + k), xs[k], sigma2, w + 32 * k);
             }
-            if (affine) fgg_q_fit_affine8(32, nmax, xs, ws, Lu, d, neg_min, -0.9f, 0.05f, 36, 0);
-            else fgg_q_fit_signed8(32, nmax, xs, ws, Ls, d);
+            if (affine) fgg_q_fit_affine_n(cnt, 32, nmax, xs, ws, Lu, d, neg_min, -0.9f, 0.05f, 36, 0);
+            else fgg_q_fit_signed_n(cnt, 32, nmax, xs, ws, Ls, d);
             for (int k = 0; k < cnt; ++k) {
                 uint8_t *blk = y + (size_t)(ib0 + k) * bsz;
                 fgg_q_put16(blk, fgg_iq_fp16(d[k]));
