@@ -239,6 +239,12 @@ FGG_Q_INL fgg_q_vf8 fgg_q_abs8(fgg_q_vf8 v) {
 FGG_Q_INL fgg_q_vf8 fgg_q_tof8(fgg_q_vi8 v) {
     return __builtin_convertvector(v, fgg_q_vf8);
 }
+typedef uint8_t fgg_q_vb8 __attribute__((vector_size(FGG_Q_W)));
+/* low bytes of the lanes to p[0 .. FGG_Q_W) */
+FGG_Q_INL void fgg_q_store_bytes(uint8_t *p, fgg_q_vi8 v) {
+    fgg_q_vb8 b = __builtin_convertvector(v & 0xff, fgg_q_vb8);
+    memcpy(p, &b, sizeof b);
+}
 FGG_Q_INL fgg_q_vf8 fgg_q_splat8(float x) {
     fgg_q_vf8 z = {0.0f};
     return z + x;
@@ -273,6 +279,38 @@ static inline float fgg_q_amax(const float *x, int n) {
 #endif
 }
 
+/* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
+static inline float fgg_q_signed_amax(const float *x, int n) {
+#if FGG_IQ_SIMD
+    fgg_q_vf8 m = fgg_q_splat8(0.0f);
+    fgg_q_vi8 idx = fgg_q_round8(m), pos = idx;
+    for (int k = 0; k < FGG_Q_W; ++k) pos[k] = k;
+    for (int i = 0; i < n; i += FGG_Q_W, pos += FGG_Q_W) { /* each lane keeps its first maximum */
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = fgg_q_abs8(v);
+        fgg_q_vi8 gt = v > m;
+        m = fgg_q_fsel(gt, v, m);
+        idx = fgg_q_isel(gt, pos, idx);
+    }
+    float amax = 0.0f;
+    int first = -1;
+    for (int k = 0; k < FGG_Q_W; ++k) {
+        if (m[k] > amax || (m[k] == amax && amax > 0.0f && idx[k] < first)) {
+            amax = m[k];
+            first = idx[k];
+        }
+    }
+    return first < 0 ? 0.0f : x[first];
+#else
+    float amax = 0.0f, vmax = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); vmax = x[i]; }
+    }
+    return vmax;
+#endif
+}
+
 /* q[i] = round-half-away(x[i] * id) as int8, n a multiple of 16 */
 static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t *q) {
 #if FGG_IQ_SIMD
@@ -283,31 +321,37 @@ static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t
         fgg_q_vi8 r = fgg_q_round8(v);
         fgg_q_vf8 diff = v - fgg_q_tof8(r);
         r = r - ((diff == 0.5f) & (v > 0.0f)) + ((diff == -0.5f) & (v < 0.0f)); /* masks are -1 */
-        for (int k = 0; k < FGG_Q_W; ++k) q[i + k] = (int8_t)r[k];
+        fgg_q_store_bytes((uint8_t *)q + i, r);
     }
 #else
     for (int i = 0; i < n; ++i) q[i] = (int8_t)fgg_q_round_away(x[i] * id);
 #endif
 }
 
-/* lv[i] = min(hi, (int8_t)(int)(x[i] * id + off)) for 32 floats, or without the int8 step and
- * the clamp (wrap8 = 0: (uint8_t)(int)), from (x[i] - sub) when sub is used (C's truncating
- * conversions; the int8 step keeps ggml's wrap of the low byte) */
+/* Levels of 32 floats by C's truncating conversion: (int8_t)(int)((x[i] - sub) * id + off)
+ * capped at hi (wrap8 = 1), or (uint8_t)(int)(...) (wrap8 = 0). nib = 1 stores them as 16 bytes
+ * of nibble pairs (level i low, level i + 16 high), else 32 bytes. */
 static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
-                                        uint8_t *lv) {
+                                        int nib, uint8_t *out) {
 #if FGG_IQ_SIMD
-    for (int i = 0; i < 32; i += FGG_Q_W) {
+    fgg_q_vi8 t[32 / FGG_Q_W];
+    for (int c = 0; c < 32 / FGG_Q_W; ++c) {
         fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
+        memcpy(&v, x + c * FGG_Q_W, sizeof v);
         v = (v - sub) * id + off;
-        fgg_q_vi8 t = __builtin_convertvector(v, fgg_q_vi8);
+        t[c] = __builtin_convertvector(v, fgg_q_vi8);
         if (wrap8) {
-            t = (t << 24) >> 24;
-            t = fgg_q_isel(t > hi, t - t + hi, t);
+            t[c] = (t[c] << 24) >> 24;
+            t[c] = fgg_q_isel(t[c] > hi, t[c] - t[c] + hi, t[c]);
         }
-        for (int k = 0; k < FGG_Q_W; ++k) lv[i + k] = (uint8_t)t[k];
+    }
+    if (nib) {
+        for (int c = 0; c < 16 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c] | (t[c + 16 / FGG_Q_W] << 4));
+    } else {
+        for (int c = 0; c < 32 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c]);
     }
 #else
+    uint8_t lv[32];
     for (int i = 0; i < 32; ++i) {
         int t = (int)((x[i] - sub) * id + off);
         if (wrap8) {
@@ -315,6 +359,11 @@ static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, flo
             t = t < hi ? t : hi;
         }
         lv[i] = (uint8_t)t;
+    }
+    if (nib) {
+        for (int i = 0; i < 16; ++i) out[i] = (uint8_t)(lv[i] | (lv[i + 16] << 4));
+    } else {
+        memcpy(out, lv, 32);
     }
 #endif
 }
@@ -327,7 +376,7 @@ static inline void fgg_q_requant(const float *x, int n, float add, float d, int 
         fgg_q_vf8 v;
         memcpy(&v, x + i, sizeof v);
         fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8((v + add) / d), lo, hi) + off;
-        for (int k = 0; k < FGG_Q_W; ++k) L[i + k] = (uint8_t)l[k];
+        fgg_q_store_bytes(L + i, l);
     }
 #else
     for (int i = 0; i < n; ++i) L[i] = (uint8_t)(fgg_q_clampi(fgg_iq_nearest_int((x[i] + add) / d), lo, hi) + off);
@@ -579,16 +628,13 @@ static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t
     qh4[0] = (uint8_t)qh; qh4[1] = (uint8_t)(qh >> 8); qh4[2] = (uint8_t)(qh >> 16); qh4[3] = (uint8_t)(qh >> 24);
 }
 
-/* One block of Q4_0 (half = 8) or Q5_0 (half = 16) without importance weights; lv gets the levels. */
-static inline float fgg__q_block_sym(const float *x, int half, uint8_t *lv) {
-    const float amax = fgg_q_amax(x, 32);
-    float vmax = 0.0f;
-    for (int j = 0; amax > 0.0f && j < 32; ++j) { /* the first element of largest magnitude, signed */
-        if (fabsf(x[j]) == amax) { vmax = x[j]; break; }
-    }
+/* One block of Q4_0 (half = 8: out gets packed nibbles) or Q5_0 (half = 16: out gets 32 levels)
+ * without importance weights. */
+static inline float fgg__q_block_sym(const float *x, int half, uint8_t *out) {
+    const float vmax = fgg_q_signed_amax(x, 32);
     const float d = vmax / (float)(-half);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    fgg_q_trunc_levels32(x, 0.0f, id, (float)half + 0.5f, 2 * half - 1, 1, lv);
+    fgg_q_trunc_levels32(x, 0.0f, id, (float)half + 0.5f, 2 * half - 1, 1, half == 8, out);
     return d;
 }
 
@@ -649,9 +695,8 @@ static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, in
     uint8_t lv[32];
     for (int64_t i = 0; i < nb; ++i) {
         uint8_t *blk = dst + 18 * i;
-        float d = fgg__q_block_sym(src + 32 * i, 8, lv);
+        float d = fgg__q_block_sym(src + 32 * i, 8, blk + 2);
         fgg_q_put16(blk, fgg_iq_fp16(d));
-        for (int j = 0; j < 16; ++j) blk[2 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
     }
 }
 
@@ -673,7 +718,8 @@ static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, in
 
 /* ---- Q4_1 / Q5_1: d = (max - min) / (2^bits - 1), offset min ---- */
 
-static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *lv, float *d_out, float *m_out) {
+/* One block of Q4_1 (bits 4: out gets packed nibbles) or Q5_1 (bits 5: 32 levels) */
+static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *out, float *d_out, float *m_out) {
     float vmin = FLT_MAX, vmax = -FLT_MAX;
 #if FGG_IQ_SIMD
     /* lanes find the same extremes; only the sign of a zero extreme depends on which zero came
@@ -701,7 +747,7 @@ static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *lv, fl
     }
     const float d = (vmax - vmin) / (float)((1 << bits) - 1);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    fgg_q_trunc_levels32(x, vmin, id, 0.5f, 15, bits == 4, lv);
+    fgg_q_trunc_levels32(x, vmin, id, 0.5f, 15, bits == 4, bits == 4, out);
     *d_out = d;
     *m_out = vmin;
 }
@@ -718,14 +764,10 @@ static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, i
     for (int64_t i = 0; i < nb; ++i) {
         uint8_t *blk = dst + (size_t)i * bsz;
         float d, m;
-        fgg__q_block_affine(src + 32 * i, bits, lv, &d, &m);
+        fgg__q_block_affine(src + 32 * i, bits, bits == 4 ? blk + 4 : lv, &d, &m);
         fgg_q_put16(blk, fgg_iq_fp16(d));
         fgg_q_put16(blk + 2, fgg_iq_fp16(m));
-        if (bits == 5) {
-            fgg__q_store_q5_high(blk + 8, blk + 4, lv);
-        } else {
-            for (int j = 0; j < 16; ++j) blk[4 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
-        }
+        if (bits == 5) fgg__q_store_q5_high(blk + 8, blk + 4, lv);
     }
 }
 
