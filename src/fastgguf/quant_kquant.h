@@ -84,7 +84,7 @@ static float fgg_q_fit_pos(int n, int nmax, const float *x, uint8_t *L, const fl
 
 /* Q3_K's sub-block fit without weights (w = x^2): levels -nmax..nmax-1 from -nmax/max, then up
  * to five passes of single-level moves. L gets l + nmax (all zero for a group below FGG_Q_EPS). */
-static float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
+static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
     float amax = 0.0f, vmax = 0.0f;
     for (int i = 0; i < n; ++i) {
         float a = fabsf(x[i]);

@@ -82,7 +82,7 @@ static inline void fgg_q_rms_weights(int n, const float *qw, const float *x, flo
  * maximizes (sum w x l)^2 / sum w l^2 over 19 trial inverse scales around -nmax/max, where max
  * is the signed value of largest magnitude. w NULL means w = x^2. Returns d (0 and all-zero L for
  * a group below FGG_Q_EPS). */
-static float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *w) {
+static inline float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *w) {
     float amax = 0.0f, vmax = 0.0f;
     for (int i = 0; i < n; ++i) {
         float a = fabsf(x[i]);
@@ -131,7 +131,7 @@ static float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const 
  * nstep + 1 trial inverse scales (rmin + rdelta * is + nmax) / (max - min), each followed by
  * the weighted least-squares scale and min for its levels. The error is the weighted squared
  * (mad: absolute) difference. Writes -min to *neg_min and returns the scale. */
-static float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
+static inline float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
                               float *neg_min, float rmin, float rdelta, int nstep, int mad) {
     float vmin = x[0], vmax = x[0];
     float sum_w = w[0];
@@ -692,7 +692,6 @@ static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, in
         return;
     }
     const int64_t nb = n_rows * (n_per_row / 32);
-    uint8_t lv[32];
     for (int64_t i = 0; i < nb; ++i) {
         uint8_t *blk = dst + 18 * i;
         float d = fgg__q_block_sym(src + 32 * i, 8, blk + 2);
