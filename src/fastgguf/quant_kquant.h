@@ -537,21 +537,26 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
 /* ------------------------------------------------------------------ Q8_K (292 bytes: f32 d, 256 q, 16 sums) */
 
 static void fgg__q8k_block(const float *x, uint8_t *blk) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < 256; ++j) {
-        float a = fabsf(x[j]);
-        if (a > amax) { amax = a; vmax = x[j]; }
-    }
+    const float vmax = fgg_q_signed_amax(x, 256);
     int8_t *q = (int8_t *)(blk + 4);
-    if (amax == 0.0f) {
+    if (vmax == 0.0f) {
         memset(blk, 0, 292);
         return;
     }
     const float iscale = -127.0f / vmax;
+#if FGG_IQ_SIMD
+    for (int j = 0; j < 256; j += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + j, sizeof v);
+        fgg_q_vi8 l = fgg_q_round8(v * iscale);
+        fgg_q_store_bytes((uint8_t *)q + j, fgg_q_isel(l > 127, l - l + 127, l));
+    }
+#else
     for (int j = 0; j < 256; ++j) {
         int v = fgg_iq_nearest_int(iscale * x[j]);
         q[j] = (int8_t)(v < 127 ? v : 127);
     }
+#endif
     for (int j = 0; j < 16; ++j) {
         int s = 0;
         for (int i = 0; i < 16; ++i) s += q[16 * j + i];
