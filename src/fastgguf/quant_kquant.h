@@ -133,20 +133,20 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * lane whose pass changed nothing would change nothing in later passes, so the passes run
  * until no lane changes or five have run. */
 #if FGG_IQ_SIMD
-/* 2 * FGG_Q_W groups: two vectors side by side, so that the two chains of dependent sums overlap */
+/* FGG_Q_LANES groups (see fgg__q_fit_signed_w) */
 static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
-    fgg_q_vf8 x[16][2], w[16][2];
-    fgg_q_vi8 L[16][2];
+    fgg_q_vf8 x[16][FGG_Q_G], w[16][FGG_Q_G];
+    fgg_q_vi8 L[16][FGG_Q_G];
     fgg_q_vf8 xt[16];
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_transpose8(n, xs + h * FGG_Q_W, xt);
         for (int i = 0; i < n; ++i) x[i][h] = xt[i];
     }
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    fgg_q_vf8 amax[2] = {zf, zf}, vmax[2] = {zf, zf}, iscale[2], sumlx[2] = {zf, zf}, suml2[2] = {zf, zf};
-    fgg_q_vi8 zero[2];
+    fgg_q_vf8 amax[FGG_Q_G] = {zf}, vmax[FGG_Q_G] = {zf}, iscale[FGG_Q_G], sumlx[FGG_Q_G] = {zf}, suml2[FGG_Q_G] = {zf};
+    fgg_q_vi8 zero[FGG_Q_G];
     for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vf8 a = fgg_q_abs8(x[i][h]);
             fgg_q_vi8 m = a > amax[h];
             amax[h] = fgg_q_fsel(m, a, amax[h]);
@@ -154,12 +154,12 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
             w[i][h] = x[i][h] * x[i][h];
         }
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         zero[h] = amax[h] < FGG_Q_EPS;
         iscale[h] = (float)(-nmax) / vmax[h];
     }
     for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
             L[i][h] = l;
             fgg_q_vf8 fl = fgg_q_tof8(l);
@@ -170,7 +170,7 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
     for (int pass = 0; pass < 5; ++pass) {
         fgg_q_vi8 changed = L[0][0] - L[0][0];
         for (int i = 0; i < n; ++i) {
-            for (int h = 0; h < 2; ++h) {
+            for (int h = 0; h < FGG_Q_G; ++h) {
                 const fgg_q_vf8 wx = w[i][h] * x[i][h];
                 fgg_q_vf8 fl = fgg_q_tof8(L[i][h]);
                 fgg_q_vf8 slx0 = sumlx[h] - wx * fl;
@@ -191,7 +191,7 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
         for (int k = 0; k < FGG_Q_W; ++k) any |= changed[k];
         if (!any) break;
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_vf8 r = fgg_q_fsel(suml2[h] > 0.0f, sumlx[h] / suml2[h], zf);
         r = fgg_q_fsel(zero[h], zf, r);
         for (int k = 0; k < FGG_Q_W; ++k) {
@@ -205,7 +205,7 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
 /* fgg_q_fit_q3 on sixteen groups */
 static void fgg_q_fit_q3_16(int n, int nmax, const float *const xs[16], int8_t *const Ls[16], float out[16]) {
 #if FGG_IQ_SIMD
-    for (int h = 0; h < 16; h += 2 * FGG_Q_W) fgg__q_fit_q3_w(n, nmax, xs + h, Ls + h, out + h);
+    for (int h = 0; h < 16; h += FGG_Q_LANES) fgg__q_fit_q3_w(n, nmax, xs + h, Ls + h, out + h);
 #else
     for (int k = 0; k < 16; ++k) out[k] = fgg_q_fit_q3(n, nmax, xs[k], Ls[k]);
 #endif

@@ -209,11 +209,17 @@ static inline float fgg_q_fit_affine(int n, int nmax, const float *x, const floa
  * the branches), so the results are the scalar ones bit for bit; otherwise they loop. */
 
 #if FGG_IQ_SIMD
-/* lanes per vector: 8 where AVX registers hold them, else 4 (eight groups run as two halves) */
-#if defined(__AVX__)
+/* Lanes per vector (FGG_Q_W) and vectors side by side (FGG_Q_G): 16 x 1 with AVX-512, 8 x 2 with
+ * AVX, 4 x 2 otherwise. Two vectors side by side keep two chains of dependent sums in flight. */
+#if defined(__AVX512F__)
+#define FGG_Q_W 16
+#define FGG_Q_G 1
+#elif defined(__AVX__)
 #define FGG_Q_W 8
+#define FGG_Q_G 2
 #else
 #define FGG_Q_W 4
+#define FGG_Q_G 2
 #endif
 typedef float fgg_q_vf8 __attribute__((vector_size(4 * FGG_Q_W)));
 typedef int32_t fgg_q_vi8 __attribute__((vector_size(4 * FGG_Q_W)));
@@ -384,15 +390,14 @@ static inline void fgg_q_requant(const float *x, int n, float add, float d, int 
 }
 
 #if FGG_IQ_SIMD
-/* The vector cores take FGG_Q_LANES = 2 * FGG_Q_W groups as two vectors side by side, so that
- * two chains of dependent left-to-right sums are in flight at once. */
-#define FGG_Q_LANES (2 * FGG_Q_W)
+/* The vector cores take FGG_Q_LANES groups, FGG_Q_G vectors of FGG_Q_W lanes. */
+#define FGG_Q_LANES (FGG_Q_G * FGG_Q_W)
 
 static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 int8_t *const Ls[], float out[]) {
-    fgg_q_vf8 x[32][2], w[32][2], wx[32][2], t[32];
-    fgg_q_vi8 L[32][2], T[32][2];
-    for (int h = 0; h < 2; ++h) {
+    fgg_q_vf8 x[32][FGG_Q_G], w[32][FGG_Q_G], wx[32][FGG_Q_G], t[32];
+    fgg_q_vi8 L[32][FGG_Q_G], T[32][FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
         for (int i = 0; i < n; ++i) x[i][h] = t[i];
         if (ws[0]) {
@@ -403,27 +408,26 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
         }
     }
     for (int i = 0; i < n; ++i) {
-        wx[i][0] = w[i][0] * x[i][0]; /* (w x) l, as the scalar sums group it */
-        wx[i][1] = w[i][1] * x[i][1];
+        for (int h = 0; h < FGG_Q_G; ++h) wx[i][h] = w[i][h] * x[i][h]; /* (w x) l, as the scalar sums group it */
     }
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    fgg_q_vf8 amax[2] = {zf, zf}, vmax[2] = {zf, zf}, sumlx[2] = {zf, zf}, suml2[2] = {zf, zf};
-    fgg_q_vf8 iscale[2], scale[2], best[2];
-    fgg_q_vi8 zero[2];
+    fgg_q_vf8 amax[FGG_Q_G] = {zf}, vmax[FGG_Q_G] = {zf}, sumlx[FGG_Q_G] = {zf}, suml2[FGG_Q_G] = {zf};
+    fgg_q_vf8 iscale[FGG_Q_G], scale[FGG_Q_G], best[FGG_Q_G];
+    fgg_q_vi8 zero[FGG_Q_G];
     for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vf8 a = fgg_q_abs8(x[i][h]);
             fgg_q_vi8 m = a > amax[h];
             amax[h] = fgg_q_fsel(m, a, amax[h]);
             vmax[h] = fgg_q_fsel(m, x[i][h], vmax[h]);
         }
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         zero[h] = amax[h] < FGG_Q_EPS;
         iscale[h] = (float)(-nmax) / vmax[h];
     }
     for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
             L[i][h] = l + nmax;
             fgg_q_vf8 fl = fgg_q_tof8(l);
@@ -431,20 +435,20 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
             suml2[h] += w[i][h] * fl * fl;
         }
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         scale[h] = fgg_q_fsel(suml2[h] != 0.0f, sumlx[h] / suml2[h], zf);
         best[h] = scale[h] * sumlx[h];
     }
     for (int is = -9; is <= 9; ++is) {
         if (is == 0) continue;
         const float num = -((float)nmax + 0.1f * (float)is);
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             iscale[h] = num / vmax[h];
             sumlx[h] = zf;
             suml2[h] = zf;
         }
         for (int i = 0; i < n; ++i) {
-            for (int h = 0; h < 2; ++h) {
+            for (int h = 0; h < FGG_Q_G; ++h) {
                 fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
                 T[i][h] = l + nmax;
                 fgg_q_vf8 fl = fgg_q_tof8(l);
@@ -452,14 +456,14 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
                 suml2[h] += w[i][h] * fl * fl;
             }
         }
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vi8 upd = (suml2[h] > 0.0f) & (sumlx[h] * sumlx[h] > best[h] * suml2[h]);
             for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
             scale[h] = fgg_q_fsel(upd, sumlx[h] / suml2[h], scale[h]);
             best[h] = fgg_q_fsel(upd, scale[h] * sumlx[h], best[h]);
         }
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_vf8 r = fgg_q_fsel(zero[h], zf, scale[h]);
         for (int k = 0; k < FGG_Q_W; ++k) {
             const int g = h * FGG_Q_W + k;
@@ -472,32 +476,32 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
 static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 uint8_t *const Ls[], float out[], float neg_min[], float rmin,
                                 float rdelta, int nstep, int mad) {
-    fgg_q_vf8 x[32][2], w[32][2], t[32];
-    fgg_q_vi8 L[32][2], T[32][2];
-    for (int h = 0; h < 2; ++h) {
+    fgg_q_vf8 x[32][FGG_Q_G], w[32][FGG_Q_G], t[32];
+    fgg_q_vi8 L[32][FGG_Q_G], T[32][FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
         for (int i = 0; i < n; ++i) x[i][h] = t[i];
         fgg_q_transpose8(n, ws + h * FGG_Q_W, t);
         for (int i = 0; i < n; ++i) w[i][h] = t[i];
     }
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    fgg_q_vf8 vmin[2], vmax[2], sum_w[2], sum_x[2], vmin0[2], iscale[2], scale[2], best[2] = {zf, zf};
-    fgg_q_vi8 flat[2];
-    for (int h = 0; h < 2; ++h) {
+    fgg_q_vf8 vmin[FGG_Q_G], vmax[FGG_Q_G], sum_w[FGG_Q_G], sum_x[FGG_Q_G], vmin0[FGG_Q_G], iscale[FGG_Q_G], scale[FGG_Q_G], best[FGG_Q_G] = {zf};
+    fgg_q_vi8 flat[FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
         vmin[h] = x[0][h];
         vmax[h] = x[0][h];
         sum_w[h] = w[0][h];
         sum_x[h] = sum_w[h] * x[0][h];
     }
     for (int i = 1; i < n; ++i) {
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             vmin[h] = fgg_q_fsel(x[i][h] < vmin[h], x[i][h], vmin[h]);
             vmax[h] = fgg_q_fsel(x[i][h] > vmax[h], x[i][h], vmax[h]);
             sum_w[h] += w[i][h];
             sum_x[h] += w[i][h] * x[i][h];
         }
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         vmin[h] = fgg_q_fsel(vmin[h] > 0.0f, zf, vmin[h]);
         vmin0[h] = vmin[h];
         flat[h] = vmax[h] <= vmin[h];
@@ -505,7 +509,7 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
         scale[h] = 1.0f / iscale[h];
     }
     for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * (x[i][h] - vmin[h])), 0, nmax);
             L[i][h] = l;
             fgg_q_vf8 diff = scale[h] * fgg_q_tof8(l) + vmin[h] - x[i][h];
@@ -515,10 +519,10 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
     }
     for (int is = 0; is <= nstep; ++is) {
         const float num = rmin + rdelta * (float)is + (float)nmax;
-        fgg_q_vf8 sum_l[2] = {zf, zf}, sum_l2[2] = {zf, zf}, sum_xl[2] = {zf, zf};
-        for (int h = 0; h < 2; ++h) iscale[h] = num / (vmax[h] - vmin[h]);
+        fgg_q_vf8 sum_l[FGG_Q_G] = {zf}, sum_l2[FGG_Q_G] = {zf}, sum_xl[FGG_Q_G] = {zf};
+        for (int h = 0; h < FGG_Q_G; ++h) iscale[h] = num / (vmax[h] - vmin[h]);
         for (int i = 0; i < n; ++i) {
-            for (int h = 0; h < 2; ++h) {
+            for (int h = 0; h < FGG_Q_G; ++h) {
                 fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * (x[i][h] - vmin[h])), 0, nmax);
                 T[i][h] = l;
                 fgg_q_vf8 fl = fgg_q_tof8(l);
@@ -528,9 +532,9 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
                 sum_xl[h] += wl * x[i][h];
             }
         }
-        fgg_q_vf8 this_scale[2], this_min[2], err[2] = {zf, zf};
-        fgg_q_vi8 ok[2];
-        for (int h = 0; h < 2; ++h) {
+        fgg_q_vf8 this_scale[FGG_Q_G], this_min[FGG_Q_G], err[FGG_Q_G] = {zf};
+        fgg_q_vi8 ok[FGG_Q_G];
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vf8 D = sum_w[h] * sum_l2[h] - sum_l[h] * sum_l[h];
             ok[h] = D > 0.0f;
             this_scale[h] = (sum_w[h] * sum_xl[h] - sum_x[h] * sum_l[h]) / D;
@@ -540,13 +544,13 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
             this_scale[h] = fgg_q_fsel(pos, sum_xl[h] / sum_l2[h], this_scale[h]);
         }
         for (int i = 0; i < n; ++i) {
-            for (int h = 0; h < 2; ++h) {
+            for (int h = 0; h < FGG_Q_G; ++h) {
                 fgg_q_vf8 diff = this_scale[h] * fgg_q_tof8(T[i][h]) + this_min[h] - x[i][h];
                 diff = mad ? fgg_q_abs8(diff) : diff * diff;
                 err[h] += w[i][h] * diff;
             }
         }
-        for (int h = 0; h < 2; ++h) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vi8 upd = ok[h] & (err[h] < best[h]);
             for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
             best[h] = fgg_q_fsel(upd, err[h], best[h]);
@@ -554,7 +558,7 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
             vmin[h] = fgg_q_fsel(upd, this_min[h], vmin[h]);
         }
     }
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_vf8 sc = fgg_q_fsel(flat[h], zf, scale[h]);
         fgg_q_vf8 mn = fgg_q_fsel(flat[h], vmin0[h], vmin[h]);
         for (int k = 0; k < FGG_Q_W; ++k) {
