@@ -133,20 +133,23 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * lane whose pass changed nothing would change nothing in later passes, so the passes run
  * until no lane changes or five have run. */
 #if FGG_IQ_SIMD
-/* FGG_Q_LANES groups (see fgg__q_fit_signed_w) */
+/* FGG_Q3_LANES groups: its passes are one long chain of dependent steps per lane, so twice the
+ * vectors of the other fits run side by side */
+#define FGG_Q3_G (2 * FGG_Q_G)
+#define FGG_Q3_LANES (FGG_Q3_G * FGG_Q_W)
 static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
-    fgg_q_vf8 x[16][FGG_Q_G], w[16][FGG_Q_G];
-    fgg_q_vi8 L[16][FGG_Q_G];
+    fgg_q_vf8 x[16][FGG_Q3_G], w[16][FGG_Q3_G];
+    fgg_q_vi8 L[16][FGG_Q3_G];
     fgg_q_vf8 xt[16];
-    for (int h = 0; h < FGG_Q_G; ++h) {
+    for (int h = 0; h < FGG_Q3_G; ++h) {
         fgg_q_transpose8(n, xs + h * FGG_Q_W, xt);
         for (int i = 0; i < n; ++i) x[i][h] = xt[i];
     }
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    fgg_q_vf8 amax[FGG_Q_G] = {zf}, vmax[FGG_Q_G] = {zf}, iscale[FGG_Q_G], sumlx[FGG_Q_G] = {zf}, suml2[FGG_Q_G] = {zf};
-    fgg_q_vi8 zero[FGG_Q_G];
+    fgg_q_vf8 amax[FGG_Q3_G] = {zf}, vmax[FGG_Q3_G] = {zf}, iscale[FGG_Q3_G], sumlx[FGG_Q3_G] = {zf}, suml2[FGG_Q3_G] = {zf};
+    fgg_q_vi8 zero[FGG_Q3_G];
     for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < FGG_Q_G; ++h) {
+        for (int h = 0; h < FGG_Q3_G; ++h) {
             fgg_q_vf8 a = fgg_q_abs8(x[i][h]);
             fgg_q_vi8 m = a > amax[h];
             amax[h] = fgg_q_fsel(m, a, amax[h]);
@@ -154,12 +157,12 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
             w[i][h] = x[i][h] * x[i][h];
         }
     }
-    for (int h = 0; h < FGG_Q_G; ++h) {
+    for (int h = 0; h < FGG_Q3_G; ++h) {
         zero[h] = amax[h] < FGG_Q_EPS;
         iscale[h] = (float)(-nmax) / vmax[h];
     }
     for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < FGG_Q_G; ++h) {
+        for (int h = 0; h < FGG_Q3_G; ++h) {
             fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
             L[i][h] = l;
             fgg_q_vf8 fl = fgg_q_tof8(l);
@@ -170,7 +173,7 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
     for (int pass = 0; pass < 5; ++pass) {
         fgg_q_vi8 changed = L[0][0] - L[0][0];
         for (int i = 0; i < n; ++i) {
-            for (int h = 0; h < FGG_Q_G; ++h) {
+            for (int h = 0; h < FGG_Q3_G; ++h) {
                 const fgg_q_vf8 wx = w[i][h] * x[i][h];
                 fgg_q_vf8 fl = fgg_q_tof8(L[i][h]);
                 fgg_q_vf8 slx0 = sumlx[h] - wx * fl;
@@ -191,7 +194,7 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
         for (int k = 0; k < FGG_Q_W; ++k) any |= changed[k];
         if (!any) break;
     }
-    for (int h = 0; h < FGG_Q_G; ++h) {
+    for (int h = 0; h < FGG_Q3_G; ++h) {
         fgg_q_vf8 r = fgg_q_fsel(suml2[h] > 0.0f, sumlx[h] / suml2[h], zf);
         r = fgg_q_fsel(zero[h], zf, r);
         for (int k = 0; k < FGG_Q_W; ++k) {
@@ -202,12 +205,23 @@ static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *co
 }
 #endif
 
-/* fgg_q_fit_q3 on sixteen groups */
-static void fgg_q_fit_q3_16(int n, int nmax, const float *const xs[16], int8_t *const Ls[16], float out[16]) {
+/* fgg_q_fit_q3 on count groups (n <= 16) */
+static void fgg_q_fit_q3_n(int count, int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
 #if FGG_IQ_SIMD
-    for (int h = 0; h < 16; h += FGG_Q_LANES) fgg__q_fit_q3_w(n, nmax, xs + h, Ls + h, out + h);
+    for (int g0 = 0; g0 < count; g0 += FGG_Q3_LANES) {
+        const float *px[FGG_Q3_LANES];
+        int8_t *pl[FGG_Q3_LANES], spare[16];
+        float o[FGG_Q3_LANES];
+        for (int k = 0; k < FGG_Q3_LANES; ++k) { /* a short tail repeats its last group */
+            const int g = g0 + k < count ? g0 + k : count - 1;
+            px[k] = xs[g];
+            pl[k] = g0 + k < count ? Ls[g] : spare;
+        }
+        fgg__q_fit_q3_w(n, nmax, px, pl, o);
+        for (int k = 0; k < FGG_Q3_LANES && g0 + k < count; ++k) out[g0 + k] = o[k];
+    }
 #else
-    for (int k = 0; k < 16; ++k) out[k] = fgg_q_fit_q3(n, nmax, xs[k], Ls[k]);
+    for (int k = 0; k < count; ++k) out[k] = fgg_q_fit_q3(n, nmax, xs[k], Ls[k]);
 #endif
 }
 
@@ -319,20 +333,13 @@ static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L) {
     fgg__q_pack2(qs, U);
 }
 
-static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
-    int8_t L[256];
-    float scales[16];
+/* One Q3_K super-block. Without an importance matrix (qw NULL) the caller has run the sub-block
+ * fits (L, scales: see fgg__q3k_rows); with one, they run here. */
+static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw, int8_t *L, float *scales) {
     uint8_t *sc = blk + 96;
     memset(sc, 0, 12);
-    const float *xs[16];
-    int8_t *Ls16[16];
-    for (int j = 0; j < 16; ++j) {
-        xs[j] = x + 16 * j;
-        Ls16[j] = L + 16 * j;
-    }
     if (!qw) {
         float max_scale = 0.0f, amax = 0.0f;
-        fgg_q_fit_q3_16(16, 4, xs, Ls16, scales);
         for (int j = 0; j < 16; ++j) {
             float a = fabsf(scales[j]);
             if (a > amax) { amax = a; max_scale = scales[j]; }
@@ -350,7 +357,8 @@ static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
         fgg_q_put16(blk + 108, hd);
     } else {
         float w[256], sw[16];
-        const float *ws[16];
+        const float *xs[16], *ws[16];
+        int8_t *Ls16[16];
         int8_t Ls[16];
         const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
         fgg_q_rms_weights(256, qw, x, sigma2, w);
@@ -358,7 +366,9 @@ static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
             float s = 0.0f;
             for (int i = 0; i < 16; ++i) s += w[16 * j + i];
             sw[j] = s;
+            xs[j] = x + 16 * j;
             ws[j] = w + 16 * j;
+            Ls16[j] = L + 16 * j;
         }
         fgg_q_fit_signed_n(16, 16, 4, xs, ws, Ls16, scales);
         const float d_block = fgg_q_fit_signed(16, 32, scales, Ls, sw);
@@ -366,6 +376,32 @@ static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
         fgg_q_put16(blk + 108, fgg_iq_fp16(d_block));
     }
     fgg__q3k_finish(x, blk, L);
+}
+
+/* Q3_K rows: without an importance matrix, the sub-block fits of two super-blocks run together */
+static void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    const int64_t nb = n_per_row / 256;
+    int8_t L[512];
+    float scales[32];
+    const float *xs[32];
+    int8_t *Ls[32];
+    for (int j = 0; j < 32; ++j) Ls[j] = L + 16 * j;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t i = 0; i < nb; i += 2) {
+            const int count = nb - i >= 2 ? 2 : 1;
+            const float *x = src + r * n_per_row + 256 * i;
+            uint8_t *blk = dst + (size_t)(r * nb + i) * 110;
+            if (!imatrix) {
+                for (int j = 0; j < 16 * count; ++j) xs[j] = x + 16 * j;
+                fgg_q_fit_q3_n(16 * count, 16, 4, xs, Ls, scales);
+            }
+            for (int b = 0; b < count; ++b) {
+                fgg__q3k_block(x + 256 * b, blk + 110 * (size_t)b, imatrix ? imatrix + 256 * (i + b) : NULL,
+                               L + 256 * b, scales + 16 * b);
+            }
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ Q4_K / Q5_K (144 / 176 bytes) */
@@ -585,7 +621,6 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
     }
 
 FGG__Q_K_ROWS(q2_k, 84, fgg__q2k_block(x, blk, qw))
-FGG__Q_K_ROWS(q3_k, 110, fgg__q3k_block(x, blk, qw))
 FGG__Q_K_ROWS(q6_k, 210, fgg__q6k_block(x, blk, qw))
 FGG__Q_K_ROWS(q8_k, 292, fgg__q8k_block(x, blk))
 
