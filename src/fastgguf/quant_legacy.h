@@ -32,6 +32,13 @@
 
 #include "quant_iq_common.h"
 
+#if FGG_IQ_SIMD && defined(__SSE2__)
+#include <immintrin.h>
+#define FGG_Q_X86_SQRT 1
+#else
+#define FGG_Q_X86_SQRT 0
+#endif
+
 #define FGG_Q_EPS 1e-15f /* a group whose largest magnitude is below this quantizes to zeros */
 
 static inline float fgg_q_half_to_float(uint16_t h) {
@@ -74,8 +81,17 @@ static inline float fgg_q_sumsq(const float *x, int64_t n) {
     return s;
 }
 
+/* n a multiple of 16; the SSE/AVX square roots are IEEE correctly rounded, as sqrtf is */
 static inline void fgg_q_rms_weights(int n, const float *qw, const float *x, float sigma2, float *w) {
+#if FGG_Q_X86_SQRT
+    for (int i = 0; i < n; i += 4) {
+        __m128 v = _mm_loadu_ps(x + i);
+        v = _mm_sqrt_ps(_mm_add_ps(_mm_set1_ps(sigma2), _mm_mul_ps(v, v)));
+        _mm_storeu_ps(w + i, _mm_mul_ps(_mm_loadu_ps(qw + i), v));
+    }
+#else
     for (int i = 0; i < n; ++i) w[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+#endif
 }
 
 /* Symmetric search: the scale d with levels l in [-nmax, nmax-1] (stored as l + nmax in L) that
