@@ -85,12 +85,8 @@ static float fgg_q_fit_pos(int n, int nmax, const float *x, uint8_t *L, const fl
 /* Q3_K's sub-block fit without weights (w = x^2): levels -nmax..nmax-1 from -nmax/max, then up
  * to five passes of single-level moves. L gets l + nmax (all zero for a group below FGG_Q_EPS). */
 static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        float a = fabsf(x[i]);
-        if (a > amax) { amax = a; vmax = x[i]; }
-    }
-    if (amax < FGG_Q_EPS) {
+    const float vmax = fgg_q_signed_amax(x, n);
+    if (fabsf(vmax) < FGG_Q_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }

@@ -94,17 +94,200 @@ static inline void fgg_q_rms_weights(int n, const float *qw, const float *x, flo
 #endif
 }
 
+/* ---- Many fits at once ----
+ * fgg_q_fit_signed_n / fgg_q_fit_affine_n run fgg_q_fit_signed / fgg_q_fit_affine on count
+ * independent groups (xs[k], ws[k] -> Ls[k], out[k]). With vector extensions, lane k of each
+ * vector runs group k's scalar sequence of float32 operations unchanged (selects stand in for
+ * the branches), so the results are the scalar ones bit for bit; otherwise they loop. */
+
+#if FGG_IQ_SIMD
+/* Lanes per vector (FGG_Q_W) and vectors side by side (FGG_Q_G): 16 x 1 with AVX-512, 8 x 2 with
+ * AVX, 4 x 2 otherwise. Two vectors side by side keep two chains of dependent sums in flight. */
+#if defined(__AVX512F__)
+#define FGG_Q_W 16
+#define FGG_Q_G 1
+#elif defined(__AVX__)
+#define FGG_Q_W 8
+#define FGG_Q_G 2
+#else
+#define FGG_Q_W 4
+#define FGG_Q_G 2
+#endif
+typedef float fgg_q_vf8 __attribute__((vector_size(4 * FGG_Q_W)));
+typedef int32_t fgg_q_vi8 __attribute__((vector_size(4 * FGG_Q_W)));
+#define FGG_Q_INL static inline __attribute__((always_inline))
+
+FGG_Q_INL fgg_q_vf8 fgg_q_fsel(fgg_q_vi8 m, fgg_q_vf8 a, fgg_q_vf8 b) {
+    return (fgg_q_vf8)((m & (fgg_q_vi8)a) | (~m & (fgg_q_vi8)b));
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_isel(fgg_q_vi8 m, fgg_q_vi8 a, fgg_q_vi8 b) {
+    return (m & a) | (~m & b);
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane */
+    fgg_q_vi8 bits = (fgg_q_vi8)(v + 12582912.0f);
+    return (bits & 0x007fffff) - 0x00400000;
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_clamp8(fgg_q_vi8 v, int lo, int hi) {
+    v = fgg_q_isel(v < lo, v - v + lo, v);
+    return fgg_q_isel(v > hi, v - v + hi, v);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_abs8(fgg_q_vf8 v) {
+    return (fgg_q_vf8)((fgg_q_vi8)v & 0x7fffffff);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_tof8(fgg_q_vi8 v) {
+    return __builtin_convertvector(v, fgg_q_vf8);
+}
+typedef uint8_t fgg_q_vb8 __attribute__((vector_size(FGG_Q_W)));
+/* low bytes of the lanes to p[0 .. FGG_Q_W) */
+FGG_Q_INL void fgg_q_store_bytes(uint8_t *p, fgg_q_vi8 v) {
+    fgg_q_vb8 b = __builtin_convertvector(v & 0xff, fgg_q_vb8);
+    memcpy(p, &b, sizeof b);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_splat8(float x) {
+    fgg_q_vf8 z = {0.0f};
+    return z + x;
+}
+/* t[i] lane k = p[k][i] */
+FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vf8 v;
+        for (int k = 0; k < FGG_Q_W; ++k) v[k] = p[k][i];
+        t[i] = v;
+    }
+}
+#endif
+
+/* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
+static inline float fgg_q_amax(const float *x, int n) {
+#if FGG_IQ_SIMD
+    fgg_q_vf8 m = fgg_q_splat8(0.0f);
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = fgg_q_abs8(v);
+        m = fgg_q_fsel(v > m, v, m);
+    }
+    float r = 0.0f;
+    for (int k = 0; k < FGG_Q_W; ++k) r = m[k] > r ? m[k] : r;
+    return r;
+#else
+    float r = 0.0f;
+    for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;
+    return r;
+#endif
+}
+
+/* q[i] = round-half-away(x[i] * id) as int8, n a multiple of 16 */
+static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t *q) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = v * id;
+        fgg_q_vi8 r = fgg_q_round8(v);
+        fgg_q_vf8 diff = v - fgg_q_tof8(r);
+        r = r - ((diff == 0.5f) & (v > 0.0f)) + ((diff == -0.5f) & (v < 0.0f)); /* masks are -1 */
+        fgg_q_store_bytes((uint8_t *)q + i, r);
+    }
+#else
+    for (int i = 0; i < n; ++i) q[i] = (int8_t)fgg_q_round_away(x[i] * id);
+#endif
+}
+
+/* Levels of 32 floats by C's truncating conversion: (int8_t)(int)((x[i] - sub) * id + off)
+ * capped at hi (wrap8 = 1), or (uint8_t)(int)(...) (wrap8 = 0). nib = 1 stores them as 16 bytes
+ * of nibble pairs (level i low, level i + 16 high), else 32 bytes. */
+static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
+                                        int nib, uint8_t *out) {
+#if FGG_IQ_SIMD
+    fgg_q_vi8 t[32 / FGG_Q_W];
+    for (int c = 0; c < 32 / FGG_Q_W; ++c) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + c * FGG_Q_W, sizeof v);
+        v = (v - sub) * id + off;
+        t[c] = __builtin_convertvector(v, fgg_q_vi8);
+        if (wrap8) {
+            t[c] = (t[c] << 24) >> 24;
+            t[c] = fgg_q_isel(t[c] > hi, t[c] - t[c] + hi, t[c]);
+        }
+    }
+    if (nib) {
+        for (int c = 0; c < 16 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c] | (t[c + 16 / FGG_Q_W] << 4));
+    } else {
+        for (int c = 0; c < 32 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c]);
+    }
+#else
+    uint8_t lv[32];
+    for (int i = 0; i < 32; ++i) {
+        int t = (int)((x[i] - sub) * id + off);
+        if (wrap8) {
+            t = (int8_t)t;
+            t = t < hi ? t : hi;
+        }
+        lv[i] = (uint8_t)t;
+    }
+    if (nib) {
+        for (int i = 0; i < 16; ++i) out[i] = (uint8_t)(lv[i] | (lv[i + 16] << 4));
+    } else {
+        memcpy(out, lv, 32);
+    }
+#endif
+}
+
+/* L[i] = clamp(nearest((x[i] + add) / d), lo, hi) + off for n (a multiple of 8) elements: the
+ * K-quants' final pass against the fp16-rounded scales */
+static inline void fgg_q_requant(const float *x, int n, float add, float d, int lo, int hi, int off, uint8_t *L) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8((v + add) / d), lo, hi) + off;
+        fgg_q_store_bytes(L + i, l);
+    }
+#else
+    for (int i = 0; i < n; ++i) L[i] = (uint8_t)(fgg_q_clampi(fgg_iq_nearest_int((x[i] + add) / d), lo, hi) + off);
+#endif
+}
+
+/* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
+static inline float fgg_q_signed_amax(const float *x, int n) {
+#if FGG_IQ_SIMD
+    fgg_q_vf8 m = fgg_q_splat8(0.0f);
+    fgg_q_vi8 idx = fgg_q_round8(m), pos = idx;
+    for (int k = 0; k < FGG_Q_W; ++k) pos[k] = k;
+    for (int i = 0; i < n; i += FGG_Q_W, pos += FGG_Q_W) { /* each lane keeps its first maximum */
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = fgg_q_abs8(v);
+        fgg_q_vi8 gt = v > m;
+        m = fgg_q_fsel(gt, v, m);
+        idx = fgg_q_isel(gt, pos, idx);
+    }
+    float amax = 0.0f;
+    int first = -1;
+    for (int k = 0; k < FGG_Q_W; ++k) {
+        if (m[k] > amax || (m[k] == amax && amax > 0.0f && idx[k] < first)) {
+            amax = m[k];
+            first = idx[k];
+        }
+    }
+    return first < 0 ? 0.0f : x[first];
+#else
+    float amax = 0.0f, vmax = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); vmax = x[i]; }
+    }
+    return vmax;
+#endif
+}
+
 /* Symmetric search: the scale d with levels l in [-nmax, nmax-1] (stored as l + nmax in L) that
  * maximizes (sum w x l)^2 / sum w l^2 over 19 trial inverse scales around -nmax/max, where max
  * is the signed value of largest magnitude. w NULL means w = x^2. Returns d (0 and all-zero L for
  * a group below FGG_Q_EPS). */
 static inline float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *w) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        float a = fabsf(x[i]);
-        if (a > amax) { amax = a; vmax = x[i]; }
-    }
-    if (amax < FGG_Q_EPS) {
+    const float vmax = fgg_q_signed_amax(x, n);
+    if (fabsf(vmax) < FGG_Q_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }
@@ -216,193 +399,6 @@ static inline float fgg_q_fit_affine(int n, int nmax, const float *x, const floa
     }
     *neg_min = -vmin;
     return scale;
-}
-
-/* ---- Many fits at once ----
- * fgg_q_fit_signed_n / fgg_q_fit_affine_n run fgg_q_fit_signed / fgg_q_fit_affine on count
- * independent groups (xs[k], ws[k] -> Ls[k], out[k]). With vector extensions, lane k of each
- * vector runs group k's scalar sequence of float32 operations unchanged (selects stand in for
- * the branches), so the results are the scalar ones bit for bit; otherwise they loop. */
-
-#if FGG_IQ_SIMD
-/* Lanes per vector (FGG_Q_W) and vectors side by side (FGG_Q_G): 16 x 1 with AVX-512, 8 x 2 with
- * AVX, 4 x 2 otherwise. Two vectors side by side keep two chains of dependent sums in flight. */
-#if defined(__AVX512F__)
-#define FGG_Q_W 16
-#define FGG_Q_G 1
-#elif defined(__AVX__)
-#define FGG_Q_W 8
-#define FGG_Q_G 2
-#else
-#define FGG_Q_W 4
-#define FGG_Q_G 2
-#endif
-typedef float fgg_q_vf8 __attribute__((vector_size(4 * FGG_Q_W)));
-typedef int32_t fgg_q_vi8 __attribute__((vector_size(4 * FGG_Q_W)));
-#define FGG_Q_INL static inline __attribute__((always_inline))
-
-FGG_Q_INL fgg_q_vf8 fgg_q_fsel(fgg_q_vi8 m, fgg_q_vf8 a, fgg_q_vf8 b) {
-    return (fgg_q_vf8)((m & (fgg_q_vi8)a) | (~m & (fgg_q_vi8)b));
-}
-FGG_Q_INL fgg_q_vi8 fgg_q_isel(fgg_q_vi8 m, fgg_q_vi8 a, fgg_q_vi8 b) {
-    return (m & a) | (~m & b);
-}
-FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane */
-    fgg_q_vi8 bits = (fgg_q_vi8)(v + 12582912.0f);
-    return (bits & 0x007fffff) - 0x00400000;
-}
-FGG_Q_INL fgg_q_vi8 fgg_q_clamp8(fgg_q_vi8 v, int lo, int hi) {
-    v = fgg_q_isel(v < lo, v - v + lo, v);
-    return fgg_q_isel(v > hi, v - v + hi, v);
-}
-FGG_Q_INL fgg_q_vf8 fgg_q_abs8(fgg_q_vf8 v) {
-    return (fgg_q_vf8)((fgg_q_vi8)v & 0x7fffffff);
-}
-FGG_Q_INL fgg_q_vf8 fgg_q_tof8(fgg_q_vi8 v) {
-    return __builtin_convertvector(v, fgg_q_vf8);
-}
-typedef uint8_t fgg_q_vb8 __attribute__((vector_size(FGG_Q_W)));
-/* low bytes of the lanes to p[0 .. FGG_Q_W) */
-FGG_Q_INL void fgg_q_store_bytes(uint8_t *p, fgg_q_vi8 v) {
-    fgg_q_vb8 b = __builtin_convertvector(v & 0xff, fgg_q_vb8);
-    memcpy(p, &b, sizeof b);
-}
-FGG_Q_INL fgg_q_vf8 fgg_q_splat8(float x) {
-    fgg_q_vf8 z = {0.0f};
-    return z + x;
-}
-/* t[i] lane k = p[k][i] */
-FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
-    for (int i = 0; i < n; ++i) {
-        fgg_q_vf8 v;
-        for (int k = 0; k < FGG_Q_W; ++k) v[k] = p[k][i];
-        t[i] = v;
-    }
-}
-#endif
-
-/* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
-static inline float fgg_q_amax(const float *x, int n) {
-#if FGG_IQ_SIMD
-    fgg_q_vf8 m = fgg_q_splat8(0.0f);
-    for (int i = 0; i < n; i += FGG_Q_W) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        v = fgg_q_abs8(v);
-        m = fgg_q_fsel(v > m, v, m);
-    }
-    float r = 0.0f;
-    for (int k = 0; k < FGG_Q_W; ++k) r = m[k] > r ? m[k] : r;
-    return r;
-#else
-    float r = 0.0f;
-    for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;
-    return r;
-#endif
-}
-
-/* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
-static inline float fgg_q_signed_amax(const float *x, int n) {
-#if FGG_IQ_SIMD
-    fgg_q_vf8 m = fgg_q_splat8(0.0f);
-    fgg_q_vi8 idx = fgg_q_round8(m), pos = idx;
-    for (int k = 0; k < FGG_Q_W; ++k) pos[k] = k;
-    for (int i = 0; i < n; i += FGG_Q_W, pos += FGG_Q_W) { /* each lane keeps its first maximum */
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        v = fgg_q_abs8(v);
-        fgg_q_vi8 gt = v > m;
-        m = fgg_q_fsel(gt, v, m);
-        idx = fgg_q_isel(gt, pos, idx);
-    }
-    float amax = 0.0f;
-    int first = -1;
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        if (m[k] > amax || (m[k] == amax && amax > 0.0f && idx[k] < first)) {
-            amax = m[k];
-            first = idx[k];
-        }
-    }
-    return first < 0 ? 0.0f : x[first];
-#else
-    float amax = 0.0f, vmax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); vmax = x[i]; }
-    }
-    return vmax;
-#endif
-}
-
-/* q[i] = round-half-away(x[i] * id) as int8, n a multiple of 16 */
-static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t *q) {
-#if FGG_IQ_SIMD
-    for (int i = 0; i < n; i += FGG_Q_W) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        v = v * id;
-        fgg_q_vi8 r = fgg_q_round8(v);
-        fgg_q_vf8 diff = v - fgg_q_tof8(r);
-        r = r - ((diff == 0.5f) & (v > 0.0f)) + ((diff == -0.5f) & (v < 0.0f)); /* masks are -1 */
-        fgg_q_store_bytes((uint8_t *)q + i, r);
-    }
-#else
-    for (int i = 0; i < n; ++i) q[i] = (int8_t)fgg_q_round_away(x[i] * id);
-#endif
-}
-
-/* Levels of 32 floats by C's truncating conversion: (int8_t)(int)((x[i] - sub) * id + off)
- * capped at hi (wrap8 = 1), or (uint8_t)(int)(...) (wrap8 = 0). nib = 1 stores them as 16 bytes
- * of nibble pairs (level i low, level i + 16 high), else 32 bytes. */
-static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
-                                        int nib, uint8_t *out) {
-#if FGG_IQ_SIMD
-    fgg_q_vi8 t[32 / FGG_Q_W];
-    for (int c = 0; c < 32 / FGG_Q_W; ++c) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + c * FGG_Q_W, sizeof v);
-        v = (v - sub) * id + off;
-        t[c] = __builtin_convertvector(v, fgg_q_vi8);
-        if (wrap8) {
-            t[c] = (t[c] << 24) >> 24;
-            t[c] = fgg_q_isel(t[c] > hi, t[c] - t[c] + hi, t[c]);
-        }
-    }
-    if (nib) {
-        for (int c = 0; c < 16 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c] | (t[c + 16 / FGG_Q_W] << 4));
-    } else {
-        for (int c = 0; c < 32 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c]);
-    }
-#else
-    uint8_t lv[32];
-    for (int i = 0; i < 32; ++i) {
-        int t = (int)((x[i] - sub) * id + off);
-        if (wrap8) {
-            t = (int8_t)t;
-            t = t < hi ? t : hi;
-        }
-        lv[i] = (uint8_t)t;
-    }
-    if (nib) {
-        for (int i = 0; i < 16; ++i) out[i] = (uint8_t)(lv[i] | (lv[i + 16] << 4));
-    } else {
-        memcpy(out, lv, 32);
-    }
-#endif
-}
-
-/* L[i] = clamp(nearest((x[i] + add) / d), lo, hi) + off for n (a multiple of 8) elements: the
- * K-quants' final pass against the fp16-rounded scales */
-static inline void fgg_q_requant(const float *x, int n, float add, float d, int lo, int hi, int off, uint8_t *L) {
-#if FGG_IQ_SIMD
-    for (int i = 0; i < n; i += FGG_Q_W) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8((v + add) / d), lo, hi) + off;
-        fgg_q_store_bytes(L + i, l);
-    }
-#else
-    for (int i = 0; i < n; ++i) L[i] = (uint8_t)(fgg_q_clampi(fgg_iq_nearest_int((x[i] + add) / d), lo, hi) + off);
-#endif
 }
 
 #if FGG_IQ_SIMD

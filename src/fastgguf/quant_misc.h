@@ -21,6 +21,13 @@ static inline int fgg__q_trit(float v) {
     return fgg_q_round_away(v) + 1;
 }
 
+/* base-3 number of the trits of x[0], x[stride], ... (count of them), the first most significant */
+static inline unsigned fgg__q_trits(const float *x, int stride, int count, float id) {
+    unsigned t = 0;
+    for (int n = 0; n < count; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[stride * n] * id);
+    return t;
+}
+
 /* 256 elements -> 48 bytes of five trits (first 160 as 32 columns, then 80 as 16 columns),
  * 4 bytes of four trits (the last 16), fp16 amax. A byte holds ceil(t * 256 / 243), where t is
  * the base-3 number of its trits, most significant first. */
@@ -33,20 +40,12 @@ static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 54 * i;
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
-        for (int m = 0; m < 32; ++m) {
-            unsigned t = 0;
-            for (int n = 0; n < 5; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[m + 32 * n] * id);
-            blk[m] = (uint8_t)(((t & 0xffu) * 256u + 242u) / 243u);
-        }
-        for (int m = 0; m < 16; ++m) {
-            unsigned t = 0;
-            for (int n = 0; n < 5; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[160 + m + 16 * n] * id);
-            blk[32 + m] = (uint8_t)(((t & 0xffu) * 256u + 242u) / 243u);
+        for (int m = 0; m < 48; ++m) {
+            const unsigned t = m < 32 ? fgg__q_trits(x + m, 32, 5, id) : fgg__q_trits(x + 128 + m, 16, 5, id);
+            blk[m] = (uint8_t)((t * 256u + 242u) / 243u);
         }
         for (int m = 0; m < 4; ++m) {
-            unsigned t = 0;
-            for (int n = 0; n < 4; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[240 + m + 4 * n] * id);
-            t = (t * 3u) & 0xffu;
+            const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
             blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
         }
         fgg_q_put16(blk + 52, fgg_iq_fp16(d));
