@@ -30,7 +30,8 @@ import argparse
 import os
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pytest
@@ -150,13 +151,13 @@ def main(argv: list[str] | None = None) -> int:
         for qw in (None, imatrix):
             if qw is None and qtype.name in NEEDS_IMATRIX:
                 continue
-            ours = best_time(lambda: fastgguf.quantize(x, qtype, imatrix=qw, threads=1), args.repeat)
-            two = best_time(lambda: fastgguf.quantize(x, qtype, imatrix=qw, threads=2), args.repeat)
+            ours = best_time(partial(fastgguf.quantize, x, qtype, imatrix=qw, threads=1), args.repeat)
+            two = best_time(partial(fastgguf.quantize, x, qtype, imatrix=qw, threads=2), args.repeat)
             cols = [qtype.name, "no" if qw is None else "yes", rate(ours)]
             for lib in libs:
-                cols.append(rate(best_time(lambda: lib.quantize(qtype.name, x, qw), args.repeat)))
+                cols.append(rate(best_time(partial(lib.quantize, qtype.name, x, qw), args.repeat)))
             if qw is None and qtype in GGUF_PY_TYPES:
-                cols.append(rate(best_time(lambda: gguf_py_quantize(x, qtype), 1)))
+                cols.append(rate(best_time(partial(gguf_py_quantize, x, qtype), 1)))
             else:
                 cols.append("-")
             cols.append(f"{ours / two:8.2f}")
