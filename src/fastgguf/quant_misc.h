@@ -40,10 +40,8 @@ static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 54 * i;
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
-        for (int m = 0; m < 48; ++m) {
-            const unsigned t = m < 32 ? fgg__q_trits(x + m, 32, 5, id) : fgg__q_trits(x + 128 + m, 16, 5, id);
-            blk[m] = (uint8_t)((t * 256u + 242u) / 243u);
-        }
+        for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
+        for (int m = 0; m < 16; ++m) blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
         for (int m = 0; m < 4; ++m) {
             const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
             blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
