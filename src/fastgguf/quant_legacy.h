@@ -155,6 +155,28 @@ FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
         t[i] = v;
     }
 }
+/* largest lane (exact in any order: the lanes hold no NaN), by halving */
+FGG_Q_INL float fgg_q_hmax(fgg_q_vf8 m) {
+#if FGG_Q_W == 16
+    return _mm512_reduce_max_ps((__m512)m);
+#endif
+    float a[FGG_Q_W];
+    memcpy(a, &m, sizeof a);
+    for (int w = FGG_Q_W / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; ++k) a[k] = a[k + w] > a[k] ? a[k + w] : a[k];
+    return a[0];
+}
+/* smallest lane, by halving */
+FGG_Q_INL int32_t fgg_q_hmin_i(fgg_q_vi8 m) {
+#if FGG_Q_W == 16
+    return _mm512_reduce_min_epi32((__m512i)m);
+#endif
+    int32_t a[FGG_Q_W];
+    memcpy(a, &m, sizeof a);
+    for (int w = FGG_Q_W / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; ++k) a[k] = a[k + w] < a[k] ? a[k + w] : a[k];
+    return a[0];
+}
 #endif
 
 /* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
@@ -167,9 +189,7 @@ static inline float fgg_q_amax(const float *x, int n) {
         v = fgg_q_abs8(v);
         m = fgg_q_fsel(v > m, v, m);
     }
-    float r = 0.0f;
-    for (int k = 0; k < FGG_Q_W; ++k) r = m[k] > r ? m[k] : r;
-    return r;
+    return fgg_q_hmax(m);
 #else
     float r = 0.0f;
     for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;
@@ -263,15 +283,10 @@ static inline float fgg_q_signed_amax(const float *x, int n) {
         m = fgg_q_fsel(gt, v, m);
         idx = fgg_q_isel(gt, pos, idx);
     }
-    float amax = 0.0f;
-    int first = -1;
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        if (m[k] > amax || (m[k] == amax && amax > 0.0f && idx[k] < first)) {
-            amax = m[k];
-            first = idx[k];
-        }
-    }
-    return first < 0 ? 0.0f : x[first];
+    const float amax = fgg_q_hmax(m);
+    if (amax == 0.0f) return 0.0f;
+    /* the smallest index among the lanes that hold the maximum */
+    return x[fgg_q_hmin_i(fgg_q_isel(m == amax, idx, idx - idx + n))];
 #else
     float amax = 0.0f, vmax = 0.0f;
     for (int i = 0; i < n; ++i) {
