@@ -100,35 +100,44 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
         if (t->map[u] != INT32_MIN) return -1;
         t->map[u] = i;
     }
+    /* For each point off the grid: the squared distances (in levels: at most 4 * 7^2) to all grid
+     * points, the nwant smallest distinct ones and their counts, then one pass that writes each
+     * point into its distance's part of the list (in index order within a distance). */
     int used = 0;
-    int d2[512];
+    uint8_t d2[512], lk[4][512]; /* lk[k][i] = level k of point i (a layout that vectorizes) */
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < 4; ++k) lk[k][i] = t->level[i][k];
     for (int u = 0; u < 4096; ++u) {
         if (t->map[u] != INT32_MIN) continue;
+        const int u0 = u & 7, u1 = (u >> 3) & 7, u2 = (u >> 6) & 7, u3 = (u >> 9) & 7;
         for (int i = 0; i < n; ++i) {
-            int s = 0;
-            for (int k = 0; k < 4; ++k) {
-                int diff = (int)t->level[i][k] - ((u >> 3 * k) & 7);
-                s += diff * diff;
-            }
-            d2[i] = s;
+            int a = lk[0][i] - u0, b = lk[1][i] - u1, c = lk[2][i] - u2, e = lk[3][i] - u3;
+            d2[i] = (uint8_t)(a * a + b * b + c * c + e * e);
         }
-        if (used >= capacity) return -1;
-        int head = used++, count = 0, level = -1;
-        for (int want = 0; want < nwant; ++want) {
-            int next = INT32_MAX; /* the next larger distance */
-            for (int i = 0; i < n; ++i)
-                if (d2[i] > level && d2[i] < next) next = d2[i];
-            if (next == INT32_MAX) break;
-            level = next;
+        /* the nwant smallest distinct distances (255: none left), and how many points have each */
+        int level[3], start[3], count = 0, nl = 0;
+        for (int w = 0; w < nwant; ++w) {
+            int lo = w ? level[w - 1] : -1, m = 255;
             for (int i = 0; i < n; ++i) {
-                if (d2[i] != level) continue;
-                if (used >= capacity) return -1;
-                lists[used++] = (uint16_t)i;
-                ++count;
+                int v = d2[i] > lo ? d2[i] : 255;
+                m = v < m ? v : m;
             }
+            if (m == 255) break;
+            int c = 0;
+            for (int i = 0; i < n; ++i) c += d2[i] == m;
+            level[nl] = m;
+            start[nl++] = count;
+            count += c;
         }
-        lists[head] = (uint16_t)count;
-        t->map[u] = -(1 + head);
+        if (used + 1 + count > capacity) return -1;
+        lists[used] = (uint16_t)count;
+        for (int i = 0; i < n; ++i) {
+            if (d2[i] > level[nl - 1]) continue;
+            for (int w = 0; w < nl; ++w)
+                if (d2[i] == level[w]) lists[used + 1 + start[w]++] = (uint16_t)i;
+        }
+        t->map[u] = -(1 + used);
+        used += 1 + count;
     }
     return used == capacity ? 0 : -1;
 }
