@@ -266,7 +266,7 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
 #if FGG_IQ_SIMD
     /* All candidates first, group by group, then their sums with one candidate per lane, then
      * the scalar choice in candidate order. */
-    float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
+    float qt[32][32 + FGG_IQ3_CL]; /* [value][candidate]: 2l+1 of the candidate's placement */
     int gt[32][8], ont[32][8];
     const int ncand = 2 * nis + 1;
     /* candidate inverse scales and scales, padded for whole vectors */
@@ -304,6 +304,14 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
                     gt[cc][k] = g;
                     ont[cc][k] = 1;
                 }
+                /* the same point for the whole run: whole-vector stores (lanes past the run are
+                 * rewritten by the next run, or lie in the padding) */
+                for (int i = 0; i < 4; ++i) {
+                    fgg_iq3_vf qv = fgg_iq3_splat(t->q[g][i]);
+                    memcpy(qt[4 * k + i] + c, &qv, sizeof qv);
+                }
+                c = e;
+                continue;
             } else {
                 const uint16_t *list = t->lists - g - 1;
                 fgg_iq3_vf vs;
