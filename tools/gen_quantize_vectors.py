@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("types", nargs="*", help=f"types to write (default: all of {', '.join(TYPES)})")
     parser.add_argument("--commit", required=True, help="ggml commit id the library was built from")
     parser.add_argument("--out", default=os.path.join("tests", "data", "quantize"), help="output folder")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     names = [t.upper() for t in args.types] or list(TYPES)
     unknown = [t for t in names if t not in TYPES]
     if unknown:

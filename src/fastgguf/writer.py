@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import os
 import struct
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -69,8 +69,11 @@ class GGUFWriter:
         self.version = version
         self._kvs: list[tuple[str, GGUFValueType, Any, Any]] = []
         self._keys: set[str] = set()
-        self._tensors: list[tuple[str, tuple, GGMLType, bytes | memoryview]] = []
+        # (name, shape, type, data, nbytes); data is None for a tensor announced by add_tensor_info.
+        self._tensors: list[tuple[str, tuple, GGMLType, bytes | memoryview | None, int]] = []
         self._tensor_names: set[str] = set()
+        self._streamed = 0  # tensors whose data write_tensor_data has written
+        self._stream_pos = 0  # bytes of the current one written so far
         if alignment != 32:
             self.add("general.alignment", alignment, GGUFValueType.UINT32)
 
@@ -137,21 +140,46 @@ class GGUFWriter:
             if type is None or shape is None:
                 raise ValueError("raw tensor bytes need a type and a shape")
             data = memoryview(data).cast("B")
+        type, shape, expected = self._check_tensor(name, type, shape)
+        if len(data) != expected:
+            raise ValueError(f"tensor {name!r}: {len(data)} bytes given, {type.name}{shape} needs {expected}")
+        if byteorder is not None and byteorder != self.byteorder:
+            data = byteswap_blocks(data, type)
+        self._tensor_names.add(name)
+        self._tensors.append((name, shape, type, data, expected))
+
+    def add_tensor_info(self, name: str, type: GGMLType | int, shape: tuple[int, ...]) -> None:  # noqa: A002
+        """Announce a tensor whose bytes are written later, for streaming a file too large to hold.
+
+        When every tensor is announced this way, :meth:`write_header` writes the file up to its
+        data section and :meth:`write_tensor_data` then appends each tensor's bytes in the order
+        announced; only one tensor's bytes are ever held. :meth:`to_bytes` and :meth:`write`
+        refuse a writer with announced tensors.
+
+        Parameters
+        ----------
+        name : str
+        type : GGMLType
+        shape : tuple of int
+            numpy order (the last dimension is ggml's ne0).
+        """
+        type, shape, nbytes = self._check_tensor(name, type, shape)
+        self._tensor_names.add(name)
+        self._tensors.append((name, shape, type, None, nbytes))
+
+    def _check_tensor(self, name: str, type: GGMLType | int, shape) -> tuple[GGMLType, tuple[int, ...], int]:  # noqa: A002
+        """The tensor's type, shape and byte count; ValueError for a bad shape or a duplicate name."""
         type = GGMLType(type)
         shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise ValueError(f"tensor {name!r}: negative dimension in {shape}")
         traits = TYPE_TRAITS[type]
         n_elements = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if shape and shape[-1] % traits.block_size:
             raise ValueError(f"last dimension {shape[-1]} is not a multiple of {type.name}'s block size")
-        expected = n_elements // traits.block_size * traits.type_size
-        if len(data) != expected:
-            raise ValueError(f"tensor {name!r}: {len(data)} bytes given, {type.name}{shape} needs {expected}")
         if name in self._tensor_names:
             raise ValueError(f"duplicate tensor name {name!r}")
-        if byteorder is not None and byteorder != self.byteorder:
-            data = byteswap_blocks(data, type)
-        self._tensor_names.add(name)
-        self._tensors.append((name, shape, type, data))
+        return type, shape, n_elements // traits.block_size * traits.type_size
 
     # output ---------------------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
@@ -160,11 +188,76 @@ class GGUFWriter:
         self._write_to(parts.append)
         return b"".join(parts)
 
+    def write_header(self, handle: BinaryIO) -> None:
+        """Write the file up to its data section to ``handle`` (streaming; see :meth:`add_tensor_info`).
+
+        Raises
+        ------
+        ValueError
+            If a tensor was added with its data (:meth:`add_tensor`): streaming takes announced ones only.
+        """
+        if any(data is not None for _, _, _, data, _ in self._tensors):
+            raise ValueError("write_header streams tensors announced by add_tensor_info; this writer holds data")
+        self._streamed = self._stream_pos = 0
+        self._write_header(handle.write)
+
+    def write_tensor_data(self, handle: BinaryIO, data, *, byteorder: str | None = None) -> None:
+        """Append bytes of the announced tensors, in order, to ``handle`` (streaming; see :meth:`add_tensor_info`).
+
+        A tensor's bytes may come in several calls (each a whole number of its blocks); once a
+        tensor is complete its padding is written and the next tensor's bytes follow.
+
+        Parameters
+        ----------
+        handle : binary file
+            The file :meth:`write_header` wrote to.
+        data : bytes-like
+            The current tensor's next bytes; never more than it has left.
+        byteorder : {"<", ">"}, optional
+            The byte order of ``data``; swapped into the file's order when it differs (as in :meth:`add_tensor`).
+        """
+        if byteorder not in (None, "<", ">"):
+            raise ValueError("byteorder must be '<', '>' or None")
+        view = memoryview(data).cast("B")
+        while self._streamed < len(self._tensors) and self._tensors[self._streamed][4] == 0:
+            self._streamed += 1  # empty tensors take no bytes and no padding
+        if self._streamed >= len(self._tensors):
+            raise ValueError("every announced tensor has been written")
+        name, _, type, _, nbytes = self._tensors[self._streamed]
+        left = nbytes - self._stream_pos
+        type_size = TYPE_TRAITS[type].type_size
+        if len(view) > left or len(view) % type_size:
+            raise ValueError(f"tensor {name!r}: {len(view)} bytes given with {left} left "
+                             f"(whole {type.name} blocks of {type_size} bytes)")
+        if byteorder is not None and byteorder != self.byteorder:
+            view = memoryview(byteswap_blocks(view, type))
+        handle.write(view)
+        self._stream_pos += len(view)
+        if self._stream_pos == nbytes:
+            handle.write(b"\0" * (_pad(nbytes, self.alignment) - nbytes))
+            self._streamed += 1
+            self._stream_pos = 0
+
+    def end_stream(self) -> None:
+        """Check that :meth:`write_tensor_data` wrote every announced tensor completely.
+
+        Raises
+        ------
+        ValueError
+            If a tensor's bytes are missing.
+        """
+        while self._streamed < len(self._tensors) and self._tensors[self._streamed][4] == 0:
+            self._streamed += 1
+        if self._streamed < len(self._tensors):
+            name, _, _, _, nbytes = self._tensors[self._streamed]
+            raise ValueError(f"tensor {name!r}: {self._stream_pos} of its {nbytes} bytes written")
+
     def write(self, path: str | os.PathLike | None = None) -> None:
         """Write the file to ``path`` (or the path given at construction)."""
         path = path if path is not None else self.path
         if path is None:
             raise ValueError("no path to write to")
+        self._check_complete()
         with builtins.open(path, "wb") as handle:
             self._write_to(handle.write)
 
@@ -179,7 +272,19 @@ class GGUFWriter:
         if exc_type is None:
             self.close()
 
+    def _check_complete(self) -> None:
+        if any(data is None for _, _, _, data, _ in self._tensors):
+            raise ValueError("tensors announced by add_tensor_info are written with write_header/write_tensor_data")
+
     def _write_to(self, emit) -> None:
+        self._check_complete()
+        self._write_header(emit)
+        for _, _, _, data, nbytes in self._tensors:
+            assert data is not None
+            emit(bytes(data))
+            emit(b"\0" * (_pad(nbytes, self.alignment) - nbytes))
+
+    def _write_header(self, emit) -> None:
         bo = self.byteorder
         count = bo + ("I" if self.version == 1 else "Q")
         size = 0
@@ -194,18 +299,14 @@ class GGUFWriter:
         for key, vtype, value, etype in self._kvs:
             put(self._string(key) + struct.pack(bo + "I", vtype) + self._value(vtype, value, etype))
         offset = 0
-        for name, shape, type, data in self._tensors:
+        for name, shape, type, _, nbytes in self._tensors:
             dims = tuple(reversed(shape))
             put(self._string(name) + struct.pack(bo + "I", len(dims))
                 + b"".join(struct.pack(count, d) for d in dims)
                 + struct.pack(bo + "I", type) + struct.pack(bo + "Q", offset))
-            offset += _pad(len(data), self.alignment)
-        if not self._tensors:
-            return
-        put(b"\0" * (_pad(size, self.alignment) - size))
-        for _, _, _, data in self._tensors:
-            put(bytes(data))
-            put(b"\0" * (_pad(len(data), self.alignment) - len(data)))
+            offset += _pad(nbytes, self.alignment)
+        if self._tensors:
+            put(b"\0" * (_pad(size, self.alignment) - size))
 
     def _string(self, text: str | bytes) -> bytes:
         raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)

@@ -1,0 +1,215 @@
+/* Quantizers of TQ1_0, TQ2_0 (ternary), MXFP4, NVFP4 (4-bit floats) and Q1_0, Q2_0 (sign / 2-bit).
+ *
+ * Bit-identical to ggml's quantize_<type> as ggml-base is built. None of these types has an
+ * importance-matrix path in ggml: the imatrix argument is accepted and ignored, as ggml does.
+ */
+#ifndef FGG_QUANT_MISC_H
+#define FGG_QUANT_MISC_H
+
+#include "quant_legacy.h"
+
+/* ------------------------------------------------------------------ TQ1_0 / TQ2_0 */
+
+static inline float fgg__q_amax_scale(const float *x, int n, float *id) {
+    const float amax = fgg_q_amax(x, n);
+    *id = amax != 0.0f ? 1.0f / amax : 0.0f;
+    return amax;
+}
+
+/* trit of x * id: -1, 0, 1 -> 0, 1, 2 */
+static inline int fgg__q_trit(float v) {
+    return fgg_q_round_away(v) + 1;
+}
+
+/* 256 elements -> 48 bytes of five trits (first 160 as 32 columns, then 80 as 16 columns),
+ * 4 bytes of four trits (the last 16), fp16 amax. A byte holds ceil(t * 256 / 243), where t is
+ * the base-3 number of its trits, most significant first. */
+static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 256);
+    for (int64_t i = 0; i < nb; ++i) {
+        const float *x = src + 256 * i;
+        uint8_t *blk = dst + 54 * i;
+        float id;
+        const float d = fgg__q_amax_scale(x, 256, &id);
+        for (int m = 0; m < 32; ++m) {
+            unsigned t = 0;
+            for (int n = 0; n < 5; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[m + 32 * n] * id);
+            blk[m] = (uint8_t)(((t & 0xffu) * 256u + 242u) / 243u);
+        }
+        for (int m = 0; m < 16; ++m) {
+            unsigned t = 0;
+            for (int n = 0; n < 5; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[160 + m + 16 * n] * id);
+            blk[32 + m] = (uint8_t)(((t & 0xffu) * 256u + 242u) / 243u);
+        }
+        for (int m = 0; m < 4; ++m) {
+            unsigned t = 0;
+            for (int n = 0; n < 4; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[240 + m + 4 * n] * id);
+            t = (t * 3u) & 0xffu;
+            blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
+        }
+        fgg_q_put16(blk + 52, fgg_iq_fp16(d));
+    }
+}
+
+/* 256 elements -> 64 bytes of four 2-bit trits (element m + 32 n of each 128 in bits 2n), fp16 amax */
+static void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 256);
+    for (int64_t i = 0; i < nb; ++i) {
+        const float *x = src + 256 * i;
+        uint8_t *blk = dst + 66 * i;
+        float id;
+        const float d = fgg__q_amax_scale(x, 256, &id);
+        for (int h = 0; h < 2; ++h) {
+            for (int m = 0; m < 32; ++m) {
+                unsigned q = 0;
+                for (int n = 0; n < 4; ++n) q += ((unsigned)fgg__q_trit(x[128 * h + m + 32 * n] * id) & 3u) << (2 * n);
+                blk[32 * h + m] = (uint8_t)q;
+            }
+        }
+        fgg_q_put16(blk + 64, fgg_iq_fp16(d));
+    }
+}
+
+/* ------------------------------------------------------------------ MXFP4 / NVFP4 */
+
+/* doubled E2M1 values, codes 0..15 */
+static const int8_t fgg_q_e2m1x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* code whose value (times e) is nearest to x; the first code wins ties */
+static inline uint8_t fgg__q_e2m1_code(float x, float e) {
+    uint8_t best = 0;
+    float best_err = fabsf((float)fgg_q_e2m1x2[0] * e - x);
+    for (int i = 1; i < 16; ++i) {
+        float err = fabsf((float)fgg_q_e2m1x2[i] * e - x);
+        if (err < best_err) {
+            best = (uint8_t)i;
+            best_err = err;
+        }
+    }
+    return best;
+}
+
+/* half of the E8M0 scale 2^(e-127): 2^(e-128), built from bits */
+static inline float fgg__q_e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 32);
+    for (int64_t i = 0; i < nb; ++i) {
+        const float *x = src + 32 * i;
+        uint8_t *blk = dst + 17 * i;
+        const float amax = fgg_q_amax(x, 32);
+        /* ggml: floor(log2(amax)) - 2 + 127 in float, via the C library's log2f */
+        const uint8_t e = amax > 0.0f ? (uint8_t)(int)(floorf(log2f(amax)) - 2.0f + 127.0f) : 0;
+        const float d = fgg__q_e8m0_half(e);
+        blk[0] = e;
+        for (int j = 0; j < 16; ++j) {
+            blk[1 + j] = (uint8_t)(fgg__q_e2m1_code(x[j], d) | (fgg__q_e2m1_code(x[j + 16], d) << 4));
+        }
+    }
+}
+
+/* UE4M3 (unsigned, 4 exponent bits biased by 7, 3 mantissa bits) of x > 0, rounding the
+ * mantissa half up on the first dropped bit, saturating at 0x7e; 0 for x <= 0 */
+static inline uint8_t fgg__q_to_ue4m3(float x) {
+    if (!(x > 0.0f)) return 0;
+    if (x > 448.0f) x = 448.0f;
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    int ex = (int)((bits >> 23) & 0xffu) - 127 + 7;
+    if (ex <= 0) {
+        int man = (int)(x * 512.0f + 0.5f);
+        if (man > 7) man = 7;
+        return man < 1 ? 0 : (uint8_t)man;
+    }
+    if (ex >= 15) return 0x7e;
+    int man = (int)((bits >> 20) & 7u) + (int)((bits >> 19) & 1u);
+    if (man > 7) {
+        man = 0;
+        if (++ex >= 15) return 0x7e;
+    }
+    return (uint8_t)((ex << 3) | man);
+}
+
+/* half the UE4M3 value (the E2M1 table is doubled) */
+static inline float fgg__q_from_ue4m3_half(uint8_t u) {
+    if (u == 0 || u == 0x7f) return 0.0f;
+    int ex = (u >> 3) & 0xf, man = u & 7;
+    float v = ex == 0 ? ldexpf((float)man, -9) : ldexpf(1.0f + (float)man / 8.0f, ex - 7);
+    return v * 0.5f;
+}
+
+/* 64 elements: four UE4M3 scales (one per 16), then 32 bytes of E2M1 codes */
+static void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 64);
+    for (int64_t i = 0; i < nb; ++i) {
+        uint8_t *blk = dst + 36 * i;
+        for (int s = 0; s < 4; ++s) {
+            const float *x = src + 64 * i + 16 * s;
+            const float amax = fgg_q_amax(x, 16);
+            const uint8_t u = fgg__q_to_ue4m3(amax / 6.0f);
+            blk[s] = u;
+            const float d = fgg__q_from_ue4m3_half(u);
+            for (int j = 0; j < 8; ++j) {
+                blk[4 + 8 * s + j] = (uint8_t)(fgg__q_e2m1_code(x[j], d) | (fgg__q_e2m1_code(x[j + 8], d) << 4));
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ Q1_0 / Q2_0 */
+
+/* 128 elements: fp16 mean |x|, then one bit per element (x >= 0), element j in bit j % 8 of byte j / 8 */
+static void fgg_quantize_q1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 128);
+    for (int64_t i = 0; i < nb; ++i) {
+        const float *x = src + 128 * i;
+        uint8_t *blk = dst + 18 * i;
+        float s = 0.0f;
+        for (int j = 0; j < 128; ++j) s += fabsf(x[j]);
+        fgg_q_put16(blk, fgg_iq_fp16(s / 128.0f));
+        for (int b = 0; b < 16; ++b) {
+            unsigned byte = 0;
+            for (int k = 0; k < 8; ++k) byte |= (unsigned)(x[8 * b + k] >= 0.0f) << k;
+            blk[2 + b] = (uint8_t)byte;
+        }
+    }
+}
+
+/* 64 elements: fp16 amax, then 2 bits per element: round(x / amax) clamped to -1..2, plus one */
+static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    (void)imatrix;
+    const int64_t nb = n_rows * (n_per_row / 64);
+    for (int64_t i = 0; i < nb; ++i) {
+        const float *x = src + 64 * i;
+        uint8_t *blk = dst + 18 * i;
+        const float amax = fgg_q_amax(x, 64);
+        const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
+        fgg_q_put16(blk, fgg_iq_fp16(amax));
+        for (int b = 0; b < 16; ++b) {
+            unsigned byte = 0;
+            for (int k = 0; k < 4; ++k) {
+                int q = fgg_q_clampi(fgg_q_round_away(x[4 * b + k] * id) + 1, 0, 3);
+                byte |= (unsigned)q << (2 * k);
+            }
+            blk[2 + b] = (uint8_t)byte;
+        }
+    }
+}
+
+#endif /* FGG_QUANT_MISC_H */

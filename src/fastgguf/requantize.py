@@ -1,0 +1,763 @@
+"""Requantize a GGUF model: every weight to one tensor type, or llama.cpp's per-tensor mixes.
+
+:func:`requantize` is what ``fastgguf quantize`` runs. It reads any source type (quantized
+tensors are dequantized first), keeps every metadata entry, sets ``general.file_type`` (in
+``llama_ftype`` numbering) and ``general.quantization_version``, and writes tensor by tensor,
+a block of rows at a time, so memory stays near one block of rows plus one tensor's mapped
+input whatever the model's size. The output goes to a temporary file beside the target that
+is renamed only when complete; after an error or ``KeyboardInterrupt`` nothing is left.
+
+:func:`plan_requantize` says, without writing anything, which type each tensor gets and why.
+
+Mixes (``Q4_K_M``, ``IQ2_M``, ...) follow ``llama_tensor_get_type`` of llama.cpp's
+``src/llama-quant.cpp`` (read at commit 007dbbf3, 2026): which tensors are quantized at all,
+the rules per tensor kind (``output.weight``, ``token_embd.weight``, ``attn_v``, ``attn_k``,
+``attn_q``, ``attn_output``, ``attn_qkv``, ``ffn_down``/``ffn_gate``/``ffn_up``) with the
+layer counting of ``use_more_bits``, the fallbacks when a row length is not a multiple of the
+block size, and which tensors need an importance matrix. See the README for what is not
+replicated.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import math
+import mmap
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import dequant
+from .errors import GGUFError
+from .reader import GGUFFile, TensorInfo
+from .split import SplitModel, open_model
+from .types import TYPE_TRAITS, GGMLType, GGUFValueType
+from .writer import GGUFWriter
+
+__all__ = ["FILE_TYPES", "MIXES", "TensorPlan", "plan_requantize", "quantizable_types", "requantize"]
+
+_T = GGMLType
+
+#: llama.cpp's ``llama_ftype`` values (``general.file_type``), by llama-quantize's name for them.
+FILE_TYPES: dict[str, int] = {
+    "F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10, "Q3_K_S": 11,
+    "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18,
+    "IQ2_XXS": 19, "IQ2_XS": 20, "Q2_K_S": 21, "IQ3_XS": 22, "IQ3_XXS": 23, "IQ1_S": 24, "IQ4_NL": 25,
+    "IQ3_S": 26, "IQ3_M": 27, "IQ2_S": 28, "IQ2_M": 29, "IQ4_XS": 30, "IQ1_M": 31, "BF16": 32, "TQ1_0": 36,
+    "TQ2_0": 37, "MXFP4_MOE": 38, "NVFP4": 39, "Q1_0": 40, "Q2_0": 41,
+}
+
+#: llama-quantize's file types and the tensor type each starts from (``llama_ftype_get_default_type``).
+#: ``--type`` with one of these names applies llama.cpp's per-tensor rules for it.
+MIXES: dict[str, GGMLType] = {
+    "F32": _T.F32, "F16": _T.F16, "BF16": _T.BF16, "Q4_0": _T.Q4_0, "Q4_1": _T.Q4_1, "Q5_0": _T.Q5_0,
+    "Q5_1": _T.Q5_1, "Q8_0": _T.Q8_0, "Q1_0": _T.Q1_0, "Q2_0": _T.Q2_0, "MXFP4_MOE": _T.MXFP4,
+    "NVFP4": _T.NVFP4, "Q2_K": _T.Q2_K, "Q2_K_S": _T.Q2_K, "Q3_K_S": _T.Q3_K, "Q3_K_M": _T.Q3_K,
+    "Q3_K_L": _T.Q3_K, "Q4_K_S": _T.Q4_K, "Q4_K_M": _T.Q4_K, "Q5_K_S": _T.Q5_K, "Q5_K_M": _T.Q5_K,
+    "Q6_K": _T.Q6_K, "TQ1_0": _T.TQ1_0, "TQ2_0": _T.TQ2_0, "IQ2_XXS": _T.IQ2_XXS, "IQ2_XS": _T.IQ2_XS,
+    "IQ2_S": _T.IQ2_XS, "IQ2_M": _T.IQ2_S, "IQ3_XXS": _T.IQ3_XXS, "IQ3_XS": _T.IQ3_S, "IQ3_S": _T.IQ3_S,
+    "IQ3_M": _T.IQ3_S, "IQ1_S": _T.IQ1_S, "IQ1_M": _T.IQ1_M, "IQ4_NL": _T.IQ4_NL, "IQ4_XS": _T.IQ4_XS,
+}
+
+#: ``general.file_type`` written for one tensor type on every weight: llama-quantize's file type of
+#: that name, else the one whose starting type it is (what ``llama-quantize --pure`` writes).
+_PURE_FILE_TYPES: dict[GGMLType, int] = {
+    _T.F32: 0, _T.F16: 1, _T.Q4_0: 2, _T.Q4_1: 3, _T.Q8_0: 7, _T.Q5_0: 8, _T.Q5_1: 9, _T.Q2_K: 10,
+    _T.Q3_K: 12, _T.Q4_K: 15, _T.Q5_K: 17, _T.Q6_K: 18, _T.IQ2_XXS: 19, _T.IQ2_XS: 20, _T.IQ3_XXS: 23,
+    _T.IQ1_S: 24, _T.IQ4_NL: 25, _T.IQ3_S: 26, _T.IQ2_S: 29, _T.IQ4_XS: 30, _T.IQ1_M: 31, _T.BF16: 32,
+    _T.TQ1_0: 36, _T.TQ2_0: 37, _T.MXFP4: 38, _T.NVFP4: 39, _T.Q1_0: 40, _T.Q2_0: 41,
+}
+
+_FLOAT_TYPES = frozenset({_T.F32, _T.F16, _T.BF16})
+#: Types ggml quantizes only with an importance matrix (``ggml_quantize_requires_imatrix``).
+_GGML_NEEDS_IMATRIX = frozenset({_T.IQ2_XXS, _T.IQ2_XS, _T.IQ1_S})
+#: Target types llama-quantize refuses to write without an importance matrix (``tensor_requires_imatrix``).
+_LLAMA_NEEDS_IMATRIX = frozenset({_T.IQ3_XXS, _T.IQ2_XXS, _T.IQ2_XS, _T.IQ2_S, _T.IQ1_M, _T.IQ1_S})
+#: ``tensor_type_fallback``: the type used when a row length is not a multiple of the block size.
+_FALLBACK = {
+    _T.IQ1_S: _T.IQ4_NL, _T.IQ1_M: _T.IQ4_NL, _T.IQ2_XXS: _T.IQ4_NL, _T.IQ2_XS: _T.IQ4_NL, _T.IQ2_S: _T.IQ4_NL,
+    _T.IQ3_XXS: _T.IQ4_NL, _T.IQ3_S: _T.IQ4_NL, _T.IQ4_XS: _T.IQ4_NL, _T.Q2_0: _T.Q4_0, _T.Q2_K: _T.Q4_0,
+    _T.Q3_K: _T.Q4_0, _T.TQ1_0: _T.Q4_0, _T.TQ2_0: _T.Q4_0, _T.Q4_K: _T.Q5_0, _T.Q5_K: _T.Q5_1,
+    _T.Q6_K: _T.Q8_0,
+}
+
+#: Elements dequantized and quantized at a time (whole rows; at least one row).
+_CHUNK_ELEMENTS = 1 << 20
+#: Bytes copied at a time for tensors kept as they are.
+_COPY_BYTES = 16 << 20
+
+_SPLIT_KEYS = ("split.no", "split.count", "split.tensors.count")
+
+
+@dataclass(frozen=True)
+class TensorPlan:
+    """What :func:`requantize` does with one tensor.
+
+    Attributes
+    ----------
+    name : str
+    shape : tuple of int
+    source_type, target_type : GGMLType
+        ``target_type == source_type`` means the bytes are copied as they are.
+    note : str
+        Why a tensor is kept (``"1-D"``, ``"not a weight"``, ``"row length 100 is not a multiple of 256"``,
+        ``"--keep"``, ``"--filter"``, ``"already Q4_K"``), or the fallback taken; empty otherwise.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    source_type: GGMLType
+    target_type: GGMLType
+    note: str = ""
+
+    @property
+    def converted(self) -> bool:
+        """Whether the tensor's data is rewritten (dequantized and quantized again)."""
+        return self.target_type != self.source_type
+
+
+# ---------------------------------------------------------------------------------------------
+# The quantizer (fastgguf.quantize) and what it can do in this build
+
+
+def _quantize_module() -> Any:
+    try:
+        return importlib.import_module("fastgguf.quantize")
+    except ImportError:
+        return None
+
+
+def quantizable_types() -> tuple[GGMLType, ...]:
+    """The tensor types :func:`fastgguf.quantize` can write in this build (empty without it)."""
+    module = _quantize_module()
+    if module is None:
+        return ()
+    for name in ("supported_types", "quantize_types"):
+        listing = getattr(module, name, None)
+        if callable(listing):
+            return tuple(GGMLType(t) for t in listing())
+    check = getattr(module, "has_quantize", None) or getattr(module, "has_quantizer", None)
+    if callable(check):
+        return tuple(t for t in GGMLType if check(t))
+    return ()
+
+
+def _quantize_function() -> Callable[..., np.ndarray]:
+    module = _quantize_module()
+    function = getattr(module, "quantize", None)
+    if not callable(function):
+        raise NotImplementedError("this build of fastgguf has no quantizers")
+    return function
+
+
+# ---------------------------------------------------------------------------------------------
+# Which type each tensor gets
+
+_CATEGORIES = (  # (substring, category), tested in this order as llama.cpp does
+    ("attn_qkv.weight", "qkv"), ("attn_kv_b.weight", "kv_b"), ("attn_v.weight", "v"), ("attn_k.weight", "k"),
+    ("attn_q.weight", "q"), ("attn_output.weight", "attn_output"), ("ffn_up", "ffn_up"),
+    ("ffn_gate", "ffn_gate"), ("ffn_down", "ffn_down"),
+)
+_TOKEN_EMBD = ("token_embd.weight", "per_layer_token_embd.weight")
+_LAYER = re.compile(r"blk\.\s*([+-]?\d+)")
+
+# Substrings of tensor names llama-quantize never quantizes (tensor_allows_quantization).
+_NOT_QUANTIZED = (
+    "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel", "per_layer_model_proj",
+    "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight",
+    "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight", "time_mix_w2.weight",
+    "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight", "time_mix_a0.weight", "time_mix_a1.weight",
+    "time_mix_a2.weight", "time_mix_g1.weight", "time_mix_g2.weight", "time_mix_decay_w1.weight",
+    "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd",
+    "sam.pos_embd", "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook",
+    "mm.a.code_embd",
+)
+
+
+def _category(name: str) -> str:
+    if name == "output.weight":
+        return "output"
+    if name in _TOKEN_EMBD:
+        return "token_embd"
+    for part, category in _CATEGORIES:
+        if part in name:
+            return category
+    return "other"
+
+
+def _why_not_quantized(info: TensorInfo) -> str | None:
+    """Why llama-quantize leaves this tensor as it is, or None when it quantizes it."""
+    if len(info.shape) < 2:
+        return f"{len(info.shape)}-D"
+    name = info.name
+    if not name.endswith("weight"):
+        return "not a weight"
+    if name in ("position_embd.weight", "token_types.weight") or any(part in name for part in _NOT_QUANTIZED):
+        return "kept by llama-quantize's rules"
+    return None
+
+
+def _layer_of(name: str) -> int | None:
+    match = _LAYER.match(name)
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class _Hparams:
+    arch: str
+    n_layer: int
+    n_gqa: int
+    n_expert: int
+    is_70b: bool
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any], needed: bool) -> _Hparams:
+        arch = metadata.get("general.architecture", "")
+        arch = arch if isinstance(arch, str) else ""
+
+        def number(key: str, default: int) -> int:
+            value = metadata.get(f"{arch}.{key}", default)
+            if isinstance(value, np.ndarray):
+                value = value[0] if value.size else default  # per-layer arrays: layer 0, as n_gqa() uses
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                raise GGUFError(f"{arch}.{key} is not a number: {value!r}") from None
+
+        if needed and f"{arch}.block_count" not in metadata:
+            raise ValueError(f"llama.cpp's mix rules count layers: {arch or '(no general.architecture)'}"
+                             f".block_count is missing; use a plain tensor type (--pure)")
+        n_layer = number("block_count", 0)
+        n_head = number("attention.head_count", 0)
+        n_head_kv = number("attention.head_count_kv", n_head)
+        n_expert = number("expert_count", 0)
+        n_gqa = n_head // n_head_kv if n_head_kv else 0
+        return cls(arch, n_layer, n_gqa, n_expert, arch == "llama" and n_layer == 80 and n_head != n_head_kv)
+
+
+def _use_more_bits(i_layer: int, n_layer: int) -> bool:
+    return i_layer < n_layer // 8 or i_layer >= 7 * n_layer // 8 or (i_layer - n_layer // 8) % 3 == 2
+
+
+class _MixRules:
+    """llama.cpp's ``llama_tensor_get_type_impl``: the tensor type for each tensor of one file type.
+
+    Stateful like the original: counters of attn_v / ffn_* tensors advance as tensors are seen,
+    which must be in llama.cpp's order (:func:`_llama_order`).
+    """
+
+    def __init__(self, mix: str, hp: _Hparams, has_imatrix: bool, tensors: list[TensorInfo]) -> None:
+        self.ft = mix
+        self.hp = hp
+        self.has_imatrix = has_imatrix
+        categories = [_category(t.name) for t in tensors]
+        self.n_attention_wv = sum(c in ("v", "qkv", "kv_b") for c in categories)
+        self.tied = "output" not in categories
+        self.n_ffn = hp.n_layer
+        self.i_attention_wv = self.i_ffn_down = self.i_ffn_gate = self.i_ffn_up = 0
+
+    def _layer(self, counter: int, name: str) -> tuple[int, int]:
+        if self.hp.n_expert > 1:
+            layer = _layer_of(name)
+            if layer is None:
+                raise ValueError(f"cannot tell the layer of tensor {name!r} (expected blk.N.)")
+            if not 0 <= layer < self.n_ffn:
+                raise ValueError(f"bad layer {layer} for tensor {name!r}: must be in [0, {self.n_ffn})")
+            return layer, self.n_ffn
+        return counter, self.n_ffn
+
+    def type_for(self, info: TensorInfo, new: GGMLType) -> GGMLType:
+        ft, hp, name = self.ft, self.hp, info.name
+        cat = _category(name)
+        gqa, n_expert, falcon = hp.n_gqa, hp.n_expert, hp.arch == "falcon"
+        very_low = ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")
+        attn_v_like = cat in ("v", "qkv", "kv_b")
+        if cat == "output" or (self.tied and cat == "token_embd"):
+            nx = info.shape[-1]
+            if ft == "MXFP4_MOE" or falcon or nx % TYPE_TRAITS[new].block_size:
+                new = _T.Q8_0
+            elif ft in ("IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M"):
+                new = _T.Q5_K
+            elif new != _T.Q8_0:
+                new = _T.Q6_K
+        elif ft == "MXFP4_MOE":
+            expert_role = cat in ("ffn_up", "ffn_gate", "ffn_down")
+            n_mat = info.shape[-3] if len(info.shape) >= 3 else 1
+            new = _T.MXFP4 if n_mat > 1 and (hp.arch != "bailingmoe3" or expert_role) else _T.Q8_0
+        elif cat == "token_embd":
+            if ft in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ1_M"):
+                new = _T.Q2_K
+            elif ft in ("IQ2_S", "IQ2_M", "IQ3_XXS"):
+                new = _T.IQ3_S
+            elif ft in ("TQ1_0", "TQ2_0", "Q2_0"):
+                new = _T.Q4_K
+        elif ft in very_low:
+            iq2_sm = ft in ("IQ2_S", "IQ2_M")
+            if attn_v_like:
+                new = _T.Q4_K if gqa >= 4 or n_expert >= 4 else (_T.IQ3_S if iq2_sm else _T.Q2_K)
+                self.i_attention_wv += 1
+            elif n_expert == 8 and cat == "k":
+                new = _T.Q4_K
+            elif cat == "ffn_down":
+                if self.i_ffn_down < self.n_ffn // 8:
+                    new = _T.IQ3_S if iq2_sm else _T.Q2_K
+                self.i_ffn_down += 1
+            elif cat == "attn_output":
+                if n_expert == 8:
+                    new = _T.Q5_K
+                elif ft in ("IQ1_S", "IQ1_M"):
+                    new = _T.IQ2_XXS
+                elif iq2_sm:
+                    new = _T.IQ3_S
+        elif attn_v_like:
+            i, n = self.i_attention_wv, self.n_attention_wv
+            if ft == "Q2_K":
+                new = _T.Q4_K if gqa >= 4 else _T.Q3_K
+            elif ft == "Q2_K_S" and gqa >= 4:
+                new = _T.Q4_K
+            elif ft == "IQ3_XXS":
+                new = _T.Q4_K if gqa >= 4 else (_T.IQ3_XXS if self.has_imatrix else _T.IQ3_S)
+            elif ft in ("IQ3_XS", "IQ3_S") and gqa >= 4:
+                new = _T.Q4_K
+            elif ft == "IQ3_M":
+                new = _T.Q4_K
+            elif ft == "Q3_K_M":
+                new = _T.Q5_K if i < 2 else _T.Q4_K
+            elif ft == "Q3_K_L":
+                new = _T.Q5_K
+            elif ft in ("IQ4_NL", "IQ4_XS") and gqa >= 4:
+                new = _T.Q5_K
+            elif ft in ("Q4_K_M", "Q5_K_M") and _use_more_bits(i, n):
+                new = _T.Q6_K
+            elif ft == "Q4_K_S" and i < 4:
+                new = _T.Q5_K
+            if hp.is_70b and new in (_T.Q3_K, _T.Q4_K):
+                new = _T.Q5_K
+            if n_expert == 8:
+                new = _T.Q8_0
+            self.i_attention_wv += 1
+        elif cat == "k":
+            if n_expert == 8:
+                new = _T.Q8_0
+            elif ft == "IQ3_XS":
+                new = _T.IQ3_XXS
+            elif ft == "IQ3_XXS":
+                new = _T.IQ2_S
+        elif cat == "q":
+            if ft == "IQ3_XS":
+                new = _T.IQ3_XXS
+            elif ft == "IQ3_XXS":
+                new = _T.IQ2_S
+        elif cat == "ffn_down":
+            i, n = self._layer(self.i_ffn_down, name)
+            if ft == "Q2_K":
+                new = _T.Q3_K
+            elif ft == "Q2_K_S":
+                if i < n // 8:
+                    new = _T.Q4_K
+            elif ft == "IQ3_XXS" and not self.has_imatrix:
+                new = _T.Q4_K if i < n // 8 else _T.Q3_K
+            elif ft == "Q3_K_M":
+                new = _T.Q5_K if i < n // 16 else (_T.Q4_K if not falcon or _use_more_bits(i, n) else _T.Q3_K)
+            elif ft == "IQ3_M" and (i < n // 8 or (n_expert == 8 and _use_more_bits(i, n))):
+                new = _T.Q4_K
+            elif ft == "Q3_K_L":
+                new = _T.Q4_K if falcon else _T.Q5_K
+            elif ft == "Q4_K_M":
+                if falcon:
+                    new = _T.Q6_K if i < n // 16 else (_T.Q5_K if _use_more_bits(i, n) else _T.Q4_K)
+                elif _use_more_bits(i, n):
+                    new = _T.Q6_K
+            elif i < n // 8 and ft in ("IQ4_NL", "IQ4_XS") and not self.has_imatrix:
+                new = _T.Q5_K
+            elif ft == "Q5_K_M" and _use_more_bits(i, n):
+                new = _T.Q6_K
+            elif ft == "Q4_K_S" and not falcon and i < n // 8:
+                new = _T.Q5_K
+            elif ft in ("Q4_0", "Q5_0") and self.has_imatrix and i < n // 8:
+                new = _T.Q4_1 if ft == "Q4_0" else _T.Q5_1
+            self.i_ffn_down += 1
+        elif cat == "attn_output":
+            if not falcon:
+                if n_expert == 8:
+                    if ft in ("Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ3_S",
+                              "IQ3_M", "IQ4_XS"):
+                        new = _T.Q5_K
+                else:
+                    new = {"Q2_K": _T.Q3_K, "IQ3_XXS": _T.IQ3_S, "Q3_K_M": _T.Q4_K, "Q3_K_L": _T.Q5_K,
+                           "IQ3_M": _T.Q4_K}.get(ft, new)
+            elif ft == "Q3_K_L":
+                new = _T.Q4_K
+        elif cat in ("ffn_gate", "ffn_up"):
+            counter = self.i_ffn_gate if cat == "ffn_gate" else self.i_ffn_up
+            i, n = self._layer(counter, name)
+            if ft == "IQ3_XS" and n // 8 <= i < 7 * n // 8:
+                new = _T.IQ3_XXS
+            if cat == "ffn_gate":
+                self.i_ffn_gate += 1
+            else:
+                self.i_ffn_up += 1
+        return new
+
+
+def _llama_order(tensors: Iterable[TensorInfo]) -> list[TensorInfo]:
+    """llama.cpp's order of weights: by layer (``blk.N.``; others first), then by name (byte order)."""
+    def key(info: TensorInfo) -> tuple[int, bytes]:
+        layer = _layer_of(info.name)
+        return (-1 if layer is None else layer, info.name.encode("utf-8", "surrogateescape"))
+    return sorted(tensors, key=key)
+
+
+def _resolve(type_or_mix: str | GGMLType | int, pure: bool) -> tuple[str | None, GGMLType, int]:
+    """(mix name or None, starting/only tensor type, general.file_type)."""
+    if isinstance(type_or_mix, str):
+        name = type_or_mix.strip().upper()
+        if not pure and name in MIXES:
+            return name, MIXES[name], FILE_TYPES[name]
+        try:
+            qtype = GGMLType[name]
+        except KeyError:
+            raise ValueError(f"unknown type {type_or_mix!r}: give a tensor type ({', '.join(t.name for t in _PURE_FILE_TYPES)}) "
+                             f"or a llama.cpp mix ({', '.join(MIXES)})") from None
+    else:
+        qtype = GGMLType(type_or_mix)
+    if qtype not in _PURE_FILE_TYPES:
+        raise ValueError(f"{qtype.name} is not a type llama.cpp stores weights in")
+    return None, qtype, _PURE_FILE_TYPES[qtype]
+
+
+def _matches(name: str, patterns: Iterable[str] | None) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns or ())
+
+
+def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | int, *,
+                    imatrix: Mapping[str, np.ndarray] | None = None, filter: Iterable[str] | None = None,  # noqa: A002
+                    keep: Iterable[str] | None = None, pure: bool = False) -> tuple[list[TensorPlan], int]:
+    """The type each tensor of ``model`` gets from :func:`requantize`, and the ``general.file_type``.
+
+    Parameters are those of :func:`requantize` (``model`` open). Nothing is read but the header.
+
+    Returns
+    -------
+    plans : list of TensorPlan
+        One per tensor, in the model's order.
+    file_type : int
+        ``llama_ftype`` value for ``general.file_type``.
+
+    Raises
+    ------
+    ValueError
+        Unknown type; a mix without ``{arch}.block_count``; a row length with no fallback type;
+        a glob that matches no tensor; a tensor needing an importance matrix that ``imatrix``
+        lacks, or an entry of the wrong length.
+    """
+    mix, base, file_type = _resolve(type_or_mix, pure)
+    filter, keep = list(filter or ()), list(keep or ())
+    tensors = list(model.tensors.values())
+    for option, patterns in (("--filter", filter), ("--keep", keep)):
+        for pattern in patterns:
+            if not any(fnmatch.fnmatchcase(t.name, pattern) for t in tensors):
+                raise ValueError(f"{option} {pattern!r} matches no tensor")
+    use_rules = mix is not None and base not in _FLOAT_TYPES
+    hp = _Hparams.of(model.metadata, needed=use_rules)
+    rules = _MixRules(mix, hp, imatrix is not None, tensors) if use_rules and mix is not None else None
+    chosen: dict[str, tuple[GGMLType, str]] = {}
+    for info in _llama_order(tensors):
+        why = _why_not_quantized(info)
+        if why is not None:
+            chosen[info.name] = (info.type, why)
+            continue
+        ncols = info.shape[-1]
+        # Tensors left out by --filter/--keep still pass through the rules: their counters advance as in llama.cpp.
+        new = base if rules is None else rules.type_for(info, base)
+        if filter and not _matches(info.name, filter):
+            chosen[info.name] = (info.type, "not matched by --filter")
+            continue
+        if _matches(info.name, keep):
+            chosen[info.name] = (info.type, "--keep")
+            continue
+        block = TYPE_TRAITS[new].block_size
+        if rules is None:
+            if ncols % block:
+                chosen[info.name] = (info.type, f"row length {ncols} is not a multiple of {base.name}'s {block}")
+            else:
+                chosen[info.name] = (base, "")
+            continue
+        note = ""
+        if ncols % block:
+            wanted = new
+            if new not in _FALLBACK:
+                raise ValueError(f"tensor {info.name!r}: row length {ncols} is not a multiple of {new.name}'s block "
+                                 f"size and llama.cpp defines no fallback for {new.name} (use --keep)")
+            new = _FALLBACK[new]
+            if ncols % TYPE_TRAITS[new].block_size:
+                new = _T.F16
+            note = f"row length {ncols}: {new.name} instead of {wanted.name}"
+        chosen[info.name] = (new, note)
+    plans = []
+    for info in tensors:
+        target, note = chosen[info.name]
+        if target == info.type and not note:
+            note = f"already {target.name}"
+        plans.append(TensorPlan(info.name, tuple(info.shape), info.type, target, note))
+    _check_imatrix(plans, imatrix, mix)
+    return plans, file_type
+
+
+def _imatrix_entry(plan: TensorPlan, imatrix: Mapping[str, np.ndarray] | None, mix: str | None) -> np.ndarray | None:
+    """The importance matrix for ``plan``'s tensor (n_matrices * n_per_row floats), or None; ValueError if required."""
+    needs = plan.target_type in _GGML_NEEDS_IMATRIX or (
+        plan.name not in _TOKEN_EMBD and plan.name != "output.weight"
+        and (plan.target_type in _LLAMA_NEEDS_IMATRIX or (plan.target_type == _T.Q2_K and mix == "Q2_K_S")))
+    entry = None if imatrix is None else imatrix.get(plan.name)
+    if entry is not None:
+        entry = np.asarray(entry, dtype=np.float32).reshape(-1)
+        expected = plan.shape[-1] * math.prod(plan.shape[:-2])
+        if entry.size != expected:
+            if plan.name in _TOKEN_EMBD:
+                entry = None  # llama-quantize ignores a token_embd entry of the wrong size
+            else:
+                raise ValueError(f"importance matrix entry {plan.name!r} has {entry.size} values, the tensor "
+                                 f"needs {expected} (row length {plan.shape[-1]} x {math.prod(plan.shape[:-2])})")
+    if entry is None and needs:
+        where = "no importance matrix given" if imatrix is None else "the importance matrix has no entry for it"
+        raise ValueError(f"tensor {plan.name!r} -> {plan.target_type.name} needs an importance matrix ({where})")
+    return entry
+
+
+def _check_imatrix(plans: list[TensorPlan], imatrix: Mapping[str, np.ndarray] | None, mix: str | None) -> None:
+    for plan in plans:
+        if plan.converted:
+            _imatrix_entry(plan, imatrix, mix)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike, type_or_mix: str | GGMLType | int, *,
+               imatrix: str | os.PathLike | Mapping[str, np.ndarray] | None = None,
+               filter: Iterable[str] | None = None, keep: Iterable[str] | None = None,  # noqa: A002
+               pure: bool = False, threads: int | None = None,
+               progress: Callable[[int], object] | None = None) -> list[TensorPlan]:
+    """Write a copy of a GGUF model with its weights quantized to ``type_or_mix``.
+
+    Parameters
+    ----------
+    in_path : str or os.PathLike
+        A GGUF file, or any shard of a split model (the output is one file without ``split.*`` keys).
+    out_path : str or os.PathLike
+        Where to write; must not be the input. Appears complete or not at all.
+    type_or_mix : str, GGMLType or int
+        A llama.cpp file type (``"Q4_K_M"``, ``"Q8_0"``, ``"IQ4_XS"``, ... see :data:`MIXES`):
+        llama-quantize's per-tensor rules for it. Or a tensor type that is not such a name
+        (``"Q4_K"``, ``"Q5_K"``, ``"Q3_K"``, a GGMLType): that type on every weight.
+    imatrix : str, os.PathLike or mapping, optional
+        An importance matrix file (see :func:`fastgguf.read_imatrix`) or its contents.
+    filter : iterable of str, optional
+        Globs: only tensors whose names match one are quantized; the others are copied as they are.
+    keep : iterable of str, optional
+        Globs: tensors whose names match one are copied as they are.
+    pure : bool
+        ``type_or_mix`` names one tensor type for every weight even where it is also a mix name
+        (``pure=True, type_or_mix="Q6_K"``), like ``llama-quantize --pure``.
+    threads : int, optional
+        Threads for dequantizing and quantizing (default: all cores).
+    progress : callable, optional
+        Called with the number of input bytes after each block of rows is written.
+
+    Returns
+    -------
+    list of TensorPlan
+        What was done with each tensor, in file order.
+
+    Raises
+    ------
+    ValueError
+        ``out_path`` is the input; anything :func:`plan_requantize` raises; non-finite values
+        in a tensor being quantized (the message names the tensor).
+    NotImplementedError
+        A needed quantizer or dequantizer is not in this build (raised before anything is written).
+    GGUFError
+        The input or the importance matrix file is malformed.
+    """
+    in_path, out_path = os.fspath(in_path), os.fspath(out_path)
+    if imatrix is not None and not isinstance(imatrix, Mapping):
+        from .imatrix import read_imatrix
+
+        imatrix = read_imatrix(imatrix)
+    with open_model(in_path) as model:
+        inputs = model.paths if isinstance(model, SplitModel) else (model.path,)
+        _refuse_overwriting_input(out_path, inputs)
+        plans, file_type = plan_requantize(model, type_or_mix, imatrix=imatrix, filter=filter, keep=keep, pure=pure)
+        mix = _resolve(type_or_mix, pure)[0]
+        converted = [p for p in plans if p.converted]
+        quantizable = set(quantizable_types())
+        missing = sorted({p.target_type.name for p in converted if p.target_type not in quantizable})
+        if missing:
+            raise NotImplementedError(f"no quantizer for {', '.join(missing)} in this build")
+        no_kernel = sorted({p.source_type.name for p in converted if not dequant.has_kernel(p.source_type)})
+        if no_kernel:
+            raise NotImplementedError(f"cannot read {', '.join(no_kernel)} tensors: no dequantization kernel")
+        writer = GGUFWriter(byteorder=model.byteorder, alignment=model.alignment, version=3)
+        _copy_metadata(model.metadata, writer, file_type)
+        for plan in plans:
+            writer.add_tensor_info(plan.name, plan.target_type, plan.shape)
+        quantize = _quantize_function() if converted else None
+        scratch = _Scratch()
+        partial, handle = _create_beside(out_path)
+        try:
+            with handle:
+                writer.write_header(handle)
+                for plan in plans:
+                    info = model.tensors[plan.name]
+                    info._layout.check_intact()
+                    if plan.converted:
+                        assert quantize is not None
+                        _write_converted(writer, handle, info, plan, quantize, _imatrix_entry(plan, imatrix, mix),
+                                         threads, progress, scratch)
+                    else:
+                        _write_copy(writer, handle, info, progress)
+                    info._release_pages()
+                writer.end_stream()
+            os.replace(partial, out_path)
+        except BaseException:
+            try:
+                os.unlink(partial)
+            except FileNotFoundError:
+                pass
+            raise
+    return plans
+
+
+def _refuse_overwriting_input(out_path: str, inputs: Iterable[str]) -> None:
+    if os.path.isdir(out_path):
+        raise ValueError(f"{out_path} is a folder")
+    for path in inputs:
+        same = os.path.realpath(path) == os.path.realpath(out_path)
+        if not same and os.path.exists(out_path):
+            same = os.path.samefile(path, out_path)
+        if same:
+            raise ValueError(f"the output {out_path} is the input file {path}; write to another path")
+
+
+def _create_beside(out_path: str):
+    """A new file in OUT's folder, with a unique hidden name: (path, open binary handle)."""
+    folder, base = os.path.split(os.path.abspath(out_path))
+    while True:
+        partial = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.part")
+        try:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        except FileExistsError:
+            continue
+        return partial, os.fdopen(fd, "wb")
+
+
+def _copy_metadata(metadata, writer: GGUFWriter, file_type: int) -> None:
+    """Every key/value of ``metadata`` with its exact type, but split keys; file type and quantization version set."""
+    V = GGUFValueType
+    set_values = {"general.file_type": file_type, "general.quantization_version": 2}
+    for key in metadata:
+        if key in _SPLIT_KEYS:
+            continue
+        if key in set_values:
+            writer.add(key, set_values.pop(key), V.UINT32)
+            continue
+        vtype = metadata.value_type(key)
+        if vtype == V.STRING:
+            writer.add(key, metadata.raw(key), V.STRING)
+        elif vtype == V.ARRAY:
+            etype = metadata.element_type(key)
+            writer.add(key, _array_items(metadata[key], etype), V.ARRAY, etype)
+        else:
+            writer.add(key, metadata[key], vtype)
+    for key, value in set_values.items():
+        writer.add(key, value, V.UINT32)
+
+
+def _array_items(value: Any, etype: GGUFValueType | None) -> Any:
+    from .reader import ArrayOfArrays, StringArray
+
+    if isinstance(value, StringArray):
+        return [value.raw(i) for i in range(len(value))]
+    if isinstance(value, ArrayOfArrays):
+        return [_array_items(value[i], value.element_type(i)) for i in range(len(value))]
+    return value
+
+
+def _write_copy(writer: GGUFWriter, handle, info: TensorInfo, progress) -> None:
+    raw = info.raw
+    type_size = TYPE_TRAITS[info.type].type_size
+    step = max(type_size, _COPY_BYTES // type_size * type_size)
+    for start in range(0, raw.size, step):
+        chunk = raw[start : start + step]
+        writer.write_tensor_data(handle, chunk)  # same byte order as the input: copied as is
+        _release(info, start, start + chunk.size)
+        if progress is not None:
+            progress(chunk.size)
+
+
+def _write_converted(writer: GGUFWriter, handle, info: TensorInfo, plan: TensorPlan, quantize, imatrix, threads,
+                     progress, scratch: Callable[[int], np.ndarray]) -> None:
+    n_per_row = info.shape[-1]
+    n_rows = info.n_elements // n_per_row if n_per_row else 0
+    rows_per_matrix = info.shape[-2] if len(info.shape) >= 2 else n_rows
+    in_row_bytes = n_per_row // TYPE_TRAITS[info.type].block_size * TYPE_TRAITS[info.type].type_size
+    step = max(1, _CHUNK_ELEMENTS // max(n_per_row, 1))
+    if imatrix is not None:
+        step = min(step, max(rows_per_matrix, 1))  # a block of rows stays within one matrix (expert)
+    buffer = scratch(step * n_per_row)
+    row = 0
+    while row < n_rows:
+        end = min(n_rows, row + step)
+        weights = None
+        if imatrix is not None:
+            matrix = row // rows_per_matrix
+            end = min(end, (matrix + 1) * rows_per_matrix)
+            weights = imatrix[matrix * n_per_row : (matrix + 1) * n_per_row]
+        x = dequant.dequantize(info.raw, info.type, info.shape, rows=slice(row, end), threads=threads,
+                               byteorder=info.byteorder, out=buffer[: (end - row) * n_per_row].reshape(-1, n_per_row))
+        try:
+            blocks = quantize(x, plan.target_type, imatrix=weights, threads=threads)
+        except ValueError as error:
+            raise ValueError(f"tensor {info.name!r} (rows {row}..{end - 1}): {error}") from None
+        writer.write_tensor_data(handle, np.ascontiguousarray(blocks).reshape(-1), byteorder="<")
+        _release(info, row * in_row_bytes, end * in_row_bytes)
+        if progress is not None:
+            progress((end - row) * in_row_bytes)
+        row = end
+
+
+def _release(info: TensorInfo, start: int, end: int) -> None:
+    """Let the OS drop the mapped input pages of bytes ``start:end`` of a tensor (re-read if touched again).
+
+    Done after each block of rows, so that the resident set holds one block of a large tensor's
+    input rather than the whole tensor.
+    """
+    mapped = info._layout.mmap
+    if end <= start or not isinstance(mapped, mmap.mmap) or mapped.closed or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    first = (info.offset + start) // mmap.PAGESIZE * mmap.PAGESIZE
+    mapped.madvise(mmap.MADV_DONTNEED, first, info.offset + end - first)
+
+
+class _Scratch:
+    """One float32 buffer for the blocks of rows of every tensor, grown when needed: a steady heap.
+
+    (Fresh 8 MiB arrays per block leave glibc's heap fragmented and the resident set growing.)
+    """
+
+    def __init__(self) -> None:
+        self._buffer = np.empty(0, np.float32)
+
+    def __call__(self, n: int) -> np.ndarray:
+        if self._buffer.size < n:
+            self._buffer = np.empty(0, np.float32)  # drop the old one first
+            self._buffer = np.empty(n, np.float32)
+        return self._buffer
