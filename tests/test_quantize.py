@@ -18,6 +18,7 @@ from fastgguf.types import TYPE_TRAITS
 
 #: Every type fastgguf.quantize produces. Add a type here when its quantizer lands.
 QUANTIZE_TYPES = [T.F32, T.F16, T.BF16]
+QUANTIZE_TYPES += [T.IQ4_NL, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S]  # quant_iq4.h, quant_iq3.h
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "quantize"
 GGUF_PY_QUANTIZERS = {T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0, T.MXFP4}
@@ -102,7 +103,12 @@ def test_bf16_rounds_as_ml_dtypes(cpu_path):
     np.testing.assert_array_equal(quantize(x, T.BF16).view(np.uint16), x.astype(ml_dtypes.bfloat16).view(np.uint16))
 
 
-@type_ids
+#: Types whose quantizer does not reproduce values the type holds exactly: ggml's IQ3 stores the
+#: super-block scale times a fudge factor (1.0125 / 1.033), so a second pass finds other scales.
+NOT_IDEMPOTENT = {T.IQ3_XXS, T.IQ3_S}
+
+
+@pytest.mark.parametrize("qtype", [t for t in QUANTIZE_TYPES if t not in NOT_IDEMPOTENT], ids=lambda t: t.name)
 def test_round_trip_of_exact_values(qtype):
     # Values the type holds exactly come back unchanged through dequantize.
     x = dequantize(quantize(sample(qtype, seed=2), qtype), qtype, sample(qtype).shape)

@@ -6,6 +6,7 @@
  *        IQ3_S's 512). Call once, before any quantizer runs and before any thread can (the
  *        kernel modules do it at import); later calls do nothing. Returns 0, or -1 when a grid
  *        is not what the tables are derived for (the quantizers must then not be used).
+ *   int  fgg_iq3_init_tables(void)   the same with the grids of _iq_tables.h
  *   void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
  *                             const float *imatrix)   n_per_row % 256 == 0, 98-byte blocks
  *   void fgg_quantize_iq3_s(...)                      n_per_row % 256 == 0, 110-byte blocks
@@ -45,6 +46,7 @@
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
 
+#include "_iq_tables.h"
 #include "quant_iq_common.h"
 
 /* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
@@ -148,6 +150,10 @@ static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]
           && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
     fgg_iq3_ready = ok ? 1 : -1;
     return ok ? 0 : -1;
+}
+
+static int fgg_iq3_init_tables(void) {
+    return fgg_iq3_init(fgg_iq3xxs_grid, fgg_iq3s_grid);
 }
 
 /* The neighbour (in list order) of smallest weighted distance to the group x at this scale. */
