@@ -271,3 +271,15 @@ def test_packed_architecture_dequantized_same_as_transformers(tmp_path, dtype):
     if dtype == torch.float32:
         ids = [1, 17, 250, 3, 99, 42]
         assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", ["llama-mix", "gemma2-mix"])
+def test_large_tensors_in_row_blocks(model_dir, monkeypatch, name, dtype):
+    """Tensors above the release threshold are read in row blocks (pages let go after each): same bits."""
+    monkeypatch.setattr(integration, "_RELEASE_CHUNK_BYTES", 700)  # a few rows of every 2-D tensor
+    expected = _load(model_dir, name, dtype)[2].state_dict()
+    with integration.enabled():
+        got = _load(model_dir, name, dtype)[2].state_dict()
+    for key, value in expected.items():
+        assert _same_bits(got[key], value), key

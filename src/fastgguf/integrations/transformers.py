@@ -379,8 +379,7 @@ def _load_tensors(legacy, path, parsed, model_to_load, torch_dtype) -> None:
             continue  # not a parameter of this model, and its processing renames nothing
         target = torch_dtype if direct and torch_dtype is not None else torch.float32
         tensor, array = empty_like_numpy(info.shape, target)
-        info.dequantize(out=array, dtype=array.dtype)
-        info._release_pages()  # the file's pages for this tensor need not stay in the process's RSS
+        _dequantize_into(info, array)
         result = processor.process(weights=array, name=name, tensor_key_mapping=tensor_key_mapping,
                                    parsed_parameters=parsed)
         weights, name = result.weights, result.name
@@ -391,6 +390,29 @@ def _load_tensors(legacy, path, parsed, model_to_load, torch_dtype) -> None:
         if torch_dtype is not None and tensor.dtype != torch_dtype:
             tensor = tensor.to(torch_dtype)
         tensors[tensor_key_mapping[name]] = tensor
+
+
+_RELEASE_CHUNK_BYTES = 8 << 20  # file bytes read between two releases of a tensor's mapped pages
+
+
+def _dequantize_into(info, array: np.ndarray) -> None:
+    """Dequantize ``info`` into ``array`` (any float dtype), letting go of the file's pages as it goes.
+
+    A large tensor is done in row blocks of about 8 MiB of file data, its mapped pages released
+    after each, so the process never holds more than that of the file on top of the weights.
+    """
+    row_length = info.shape[-1] if info.shape else 1
+    n_rows = info.n_elements // row_length if row_length else 0
+    if info.nbytes <= _RELEASE_CHUNK_BYTES or n_rows < 2:
+        info.dequantize(out=array, dtype=array.dtype)
+    else:
+        rows = array.reshape(n_rows, row_length)
+        step = max(1, n_rows * _RELEASE_CHUNK_BYTES // info.nbytes)
+        for first in range(0, n_rows, step):
+            block = slice(first, min(n_rows, first + step))
+            info.dequantize(rows=block, out=rows[block], dtype=array.dtype)
+            info._release_pages()  # pages already read are done with; later ones fault in again
+    info._release_pages()  # the file's pages for this tensor need not stay in the process's RSS
 
 
 # --- the packed path (transformers.integrations.gguf.reader) ----------------------------------------
