@@ -7,6 +7,7 @@ from .imatrix import read_imatrix
 from .matmul import matmul, matmul_id, take_rows
 from .naming import GGUFFilename, parse_filename
 from .quant_stats import QuantError, quant_error
+from .quantize import quantize
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
@@ -32,6 +33,7 @@ __all__ = [
     "open",
     "parse_filename",
     "quant_error",
+    "quantize",
     "read_imatrix",
     "take_rows",
 ]

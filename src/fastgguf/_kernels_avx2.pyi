@@ -13,6 +13,18 @@ def has_kernel(type_id: int) -> bool:
 def has_byteswap(type_id: int) -> bool:
     """Whether big-endian data of ggml type ``type_id`` can be dequantized."""
 
+def has_quantize(type_id: int) -> bool:
+    """Whether float32 data can be quantized to ggml type ``type_id``."""
+
+def has_dot(type_id: int) -> bool:
+    """Whether a dot-product kernel exists for ggml type ``type_id``."""
+
+def _type_layout(type_id: int) -> tuple[int, int]:
+    """(block_size, type_size) of ``type_id`` in the generated type table; (0, 0) for no type."""
+
+def _iq_tables() -> dict[str, bytes]:
+    """Every IQ/FP4 lookup table as raw bytes, keyed by name (for the tests)."""
+
 def cpu_supports(variant: str) -> bool:
     """Whether this CPU can run the kernel build ``variant`` ("portable", "avx2", "avx512")."""
 
@@ -31,6 +43,17 @@ def dequantize_into(
     rows of ``row_elems`` elements, ``dst`` row k = ``src`` row ``row_index[k]``.
     Raises ValueError on any size/index mismatch, NotImplementedError for a type without a
     kernel (or without byte swapping when ``byteswapped``).
+    """
+
+def quantize_into(
+    src: npt.NDArray[np.float32],
+    dst: npt.NDArray[np.uint8],
+    type_id: int,
+    imatrix: npt.NDArray[np.float32] | None = None,
+) -> None:
+    """Quantize the rows of C-contiguous 2-D float32 ``src`` into 2-D uint8 ``dst`` (one row of
+    blocks per row) with the GIL released. Raises ValueError on a shape or imatrix mismatch,
+    NotImplementedError for a type without a quantizer. ``src`` must be finite (unchecked).
     """
 
 # fastgguf.matmul's drivers (_kernels_matmul.pxi).

@@ -33,13 +33,13 @@ cdef enum:
 
 
 cdef mm_row_fn _int_row_fn(int type_id) noexcept nogil:
-    if type_id == TYPE_Q8_0:
+    if type_id == FGG_TYPE_Q8_0:
         return fgg_mm_rows_q8_0
-    if type_id == TYPE_Q4_0:
+    if type_id == FGG_TYPE_Q4_0:
         return fgg_mm_rows_q4_0
-    if type_id == TYPE_Q4_K:
+    if type_id == FGG_TYPE_Q4_K:
         return fgg_mm_rows_q4_k
-    if type_id == TYPE_Q6_K:
+    if type_id == FGG_TYPE_Q6_K:
         return fgg_mm_rows_q6_k
     return NULL
 
@@ -54,7 +54,7 @@ def q8_block_bytes():
     return MM_Q8_BYTES
 
 
-cdef int _mm_float(dequant_fn kernel, swap_fn swap, const uint8_t *w, Py_ssize_t row_bytes,
+cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, const uint8_t *w, Py_ssize_t row_bytes,
                    Py_ssize_t k, Py_ssize_t block_size, Py_ssize_t type_size,
                    const float *x, Py_ssize_t m, Py_ssize_t x_stride,
                    float *out, Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1,
@@ -76,7 +76,7 @@ cdef int _mm_float(dequant_fn kernel, swap_fn swap, const uint8_t *w, Py_ssize_t
             length = min(chunk_blocks * block_size, k - off)
             blocks = w + n * row_bytes + off // block_size * type_size
             if swap != NULL:
-                swap(blocks, swapped, length // block_size)
+                swap(blocks, swapped, length // block_size, type_id)
                 blocks = swapped
             kernel(blocks, scratch, length // block_size)
             for i in range(m):
@@ -106,17 +106,18 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
     GGUFError
         ``w`` maps a file that was truncated under it (SIGBUS).
     """
-    if not _has_layout(type_id):
+    cdef fgg_kernel_row *row = _row(type_id)
+    if row == NULL:
         raise ValueError(f"unknown ggml tensor type id {type_id}")
-    cdef dequant_fn kernel = kernel_for(type_id)
+    cdef fgg_dequantize_fn kernel = row.dequantize
     if kernel == NULL:
         raise NotImplementedError(f"no dequantization kernel for ggml type id {type_id}")
-    cdef swap_fn swap = NULL
+    cdef fgg_byteswap_fn swap = NULL
     if byteswapped:
-        swap = swap_for(type_id)
+        swap = row.byteswap
         if swap == NULL:
             raise NotImplementedError(f"no big-endian support for ggml type id {type_id}")
-    cdef Py_ssize_t block_size = _block_size[type_id], type_size = _type_size[type_id]
+    cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
     cdef Py_ssize_t m = x.shape[0], k = x.shape[1], n_rows = w.shape[0]
     if k % block_size:
         raise ValueError(f"row length {k} is not a multiple of the block size {block_size}")
@@ -145,7 +146,7 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
     cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float)
     cdef Py_ssize_t out_stride = out.strides[0] // sizeof(float)
     with nogil:
-        status = _mm_float(kernel, swap, &w[0, 0], w.shape[1], k, block_size, type_size,
+        status = _mm_float(kernel, swap, type_id, &w[0, 0], w.shape[1], k, block_size, type_size,
                            &x[0, 0], m, x_stride, &out[0, 0], out_stride, n0, n1, scratch, swapped, acc)
         free(scratch)
         free(acc)
@@ -184,10 +185,10 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     GGUFError
         ``w`` maps a file that was truncated under it (SIGBUS).
     """
-    cdef mm_row_fn fn = _int_row_fn(type_id) if 0 <= type_id < TYPE_ID_LIMIT else NULL
+    cdef mm_row_fn fn = _int_row_fn(type_id) if _row(type_id) != NULL else NULL
     if fn == NULL:
         raise NotImplementedError(f"no integer dot product for ggml type id {type_id}")
-    cdef Py_ssize_t block_size = _block_size[type_id], type_size = _type_size[type_id]
+    cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
     cdef Py_ssize_t m = xq.shape[0], n_rows = w.shape[0], i, n
     cdef Py_ssize_t k = xq.shape[1] // MM_Q8_BYTES * 32
     if xq.shape[1] % MM_Q8_BYTES or k % block_size:
