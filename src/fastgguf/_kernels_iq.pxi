@@ -336,6 +336,22 @@ cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dst += 64
 
 
+
+# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
+cdef extern from "quant_misc.h":
+    void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+
 cdef void iq_rows(fgg_kernel_row *rows) noexcept nogil:
     """This family's rows of the kernel table."""
     rows[FGG_TYPE_IQ2_XXS] = fgg_kernel_row(dequantize=dequant_iq2_xxs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
@@ -347,9 +363,15 @@ cdef void iq_rows(fgg_kernel_row *rows) noexcept nogil:
     rows[FGG_TYPE_IQ1_M] = fgg_kernel_row(dequantize=dequant_iq1_m, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_IQ4_NL] = fgg_kernel_row(dequantize=dequant_iq4_nl, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_IQ4_XS] = fgg_kernel_row(dequantize=dequant_iq4_xs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_TQ1_0] = fgg_kernel_row(dequantize=dequant_tq1_0, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_TQ2_0] = fgg_kernel_row(dequantize=dequant_tq2_0, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_MXFP4] = fgg_kernel_row(dequantize=dequant_mxfp4, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_NVFP4] = fgg_kernel_row(dequantize=dequant_nvfp4, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_Q1_0] = fgg_kernel_row(dequantize=dequant_q1_0, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_Q2_0] = fgg_kernel_row(dequantize=dequant_q2_0, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
+    rows[FGG_TYPE_TQ1_0] = fgg_kernel_row(dequantize=dequant_tq1_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_tq1_0, dot=NULL)
+    rows[FGG_TYPE_TQ2_0] = fgg_kernel_row(dequantize=dequant_tq2_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_tq2_0, dot=NULL)
+    rows[FGG_TYPE_MXFP4] = fgg_kernel_row(dequantize=dequant_mxfp4, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_mxfp4, dot=NULL)
+    rows[FGG_TYPE_NVFP4] = fgg_kernel_row(dequantize=dequant_nvfp4, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_nvfp4, dot=NULL)
+    rows[FGG_TYPE_Q1_0] = fgg_kernel_row(dequantize=dequant_q1_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q1_0, dot=NULL)
+    rows[FGG_TYPE_Q2_0] = fgg_kernel_row(dequantize=dequant_q2_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q2_0, dot=NULL)
