@@ -25,6 +25,9 @@ def _type_layout(type_id: int) -> tuple[int, int]:
 def _iq_tables() -> dict[str, bytes]:
     """Every IQ/FP4 lookup table as raw bytes, keyed by name (for the tests)."""
 
+def prefault(data: npt.NDArray[np.uint8] | bytes | memoryview) -> int:
+    """Map every page of ``data`` in one call (MADV_POPULATE_READ: 1, MADV_WILLNEED: 2, neither: 0)."""
+
 def cpu_supports(variant: str) -> bool:
     """Whether this CPU can run the kernel build ``variant`` ("portable", "avx2", "avx512")."""
 
