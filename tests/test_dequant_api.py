@@ -476,3 +476,19 @@ def test_zero_dim_tensor_keeps_its_empty_shape(tmp_path):
         value = info.dequantize()
         assert value.shape == () and value == np.float32(2.5)
         assert info.dequantize(rows=[0]).shape == (1, 1)
+
+
+@pytest.mark.parametrize("qtype", [T.F16, T.BF16], ids=lambda t: t.name)
+@pytest.mark.parametrize("offset", [0, 1, 5])
+def test_streamed_16_bit_patterns_keep_every_bit(qtype, offset, cpu_path, monkeypatch):
+    # F16/BF16 stream straight from registers (no staging): every pattern, NaN payloads included,
+    # at any output alignment.
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype("<u2")
+    expected = dequantize(patterns.view(np.uint8), qtype, threads=1)
+    monkeypatch.setattr(dequant, "_STREAM_MIN_BYTES", 0)
+    backing = np.full(patterns.size + 8, np.nan, np.float32)
+    out = backing[offset : offset + patterns.size]
+    dequantize(patterns.view(np.uint8), qtype, out=out, threads=1)
+    assert same_bits(out, expected)
+    ref = patterns.view(np.float16).astype(np.float32) if qtype == T.F16 else (patterns.astype(np.uint32) << 16).view(np.float32)
+    assert same_bits(out, ref)

@@ -53,6 +53,7 @@ def quantizer(request, monkeypatch):
         return REAL_TYPES, fastgguf.quantize
     monkeypatch.setattr(quant_stats, "quantizable_types", lambda: tuple(STAND_IN_TYPES))
     monkeypatch.setattr(quant_stats, "_quantize_function", lambda: stand_in_quantize)
+    monkeypatch.setattr(quant_stats, "requires_imatrix", lambda qtype: False)
     return STAND_IN_TYPES, stand_in_quantize
 
 

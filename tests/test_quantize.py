@@ -17,7 +17,13 @@ from fastgguf import GGMLType as T, dequant, dequantize, quantize
 from fastgguf.types import TYPE_TRAITS
 
 #: Every type fastgguf.quantize produces. Add a type here when its quantizer lands.
-QUANTIZE_TYPES = [T.F32, T.F16, T.BF16, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ1_S, T.IQ1_M]
+QUANTIZE_TYPES = [
+    T.F32, T.F16, T.BF16,
+    T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K,
+    T.TQ1_0, T.TQ2_0, T.MXFP4, T.NVFP4, T.Q1_0, T.Q2_0,
+]
+QUANTIZE_TYPES += [T.IQ4_NL, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S]  # quant_iq4.h, quant_iq3.h
+QUANTIZE_TYPES += [T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ1_S, T.IQ1_M]  # quant_iq2.h, quant_iq1.h
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "quantize"
 GGUF_PY_QUANTIZERS = {T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0, T.MXFP4}
@@ -108,13 +114,15 @@ def test_bf16_rounds_as_ml_dtypes(cpu_path):
     np.testing.assert_array_equal(quantize(x, T.BF16).view(np.uint16), x.astype(ml_dtypes.bfloat16).view(np.uint16))
 
 
-#: Types whose quantizer is not idempotent on its own output (ggml's scale searches can pick a
-#: different scale for the dequantized values): IQ2_S, IQ1_M.
-NOT_IDEMPOTENT = {T.IQ2_S, T.IQ1_M}
+#: ggml's searches for these do not always find again the grid of values they quantized to (the
+#: bytes are still ggml's): Q3_K and Q5_K pick other sub-block scales, Q8_K's f32 scale moves by an ulp,
+#: IQ3_XXS/IQ3_S, IQ2_S and IQ1_M store the super-block scale times a fudge factor (1.0125 / 1.033,
+#: 0.9875, 1.1125).
+NOT_GRID_STABLE = {T.Q3_K, T.Q5_K, T.Q8_K, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_M}
 
 
 @pytest.mark.parametrize(
-    "qtype", [t for t in QUANTIZE_TYPES if t not in IMATRIX_TYPES and t not in NOT_IDEMPOTENT], ids=lambda t: t.name
+    "qtype", [t for t in QUANTIZE_TYPES if t not in NOT_GRID_STABLE and t not in IMATRIX_TYPES], ids=lambda t: t.name
 )
 def test_round_trip_of_exact_values(qtype):
     # Values the type holds exactly come back unchanged through dequantize.
@@ -301,3 +309,93 @@ def test_module_level_checks(path):
         module.quantize_into(x, np.zeros((2, 128), np.uint8), int(T.F16), np.ones(3, np.float32))
     with pytest.raises(ValueError, match="weight 1 is -1"):
         module.quantize_into(x, np.zeros((2, 128), np.uint8), int(T.F16), np.array([1] + [-1] * 63, np.float32))
+
+
+# --- Q4_0 ... Q8_K, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0, Q2_0 (quant_legacy.h, quant_kquant.h, quant_misc.h)
+
+QUANT_A_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K,
+                 T.TQ1_0, T.TQ2_0, T.MXFP4, T.NVFP4, T.Q1_0, T.Q2_0]
+
+
+def edge_rows(rng: np.random.Generator, n_per_row: int) -> np.ndarray:
+    """Rows with what the scale and rounding rules are sensitive to: exact zeros, ties, outliers, one sign."""
+    x = rng.standard_normal((6, n_per_row)).astype(np.float32)
+    x[1] *= np.float32(1e-3)
+    x[2, ::3] = 0.0
+    x[3] = np.round(x[3] * 4) / 4
+    x[4, rng.integers(0, n_per_row, 8)] *= np.float32(50.0)
+    x[5] = np.abs(x[5])
+    return x
+
+
+@pytest.mark.parametrize("n_per_row", [256, 1024])
+@pytest.mark.parametrize("qtype", [t for t in QUANT_A_TYPES if t in GGUF_PY_QUANTIZERS], ids=lambda t: t.name)
+def test_matches_gguf_py_on_edge_rows(qtype, n_per_row, cpu_path):
+    from gguf import GGMLQuantizationType, quants
+
+    x = edge_rows(np.random.default_rng([int(qtype), n_per_row]), n_per_row)
+    with np.errstate(all="ignore"):  # gguf-py divides by the zero scales of zero blocks, then masks the result
+        expected = quants.quantize(x, GGMLQuantizationType(int(qtype)))
+    np.testing.assert_array_equal(quantize(x, qtype), np.asarray(expected).view(np.uint8).reshape(x.shape[0], -1))
+
+
+def _fp16_bytes(value: float) -> list[int]:
+    return list(np.array([value], "<f2").view(np.uint8))
+
+
+def test_hand_q8_0(cpu_path):
+    # amax 127 makes d = 1; halves round away from zero (C's roundf)
+    x = np.array([127, 2.5, -2.5, 0.5, -0.5, 1.49, -1.51] + [j - 12 for j in range(25)], np.float32)
+    levels = np.array([127, 3, -3, 1, -1, 1, -2] + [j - 12 for j in range(25)], np.int8)
+    assert list(quantize(x, T.Q8_0)) == _fp16_bytes(1.0) + list(levels.view(np.uint8))
+
+
+def test_hand_q4_0(cpu_path):
+    # the first value of largest magnitude is -8, so d = -8 / -8 = 1 and the level trunc(x + 8.5) is x + 8
+    x = np.array([j - 8 for j in range(16)] + [7 - j for j in range(16)], np.float32)
+    assert list(quantize(x, T.Q4_0)) == _fp16_bytes(1.0) + [j | ((15 - j) << 4) for j in range(16)]
+
+
+def test_hand_q1_0(cpu_path):
+    # d = mean |x|; bit j % 8 of byte j // 8 says x[j] >= 0, which -0.0 is
+    x = np.where(np.arange(128) % 2 == 0, 1.0, -1.0).astype(np.float32)
+    x[2], x[3] = -0.0, 0.0
+    assert list(quantize(x, T.Q1_0)) == _fp16_bytes(126 / 128) + [0x55 | 0x08] + [0x55] * 15
+
+
+def test_hand_mxfp4(cpu_path):
+    # amax 6: shared exponent floor(log2 6) - 2 + 127 = 127, half-scale 0.5, so each value is its own
+    # E2M1 code, except -0.0 (code 8): code 0 (+0) is as near and comes first
+    values = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], np.float32) * np.float32(0.5)
+    values[8] = -0.0
+    codes = [0 if c == 8 else c for c in range(16)]
+    assert list(quantize(np.concatenate([values, values]), T.MXFP4)) == [127] + [c | (c << 4) for c in codes]
+
+
+def test_hand_tq2_0(cpu_path):
+    # trits -1, 0, 1 with amax 1: d = 1; element m + 32 n of each 128 goes to bits 2n of byte m
+    x = (np.arange(256) % 3 - 1).astype(np.float32)
+    t = (x + 1).astype(int)
+    qs = [sum(int(t[128 * h + m + 32 * n]) << (2 * n) for n in range(4)) for h in range(2) for m in range(32)]
+    assert list(quantize(x, T.TQ2_0)) == qs + _fp16_bytes(1.0)
+
+
+@pytest.mark.parametrize("qtype", [T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K], ids=lambda t: t.name)
+def test_hand_zero_super_block(qtype, cpu_path):
+    # an all-zero super-block is all-zero bytes: scales, levels and fp16 zeros
+    assert not quantize(np.zeros(256, np.float32), qtype).any()
+
+
+#: ggml's tests/test-quantize-fns.cpp limits on sqrt(sum (x - y)^2) / n for y = dequantize(quantize(x)).
+ROUND_TRIP_LIMITS = {T.Q1_0: 0.025, T.TQ1_0: 0.01, T.TQ2_0: 0.01, T.Q2_0: 0.01, T.Q2_K: 0.0075, T.Q3_K: 0.0040,
+                     T.NVFP4: 0.0030}
+
+
+@pytest.mark.parametrize("with_imatrix", [False, True], ids=["plain", "imatrix"])
+@pytest.mark.parametrize("qtype", QUANT_A_TYPES, ids=lambda t: t.name)
+def test_round_trip_error_within_ggml_limits(qtype, with_imatrix):
+    n = 32 * 128
+    x = (0.1 + 2 * np.cos(np.arange(n, dtype=np.float32))).astype(np.float32)  # ggml's test data
+    imatrix = np.linspace(0.5, 2.0, n, dtype=np.float32) if with_imatrix else None
+    y = dequantize(quantize(x, qtype, imatrix=imatrix), qtype, (n,))
+    assert np.sqrt(np.sum((x.astype(np.float64) - y) ** 2)) / n < ROUND_TRIP_LIMITS.get(qtype, 0.002)

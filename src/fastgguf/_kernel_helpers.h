@@ -293,6 +293,63 @@ static inline void fgg_halves_to_floats(const uint8_t *src, float *dst, ptrdiff_
     for (; i < n; i++) dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i));
 }
 
+/* The same conversions writing dst with non-temporal stores, straight from the registers (for
+   outputs much larger than the caches: no staging copy, no read-for-ownership of dst). dst is
+   first brought to a vector boundary with ordinary stores; call fgg_stream_fence () after. */
+static inline void fgg_halves_to_floats_nt(const uint8_t *src, float *dst, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if FGG_HAVE_AVX512 || FGG_HAVE_AVX2
+    const uintptr_t align = FGG_HAVE_AVX512 ? 64 : 32;
+    if (((uintptr_t)dst & 3) == 0) {
+        while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i)); i++; }
+#if FGG_HAVE_AVX512
+        const __m512i bias = _mm512_set1_epi32(0x38000000);
+        for (; i + 16 <= n; i += 16) {
+            __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
+            __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+            __m512i shifted = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x7FFF)), 13);
+            __mmask16 is_sub = _mm512_cmplt_epi32_mask(shifted, _mm512_set1_epi32(0x00800000));
+            __mmask16 is_infnan = _mm512_cmpgt_epi32_mask(shifted, _mm512_set1_epi32(0x0F7FFFFF));
+            __m512i normal = _mm512_add_epi32(shifted, bias);
+            normal = _mm512_mask_add_epi32(normal, is_infnan, normal, bias);
+            __m512i sub = _mm512_castps_si512(_mm512_sub_ps(
+                _mm512_castsi512_ps(_mm512_add_epi32(shifted, _mm512_set1_epi32(0x38800000))),
+                _mm512_castsi512_ps(_mm512_set1_epi32(0x38800000))));
+            _mm512_stream_ps(dst + i, _mm512_castsi512_ps(_mm512_or_si512(_mm512_mask_blend_epi32(is_sub, normal, sub), sign)));
+        }
+#else
+        for (; i + 8 <= n; i += 8) {
+            __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
+            _mm256_stream_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_to_bits(h)));
+        }
+#endif
+    }
+#endif
+    if (i < n) fgg_halves_to_floats(src + 2 * i, dst + i, n - i);
+}
+
+static inline void fgg_bf16_to_floats_nt(const uint8_t *src, float *dst, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if FGG_HAVE_AVX512 || FGG_HAVE_AVX2
+    const uintptr_t align = FGG_HAVE_AVX512 ? 64 : 32;
+    if (((uintptr_t)dst & 3) == 0) {
+        while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = fgg_bf16_to_float(fgg_load_u16le(src + 2 * i)); i++; }
+#if FGG_HAVE_AVX512
+        for (; i + 16 <= n; i += 16) {
+            __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
+            _mm512_stream_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+        }
+#else
+        for (; i + 8 <= n; i += 8) {
+            __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
+            _mm256_stream_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+        }
+#endif
+    }
+#endif
+    for (; i < n; i++) dst[i] = fgg_bf16_to_float(fgg_load_u16le(src + 2 * i));
+}
+
 /* The low 8 bits of ``bits`` -> 8 byte lanes of a uint64 (lane k = bits 8k..8k+7, i.e. byte
    k once stored little-endian): lane k is ``value`` (< 256) where bit k is set, else 0.
    A shift/mask ladder moves bit k to bit 8k; the multiply then cannot carry between lanes. */

@@ -12,6 +12,8 @@
 #                                                payload kept (not quieted, unlike F16C's vcvtph2ps)
 #   fgg_bf16_to_float (h)                        bfloat16 bits -> float32 (exact: a 16-bit shift)
 #   fgg_halves_to_floats (src, dst, n)           n fp16 -> float32 as fgg_half_to_float, SIMD
+#   fgg_halves_to_floats_nt / fgg_bf16_to_floats_nt (src, dst, n)
+#                                                the same (and bf16) with non-temporal stores
 #   fgg_float_to_bits (f)                        reinterpret 32 bits
 #   fgg_half_to_float_scale (h)                  fp16 -> float32 for a value that only feeds
 #                                                arithmetic (block scales): F16C where built with it
@@ -59,6 +61,8 @@ cdef extern from "_kernel_helpers.h":
     void fgg_u8x16_mul_add_v(float *dst, fgg_v16 q, float s, float m) noexcept nogil
     void fgg_u8x16_mul_sub_v(float *dst, fgg_v16 q, float s, float m) noexcept nogil
     void fgg_halves_to_floats(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil
+    void fgg_halves_to_floats_nt(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil
+    void fgg_bf16_to_floats_nt(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil
     void fgg_stream_copy(float *dst, const float *src, Py_ssize_t n) noexcept nogil
     void fgg_stream_fence() noexcept nogil
     bint FGG_HOST_BIG_ENDIAN

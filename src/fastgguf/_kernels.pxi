@@ -34,6 +34,14 @@
 #                                  const float *imatrix) noexcept nogil
 # and replace ``quantize=NULL`` by ``quantize=fgg_quantize_<name>`` in the type's row. That is all:
 # fastgguf.quantize() and has_quantize() pick it up; add the type to tests/test_quantize.py.
+#
+# Adding an integer dot product (the "dot" column, fastgguf.matmul(..., exact=False))
+# ------------------------------------------------------------------------------------
+# Write ``static inline void fgg_mm_rows_<name>(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
+# ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/matmul_dot.h (one weight row
+# against m rows of Q8-quantized x; the same operations on every build, see the comment there),
+# declare it in _kernels_matmul.pxi and set it in dot_rows(); add the type to INT_TYPES in
+# tests/test_matmul.py.
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 from libc.stdlib cimport malloc, free
@@ -65,7 +73,8 @@ ctypedef void (*fgg_quantize_fn)(const float *src, uint8_t *dst, int64_t n_rows,
 # x + i * x_stride, in the form the type's dot product takes: for the integer path of
 # _kernels_matmul.pxi, fgg_mm_q8 blocks of 32 quantized values, x_stride counted in those blocks),
 # out[i * out_stride] = the dot product: the signature of matmul_dot.h's fgg_mm_rows_<type>
-# (mm_row_fn), with x as const void *. NULL in every row until the matrix-vector kernels fill it.
+# (mm_row_fn), with x as const void *. Filled by dot_rows() in _kernels_matmul.pxi (after the
+# families: a type gets its dot product there, next to the matmul drivers that call it).
 ctypedef void (*fgg_dot_fn)(const uint8_t *w, Py_ssize_t n_blocks, const void *x, Py_ssize_t x_stride, int m,
                             float *out, Py_ssize_t out_stride) noexcept nogil
 
@@ -78,6 +87,12 @@ cdef struct fgg_kernel_row:
 # The table: zero (all NULL) until _fill_table() runs, i.e. on first use of this module (never at
 # import: a build for a CPU that lacks its ISA may be imported by mistake, and must not crash then).
 cdef fgg_kernel_row KERNELS[FGG_TYPE_LIMIT]
+
+# Optional, beside the table (a family sets it in its <family>_rows()): dequantize writing dst with
+# non-temporal stores itself, for outputs far larger than the caches (the caller fences). NULL: the
+# driver stages the row's dequantize output in L1 and streams that. Worth it where the staging
+# copy costs as much as the conversion (F16, BF16).
+cdef fgg_dequantize_fn DEQUANTIZE_STREAM[FGG_TYPE_LIMIT]
 cdef bint _table_filled = False
 
 
@@ -116,6 +131,7 @@ cdef void _fill_table() noexcept:
     legacy_rows(KERNELS)
     kquant_rows(KERNELS)
     iq_rows(KERNELS)
+    dot_rows(KERNELS)
     fgg_sigbus_install()
     _table_filled = True
 
@@ -169,14 +185,14 @@ cdef enum:
     _STAGE_FLOATS = 4096
 
 
-cdef void _run(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, uint8_t *scratch, float *stage,
+cdef void _run(fgg_dequantize_fn kernel, fgg_dequantize_fn stream_kernel, fgg_byteswap_fn swap, int type_id, uint8_t *scratch, float *stage,
                const uint8_t *src, float *dst, Py_ssize_t n_blocks, Py_ssize_t block_size,
                Py_ssize_t type_size) noexcept nogil:
     """Dequantize n_blocks. With ``swap``, big-endian blocks are first put in order in
     ``scratch`` (_SWAP_SCRATCH_BYTES); with ``stage`` (_STAGE_FLOATS), the output is staged there
     and written to dst with non-temporal stores (the caller fences once at the end)."""
-    if swap == NULL and stage == NULL:
-        kernel(src, dst, n_blocks)
+    if swap == NULL and (stage == NULL or stream_kernel != NULL):
+        (kernel if stage == NULL else stream_kernel)(src, dst, n_blocks)
         return
     cdef Py_ssize_t per_chunk = _STAGE_FLOATS // block_size
     cdef Py_ssize_t done = 0, count
@@ -197,7 +213,7 @@ cdef void _run(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, uint
         done += count
 
 
-cdef int _run_guarded(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, uint8_t *scratch, float *stage,
+cdef int _run_guarded(fgg_dequantize_fn kernel, fgg_dequantize_fn stream_kernel, fgg_byteswap_fn swap, int type_id, uint8_t *scratch, float *stage,
                       const uint8_t *src, float *dst, Py_ssize_t n_blocks, const int64_t *row_index,
                       Py_ssize_t n_rows, Py_ssize_t row_blocks, Py_ssize_t row_bytes, Py_ssize_t row_elems,
                       Py_ssize_t block_size, Py_ssize_t type_size) noexcept nogil:
@@ -210,10 +226,10 @@ cdef int _run_guarded(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_i
     if fgg_guard_enter(&guard):
         return -2
     if row_index == NULL:
-        _run(kernel, swap, type_id, scratch, stage, src, dst, n_blocks, block_size, type_size)
+        _run(kernel, stream_kernel, swap, type_id, scratch, stage, src, dst, n_blocks, block_size, type_size)
     else:
         for k in range(n_rows):
-            _run(kernel, swap, type_id, scratch, stage, src + row_index[k] * row_bytes, dst + k * row_elems,
+            _run(kernel, stream_kernel, swap, type_id, scratch, stage, src + row_index[k] * row_bytes, dst + k * row_elems,
                  row_blocks, block_size, type_size)
     fgg_guard_leave(&guard)
     return 0
@@ -302,7 +318,7 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
     cdef const int64_t *rows = NULL if row_index is None else &row_index[0]
     cdef int status
     with nogil:
-        status = _run_guarded(kernel, swap, type_id, scratch, stage, &src[0], &dst[0], n_blocks, rows, n_rows,
+        status = _run_guarded(kernel, DEQUANTIZE_STREAM[type_id], swap, type_id, scratch, stage, &src[0], &dst[0], n_blocks, rows, n_rows,
                               row_blocks, row_bytes, row_elems, block_size, type_size)
         if stage != NULL:
             fgg_stream_fence()
@@ -354,6 +370,24 @@ def quantize_into(const float[:, ::1] src not None, uint8_t[:, ::1] dst not None
     cdef fgg_quantize_fn quantize = row.quantize
     with nogil:
         quantize(&src[0, 0], &dst[0, 0], n_rows, n_per_row, weights)
+
+
+cdef extern from "_prefault.h":
+    int fgg_prefault(const void *p, size_t n) nogil
+
+
+def prefault(const uint8_t[::1] data not None):
+    """Map every page of ``data`` (a file map, usually) in one call before it is read, GIL released.
+
+    Returns 1 if the pages were populated (``MADV_POPULATE_READ``), 2 if only advised
+    (``MADV_WILLNEED``), 0 if neither is possible here. Advice only: nothing is changed.
+    """
+    cdef int done = 0
+    if data.shape[0] == 0:
+        return 0
+    with nogil:
+        done = fgg_prefault(&data[0], <size_t>data.shape[0])
+    return done
 
 
 cdef extern from "_cpu.h":

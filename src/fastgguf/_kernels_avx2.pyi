@@ -29,6 +29,10 @@ def _iq_tables() -> dict[str, bytes]:
 def _iq2_search_table(which: int) -> bytes:
     """The IQ2/IQ1 search table ``which`` (0..3) in canonical form."""
 
+
+def prefault(data: npt.NDArray[np.uint8] | bytes | memoryview) -> int:
+    """Map every page of ``data`` in one call (MADV_POPULATE_READ: 1, MADV_WILLNEED: 2, neither: 0)."""
+
 def cpu_supports(variant: str) -> bool:
     """Whether this CPU can run the kernel build ``variant`` ("portable", "avx2", "avx512")."""
 

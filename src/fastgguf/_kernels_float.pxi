@@ -32,6 +32,19 @@ cdef void dequant_f16(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nog
     fgg_halves_to_floats(src, dst, n)
 
 
+cdef void dequant_f16_stream(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    if FGG_HOST_BIG_ENDIAN:
+        for i in range(n):
+            dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i))
+        return
+    fgg_halves_to_floats_nt(src, dst, n)
+
+
+cdef void dequant_bf16_stream(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
+    fgg_bf16_to_floats_nt(src, dst, n)
+
+
 cdef void dequant_bf16(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
     for i in range(n):
@@ -114,3 +127,6 @@ cdef void float_rows(fgg_kernel_row *rows) noexcept nogil:
     rows[FGG_TYPE_I16] = fgg_kernel_row(dequantize=dequant_i16, byteswap=swap_bytes_2, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_I32] = fgg_kernel_row(dequantize=dequant_i32, byteswap=swap_bytes_4, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_I64] = fgg_kernel_row(dequantize=dequant_i64, byteswap=swap_bytes_8, quantize=NULL, dot=NULL)
+    # 2 bytes in, 4 out: the staging copy would cost more than the conversion.
+    DEQUANTIZE_STREAM[FGG_TYPE_F16] = dequant_f16_stream
+    DEQUANTIZE_STREAM[FGG_TYPE_BF16] = dequant_bf16_stream

@@ -50,6 +50,9 @@ _SPLIT_GRANULE = 1 << 12
 #: stay in the caches anyway, and streaming saves reading every destination line first.
 _STREAM_MIN_BYTES = 16 << 20
 
+#: Inputs at least this large are pre-faulted (madvise) in one call before a whole run is read.
+_PREFAULT_MIN_BYTES = 1 << 20
+
 _LITTLE, _BIG = "<", ">"
 
 
@@ -406,6 +409,8 @@ def dequantize(
         # Contiguous rows are one run of blocks: split it on block boundaries.
         row_bytes = ne0 // block_size * type_size
         src = src[selection.start * row_bytes : selection.stop * row_bytes]
+        if src.size >= _PREFAULT_MIN_BYTES:
+            kernels.prefault(src)  # one call maps every page (a file map faults page by page otherwise)
         _dequantize_run(kernels, src, flat, int(qtype), block_size, type_size, n_threads, swapped)
     else:
         _dequantize_rows(kernels, src, flat, int(qtype), selection, ne0, n_threads, swapped)
