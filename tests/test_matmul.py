@@ -239,6 +239,9 @@ def test_take_rows_equals_dequantized_rows(qtype):
     np.testing.assert_array_equal(rows, full[idx])
     with np.errstate(over="ignore"):  # random scales: some values are beyond float16
         np.testing.assert_array_equal(take_rows(raw, idx, qtype, dtype=np.float16), full[idx].astype(np.float16))
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(take_rows(raw, idx, qtype, dtype="bfloat16"), full[idx].astype(ml_dtypes.bfloat16))
     with pytest.raises(IndexError):
         take_rows(raw, [n], qtype)
     with pytest.raises(TypeError):

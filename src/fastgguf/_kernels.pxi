@@ -34,6 +34,14 @@
 #                                  const float *imatrix) noexcept nogil
 # and replace ``quantize=NULL`` by ``quantize=fgg_quantize_<name>`` in the type's row. That is all:
 # fastgguf.quantize() and has_quantize() pick it up; add the type to tests/test_quantize.py.
+#
+# Adding an integer dot product (the "dot" column, fastgguf.matmul(..., exact=False))
+# ------------------------------------------------------------------------------------
+# Write ``static inline void fgg_mm_rows_<name>(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
+# ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/matmul_dot.h (one weight row
+# against m rows of Q8-quantized x; the same operations on every build, see the comment there),
+# declare it in _kernels_matmul.pxi and set it in dot_rows(); add the type to INT_TYPES in
+# tests/test_matmul.py.
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 from libc.stdlib cimport malloc, free
@@ -65,7 +73,8 @@ ctypedef void (*fgg_quantize_fn)(const float *src, uint8_t *dst, int64_t n_rows,
 # x + i * x_stride, in the form the type's dot product takes: for the integer path of
 # _kernels_matmul.pxi, fgg_mm_q8 blocks of 32 quantized values, x_stride counted in those blocks),
 # out[i * out_stride] = the dot product: the signature of matmul_dot.h's fgg_mm_rows_<type>
-# (mm_row_fn), with x as const void *. NULL in every row until the matrix-vector kernels fill it.
+# (mm_row_fn), with x as const void *. Filled by dot_rows() in _kernels_matmul.pxi (after the
+# families: a type gets its dot product there, next to the matmul drivers that call it).
 ctypedef void (*fgg_dot_fn)(const uint8_t *w, Py_ssize_t n_blocks, const void *x, Py_ssize_t x_stride, int m,
                             float *out, Py_ssize_t out_stride) noexcept nogil
 
@@ -122,6 +131,7 @@ cdef void _fill_table() noexcept:
     legacy_rows(KERNELS)
     kquant_rows(KERNELS)
     iq_rows(KERNELS)
+    dot_rows(KERNELS)
     fgg_sigbus_install()
     _table_filled = True
 

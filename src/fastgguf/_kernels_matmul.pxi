@@ -19,10 +19,6 @@ cdef extern from "matmul_dot.h" nogil:
     void fgg_mm_rows_q4_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q6_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
 
-# One weight row of nb blocks against m quantized rows of x (row i at x + i * xs blocks):
-# out[i * os] = the dot product (matmul_dot.h).
-ctypedef void (*mm_row_fn)(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m,
-                           float *out, Py_ssize_t os) noexcept nogil
 
 cdef enum:
     # Weight elements dequantized per step: 4 KiB of floats, a whole number of blocks of every
@@ -32,21 +28,17 @@ cdef enum:
     MM_Q8_BYTES = sizeof(fgg_mm_q8)
 
 
-cdef mm_row_fn _int_row_fn(int type_id) noexcept nogil:
-    if type_id == FGG_TYPE_Q8_0:
-        return fgg_mm_rows_q8_0
-    if type_id == FGG_TYPE_Q4_0:
-        return fgg_mm_rows_q4_0
-    if type_id == FGG_TYPE_Q4_K:
-        return fgg_mm_rows_q4_k
-    if type_id == FGG_TYPE_Q6_K:
-        return fgg_mm_rows_q6_k
-    return NULL
+cdef void dot_rows(fgg_kernel_row *rows) noexcept:
+    """The table's ``dot`` column: the integer kernels of matmul_dot.h (x as fgg_mm_q8 blocks)."""
+    rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
+    rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
+    rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
+    rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
 
 
 def has_int_dot(int type_id):
-    """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build."""
-    return _int_row_fn(type_id) != NULL
+    """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build (its ``dot``)."""
+    return bool(has_dot(type_id))
 
 
 def q8_block_bytes():
@@ -185,7 +177,8 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     GGUFError
         ``w`` maps a file that was truncated under it (SIGBUS).
     """
-    cdef mm_row_fn fn = _int_row_fn(type_id) if _row(type_id) != NULL else NULL
+    cdef fgg_kernel_row *row = _row(type_id)
+    cdef fgg_dot_fn fn = row.dot if row != NULL else NULL
     if fn == NULL:
         raise NotImplementedError(f"no integer dot product for ggml type id {type_id}")
     cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
@@ -221,7 +214,7 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
             status = -2
         else:
             for n in range(n0, n1):
-                fn(wp + n * row_bytes, nb, <const fgg_mm_q8 *>xp, xs, <int>m, op + n, out_stride)
+                fn(wp + n * row_bytes, nb, xp, xs, <int>m, op + n, out_stride)
             fgg_guard_leave(&guard)
     if status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")

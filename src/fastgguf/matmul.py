@@ -272,7 +272,7 @@ def take_rows(
     indices: Any,
     type: GGMLType | int | None = None,  # noqa: A002
     *,
-    dtype: Any = np.float32,
+    dtype: Any = None,
     threads: int | None = None,
 ) -> np.ndarray:
     """Rows ``weight[indices]`` dequantized, e.g. token embeddings, reading only those rows.
@@ -285,8 +285,9 @@ def take_rows(
         Row indices of any shape (negative ones count from the end).
     type : GGMLType or int, optional
         As for :func:`matmul`.
-    dtype : numpy dtype
-        float32 (default), float16 or float64 (converted after dequantization).
+    dtype : numpy dtype or str
+        float32 (default) or any other (float16, ``"bfloat16"`` through ``ml_dtypes``, ...),
+        produced as :meth:`fastgguf.TensorInfo.dequantize` does with ``dtype=``.
     threads : int, optional
         As for :func:`matmul`.
 
@@ -301,14 +302,13 @@ def take_rows(
         An index out of range.
     GGUFError, NotImplementedError, TypeError
         As for :func:`fastgguf.dequantize`.
+    ImportError
+        bfloat16 without ``ml_dtypes``.
     """
     raw, qtype, shape, swapped = _weight_of(weight, type, 2)
     index = np.asarray(indices)
     if index.size and not np.issubdtype(index.dtype, np.integer):
         raise TypeError(f"indices must be integers, got dtype {index.dtype}")
-    target = np.dtype(dtype)
-    if target not in (np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)):
-        raise GGUFError(f"dtype must be float32, float16 or float64, not {target}")
-    rows = _dequant.dequantize(raw, qtype, shape, rows=index.reshape(-1), threads=threads, byteorder=">" if swapped else "<")
-    rows = rows.reshape(*index.shape, shape[1])
-    return rows if target == np.float32 else rows.astype(target)
+    rows = _dequant.dequantize_as(raw, qtype, shape, dtype=dtype, rows=index.reshape(-1), threads=threads,
+                                  byteorder=">" if swapped else "<")
+    return rows.reshape(*index.shape, shape[1])
