@@ -14,7 +14,7 @@
 # AVX2. Other loops work on local copies of the block's bytes, so that stores to
 # dst cannot alias what they read and the compiler vectorizes them.
 
-from libc.stdint cimport int8_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 
 include "_iq_tables.pxi"
@@ -336,6 +336,21 @@ cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dst += 64
 
 
+cdef extern from "quant_iq4.h":
+    void fgg_quantize_iq4_nl(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                             const float *imatrix) noexcept nogil
+    void fgg_quantize_iq4_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                             const float *imatrix) noexcept nogil
+
+cdef extern from "quant_iq3.h":
+    # Derives IQ3's search tables (grid map, neighbour lists) from the grids; 0 on success. Runs
+    # once, from iq_rows (table fill: first use, GIL held, before any quantizer thread).
+    int fgg_iq3_init_tables() noexcept nogil
+    void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) noexcept nogil
+    void fgg_quantize_iq3_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+
 
 # quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
 cdef extern from "quant_misc.h":
@@ -357,12 +372,19 @@ cdef void iq_rows(fgg_kernel_row *rows) noexcept nogil:
     rows[FGG_TYPE_IQ2_XXS] = fgg_kernel_row(dequantize=dequant_iq2_xxs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_IQ2_XS] = fgg_kernel_row(dequantize=dequant_iq2_xs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_IQ2_S] = fgg_kernel_row(dequantize=dequant_iq2_s, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ3_XXS] = fgg_kernel_row(dequantize=dequant_iq3_xxs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ3_S] = fgg_kernel_row(dequantize=dequant_iq3_s, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
+    rows[FGG_TYPE_IQ3_XXS] = fgg_kernel_row(dequantize=dequant_iq3_xxs, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_iq3_xxs, dot=NULL)
+    rows[FGG_TYPE_IQ3_S] = fgg_kernel_row(dequantize=dequant_iq3_s, byteswap=swap_block_fields,
+                                          quantize=fgg_quantize_iq3_s, dot=NULL)
     rows[FGG_TYPE_IQ1_S] = fgg_kernel_row(dequantize=dequant_iq1_s, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
     rows[FGG_TYPE_IQ1_M] = fgg_kernel_row(dequantize=dequant_iq1_m, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ4_NL] = fgg_kernel_row(dequantize=dequant_iq4_nl, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
-    rows[FGG_TYPE_IQ4_XS] = fgg_kernel_row(dequantize=dequant_iq4_xs, byteswap=swap_block_fields, quantize=NULL, dot=NULL)
+    if fgg_iq3_init_tables() != 0:  # the IQ3 search tables could not be derived: no IQ3 quantizer
+        rows[FGG_TYPE_IQ3_XXS].quantize = NULL
+        rows[FGG_TYPE_IQ3_S].quantize = NULL
+    rows[FGG_TYPE_IQ4_NL] = fgg_kernel_row(dequantize=dequant_iq4_nl, byteswap=swap_block_fields,
+                                           quantize=fgg_quantize_iq4_nl, dot=NULL)
+    rows[FGG_TYPE_IQ4_XS] = fgg_kernel_row(dequantize=dequant_iq4_xs, byteswap=swap_block_fields,
+                                           quantize=fgg_quantize_iq4_xs, dot=NULL)
     rows[FGG_TYPE_TQ1_0] = fgg_kernel_row(dequantize=dequant_tq1_0, byteswap=swap_block_fields,
                                             quantize=fgg_quantize_tq1_0, dot=NULL)
     rows[FGG_TYPE_TQ2_0] = fgg_kernel_row(dequantize=dequant_tq2_0, byteswap=swap_block_fields,
