@@ -9,7 +9,7 @@
 # 1. src/fastgguf/types.py: its id in GGMLType and its (block_size, type_size) in TYPE_TRAITS;
 #    src/fastgguf/_byteswap.py: its multi-byte fields in BLOCK_FIELDS. Then run
 #    ``python tools/gen_type_table.py`` (writes _type_table.h/.pxd: FGG_TYPE_<NAME>, layouts,
-#    byte-swap fields; tests/test_kernel_table.py fails until it is rerun).
+#    byte-swap fields; tests/test_dequant_kernel_table.py fails until it is rerun).
 # 2. One kernel file, the family's _kernels_<family>.pxi (float, legacy, kquant, iq): write
 #    ``cdef void dequant_<name>(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil``
 #    and add its row to the family's ``<family>_rows()``:
