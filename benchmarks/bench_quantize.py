@@ -46,6 +46,7 @@ QUANT_TYPES: list[GGMLType] = [
     T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K,
     T.TQ1_0, T.TQ2_0, T.MXFP4, T.NVFP4, T.Q1_0, T.Q2_0,
 ]
+QUANT_TYPES += [T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ1_S, T.IQ1_M]  # quant_iq2.h, quant_iq1.h
 QUANT_TYPES += [T.IQ4_NL, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S]  # quant_iq4.h, quant_iq3.h
 #: The types gguf-py 0.19 quantizes (gguf.quants.quantize).
 GGUF_PY_TYPES = {T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0, T.MXFP4}
@@ -85,6 +86,8 @@ def rows(request: pytest.FixtureRequest) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("qtype", QUANT_TYPES, ids=[t.name for t in QUANT_TYPES])
 def test_fastgguf(benchmark, rows, qtype: GGMLType, with_imatrix: bool) -> None:
     x, imatrix = rows
+    if not with_imatrix and qtype.name in NEEDS_IMATRIX:
+        pytest.skip("quantized only with an importance matrix (as in ggml)")
     out = benchmark(fastgguf.quantize, x, qtype, imatrix=imatrix if with_imatrix else None, threads=1)
     assert out.shape[0] == x.shape[0]
 
