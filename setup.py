@@ -17,6 +17,7 @@ FASTGGUF_NO_SIMD=1
     so that x86 CI can test them too.
 """
 
+import glob
 import os
 import platform
 import sys
@@ -76,6 +77,7 @@ def extension(name, extra_flags=()):
     return Extension(
         f"fastgguf.{name}",
         [f"src/fastgguf/{name}.pyx"],
+        depends=sorted(glob.glob("src/fastgguf/*.h")),  # the hand-written and generated C they include
         include_dirs=[np.get_include(), "src/fastgguf"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
         extra_compile_args=BASE_FLAGS + list(extra_flags),

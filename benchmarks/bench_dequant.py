@@ -257,12 +257,10 @@ def main(argv: list[str]) -> None:
 
 
 def _in_cache_table(types, rounds: int, clock) -> None:
-    import importlib
-
     n, repeat = 1 << 16, 200
     out = np.zeros(n, dtype=np.float32)
-    paths = dequant.available_cpu_paths()
-    modules = [importlib.import_module(f"fastgguf._kernels_{path}") for path in paths]
+    builds = dequant.kernel_modules()  # only the builds this CPU can run
+    paths, modules = list(builds), list(builds.values())
     print(f"in-cache kernel throughput, G elements/s ({n} elements x {repeat} calls, best of {rounds})")
     print(f"{'type':6} " + " ".join(f"{path:>9}" for path in paths))
     for qtype in types:

@@ -105,3 +105,47 @@ def read_everything(f) -> None:
 def read_everything_fixture():
     """:func:`read_everything` as a fixture."""
     return read_everything
+
+
+# --- kernel builds and bit-exact comparisons (shared by the dequantize/quantize tests) ----------
+
+
+@pytest.fixture(params=fastgguf.dequant.available_cpu_paths())
+def cpu_path(request):
+    """Run the test once with each kernel build this CPU can run, restoring the original afterwards.
+
+    Only builds from ``dequant.available_cpu_paths()``: importing one the CPU cannot run crashes.
+    """
+    from fastgguf import dequant
+
+    before = dequant.cpu_path()
+    dequant.set_cpu_path(request.param)
+    yield request.param
+    dequant.set_cpu_path(before)
+
+
+def kernel_modules():
+    """The imported kernel modules this CPU can run (never any other), slowest first."""
+    return list(fastgguf.dequant.kernel_modules().values())
+
+
+def same_bits(a, b) -> bool:
+    """Whether two float32 arrays have the same shape and the same bits (NaN payloads included)."""
+    a, b = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(b, np.float32)
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def assert_same_bits(actual, expected) -> None:
+    """Assert float32 ``actual`` and ``expected`` hold the same values, bit for bit, in C order
+    (shapes may differ, sizes not), naming the first difference."""
+    import numpy as np
+
+    a = np.ascontiguousarray(actual, dtype=np.float32).reshape(-1)
+    e = np.ascontiguousarray(expected, dtype=np.float32).reshape(-1)
+    assert a.size == e.size, f"{a.size} values, expected {e.size}"
+    differ = np.flatnonzero(a.view(np.uint32) != e.view(np.uint32))
+    assert differ.size == 0, (
+        f"{differ.size} of {a.size} values differ; first at {differ[0]}: "
+        f"got {a[differ[0]]!r} ({a.view(np.uint32)[differ[0]]:#010x}), "
+        f"expected {e[differ[0]]!r} ({e.view(np.uint32)[differ[0]]:#010x})"
+    )

@@ -13,7 +13,8 @@ from fastgguf.types import TYPE_TRAITS, GGMLType
 
 T = GGMLType
 
-#: Types this engine owns (issue 3).
+#: The plain element types and the legacy and K-quant block types (the IQ, ternary and FP4 ones
+#: are tested in test_dequant_iq.py).
 ENGINE_TYPES = (
     T.F32, T.F16, T.BF16, T.F64, T.I8, T.I16, T.I32, T.I64,
     T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,

@@ -14,6 +14,7 @@ import fastgguf
 from fastgguf import GGMLType, GGUFError, dequant, dequantize
 from fastgguf.types import TYPE_TRAITS
 
+from conftest import same_bits
 from dequant_refs import ELEMENT_DTYPES, ENGINE_TYPES, random_tensor_bytes, reference
 
 T = GGMLType
@@ -23,12 +24,6 @@ SAMPLE_TYPES = [T.F32, T.F16, T.BF16, T.I32, T.Q4_0, T.Q5_1, T.Q8_1, T.Q2_K, T.Q
 def tensor(qtype, shape, seed=0):
     n = int(np.prod(shape))
     return random_tensor_bytes(qtype, n, np.random.default_rng(seed))
-
-
-def same_bits(a, b) -> bool:
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    b = np.ascontiguousarray(b, dtype=np.float32)
-    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
 @pytest.fixture
@@ -78,12 +73,12 @@ def test_env_var_selects_path(path):
     assert done.stdout.strip() == path
 
 
-def test_env_var_unknown_falls_back_with_warning():
-    code = "import warnings; warnings.simplefilter('always'); from fastgguf import dequant; print(dequant.cpu_path())"
+def test_env_var_unknown_is_an_error():
+    code = "from fastgguf import dequant; print(dequant.cpu_path())"
     env = dict(os.environ, FASTGGUF_CPU="nonsense")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == dequant.available_cpu_paths()[-1]
-    assert "FASTGGUF_CPU" in done.stderr
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "RuntimeError: FASTGGUF_CPU='nonsense' is not a kernel build" in done.stderr
 
 
 # --- shapes and inputs ---------------------------------------------------------------------
@@ -385,9 +380,7 @@ def test_not_a_buffer():
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_module_level_checks(path):
-    import importlib
-
-    module = importlib.import_module(f"fastgguf._kernels_{path}")
+    module = dequant.kernel_modules()[path]
     out = np.empty(64, np.float32)
     with pytest.raises(ValueError, match="source has"):
         module.dequantize_into(np.zeros(35, np.uint8), out, int(T.Q4_0))
@@ -421,9 +414,7 @@ def test_streaming_stores_give_identical_bits(qtype, monkeypatch):
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_streaming_with_byte_swapping(path, monkeypatch):
-    import importlib
-
-    module = importlib.import_module(f"fastgguf._kernels_{path}")
+    module = dequant.kernel_modules()[path]
     values = np.random.default_rng(4).standard_normal(10_001).astype(np.float16)
     out = np.empty(values.size, np.float32)
     module.dequantize_into(values.byteswap().view(np.uint8), out, int(T.F16), None, 0, True, True)
@@ -485,3 +476,19 @@ def test_zero_dim_tensor_keeps_its_empty_shape(tmp_path):
         value = info.dequantize()
         assert value.shape == () and value == np.float32(2.5)
         assert info.dequantize(rows=[0]).shape == (1, 1)
+
+
+@pytest.mark.parametrize("qtype", [T.F16, T.BF16], ids=lambda t: t.name)
+@pytest.mark.parametrize("offset", [0, 1, 5])
+def test_streamed_16_bit_patterns_keep_every_bit(qtype, offset, cpu_path, monkeypatch):
+    # F16/BF16 stream straight from registers (no staging): every pattern, NaN payloads included,
+    # at any output alignment.
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype("<u2")
+    expected = dequantize(patterns.view(np.uint8), qtype, threads=1)
+    monkeypatch.setattr(dequant, "_STREAM_MIN_BYTES", 0)
+    backing = np.full(patterns.size + 8, np.nan, np.float32)
+    out = backing[offset : offset + patterns.size]
+    dequantize(patterns.view(np.uint8), qtype, out=out, threads=1)
+    assert same_bits(out, expected)
+    ref = patterns.view(np.float16).astype(np.float32) if qtype == T.F16 else (patterns.astype(np.uint32) << 16).view(np.float32)
+    assert same_bits(out, ref)

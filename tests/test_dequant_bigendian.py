@@ -16,6 +16,8 @@ from fastgguf import GGMLType as T, GGUFWriter, dequant
 from fastgguf._byteswap import BLOCK_FIELDS, byteswap_blocks
 from fastgguf.types import TYPE_TRAITS
 
+from conftest import same_bits
+
 gguf = pytest.importorskip("gguf")
 
 QUANTIZED = [t for t in TYPE_TRAITS if TYPE_TRAITS[t].block_size > 1 and dequant.has_kernel(t)]
@@ -24,11 +26,6 @@ GGUF_PY_TYPES = [t for t in QUANTIZED if t.name in gguf.GGMLQuantizationType.__m
                  and gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[t.name]] == tuple(TYPE_TRAITS[t])]
 # The types gguf-py's gguf_convert_endian.py knows how to swap.
 CONVERTIBLE = [T.Q4_0, T.Q8_0, T.Q4_K, T.Q6_K, T.MXFP4, T.F32, T.F16, T.BF16]
-
-
-def same_bits(a, b) -> bool:
-    a, b = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(b, np.float32)
-    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
 def little_endian_blocks(qtype, shape, seed=0) -> bytes:

@@ -12,31 +12,18 @@ import pytest
 from fastgguf import GGMLType, dequant, dequantize
 from fastgguf.types import TYPE_TRAITS
 
+from conftest import assert_same_bits, kernel_modules
 from dequant_refs import ENGINE_TYPES, GGUF_PY_TYPES, random_tensor_bytes, reference
 
 T = GGMLType
-CPU_PATHS = dequant.available_cpu_paths()
 
 
-@pytest.fixture(params=CPU_PATHS)
 def cpu_path(request):
     """Run the test with each available kernel build, restoring the original afterwards."""
     before = dequant.cpu_path()
     dequant.set_cpu_path(request.param)
     yield request.param
     dequant.set_cpu_path(before)
-
-
-def assert_same_bits(actual: np.ndarray, expected: np.ndarray) -> None:
-    actual = np.ascontiguousarray(actual, dtype=np.float32).reshape(-1)
-    expected = np.ascontiguousarray(expected, dtype=np.float32).reshape(-1)
-    assert actual.shape == expected.shape
-    differ = np.flatnonzero(actual.view(np.uint32) != expected.view(np.uint32))
-    assert differ.size == 0, (
-        f"{differ.size} of {actual.size} values differ; first at {differ[0]}: "
-        f"got {actual[differ[0]]!r} ({actual.view(np.uint32)[differ[0]]:#010x}), "
-        f"expected {expected[differ[0]]!r} ({expected.view(np.uint32)[differ[0]]:#010x})"
-    )
 
 
 def shapes_for(qtype):
@@ -204,13 +191,10 @@ def test_every_engine_type_has_a_hand_case():
 @pytest.mark.parametrize("qtype", ENGINE_TYPES, ids=lambda t: t.name)
 def test_all_cpu_paths_agree(qtype):
     # The builds are compared with each other directly, on one buffer, through the raw module call.
-    import importlib
-
     block = TYPE_TRAITS[qtype].block_size
     raw = random_tensor_bytes(qtype, block * 300, np.random.default_rng(99))
     outputs = []
-    for name in CPU_PATHS:
-        module = importlib.import_module(f"fastgguf._kernels_{name}")
+    for module in kernel_modules():
         out = np.full(block * 300, np.nan, dtype=np.float32)
         module.dequantize_into(raw, out, int(qtype))
         outputs.append(out)

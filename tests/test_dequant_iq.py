@@ -9,7 +9,6 @@ The lookup tables are checked entry by entry against gguf-py's.
 
 from __future__ import annotations
 
-import importlib
 import pathlib
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from gguf import GGMLQuantizationType, quants as ref
 import fastgguf
 from fastgguf import GGMLType, dequant
 from fastgguf.types import TYPE_TRAITS
+
+from conftest import assert_same_bits, kernel_modules
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
@@ -106,25 +107,12 @@ def reference(blocks: np.ndarray, qtype: GGMLType) -> np.ndarray:
     return gguf_py_dequantize(blocks, qtype)
 
 
-def assert_same_bits(actual: np.ndarray, expected: np.ndarray) -> None:
-    assert actual.dtype == np.float32 and expected.dtype == np.float32
-    assert actual.shape == expected.shape
-    differ = actual.view(np.uint32) != expected.view(np.uint32)
-    if differ.any():
-        first = np.flatnonzero(differ.reshape(-1))[:5]
-        raise AssertionError(
-            f"{differ.sum()} of {differ.size} differ; first at {first.tolist()}: "
-            f"{actual.reshape(-1)[first].tolist()} != {expected.reshape(-1)[first].tolist()}"
-        )
-
-
 def shape_of(qtype: GGMLType, shape_in_blocks: tuple[int, ...]) -> tuple[int, ...]:
     return (*shape_in_blocks[:-1], shape_in_blocks[-1] * TYPE_TRAITS[qtype].block_size)
 
 
 # --- exactness against the references ----------------------------------------
 
-@pytest.fixture(params=dequant.available_cpu_paths())
 def cpu_path(request):
     """Run the test on each kernel build this CPU can run (portable, avx2, avx512): same bits from all."""
     previous = dequant.cpu_path()
@@ -329,18 +317,6 @@ def test_q2_0_by_hand():
 
 
 # --- lookup tables --------------------------------------------------------------
-
-def kernel_modules():
-    """Every compiled kernel variant (portable, avx2, avx512 where built): each holds its own table copy."""
-    found = []
-    for variant in ("portable", "avx2", "avx512"):
-        try:
-            found.append(importlib.import_module(f"fastgguf._kernels_{variant}"))
-        except ImportError:
-            pass
-    assert found, "no kernel module built"
-    return found
-
 
 def gguf_py_grid(cls) -> np.ndarray:
     cls.init_grid()

@@ -71,8 +71,10 @@ def stand_in_quantize(x, type, *, imatrix=None, threads=None):  # noqa: A002 - f
     return gguf.quants.quantize(x, gguf.GGMLQuantizationType(int(type)))
 
 
-#: This build's quantizers, less those ggml runs only with an importance matrix.
-REAL_TYPES = [t for t in quantizable_types() if t in rq._PURE_FILE_TYPES and t not in rq._GGML_NEEDS_IMATRIX]
+#: This build's quantizers, less those needing an importance matrix.
+# (without an imatrix llama-quantize also refuses IQ3_XXS, IQ2_S and IQ1_M targets, which ggml itself takes)
+REAL_TYPES = [t for t in quantizable_types() if t in rq._PURE_FILE_TYPES
+              and t not in rq._GGML_NEEDS_IMATRIX | rq._LLAMA_NEEDS_IMATRIX]
 
 
 @pytest.fixture(params=["stand-in"] + (["real"] if REAL_TYPES else []))

@@ -18,21 +18,22 @@ The library must be built the way ggml-base is built, without ``-march`` and wit
 Usage::
 
     python tools/gen_quantize_vectors.py LIBGGML_BASE_SO --commit SHA [TYPE ...] [--out DIR]
+    python tools/gen_quantize_vectors.py --lib LIBGGML_BASE_SO --commit SHA [TYPE ...]
 
-Without TYPE it writes every type the library can quantize (block types only; F16/BF16/F32
-are conversions). Each ``<out>/<TYPE>.npz`` (default ``tests/data/quantize``) holds
+Without TYPE it writes every block type the library can quantize (F32, F16 and BF16, the
+conversions, only when named). Each ``<out>/<TYPE>.npz`` (default ``tests/data/quantize``) holds
 
 ``x``
     float32 ``(rows, n_per_row)``: a gaussian row, an all-zero row, a row whose blocks are
     tiny (1e-30, 1e-8, ...), a row near the float16 maximum, a one-signed row (positive then
     negative blocks), a gaussian row with outliers, and a row of quarter-integers (rounding
     ties). ``n_per_row`` is 2 blocks for 256-element blocks, 4 blocks for 32-element blocks
-    and 256 elements otherwise.
+    and 256 elements otherwise (F32/F16/BF16 too).
 ``imatrix``
     float32 ``(n_per_row,)``, positive with a few exact zeros.
 ``q``
-    uint8 ``(rows, row_bytes)`` written without an importance matrix; absent for the types
-    ggml refuses to quantize without one (IQ2_XXS, IQ2_XS, IQ1_S).
+    uint8 ``(rows, row_bytes)`` written without an importance matrix; ``(0, row_bytes)`` for the
+    types ggml refuses to quantize without one (IQ2_XXS, IQ2_XS, IQ1_S).
 ``q_imatrix``
     uint8 ``(rows, row_bytes)`` written with ``imatrix``.
 ``ggml_commit``
@@ -53,6 +54,7 @@ import numpy as np
 
 # ggml's type ids (include/ggml.h) and block sizes, for the types this script can write.
 TYPES = {
+    "F32": (0, 1), "F16": (1, 1), "BF16": (30, 1),
     "Q4_0": (2, 32), "Q4_1": (3, 32), "Q5_0": (6, 32), "Q5_1": (7, 32), "Q8_0": (8, 32),
     "Q8_1": (9, 32), "Q2_K": (10, 256), "Q3_K": (11, 256), "Q4_K": (12, 256), "Q5_K": (13, 256),
     "Q6_K": (14, 256), "Q8_K": (15, 256), "IQ2_XXS": (16, 256), "IQ2_XS": (17, 256),
@@ -71,7 +73,7 @@ def n_per_row_for(block: int) -> int:
         return 2 * block
     if block == 32:
         return 4 * block
-    return 256
+    return 256  # also the conversions (block 1)
 
 
 def make_rows(n: int, block: int, rng: np.random.Generator) -> np.ndarray:
@@ -157,6 +159,8 @@ def vectors_for(ggml: GGML, name: str, commit: str) -> dict[str, np.ndarray]:
     arrays = {"x": x, "imatrix": imatrix, "ggml_commit": np.array(commit)}
     if name in ROW_REF or not ggml.requires_imatrix(type_id):
         arrays["q"] = ggml.quantize(name, x, None)
+    else:
+        arrays["q"] = np.zeros((0, ggml.row_size(type_id, n)), np.uint8)
     arrays["q_imatrix"] = ggml.quantize(name, x, imatrix)
     return arrays
 
@@ -164,16 +168,22 @@ def vectors_for(ggml: GGML, name: str, commit: str) -> dict[str, np.ndarray]:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("library", help="path of libggml-base.so built without -march, with -ffp-contract=off")
+    parser.add_argument("library", nargs="?", help="path of libggml-base.so built without -march, with -ffp-contract=off")
+    parser.add_argument("--lib", help="the library path, as an option")
     parser.add_argument("types", nargs="*", help=f"types to write (default: all of {', '.join(TYPES)})")
     parser.add_argument("--commit", required=True, help="ggml commit id the library was built from")
     parser.add_argument("--out", default=os.path.join("tests", "data", "quantize"), help="output folder")
     args = parser.parse_intermixed_args(argv)
-    names = [t.upper() for t in args.types] or list(TYPES)
+    library, types = args.library, list(args.types)
+    if args.lib:  # then the first positional argument is a type
+        library, types = args.lib, ([args.library] if args.library else []) + types
+    if not library:
+        parser.error("the library path is required")
+    names = [t.upper() for t in types] or [t for t, (_, block) in TYPES.items() if block > 1]
     unknown = [t for t in names if t not in TYPES]
     if unknown:
         parser.error(f"unknown type(s): {', '.join(unknown)}")
-    ggml = GGML(args.library)
+    ggml = GGML(library)
     os.makedirs(args.out, exist_ok=True)
     for name in names:
         path = os.path.join(args.out, f"{name}.npz")

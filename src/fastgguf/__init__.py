@@ -4,8 +4,10 @@ from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
 from .imatrix import read_imatrix
+from .matmul import matmul, matmul_id, take_rows
 from .naming import GGUFFilename, parse_filename
 from .quant_stats import QuantError, quant_error
+from .quantize import quantize
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
@@ -25,9 +27,13 @@ __all__ = [
     "TensorInfo",
     "dequantize",
     "export_model",
+    "matmul",
+    "matmul_id",
     "__version__",
     "open",
     "parse_filename",
     "quant_error",
+    "quantize",
     "read_imatrix",
+    "take_rows",
 ]

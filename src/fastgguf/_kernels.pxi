@@ -1,66 +1,120 @@
-# The dequantization engine: kernel typedefs, the per-family lookups, and the Python-callable
-# driver. Each _kernels_<variant>.pyx is nothing but ``include "_kernels.pxi"``: one source,
-# compiled once per CPU level with different ISA flags (see setup.py).
+# The kernel layer: one table, indexed by ggml type id, of what this build can do with each type;
+# the Python-callable drivers (dequantize_into, quantize_into) that check their arguments, release
+# the GIL and run a row of it. Each _kernels_<variant>.pyx is nothing but ``include "_kernels.pxi"``:
+# one source, compiled once per CPU level with different ISA flags (setup.py); fastgguf.dequant
+# imports only the builds this CPU can run (cpu_supports() of the portable build says which).
 #
-# Adding a kernel family: write _kernels_<family>.pxi with ``<family>_kernel(type_id)`` (and
-# ``<family>_swap(type_id)`` once big-endian blocks are handled), include it below and ask it in
-# kernel_for() / swap_for(). Shared inline helpers (fp16/bf16 -> float, unaligned little-endian
-# loads, byte swaps) are in _kernel_helpers.pxd, already cimported here.
+# Adding a type
+# -------------
+# 1. src/fastgguf/types.py: its id in GGMLType and its (block_size, type_size) in TYPE_TRAITS;
+#    src/fastgguf/_byteswap.py: its multi-byte fields in BLOCK_FIELDS. Then run
+#    ``python tools/gen_type_table.py`` (writes _type_table.h/.pxd: FGG_TYPE_<NAME>, layouts,
+#    byte-swap fields; tests/test_dequant_kernel_table.py fails until it is rerun).
+# 2. One kernel file, the family's _kernels_<family>.pxi (float, legacy, kquant, iq): write
+#    ``cdef void dequant_<name>(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil``
+#    and add its row to the family's ``<family>_rows()``:
+#        rows[FGG_TYPE_<NAME>] = fgg_kernel_row(dequantize=dequant_<name>, byteswap=swap_block_fields,
+#                                               quantize=NULL, dot=NULL)
+#    (swap_block_fields reverses the BLOCK_FIELDS of step 1; plain element types use swap_bytes_<n>).
+#    Hand-written C goes in a .h file next to it (prefix fgg_), declared with ``cdef extern from``.
+# 3. One test parameter list: add the type to ENGINE_TYPES / the reference in tests/dequant_refs.py
+#    (and, for a quantizer, to QUANTIZE_TYPES in tests/test_quantize.py with its vectors).
+# A new family (rarely): a new _kernels_<family>.pxi with its ``<family>_rows()``, included below
+# and called in _fill_table().
+#
+# Adding a quantizer (the "quantize" column) to an existing type
+# ---------------------------------------------------------------
+# Write ``static void fgg_quantize_<name>(const float *src, uint8_t *dst, int64_t n_rows,
+# int64_t n_per_row, const float *imatrix)`` in src/fastgguf/quant_<family>.h (ggml's quantize_<type>
+# contract: n_rows rows of n_per_row floats -> n_rows rows of blocks; imatrix NULL or n_per_row
+# floats >= 0; finite input, n_per_row a multiple of the block size, all checked before the call;
+# thread-safe: const or generated tables only). Declare it in the family's .pxi:
+#     cdef extern from "quant_<family>.h":
+#         void fgg_quantize_<name>(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+#                                  const float *imatrix) noexcept nogil
+# and replace ``quantize=NULL`` by ``quantize=fgg_quantize_<name>`` in the type's row. That is all:
+# fastgguf.quantize() and has_quantize() pick it up; add the type to tests/test_quantize.py.
+#
+# Adding an integer dot product (the "dot" column, fastgguf.matmul(..., exact=False))
+# ------------------------------------------------------------------------------------
+# Write ``static inline void fgg_mm_rows_<name>(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
+# ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/matmul_dot.h (one weight row
+# against m rows of Q8-quantized x; the same operations on every build, see the comment there),
+# declare it in _kernels_matmul.pxi and set it in dot_rows(); add the type to INT_TYPES in
+# tests/test_matmul.py.
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+from libc.math cimport isfinite
 
 from fastgguf._kernel_helpers cimport *
+from fastgguf._type_table cimport *
 from fastgguf._sigbus cimport fgg_guard, fgg_guard_enter, fgg_guard_leave, fgg_sigbus_install
 
 from fastgguf.errors import GGUFError
 
-# Converts n_blocks whole consecutive blocks at src to float32 at dst. Pure arithmetic on a
-# range the caller has checked: no bounds checks, no Python objects, no GIL.
-ctypedef void (*dequant_fn)(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil
+# The columns of the table. Every function is pure arithmetic on a range its caller has checked:
+# no bounds checks, no Python objects, no GIL.
 
-# Copies n_blocks blocks of big-endian data at src to dst with every multi-byte field put in
-# little-endian order, so that the dequant_fn of the type can run on dst.
-ctypedef void (*swap_fn)(const uint8_t *src, uint8_t *dst, Py_ssize_t n_blocks) noexcept nogil
+# Converts n_blocks whole consecutive blocks at src to float32 at dst.
+ctypedef void (*fgg_dequantize_fn)(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil
 
-# ggml tensor type ids (checked against fastgguf.types.GGMLType when the module loads).
-cdef enum:
-    TYPE_F32 = 0
-    TYPE_F16 = 1
-    TYPE_Q4_0 = 2
-    TYPE_Q4_1 = 3
-    TYPE_Q5_0 = 6
-    TYPE_Q5_1 = 7
-    TYPE_Q8_0 = 8
-    TYPE_Q8_1 = 9
-    TYPE_Q2_K = 10
-    TYPE_Q3_K = 11
-    TYPE_Q4_K = 12
-    TYPE_Q5_K = 13
-    TYPE_Q6_K = 14
-    TYPE_Q8_K = 15
-    TYPE_IQ2_XXS = 16
-    TYPE_IQ2_XS = 17
-    TYPE_IQ3_XXS = 18
-    TYPE_IQ1_S = 19
-    TYPE_IQ4_NL = 20
-    TYPE_IQ3_S = 21
-    TYPE_IQ2_S = 22
-    TYPE_IQ4_XS = 23
-    TYPE_I8 = 24
-    TYPE_I16 = 25
-    TYPE_I32 = 26
-    TYPE_I64 = 27
-    TYPE_F64 = 28
-    TYPE_IQ1_M = 29
-    TYPE_BF16 = 30
-    TYPE_TQ1_0 = 34
-    TYPE_TQ2_0 = 35
-    TYPE_MXFP4 = 39
-    TYPE_NVFP4 = 40
-    TYPE_Q1_0 = 41
-    TYPE_Q2_0 = 42
-    TYPE_ID_LIMIT = 64  # ids at or above this have no layout entry
+# Copies n_blocks blocks of big-endian data of type ``type_id`` at src to dst with every multi-byte
+# field put in little-endian order, so that the type's dequantize can run on dst.
+ctypedef void (*fgg_byteswap_fn)(const uint8_t *src, uint8_t *dst, Py_ssize_t n_blocks, int type_id) noexcept nogil
+
+# ggml's quantize_<type>: n_rows rows of n_per_row floats at src -> n_rows rows of blocks at dst;
+# imatrix is NULL or n_per_row weights >= 0 (see "Adding a quantizer" above).
+ctypedef void (*fgg_quantize_fn)(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix) noexcept nogil
+
+# Dot products of one weight row of n_blocks little-endian blocks with m activation rows (row i at
+# x + i * x_stride, in the form the type's dot product takes: for the integer path of
+# _kernels_matmul.pxi, fgg_mm_q8 blocks of 32 quantized values, x_stride counted in those blocks),
+# out[i * out_stride] = the dot product: the signature of matmul_dot.h's fgg_mm_rows_<type>
+# (mm_row_fn), with x as const void *. Filled by dot_rows() in _kernels_matmul.pxi (after the
+# families: a type gets its dot product there, next to the matmul drivers that call it).
+ctypedef void (*fgg_dot_fn)(const uint8_t *w, Py_ssize_t n_blocks, const void *x, Py_ssize_t x_stride, int m,
+                            float *out, Py_ssize_t out_stride) noexcept nogil
+
+cdef struct fgg_kernel_row:
+    fgg_dequantize_fn dequantize
+    fgg_byteswap_fn byteswap
+    fgg_quantize_fn quantize
+    fgg_dot_fn dot
+
+# The table: zero (all NULL) until _fill_table() runs, i.e. on first use of this module (never at
+# import: a build for a CPU that lacks its ISA may be imported by mistake, and must not crash then).
+cdef fgg_kernel_row KERNELS[FGG_TYPE_LIMIT]
+
+# Optional, beside the table (a family sets it in its <family>_rows()): dequantize writing dst with
+# non-temporal stores itself, for outputs far larger than the caches (the caller fences). NULL: the
+# driver stages the row's dequantize output in L1 and streams that. Worth it where the staging
+# copy costs as much as the conversion (F16, BF16).
+cdef fgg_dequantize_fn DEQUANTIZE_STREAM[FGG_TYPE_LIMIT]
+cdef bint _table_filled = False
+
+
+cdef void swap_block_fields(const uint8_t *src, uint8_t *dst, Py_ssize_t n_blocks, int type_id) noexcept nogil:
+    """The byteswap of every block type: reverse the fields _type_table.h lists for ``type_id``."""
+    cdef Py_ssize_t type_size = fgg_type_size[type_id], b
+    cdef const fgg_block_fields *fields = &fgg_swap_fields_of[type_id]
+    cdef int r, k, i, width
+    cdef uint8_t *p
+    cdef uint8_t t
+    memcpy(dst, src, <size_t>(n_blocks * type_size))
+    for b in range(n_blocks):
+        for r in range(fields.n_runs):
+            width = fields.runs[r].width
+            p = dst + b * type_size + fields.runs[r].offset
+            for k in range(fields.runs[r].count):
+                for i in range(width // 2):
+                    t = p[i]
+                    p[i] = p[width - 1 - i]
+                    p[width - 1 - i] = t
+                p += width
+
 
 include "_kernels_float.pxi"
 include "_kernels_legacy.pxi"
@@ -68,83 +122,58 @@ include "_kernels_kquant.pxi"
 include "_kernels_iq.pxi"
 
 
-cdef dequant_fn kernel_for(int type_id) noexcept nogil:
-    """The little-endian kernel of ``type_id``, or NULL if no family owns it."""
-    cdef dequant_fn fn = float_kernel(type_id)
-    if fn == NULL:
-        fn = legacy_kernel(type_id)
-    if fn == NULL:
-        fn = kquant_kernel(type_id)
-    if fn == NULL:
-        fn = iq_kernel(type_id)
-    return fn
+cdef void _fill_table() noexcept:
+    """Fill KERNELS and install the SIGBUS guard: on first use, with the GIL held (one caller)."""
+    global _table_filled
+    if _table_filled:
+        return
+    float_rows(KERNELS)
+    legacy_rows(KERNELS)
+    kquant_rows(KERNELS)
+    iq_rows(KERNELS)
+    dot_rows(KERNELS)
+    fgg_sigbus_install()
+    _table_filled = True
 
 
-cdef swap_fn swap_for(int type_id) noexcept nogil:
-    """The big-endian -> little-endian block converter of ``type_id``, or NULL if none yet."""
-    cdef swap_fn fn = float_swap(type_id)
-    if fn == NULL:
-        fn = legacy_swap(type_id)
-    if fn == NULL:
-        fn = kquant_swap(type_id)
-    if fn == NULL:
-        fn = block_swap(type_id)
-    return fn
-
-
-# Block layout per type id, filled from the one type table (fastgguf.types.TYPE_TRAITS) when the
-# module loads, so callers cannot hand a kernel a layout that disagrees with it. 0 = no such type.
-cdef Py_ssize_t _block_size[TYPE_ID_LIMIT]
-cdef Py_ssize_t _type_size[TYPE_ID_LIMIT]
-
-
-def _load_type_table():
-    from fastgguf.types import GGMLType, TYPE_TRAITS
-
-    cdef int i
-    for i in range(TYPE_ID_LIMIT):
-        _block_size[i] = 0
-        _type_size[i] = 0
-    for type_, traits in TYPE_TRAITS.items():
-        if not 0 <= type_ < TYPE_ID_LIMIT:
-            raise ImportError(f"ggml type id {int(type_)} is beyond the kernel table ({TYPE_ID_LIMIT})")
-        _block_size[type_] = traits.block_size
-        _type_size[type_] = traits.type_size
-    expected = {
-        "F32": TYPE_F32, "F16": TYPE_F16, "BF16": TYPE_BF16, "F64": TYPE_F64,
-        "I8": TYPE_I8, "I16": TYPE_I16, "I32": TYPE_I32, "I64": TYPE_I64,
-        "Q4_0": TYPE_Q4_0, "Q4_1": TYPE_Q4_1, "Q5_0": TYPE_Q5_0, "Q5_1": TYPE_Q5_1,
-        "Q8_0": TYPE_Q8_0, "Q8_1": TYPE_Q8_1, "Q2_K": TYPE_Q2_K, "Q3_K": TYPE_Q3_K,
-        "Q4_K": TYPE_Q4_K, "Q5_K": TYPE_Q5_K, "Q6_K": TYPE_Q6_K, "Q8_K": TYPE_Q8_K,
-        "IQ2_XXS": TYPE_IQ2_XXS, "IQ2_XS": TYPE_IQ2_XS, "IQ3_XXS": TYPE_IQ3_XXS,
-        "IQ1_S": TYPE_IQ1_S, "IQ4_NL": TYPE_IQ4_NL, "IQ3_S": TYPE_IQ3_S, "IQ2_S": TYPE_IQ2_S,
-        "IQ4_XS": TYPE_IQ4_XS, "IQ1_M": TYPE_IQ1_M, "TQ1_0": TYPE_TQ1_0, "TQ2_0": TYPE_TQ2_0,
-        "MXFP4": TYPE_MXFP4, "NVFP4": TYPE_NVFP4, "Q1_0": TYPE_Q1_0, "Q2_0": TYPE_Q2_0,
-    }
-    for name, type_id in expected.items():
-        if GGMLType[name] != type_id:
-            raise ImportError(f"kernel id of {name} ({type_id}) disagrees with GGMLType ({int(GGMLType[name])})")
-
-
-_load_type_table()
-
-include "_kernels_swap.pxi"
-
-_load_swap_table()
-
-
-cdef inline bint _has_layout(int type_id) noexcept nogil:
-    return 0 <= type_id < TYPE_ID_LIMIT and _type_size[type_id] != 0
+cdef inline fgg_kernel_row *_row(int type_id) noexcept:
+    """The row of ``type_id``, or NULL for an id that is no type. Fills the table on first use."""
+    if not _table_filled:
+        _fill_table()
+    if not 0 <= type_id < FGG_TYPE_LIMIT or fgg_type_size[type_id] == 0:
+        return NULL
+    return &KERNELS[type_id]
 
 
 def has_kernel(int type_id):
     """Whether this module can dequantize little-endian data of ggml type ``type_id``."""
-    return _has_layout(type_id) and kernel_for(type_id) != NULL
+    cdef fgg_kernel_row *row = _row(type_id)
+    return row != NULL and row.dequantize != NULL
 
 
 def has_byteswap(int type_id):
     """Whether this module can dequantize big-endian (byte-swapped) data of ggml type ``type_id``."""
-    return has_kernel(type_id) and swap_for(type_id) != NULL
+    cdef fgg_kernel_row *row = _row(type_id)
+    return row != NULL and row.dequantize != NULL and row.byteswap != NULL
+
+
+def has_quantize(int type_id):
+    """Whether this module can quantize float32 data to ggml type ``type_id``."""
+    cdef fgg_kernel_row *row = _row(type_id)
+    return row != NULL and row.quantize != NULL
+
+
+def has_dot(int type_id):
+    """Whether this module has a dot-product kernel for ggml type ``type_id``."""
+    cdef fgg_kernel_row *row = _row(type_id)
+    return row != NULL and row.dot != NULL
+
+
+def _type_layout(int type_id):
+    """(block_size, type_size) the kernels use for ``type_id`` (from _type_table.h; for the tests)."""
+    if not 0 <= type_id < FGG_TYPE_LIMIT:
+        return (0, 0)
+    return (fgg_block_size[type_id], fgg_type_size[type_id])
 
 
 cdef enum:
@@ -156,14 +185,14 @@ cdef enum:
     _STAGE_FLOATS = 4096
 
 
-cdef void _run(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *stage,
+cdef void _run(fgg_dequantize_fn kernel, fgg_dequantize_fn stream_kernel, fgg_byteswap_fn swap, int type_id, uint8_t *scratch, float *stage,
                const uint8_t *src, float *dst, Py_ssize_t n_blocks, Py_ssize_t block_size,
                Py_ssize_t type_size) noexcept nogil:
     """Dequantize n_blocks. With ``swap``, big-endian blocks are first put in order in
     ``scratch`` (_SWAP_SCRATCH_BYTES); with ``stage`` (_STAGE_FLOATS), the output is staged there
     and written to dst with non-temporal stores (the caller fences once at the end)."""
-    if swap == NULL and stage == NULL:
-        kernel(src, dst, n_blocks)
+    if swap == NULL and (stage == NULL or stream_kernel != NULL):
+        (kernel if stage == NULL else stream_kernel)(src, dst, n_blocks)
         return
     cdef Py_ssize_t per_chunk = _STAGE_FLOATS // block_size
     cdef Py_ssize_t done = 0, count
@@ -174,7 +203,7 @@ cdef void _run(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *stage,
         count = min(per_chunk, n_blocks - done)
         blocks = src + done * type_size
         if swap != NULL:
-            swap(blocks, scratch, count)
+            swap(blocks, scratch, count, type_id)
             blocks = scratch
         if stage != NULL:
             kernel(blocks, stage, count)
@@ -184,7 +213,7 @@ cdef void _run(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *stage,
         done += count
 
 
-cdef int _run_guarded(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *stage,
+cdef int _run_guarded(fgg_dequantize_fn kernel, fgg_dequantize_fn stream_kernel, fgg_byteswap_fn swap, int type_id, uint8_t *scratch, float *stage,
                       const uint8_t *src, float *dst, Py_ssize_t n_blocks, const int64_t *row_index,
                       Py_ssize_t n_rows, Py_ssize_t row_blocks, Py_ssize_t row_bytes, Py_ssize_t row_elems,
                       Py_ssize_t block_size, Py_ssize_t type_size) noexcept nogil:
@@ -197,16 +226,13 @@ cdef int _run_guarded(dequant_fn kernel, swap_fn swap, uint8_t *scratch, float *
     if fgg_guard_enter(&guard):
         return -2
     if row_index == NULL:
-        _run(kernel, swap, scratch, stage, src, dst, n_blocks, block_size, type_size)
+        _run(kernel, stream_kernel, swap, type_id, scratch, stage, src, dst, n_blocks, block_size, type_size)
     else:
         for k in range(n_rows):
-            _run(kernel, swap, scratch, stage, src + row_index[k] * row_bytes, dst + k * row_elems,
+            _run(kernel, stream_kernel, swap, type_id, scratch, stage, src + row_index[k] * row_bytes, dst + k * row_elems,
                  row_blocks, block_size, type_size)
     fgg_guard_leave(&guard)
     return 0
-
-
-fgg_sigbus_install()
 
 
 def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id,
@@ -236,26 +262,27 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
     GGUFError
         ``src`` is a map of a file that was truncated under it (SIGBUS while reading).
     """
-    if not _has_layout(type_id):
+    cdef fgg_kernel_row *row = _row(type_id)
+    if row == NULL:
         raise ValueError(f"unknown ggml tensor type id {type_id}")
-    cdef dequant_fn kernel = kernel_for(type_id)
+    cdef fgg_dequantize_fn kernel = row.dequantize
     if kernel == NULL:
         raise NotImplementedError(f"no dequantization kernel for ggml type id {type_id}")
-    cdef swap_fn swap = NULL
+    cdef fgg_byteswap_fn swap = NULL
     if byteswapped:
-        swap = swap_for(type_id)
+        swap = row.byteswap
         if swap == NULL:
             raise NotImplementedError(f"no big-endian support for ggml type id {type_id}")
 
-    cdef Py_ssize_t block_size = _block_size[type_id]
-    cdef Py_ssize_t type_size = _type_size[type_id]
+    cdef Py_ssize_t block_size = fgg_block_size[type_id]
+    cdef Py_ssize_t type_size = fgg_type_size[type_id]
     cdef Py_ssize_t n_out = dst.shape[0]
     cdef Py_ssize_t n_src = src.shape[0]
     cdef Py_ssize_t n_blocks = 0, row_blocks = 0, row_bytes = 0, n_src_rows, n_rows = 0, k, r
     if n_out % block_size:
         raise ValueError(f"output length {n_out} is not a multiple of the block size {block_size}")
 
-    if type_id == TYPE_F32:
+    if type_id == FGG_TYPE_F32:
         stream = False  # a plain memcpy, which picks non-temporal stores itself for large copies
 
     if row_index is None:
@@ -291,7 +318,7 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
     cdef const int64_t *rows = NULL if row_index is None else &row_index[0]
     cdef int status
     with nogil:
-        status = _run_guarded(kernel, swap, scratch, stage, &src[0], &dst[0], n_blocks, rows, n_rows,
+        status = _run_guarded(kernel, DEQUANTIZE_STREAM[type_id], swap, type_id, scratch, stage, &src[0], &dst[0], n_blocks, rows, n_rows,
                               row_blocks, row_bytes, row_elems, block_size, type_size)
         if stage != NULL:
             fgg_stream_fence()
@@ -300,33 +327,70 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
     if status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
 
+def quantize_into(const float[:, ::1] src not None, uint8_t[:, ::1] dst not None, int type_id,
+                  const float[::1] imatrix=None):
+    """Quantize the rows of ``src`` (float32, C-contiguous) into ``dst`` with the GIL released.
 
-cdef extern from *:
+    ``dst`` must have one row per row of ``src`` of exactly ``n_per_row / block_size * type_size``
+    bytes. ``imatrix``: None or ``n_per_row`` importance weights (finite, >= 0). The values of
+    ``src`` must be finite (fastgguf.quantize checks; this function only checks shapes and the
+    weights, which are small).
+
+    Raises
+    ------
+    ValueError
+        Unknown type id, ``n_per_row`` not a multiple of the block size, ``dst`` of the wrong
+        shape, ``imatrix`` of the wrong length or with a negative or non-finite weight.
+    NotImplementedError
+        No quantizer for this type in this module.
     """
-    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-    #include <cpuid.h>
-    #define FGG_CPU(feature) __builtin_cpu_supports(feature)
-    #define FGG_CPU_INIT() __builtin_cpu_init()
-    /* clang before 16 has no "f16c" for __builtin_cpu_supports: ask cpuid (leaf 1, ECX bit 29). */
-    static int fgg_cpu_has_f16c(void) {
-        unsigned int a, b, c, d;
-        return __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1u);
-    }
-    #else
-    #define FGG_CPU(feature) 0
-    #define FGG_CPU_INIT() ((void)0)
-    static int fgg_cpu_has_f16c(void) { return 0; }
-    #endif
-    static int fgg_cpu_has_avx2(void) {
-        FGG_CPU_INIT();
-        return FGG_CPU("avx2") && FGG_CPU("fma") && fgg_cpu_has_f16c() && FGG_CPU("bmi2");
-    }
-    static int fgg_cpu_has_avx512(void) {
-        FGG_CPU_INIT();
-        return fgg_cpu_has_avx2() && FGG_CPU("avx512f") && FGG_CPU("avx512bw")
-            && FGG_CPU("avx512vl") && FGG_CPU("avx512dq");
-    }
+    cdef fgg_kernel_row *row = _row(type_id)
+    if row == NULL:
+        raise ValueError(f"unknown ggml tensor type id {type_id}")
+    if row.quantize == NULL:
+        raise NotImplementedError(f"no quantizer for ggml type id {type_id}")
+    cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
+    cdef Py_ssize_t n_rows = src.shape[0], n_per_row = src.shape[1], j
+    if n_per_row % block_size:
+        raise ValueError(f"row length {n_per_row} is not a multiple of the block size {block_size}")
+    cdef Py_ssize_t row_bytes = n_per_row // block_size * type_size
+    if dst.shape[0] != n_rows or dst.shape[1] != row_bytes:
+        raise ValueError(f"output shape ({dst.shape[0]}, {dst.shape[1]}) is not ({n_rows}, {row_bytes})")
+    cdef const float *weights = NULL
+    if imatrix is not None:
+        if imatrix.shape[0] != n_per_row:
+            raise ValueError(f"imatrix has {imatrix.shape[0]} weights, rows have {n_per_row} elements")
+        for j in range(n_per_row):
+            if not (isfinite(imatrix[j]) and imatrix[j] >= 0):
+                raise ValueError(f"imatrix weight {j} is {imatrix[j]}: weights must be finite and >= 0")
+        if n_per_row:
+            weights = &imatrix[0]
+    if n_rows == 0 or n_per_row == 0:
+        return
+    cdef fgg_quantize_fn quantize = row.quantize
+    with nogil:
+        quantize(&src[0, 0], &dst[0, 0], n_rows, n_per_row, weights)
+
+
+cdef extern from "_prefault.h":
+    int fgg_prefault(const void *p, size_t n) nogil
+
+
+def prefault(const uint8_t[::1] data not None):
+    """Map every page of ``data`` (a file map, usually) in one call before it is read, GIL released.
+
+    Returns 1 if the pages were populated (``MADV_POPULATE_READ``), 2 if only advised
+    (``MADV_WILLNEED``), 0 if neither is possible here. Advice only: nothing is changed.
     """
+    cdef int done = 0
+    if data.shape[0] == 0:
+        return 0
+    with nogil:
+        done = fgg_prefault(&data[0], <size_t>data.shape[0])
+    return done
+
+
+cdef extern from "_cpu.h":
     int fgg_cpu_has_avx2() nogil
     int fgg_cpu_has_avx512() nogil
 
@@ -336,6 +400,7 @@ def cpu_supports(str variant):
 
     ``"portable"`` is always true; ``"avx2"`` needs AVX2, FMA, F16C and BMI2; ``"avx512"``
     additionally AVX-512 F, BW, VL and DQ -- exactly the flags setup.py builds those variants with.
+    Ask the portable build (``fastgguf._kernels_portable``): it runs on any CPU.
     """
     if variant == "portable":
         return True
@@ -344,3 +409,4 @@ def cpu_supports(str variant):
     if variant == "avx512":
         return bool(fgg_cpu_has_avx512())
     raise ValueError(f"unknown kernel variant {variant!r}")
+include "_kernels_matmul.pxi"

@@ -14,213 +14,31 @@
 # AVX2. Other loops work on local copies of the block's bytes, so that stores to
 # dst cannot alias what they read and the compiler vectorizes them.
 
-from libc.stdint cimport int8_t, uint8_t, uint16_t, uint32_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 
 include "_iq_tables.pxi"
 
-cdef extern from *:
-    """
-    static const float fastgguf_iq1_deltas[2] = {0.125f, -0.125f};
-    """
+cdef extern from "_kernels_iq.h":
     # IQ1_S / IQ1_M grid offset, indexed by its sign bit: a load, where a select would branch.
-    const float IQ1_DELTAS "fastgguf_iq1_deltas" [2]
+    const float IQ1_DELTAS "fgg_iq1_deltas" [2]
 
 
-# The grids as float32: a group then decodes with plain vector loads, no
-# byte-to-float conversion (which the compiler leaves scalar). Filled at import
-# from the byte tables in _iq_tables.pxi.
-cdef float iq2xxs_grid_f32[256][8]
-cdef float iq2xs_grid_f32[512][8]
-cdef float iq2s_grid_f32[1024][8]
-cdef float iq3xxs_grid_f32[256][4]
-cdef float iq3s_grid_f32[512][4]
-cdef float iq1s_grid_f32[2048][8]
+# The grids are also stored as float32 (fgg_<grid>_f32 in _iq_tables.h): a group then decodes
+# with plain vector loads, no byte-to-float conversion (which the compiler leaves scalar).
 
 
-cdef void iq_fill_float_grids() noexcept nogil:
-    cdef int i, j
-    for i in range(256):
-        for j in range(8):
-            iq2xxs_grid_f32[i][j] = fastgguf_iq2xxs_grid[i][j]
-        for j in range(4):
-            iq3xxs_grid_f32[i][j] = fastgguf_iq3xxs_grid[i][j]
-    for i in range(512):
-        for j in range(8):
-            iq2xs_grid_f32[i][j] = fastgguf_iq2xs_grid[i][j]
-        for j in range(4):
-            iq3s_grid_f32[i][j] = fastgguf_iq3s_grid[i][j]
-    for i in range(1024):
-        for j in range(8):
-            iq2s_grid_f32[i][j] = fastgguf_iq2s_grid[i][j]
-    for i in range(2048):
-        for j in range(8):
-            iq1s_grid_f32[i][j] = fastgguf_iq1s_grid[i][j]
-
-
-iq_fill_float_grids()
-
-
-cdef extern from *:
-    """
-    /* One group of 8 outputs of the grid types, with the same float operations, in the same
-       order, as gguf-py: (scale * grid) * sign, and scale * (grid + delta) for IQ1.
-       Written with GCC/Clang vector types because the auto-vectorizer leaves these short
-       loops scalar when it prefers 512-bit vectors (the AVX-512 build); plain loops elsewhere. */
-    /* __builtin_shufflevector / __builtin_convertvector: clang, and gcc from 12 on. Define
-       FASTGGUF_VEC_BUILTINS=0 to build (and test) the paths that do without them. */
-    #if !defined(FASTGGUF_VEC_BUILTINS)
-    #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
-    #define FASTGGUF_VEC_BUILTINS 1
-    #else
-    #define FASTGGUF_VEC_BUILTINS 0
-    #endif
-    #endif
-    #if defined(__GNUC__) || defined(__clang__)
-    typedef float fastgguf_v8f __attribute__((vector_size(32)));
-    typedef float fastgguf_v4f __attribute__((vector_size(16)));
-    #if defined(__AVX__)
-    static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
-        fastgguf_v8f g, s, v;
-        memcpy(&g, grid, sizeof g);
-        memcpy(&s, signs, sizeof s);
-        v = (scale * g) * s;  /* the scalar is broadcast */
-        memcpy(dst, &v, sizeof v);
-    }
-    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
-        fastgguf_v8f g, v;
-        memcpy(&g, grid, sizeof g);
-        v = scale * (g + delta);
-        memcpy(dst, &v, sizeof v);
-    }
-    #else
-    /* Without AVX, two 128-bit halves: gcc lowers 256-bit vector types through the stack. */
-    static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
-        fastgguf_v4f g0, g1, s0, s1;
-        memcpy(&g0, grid, sizeof g0);
-        memcpy(&g1, grid + 4, sizeof g1);
-        memcpy(&s0, signs, sizeof s0);
-        memcpy(&s1, signs + 4, sizeof s1);
-        g0 = (scale * g0) * s0;
-        g1 = (scale * g1) * s1;
-        memcpy(dst, &g0, sizeof g0);
-        memcpy(dst + 4, &g1, sizeof g1);
-    }
-    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
-        fastgguf_v4f g0, g1;
-        memcpy(&g0, grid, sizeof g0);
-        memcpy(&g1, grid + 4, sizeof g1);
-        g0 = scale * (g0 + delta);
-        g1 = scale * (g1 + delta);
-        memcpy(dst, &g0, sizeof g0);
-        memcpy(dst + 4, &g1, sizeof g1);
-    }
-    #endif
-    #if defined(__AVX__) && FASTGGUF_VEC_BUILTINS
-    static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
-                                        const float *grid_b, const float *signs) {
-        fastgguf_v4f a, b;
-        fastgguf_v8f s, v;
-        memcpy(&a, grid_a, sizeof a);
-        memcpy(&b, grid_b, sizeof b);
-        memcpy(&s, signs, sizeof s);
-        v = (scale * __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7)) * s;
-        memcpy(dst, &v, sizeof v);
-    }
-    #else
-    static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
-                                        const float *grid_b, const float *signs) {
-        fastgguf_v4f a, b, sa, sb;
-        memcpy(&a, grid_a, sizeof a);
-        memcpy(&b, grid_b, sizeof b);
-        memcpy(&sa, signs, sizeof sa);
-        memcpy(&sb, signs + 4, sizeof sb);
-        a = (scale * a) * sa;
-        b = (scale * b) * sb;
-        memcpy(dst, &a, sizeof a);
-        memcpy(dst + 4, &b, sizeof b);
-    }
-    #endif
-    #else
-    static inline void fastgguf_grid8(float *dst, float scale, const float *grid, const float *signs) {
-        float v[8];
-        for (int j = 0; j < 8; j++) v[j] = (scale * grid[j]) * signs[j];
-        memcpy(dst, v, sizeof v);
-    }
-    static inline void fastgguf_grid4x2(float *dst, float scale, const float *grid_a,
-                                        const float *grid_b, const float *signs) {
-        float v[8];
-        for (int j = 0; j < 4; j++) {
-            v[j] = (scale * grid_a[j]) * signs[j];
-            v[j + 4] = (scale * grid_b[j]) * signs[j + 4];
-        }
-        memcpy(dst, v, sizeof v);
-    }
-    static inline void fastgguf_iq1_grid8(float *dst, float scale, const float *grid, float delta) {
-        float v[8];
-        for (int j = 0; j < 8; j++) v[j] = scale * (grid[j] + delta);
-        memcpy(dst, v, sizeof v);
-    }
-    #endif
-    """
-    void iq_grid8 "fastgguf_grid8" (float *dst, float scale, const float *grid, const float *signs) noexcept nogil
-    void iq_grid4x2 "fastgguf_grid4x2" (float *dst, float scale, const float *grid_a, const float *grid_b,
+cdef extern from "_kernels_iq.h":
+    void iq_grid8 "fgg_grid8" (float *dst, float scale, const float *grid, const float *signs) noexcept nogil
+    void iq_grid4x2 "fgg_grid4x2" (float *dst, float scale, const float *grid_a, const float *grid_b,
                                         const float *signs) noexcept nogil
-    void iq1_grid8 "fastgguf_iq1_grid8" (float *dst, float scale, const float *grid, float delta) noexcept nogil
+    void iq1_grid8 "fgg_iq1_grid8" (float *dst, float scale, const float *grid, float delta) noexcept nogil
 
 
-cdef extern from *:
-    """
-    #if defined(__AVX2__)
-    #include <immintrin.h>
-    #endif
-    /* Decode 16 bytes of 4-bit codes into 32 floats: dst[j] = scale * lut[low nibble of
-       byte j], dst[16 + j] = scale * lut[high nibble of byte j]. With AVX2 the 16-entry
-       int8 table sits in a register and one byte shuffle looks up 16 codes at once. */
-    static inline void fastgguf_lut4_decode32(float *dst, const uint8_t *codes,
-                                              const int8_t *lut, float scale) {
-    #if defined(__AVX2__)
-        const __m128i table = _mm_loadu_si128((const __m128i *) lut);
-        const __m128i mask = _mm_set1_epi8(0x0F);
-        const __m128i bytes = _mm_loadu_si128((const __m128i *) codes);
-        const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, mask));
-        const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), mask));
-        const __m256 vscale = _mm256_set1_ps(scale);
-        _mm256_storeu_ps(dst + 0, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
-        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)))));
-        _mm256_storeu_ps(dst + 16, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
-        _mm256_storeu_ps(dst + 24, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))));
-    #else
-        for (int j = 0; j < 16; j++) {
-            dst[j] = scale * (float) lut[codes[j] & 0x0F];
-            dst[j + 16] = scale * (float) lut[codes[j] >> 4];
-        }
-    #endif
-    }
-
-    /* The same for 8 bytes -> 16 floats (NVFP4's 16-element sub-blocks). */
-    static inline void fastgguf_lut4_decode16(float *dst, const uint8_t *codes,
-                                              const int8_t *lut, float scale) {
-    #if defined(__AVX2__)
-        const __m128i table = _mm_loadu_si128((const __m128i *) lut);
-        const __m128i mask = _mm_set1_epi8(0x0F);
-        const __m128i bytes = _mm_loadl_epi64((const __m128i *) codes);
-        const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, mask));
-        const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), mask));
-        const __m256 vscale = _mm256_set1_ps(scale);
-        _mm256_storeu_ps(dst + 0, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo))));
-        _mm256_storeu_ps(dst + 8, _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi))));
-    #else
-        for (int j = 0; j < 8; j++) {
-            dst[j] = scale * (float) lut[codes[j] & 0x0F];
-            dst[j + 8] = scale * (float) lut[codes[j] >> 4];
-        }
-    #endif
-    }
-    """
-    void iq_lut4_decode32 "fastgguf_lut4_decode32" (float *dst, const uint8_t *codes, const int8_t *lut,
+cdef extern from "_kernels_iq.h":
+    void iq_lut4_decode32 "fgg_lut4_decode32" (float *dst, const uint8_t *codes, const int8_t *lut,
                                                      float scale) noexcept nogil
-    void iq_lut4_decode16 "fastgguf_lut4_decode16" (float *dst, const uint8_t *codes, const int8_t *lut,
+    void iq_lut4_decode16 "fgg_lut4_decode16" (float *dst, const uint8_t *codes, const int8_t *lut,
                                                      float scale) noexcept nogil
 
 
@@ -230,7 +48,7 @@ cdef void dequant_iq4_nl(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
     """IQ4_NL: 32 codes of 4 bits indexing a non-linear table, one fp16 scale (18 bytes)."""
     cdef Py_ssize_t b
     for b in range(n_blocks):
-        iq_lut4_decode32(dst, src + 2, fastgguf_iq4nl_values, fgg_half_to_float(fgg_load_u16le(src)))
+        iq_lut4_decode32(dst, src + 2, fgg_iq4nl_values, fgg_half_to_float(fgg_load_u16le(src)))
         src += 18
         dst += 32
 
@@ -247,7 +65,7 @@ cdef void dequant_iq4_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
         for ib in range(8):
             scale = ((src[4 + ib // 2] >> (4 * (ib % 2))) & 0xF) | (((scales_h >> (2 * ib)) & 3) << 4)
             dl = d * <float> (scale - 32)
-            iq_lut4_decode32(dst, src + 8 + 16 * ib, fastgguf_iq4nl_values, dl)
+            iq_lut4_decode32(dst, src + 8 + 16 * ib, fgg_iq4nl_values, dl)
             dst += 32
         src += 136
 
@@ -268,8 +86,8 @@ cdef void dequant_iq2_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) n
             aux_signs = fgg_load_u32le(q + 4)
             db = d * (<float> 0.5 + <float> (aux_signs >> 28)) * <float> 0.25
             for l in range(4):
-                iq_grid8(dst + 8 * l, db, iq2xxs_grid_f32[q[l]],
-                         fastgguf_sign_f32[fastgguf_ksigns[(aux_signs >> (7 * l)) & 127]])
+                iq_grid8(dst + 8 * l, db, fgg_iq2xxs_grid_f32[q[l]],
+                         fgg_sign_f32[fgg_ksigns[(aux_signs >> (7 * l)) & 127]])
             dst += 32
         src += 66
 
@@ -289,7 +107,7 @@ cdef void dequant_iq2_xs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) no
                 db = d * (<float> 0.5 + <float> ((src[66 + ib] >> (4 * half)) & 0xF)) * <float> 0.25
                 for l in range(2 * half, 2 * half + 2):
                     packed = fgg_load_u16le(src + 2 + 8 * ib + 2 * l)
-                    iq_grid8(dst, db, iq2xs_grid_f32[packed & 511], fastgguf_sign_f32[fastgguf_ksigns[packed >> 9]])
+                    iq_grid8(dst, db, fgg_iq2xs_grid_f32[packed & 511], fgg_sign_f32[fgg_ksigns[packed >> 9]])
                     dst += 8
         src += 74
 
@@ -312,8 +130,8 @@ cdef void dequant_iq2_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
                 db = d * (<float> 0.5 + <float> ((src[74 + ib] >> (4 * half)) & 0xF)) * <float> 0.25
                 for l in range(2 * half, 2 * half + 2):
                     k = 4 * ib + l
-                    iq_grid8(dst, db, iq2s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 3) << 8)],
-                             fastgguf_sign_f32[signs[k]])
+                    iq_grid8(dst, db, fgg_iq2s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 3) << 8)],
+                             fgg_sign_f32[signs[k]])
                     dst += 8
         src += 82
 
@@ -334,8 +152,8 @@ cdef void dequant_iq3_xxs(const uint8_t *src, float *dst, Py_ssize_t n_blocks) n
             aux_signs = fgg_load_u32le(src + 66 + 4 * ib)
             db = d * (<float> 0.5 + <float> (aux_signs >> 28)) * <float> 0.5
             for l in range(4):
-                iq_grid4x2(dst + 8 * l, db, iq3xxs_grid_f32[q[2 * l]], iq3xxs_grid_f32[q[2 * l + 1]],
-                           fastgguf_sign_f32[fastgguf_ksigns[(aux_signs >> (7 * l)) & 127]])
+                iq_grid4x2(dst + 8 * l, db, fgg_iq3xxs_grid_f32[q[2 * l]], fgg_iq3xxs_grid_f32[q[2 * l + 1]],
+                           fgg_sign_f32[fgg_ksigns[(aux_signs >> (7 * l)) & 127]])
             dst += 32
         src += 98
 
@@ -358,9 +176,9 @@ cdef void dequant_iq3_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
             for l in range(4):
                 k = 8 * ib + 2 * l      # index of the first of this group's two grid entries
                 iq_grid4x2(dst, db,
-                           iq3s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 1) << 8)],
-                           iq3s_grid_f32[qs[k + 1] | (((qh[ib] >> (2 * l + 1)) & 1) << 8)],
-                           fastgguf_sign_f32[signs[4 * ib + l]])
+                           fgg_iq3s_grid_f32[qs[k] | (((qh[ib] >> (2 * l)) & 1) << 8)],
+                           fgg_iq3s_grid_f32[qs[k + 1] | (((qh[ib] >> (2 * l + 1)) & 1) << 8)],
+                           fgg_sign_f32[signs[4 * ib + l]])
                 dst += 8
         src += 110
 
@@ -382,7 +200,7 @@ cdef void dequant_iq1_s(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
             dl = d * <float> (2 * ((qh >> 12) & 7) + 1)
             delta = IQ1_DELTAS[qh >> 15]
             for l in range(4):
-                iq1_grid8(dst, dl, iq1s_grid_f32[qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], delta)
+                iq1_grid8(dst, dl, fgg_iq1s_grid_f32[qs[4 * ib + l] | (((qh >> (3 * l)) & 7) << 8)], delta)
                 dst += 8
         src += 50
 
@@ -408,13 +226,13 @@ cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
             dl_hi = d * <float> (2 * ((scales >> 3) & 7) + 1)
             qh_lo = src[32 + 2 * ib]
             qh_hi = src[32 + 2 * ib + 1]
-            iq1_grid8(dst, dl_lo, iq1s_grid_f32[qs[4 * ib] | ((qh_lo & 7) << 8)],
+            iq1_grid8(dst, dl_lo, fgg_iq1s_grid_f32[qs[4 * ib] | ((qh_lo & 7) << 8)],
                       IQ1_DELTAS[(qh_lo >> 3) & 1])
-            iq1_grid8(dst + 8, dl_lo, iq1s_grid_f32[qs[4 * ib + 1] | ((qh_lo & 0x70) << 4)],
+            iq1_grid8(dst + 8, dl_lo, fgg_iq1s_grid_f32[qs[4 * ib + 1] | ((qh_lo & 0x70) << 4)],
                       IQ1_DELTAS[qh_lo >> 7])
-            iq1_grid8(dst + 16, dl_hi, iq1s_grid_f32[qs[4 * ib + 2] | ((qh_hi & 7) << 8)],
+            iq1_grid8(dst + 16, dl_hi, fgg_iq1s_grid_f32[qs[4 * ib + 2] | ((qh_hi & 7) << 8)],
                       IQ1_DELTAS[(qh_hi >> 3) & 1])
-            iq1_grid8(dst + 24, dl_hi, iq1s_grid_f32[qs[4 * ib + 3] | ((qh_hi & 0x70) << 4)],
+            iq1_grid8(dst + 24, dl_hi, fgg_iq1s_grid_f32[qs[4 * ib + 3] | ((qh_hi & 0x70) << 4)],
                       IQ1_DELTAS[qh_hi >> 7])
             dst += 32
         src += 56
@@ -422,63 +240,8 @@ cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 
 # --- ternary ----------------------------------------------------------------
 
-cdef extern from *:
-    """
-    /* Digit k of 16 TQ1_0 codes, as (digit - 1) * d, to dst[k * stride + j], k < n_digits.
-       A code holds base-3 digits as the fixed-point fraction round_up(256 * value / 3**n): its
-       top digit is (code * 3) >> 8, i.e. (code >= 86) + (code >= 171), and multiplying the code
-       by 3 (mod 256) brings up the next one. Written with vector types: the auto-vectorizer
-       keeps these bytes in general registers in some builds. */
-    #if (defined(__GNUC__) || defined(__clang__)) && (defined(__AVX2__) || FASTGGUF_VEC_BUILTINS)
-    typedef uint8_t fastgguf_v16u8 __attribute__((vector_size(16)));
-    typedef int8_t fastgguf_v16i8 __attribute__((vector_size(16)));
-    typedef int8_t fastgguf_v8i8 __attribute__((vector_size(8)));
-    typedef int32_t fastgguf_v8i32 __attribute__((vector_size(32)));
-    static inline void fastgguf_tq1_digits16(float *dst, const uint8_t *src, Py_ssize_t stride,
-                                             int n_digits, float d) {
-        fastgguf_v16u8 q;
-    #if !defined(__AVX2__)
-        const fastgguf_v8f vd = {d, d, d, d, d, d, d, d};
-    #endif
-        memcpy(&q, src, sizeof q);
-        for (int k = 0; k < n_digits; k++) {
-            /* A true comparison is -1 in its lane: the sum is -digit, so digit - 1 = -sum - 1. */
-            fastgguf_v16i8 value = -((fastgguf_v16i8) (q >= 86) + (fastgguf_v16i8) (q >= 171)) - 1;
-    #if defined(__AVX2__)
-            /* gcc 12 widens the upper 8 int8 lanes one by one unless told how. */
-            const __m128i lanes = (__m128i) value;
-            const __m256 vscale = _mm256_set1_ps(d);
-            _mm256_storeu_ps(dst + k * stride,
-                             _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lanes))));
-            _mm256_storeu_ps(dst + k * stride + 8,
-                             _mm256_mul_ps(vscale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lanes, 8)))));
-    #else
-            fastgguf_v8i8 lo = __builtin_shufflevector(value, value, 0, 1, 2, 3, 4, 5, 6, 7);
-            fastgguf_v8i8 hi = __builtin_shufflevector(value, value, 8, 9, 10, 11, 12, 13, 14, 15);
-            /* int8 -> int32 -> float: gcc 12 converts int8 lanes to float one at a time. */
-            fastgguf_v8f out_lo = vd * __builtin_convertvector(__builtin_convertvector(lo, fastgguf_v8i32), fastgguf_v8f);
-            fastgguf_v8f out_hi = vd * __builtin_convertvector(__builtin_convertvector(hi, fastgguf_v8i32), fastgguf_v8f);
-            memcpy(dst + k * stride, &out_lo, sizeof out_lo);
-            memcpy(dst + k * stride + 8, &out_hi, sizeof out_hi);
-    #endif
-            q = q + q + q;
-        }
-    }
-    #else
-    static inline void fastgguf_tq1_digits16(float *dst, const uint8_t *src, Py_ssize_t stride,
-                                             int n_digits, float d) {
-        uint8_t q[16];
-        memcpy(q, src, sizeof q);
-        for (int k = 0; k < n_digits; k++) {
-            for (int j = 0; j < 16; j++) {
-                dst[k * stride + j] = d * (float) ((q[j] >= 86) + (q[j] >= 171) - 1);
-                q[j] = (uint8_t) (q[j] * 3);
-            }
-        }
-    }
-    #endif
-    """
-    void tq1_digits16 "fastgguf_tq1_digits16" (float *dst, const uint8_t *src, Py_ssize_t stride,
+cdef extern from "_kernels_iq.h":
+    void tq1_digits16 "fgg_tq1_digits16" (float *dst, const uint8_t *src, Py_ssize_t stride,
                                                int n_digits, float d) noexcept nogil
 
 
@@ -527,7 +290,7 @@ cdef void dequant_mxfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     """MXFP4: an E8M0 power-of-two scale and 32 E2M1 codes (17 bytes)."""
     cdef Py_ssize_t b
     for b in range(n_blocks):
-        iq_lut4_decode32(dst, src + 1, fastgguf_fp4_values, fastgguf_e8m0_half_f32[src[0]])
+        iq_lut4_decode32(dst, src + 1, fgg_fp4_values, fgg_e8m0_half_f32[src[0]])
         src += 17
         dst += 32
 
@@ -538,65 +301,16 @@ cdef void dequant_nvfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
     cdef int s
     for b in range(n_blocks):
         for s in range(4):
-            iq_lut4_decode16(dst + 16 * s, src + 4 + 8 * s, fastgguf_fp4_values, fastgguf_ue4m3_half_f32[src[s]])
+            iq_lut4_decode16(dst + 16 * s, src + 4 + 8 * s, fgg_fp4_values, fgg_ue4m3_half_f32[src[s]])
         dst += 64
         src += 36
 
 
 # --- 1- and 2-bit linear ----------------------------------------------------
 
-cdef extern from *:
-    """
-    /* Q1_0: the 8 outputs of one byte of sign bits, low bit first: +d where the bit is set, -d
-       (d with its sign bit flipped, as ggml's -d) where it is clear.
-       Q2_0: the 8 outputs of two bytes of 2-bit codes q, low bits first: (q - 1) * d. */
-    #if defined(__AVX__) && (defined(__GNUC__) || defined(__clang__)) && FASTGGUF_VEC_BUILTINS
-    typedef uint32_t fastgguf_v8u32 __attribute__((vector_size(32)));
-    static inline void fastgguf_q1_byte(float *dst, uint32_t byte, uint32_t d_bits) {
-        const fastgguf_v8u32 shifts = {0, 1, 2, 3, 4, 5, 6, 7};
-        fastgguf_v8u32 v = (byte >> shifts) & 1;          /* the scalar is broadcast */
-        v = d_bits ^ ((v ^ 1) << 31);
-        memcpy(dst, &v, sizeof v);
-    }
-    static inline void fastgguf_q2_pair(float *dst, uint32_t pair, float d) {
-        const fastgguf_v8u32 shifts = {0, 2, 4, 6, 8, 10, 12, 14};
-        fastgguf_v8i32 q = (fastgguf_v8i32) ((pair >> shifts) & 3) - 1;
-        fastgguf_v8f v = __builtin_convertvector(q, fastgguf_v8f) * d;
-        memcpy(dst, &v, sizeof v);
-    }
-    #else
-    /* Whole-block loops over a local copy of the codes: the compiler vectorizes these well
-       with SSE2, better than one 8-output group at a time. */
-    #define FASTGGUF_Q12_BLOCKWISE 1
-    static inline void fastgguf_q1_block(float *dst, const uint8_t *src, uint32_t d_bits) {
-        uint8_t bits[16];
-        uint32_t *out = (uint32_t *) dst;  /* the build has -fno-strict-aliasing */
-        memcpy(bits, src, sizeof bits);
-        for (int k = 0; k < 16; k++)
-            for (int j = 0; j < 8; j++)
-                out[8 * k + j] = d_bits ^ ((((uint32_t) bits[k] >> j & 1) ^ 1) << 31);
-    }
-    static inline void fastgguf_q2_block(float *dst, const uint8_t *src, float d) {
-        uint8_t codes[16];
-        memcpy(codes, src, sizeof codes);
-        for (int k = 0; k < 16; k++)
-            for (int j = 0; j < 4; j++)
-                dst[4 * k + j] = (float) ((int) ((codes[k] >> (2 * j)) & 3) - 1) * d;
-    }
-    #endif
-    #if !defined(FASTGGUF_Q12_BLOCKWISE)
-    #define FASTGGUF_Q12_BLOCKWISE 0
-    static inline void fastgguf_q1_block(float *dst, const uint8_t *src, uint32_t d_bits) {
-        for (int k = 0; k < 16; k++) fastgguf_q1_byte(dst + 8 * k, src[k], d_bits);
-    }
-    static inline void fastgguf_q2_block(float *dst, const uint8_t *src, float d) {
-        for (int k = 0; k < 8; k++)
-            fastgguf_q2_pair(dst + 8 * k, (uint32_t) src[2 * k] | (uint32_t) src[2 * k + 1] << 8, d);
-    }
-    #endif
-    """
-    void q1_block "fastgguf_q1_block" (float *dst, const uint8_t *src, uint32_t d_bits) noexcept nogil
-    void q2_block "fastgguf_q2_block" (float *dst, const uint8_t *src, float d) noexcept nogil
+cdef extern from "_kernels_iq.h":
+    void q1_block "fgg_q1_block" (float *dst, const uint8_t *src, uint32_t d_bits) noexcept nogil
+    void q2_block "fgg_q2_block" (float *dst, const uint8_t *src, float d) noexcept nogil
 
 
 cdef void dequant_q1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
@@ -622,36 +336,109 @@ cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dst += 64
 
 
-cdef dequant_fn iq_kernel(int type_id) noexcept nogil:
-    """Kernel for ``type_id`` (a ggml type id) if this family owns it, else NULL."""
-    if type_id == 16:
-        return dequant_iq2_xxs
-    if type_id == 17:
-        return dequant_iq2_xs
-    if type_id == 18:
-        return dequant_iq3_xxs
-    if type_id == 19:
-        return dequant_iq1_s
-    if type_id == 20:
-        return dequant_iq4_nl
-    if type_id == 21:
-        return dequant_iq3_s
-    if type_id == 22:
-        return dequant_iq2_s
-    if type_id == 23:
-        return dequant_iq4_xs
-    if type_id == 29:
-        return dequant_iq1_m
-    if type_id == 34:
-        return dequant_tq1_0
-    if type_id == 35:
-        return dequant_tq2_0
-    if type_id == 39:
-        return dequant_mxfp4
-    if type_id == 40:
-        return dequant_nvfp4
-    if type_id == 41:
-        return dequant_q1_0
-    if type_id == 42:
-        return dequant_q2_0
-    return NULL
+cdef extern from "quant_iq4.h":
+    void fgg_quantize_iq4_nl(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                             const float *imatrix) noexcept nogil
+    void fgg_quantize_iq4_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                             const float *imatrix) noexcept nogil
+
+cdef extern from "quant_iq3.h":
+    # Derives IQ3's search tables (grid map, neighbour lists) from the grids; 0 on success. Runs
+    # once, from iq_rows (table fill: first use, GIL held, before any quantizer thread).
+    int fgg_iq3_init_tables() noexcept nogil
+    void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) noexcept nogil
+    void fgg_quantize_iq3_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+
+
+# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
+cdef extern from "quant_misc.h":
+    void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+
+# --- quantizers: IQ2_XXS, IQ2_XS, IQ2_S (quant_iq2.h), IQ1_S, IQ1_M (quant_iq1.h) -----------------
+
+cdef extern from "quant_iq1.h":
+    int fgg_iq2_init_raw(const void *grid256, const void *grid512, const void *grid1024,
+                         const void *grid2048) noexcept nogil
+    size_t fgg_iq2_serialize(int which, uint8_t *out, size_t cap) noexcept nogil
+    void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) noexcept nogil
+    void fgg_quantize_iq2_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                             const float *imatrix) noexcept nogil
+    void fgg_quantize_iq2_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+    void fgg_quantize_iq1_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+    void fgg_quantize_iq1_m(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                            const float *imatrix) noexcept nogil
+
+
+cdef int _iq2_init() noexcept nogil:
+    """Derive the IQ2/IQ1 search tables from the grids (once; 0 on success). Runs where the kernel
+    table is filled: with the GIL held, before any quantizer can run."""
+    return fgg_iq2_init_raw(&fgg_iq2xxs_grid[0][0], &fgg_iq2xs_grid[0][0], &fgg_iq2s_grid[0][0],
+                            &fgg_iq1s_grid[0][0])
+
+
+def _iq2_search_table(int which):
+    """The IQ2_XXS (0), IQ2_XS (1), IQ2_S (2) or IQ1 (3) search table in fgg_iq2_serialize's
+    canonical form (the tests compare it with ggml's)."""
+    if _iq2_init() != 0:
+        raise RuntimeError("the IQ2/IQ1 search tables could not be derived")
+    cdef size_t n = fgg_iq2_serialize(which, NULL, 0)
+    out = bytearray(n)
+    cdef uint8_t[::1] view = out
+    if n:
+        fgg_iq2_serialize(which, &view[0], n)
+    return bytes(out)
+
+
+
+cdef void iq_rows(fgg_kernel_row *rows) noexcept nogil:
+    """This family's rows of the kernel table."""
+    rows[FGG_TYPE_IQ2_XXS] = fgg_kernel_row(dequantize=dequant_iq2_xxs, byteswap=swap_block_fields, quantize=fgg_quantize_iq2_xxs, dot=NULL)
+    rows[FGG_TYPE_IQ2_XS] = fgg_kernel_row(dequantize=dequant_iq2_xs, byteswap=swap_block_fields, quantize=fgg_quantize_iq2_xs, dot=NULL)
+    rows[FGG_TYPE_IQ2_S] = fgg_kernel_row(dequantize=dequant_iq2_s, byteswap=swap_block_fields, quantize=fgg_quantize_iq2_s, dot=NULL)
+    rows[FGG_TYPE_IQ3_XXS] = fgg_kernel_row(dequantize=dequant_iq3_xxs, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_iq3_xxs, dot=NULL)
+    rows[FGG_TYPE_IQ3_S] = fgg_kernel_row(dequantize=dequant_iq3_s, byteswap=swap_block_fields,
+                                          quantize=fgg_quantize_iq3_s, dot=NULL)
+    rows[FGG_TYPE_IQ1_S] = fgg_kernel_row(dequantize=dequant_iq1_s, byteswap=swap_block_fields, quantize=fgg_quantize_iq1_s, dot=NULL)
+    rows[FGG_TYPE_IQ1_M] = fgg_kernel_row(dequantize=dequant_iq1_m, byteswap=swap_block_fields, quantize=fgg_quantize_iq1_m, dot=NULL)
+    if _iq2_init() != 0:  # tables not derived (out of memory): no IQ2/IQ1 quantizers
+        rows[FGG_TYPE_IQ2_XXS].quantize = NULL
+        rows[FGG_TYPE_IQ2_XS].quantize = NULL
+        rows[FGG_TYPE_IQ2_S].quantize = NULL
+        rows[FGG_TYPE_IQ1_S].quantize = NULL
+        rows[FGG_TYPE_IQ1_M].quantize = NULL
+    if fgg_iq3_init_tables() != 0:  # the IQ3 search tables could not be derived: no IQ3 quantizer
+        rows[FGG_TYPE_IQ3_XXS].quantize = NULL
+        rows[FGG_TYPE_IQ3_S].quantize = NULL
+    rows[FGG_TYPE_IQ4_NL] = fgg_kernel_row(dequantize=dequant_iq4_nl, byteswap=swap_block_fields,
+                                           quantize=fgg_quantize_iq4_nl, dot=NULL)
+    rows[FGG_TYPE_IQ4_XS] = fgg_kernel_row(dequantize=dequant_iq4_xs, byteswap=swap_block_fields,
+                                           quantize=fgg_quantize_iq4_xs, dot=NULL)
+    rows[FGG_TYPE_TQ1_0] = fgg_kernel_row(dequantize=dequant_tq1_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_tq1_0, dot=NULL)
+    rows[FGG_TYPE_TQ2_0] = fgg_kernel_row(dequantize=dequant_tq2_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_tq2_0, dot=NULL)
+    rows[FGG_TYPE_MXFP4] = fgg_kernel_row(dequantize=dequant_mxfp4, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_mxfp4, dot=NULL)
+    rows[FGG_TYPE_NVFP4] = fgg_kernel_row(dequantize=dequant_nvfp4, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_nvfp4, dot=NULL)
+    rows[FGG_TYPE_Q1_0] = fgg_kernel_row(dequantize=dequant_q1_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q1_0, dot=NULL)
+    rows[FGG_TYPE_Q2_0] = fgg_kernel_row(dequantize=dequant_q2_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q2_0, dot=NULL)

@@ -204,22 +204,33 @@ cdef void dequant_q8_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dst += 256
 
 
-cdef dequant_fn kquant_kernel(int type_id) noexcept nogil:
-    if type_id == TYPE_Q2_K:
-        return dequant_q2_k
-    if type_id == TYPE_Q3_K:
-        return dequant_q3_k
-    if type_id == TYPE_Q4_K:
-        return dequant_q4_k
-    if type_id == TYPE_Q5_K:
-        return dequant_q5_k
-    if type_id == TYPE_Q6_K:
-        return dequant_q6_k
-    if type_id == TYPE_Q8_K:
-        return dequant_q8_k
-    return NULL
 
+# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
+cdef extern from "quant_kquant.h":
+    void fgg_quantize_q2_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q4_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q5_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q6_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q8_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
 
-cdef swap_fn kquant_swap(int type_id) noexcept nogil:
-    # Big-endian K-quant blocks (fp16/f32 scales, Q8_K's int16 sums swapped) are not handled yet.
-    return NULL
+cdef void kquant_rows(fgg_kernel_row *rows) noexcept nogil:
+    """This family's rows of the kernel table."""
+    rows[FGG_TYPE_Q2_K] = fgg_kernel_row(dequantize=dequant_q2_k, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q2_k, dot=NULL)
+    rows[FGG_TYPE_Q3_K] = fgg_kernel_row(dequantize=dequant_q3_k, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q3_k, dot=NULL)
+    rows[FGG_TYPE_Q4_K] = fgg_kernel_row(dequantize=dequant_q4_k, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q4_k, dot=NULL)
+    rows[FGG_TYPE_Q5_K] = fgg_kernel_row(dequantize=dequant_q5_k, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q5_k, dot=NULL)
+    rows[FGG_TYPE_Q6_K] = fgg_kernel_row(dequantize=dequant_q6_k, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q6_k, dot=NULL)
+    rows[FGG_TYPE_Q8_K] = fgg_kernel_row(dequantize=dequant_q8_k, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q8_k, dot=NULL)

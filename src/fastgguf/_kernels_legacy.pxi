@@ -105,22 +105,33 @@ cdef void dequant_q8_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dst += 32
 
 
-cdef dequant_fn legacy_kernel(int type_id) noexcept nogil:
-    if type_id == TYPE_Q4_0:
-        return dequant_q4_0
-    if type_id == TYPE_Q4_1:
-        return dequant_q4_1
-    if type_id == TYPE_Q5_0:
-        return dequant_q5_0
-    if type_id == TYPE_Q5_1:
-        return dequant_q5_1
-    if type_id == TYPE_Q8_0:
-        return dequant_q8_0
-    if type_id == TYPE_Q8_1:
-        return dequant_q8_1
-    return NULL
 
+# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
+cdef extern from "quant_legacy.h":
+    void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
+    void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                           const float *imatrix) noexcept nogil
 
-cdef swap_fn legacy_swap(int type_id) noexcept nogil:
-    # Big-endian quantized blocks (fp16 scales and the u32 masks swapped) are not handled yet.
-    return NULL
+cdef void legacy_rows(fgg_kernel_row *rows) noexcept nogil:
+    """This family's rows of the kernel table."""
+    rows[FGG_TYPE_Q4_0] = fgg_kernel_row(dequantize=dequant_q4_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q4_0, dot=NULL)
+    rows[FGG_TYPE_Q4_1] = fgg_kernel_row(dequantize=dequant_q4_1, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q4_1, dot=NULL)
+    rows[FGG_TYPE_Q5_0] = fgg_kernel_row(dequantize=dequant_q5_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q5_0, dot=NULL)
+    rows[FGG_TYPE_Q5_1] = fgg_kernel_row(dequantize=dequant_q5_1, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q5_1, dot=NULL)
+    rows[FGG_TYPE_Q8_0] = fgg_kernel_row(dequantize=dequant_q8_0, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q8_0, dot=NULL)
+    rows[FGG_TYPE_Q8_1] = fgg_kernel_row(dequantize=dequant_q8_1, byteswap=swap_block_fields,
+                                            quantize=fgg_quantize_q8_1, dot=NULL)

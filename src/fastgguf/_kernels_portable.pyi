@@ -13,6 +13,26 @@ def has_kernel(type_id: int) -> bool:
 def has_byteswap(type_id: int) -> bool:
     """Whether big-endian data of ggml type ``type_id`` can be dequantized."""
 
+def has_quantize(type_id: int) -> bool:
+    """Whether float32 data can be quantized to ggml type ``type_id``."""
+
+def has_dot(type_id: int) -> bool:
+    """Whether a dot-product kernel exists for ggml type ``type_id``."""
+
+def _type_layout(type_id: int) -> tuple[int, int]:
+    """(block_size, type_size) of ``type_id`` in the generated type table; (0, 0) for no type."""
+
+def _iq_tables() -> dict[str, bytes]:
+    """Every IQ/FP4 lookup table as raw bytes, keyed by name (for the tests)."""
+
+
+def _iq2_search_table(which: int) -> bytes:
+    """The IQ2/IQ1 search table ``which`` (0..3) in canonical form."""
+
+
+def prefault(data: npt.NDArray[np.uint8] | bytes | memoryview) -> int:
+    """Map every page of ``data`` in one call (MADV_POPULATE_READ: 1, MADV_WILLNEED: 2, neither: 0)."""
+
 def cpu_supports(variant: str) -> bool:
     """Whether this CPU can run the kernel build ``variant`` ("portable", "avx2", "avx512")."""
 
@@ -32,3 +52,46 @@ def dequantize_into(
     Raises ValueError on any size/index mismatch, NotImplementedError for a type without a
     kernel (or without byte swapping when ``byteswapped``).
     """
+
+def quantize_into(
+    src: npt.NDArray[np.float32],
+    dst: npt.NDArray[np.uint8],
+    type_id: int,
+    imatrix: npt.NDArray[np.float32] | None = None,
+) -> None:
+    """Quantize the rows of C-contiguous 2-D float32 ``src`` into 2-D uint8 ``dst`` (one row of
+    blocks per row) with the GIL released. Raises ValueError on a shape or imatrix mismatch,
+    NotImplementedError for a type without a quantizer. ``src`` must be finite (unchecked).
+    """
+
+# fastgguf.matmul's drivers (_kernels_matmul.pxi).
+
+def has_int_dot(type_id: int) -> bool:
+    """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build."""
+
+def q8_block_bytes() -> int:
+    """Bytes per 32 quantized values of x in the integer path."""
+
+def matmul_rows(
+    w: npt.NDArray[np.uint8],
+    type_id: int,
+    x: npt.NDArray[np.float32],
+    out: npt.NDArray[np.float32],
+    n0: int,
+    n1: int,
+    byteswapped: bool = False,
+) -> None:
+    """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released."""
+
+def quantize_x8(x: npt.NDArray[np.float32], dst: npt.NDArray[np.uint8]) -> None:
+    """Quantize each row of ``x`` into Q8 blocks for the integer path."""
+
+def matmul_rows_int(
+    w: npt.NDArray[np.uint8],
+    type_id: int,
+    xq: npt.NDArray[np.uint8],
+    out: npt.NDArray[np.float32],
+    n0: int,
+    n1: int,
+) -> None:
+    """``out[:, n0:n1]`` from Q8-quantized rows of x by integer dot products."""

@@ -3,7 +3,8 @@
 The bulk work runs in Cython kernels with the GIL released, split across threads. The kernels
 are compiled several times (``portable`` and, on x86, ``avx2`` and ``avx512``); the best one this
 CPU can run is chosen when this module is imported. Set ``FASTGGUF_CPU=portable|avx2|avx512``
-to force one, or call :func:`set_cpu_path`. Every path gives the same bits.
+to force one (a build this CPU cannot run is an error at import), or call :func:`set_cpu_path`.
+Every path gives the same bits. A build the CPU cannot run is never imported.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import math
 import operator
 import os
 import threading
-import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -50,15 +50,25 @@ _SPLIT_GRANULE = 1 << 12
 #: stay in the caches anyway, and streaming saves reading every destination line first.
 _STREAM_MIN_BYTES = 16 << 20
 
+#: Inputs at least this large are pre-faulted (madvise) in one call before a whole run is read.
+_PREFAULT_MIN_BYTES = 1 << 20
+
 _LITTLE, _BIG = "<", ">"
 
 
 def _load_variant(name: str):
+    """Import the kernel build ``name``, only if this CPU can run it (its code would crash otherwise)."""
+    if name not in _CPU_PATHS or not _kernels_portable.cpu_supports(name):
+        raise ValueError(f"this CPU cannot run the {name!r} kernel build")
     return importlib.import_module(f"fastgguf._kernels_{name}")
 
 
 def available_cpu_paths() -> tuple[str, ...]:
-    """Kernel builds that exist in this installation and that this CPU can run, slowest first."""
+    """Kernel builds that exist in this installation and that this CPU can run, slowest first.
+
+    Only these may be imported: a build for an instruction set the CPU lacks dies of an illegal
+    instruction, not an exception. The CPU is asked through ``_kernels_portable.cpu_supports``.
+    """
     found = []
     for name in _CPU_PATHS:
         if not _kernels_portable.cpu_supports(name):
@@ -69,18 +79,22 @@ def available_cpu_paths() -> tuple[str, ...]:
     return tuple(found)
 
 
+def kernel_modules() -> dict[str, Any]:
+    """The kernel builds this CPU can run, imported, by name (slowest first): for tests and benchmarks."""
+    return {name: _load_variant(name) for name in available_cpu_paths()}
+
+
 def _initial_cpu_path() -> str:
     available = available_cpu_paths()
     requested = os.environ.get("FASTGGUF_CPU", "").strip().lower()
     if requested:
-        if requested in available:
-            return requested
-        warnings.warn(
-            f"FASTGGUF_CPU={requested!r} is not available here (available: {', '.join(available)}); "
-            f"using {available[-1]!r}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        if requested not in available:
+            reason = "is not a kernel build" if requested not in _CPU_PATHS else "cannot run on this CPU or is not built"
+            raise RuntimeError(
+                f"FASTGGUF_CPU={requested!r} {reason} (available here: {', '.join(available)}); "
+                "unset it or choose one of those"
+            )
+        return requested
     return available[-1]
 
 
@@ -395,6 +409,8 @@ def dequantize(
         # Contiguous rows are one run of blocks: split it on block boundaries.
         row_bytes = ne0 // block_size * type_size
         src = src[selection.start * row_bytes : selection.stop * row_bytes]
+        if src.size >= _PREFAULT_MIN_BYTES:
+            kernels.prefault(src)  # one call maps every page (a file map faults page by page otherwise)
         _dequantize_run(kernels, src, flat, int(qtype), block_size, type_size, n_threads, swapped)
     else:
         _dequantize_rows(kernels, src, flat, int(qtype), selection, ne0, n_threads, swapped)

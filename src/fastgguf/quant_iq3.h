@@ -6,6 +6,7 @@
  *        IQ3_S's 512). Call once, before any quantizer runs and before any thread can (the
  *        kernel modules do it at import); later calls do nothing. Returns 0, or -1 when a grid
  *        is not what the tables are derived for (the quantizers must then not be used).
+ *   int  fgg_iq3_init_tables(void)   the same with the grids of _iq_tables.h
  *   void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
  *                             const float *imatrix)   n_per_row % 256 == 0, 98-byte blocks
  *   void fgg_quantize_iq3_s(...)                      n_per_row % 256 == 0, 110-byte blocks
@@ -45,6 +46,7 @@
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
 
+#include "_iq_tables.h"
 #include "quant_iq_common.h"
 
 /* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
@@ -100,35 +102,44 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
         if (t->map[u] != INT32_MIN) return -1;
         t->map[u] = i;
     }
+    /* For each point off the grid: the squared distances (in levels: at most 4 * 7^2) to all grid
+     * points, the nwant smallest distinct ones and their counts, then one pass that writes each
+     * point into its distance's part of the list (in index order within a distance). */
     int used = 0;
-    int d2[512];
+    uint8_t d2[512], lk[4][512]; /* lk[k][i] = level k of point i (a layout that vectorizes) */
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < 4; ++k) lk[k][i] = t->level[i][k];
     for (int u = 0; u < 4096; ++u) {
         if (t->map[u] != INT32_MIN) continue;
+        const int u0 = u & 7, u1 = (u >> 3) & 7, u2 = (u >> 6) & 7, u3 = (u >> 9) & 7;
         for (int i = 0; i < n; ++i) {
-            int s = 0;
-            for (int k = 0; k < 4; ++k) {
-                int diff = (int)t->level[i][k] - ((u >> 3 * k) & 7);
-                s += diff * diff;
-            }
-            d2[i] = s;
+            int a = lk[0][i] - u0, b = lk[1][i] - u1, c = lk[2][i] - u2, e = lk[3][i] - u3;
+            d2[i] = (uint8_t)(a * a + b * b + c * c + e * e);
         }
-        if (used >= capacity) return -1;
-        int head = used++, count = 0, level = -1;
-        for (int want = 0; want < nwant; ++want) {
-            int next = INT32_MAX; /* the next larger distance */
-            for (int i = 0; i < n; ++i)
-                if (d2[i] > level && d2[i] < next) next = d2[i];
-            if (next == INT32_MAX) break;
-            level = next;
+        /* the nwant smallest distinct distances (255: none left), and how many points have each */
+        int level[3], start[3], count = 0, nl = 0;
+        for (int w = 0; w < nwant; ++w) {
+            int lo = w ? level[w - 1] : -1, m = 255;
             for (int i = 0; i < n; ++i) {
-                if (d2[i] != level) continue;
-                if (used >= capacity) return -1;
-                lists[used++] = (uint16_t)i;
-                ++count;
+                int v = d2[i] > lo ? d2[i] : 255;
+                m = v < m ? v : m;
             }
+            if (m == 255) break;
+            int c = 0;
+            for (int i = 0; i < n; ++i) c += d2[i] == m;
+            level[nl] = m;
+            start[nl++] = count;
+            count += c;
         }
-        lists[head] = (uint16_t)count;
-        t->map[u] = -(1 + head);
+        if (used + 1 + count > capacity) return -1;
+        lists[used] = (uint16_t)count;
+        for (int i = 0; i < n; ++i) {
+            if (d2[i] > level[nl - 1]) continue;
+            for (int w = 0; w < nl; ++w)
+                if (d2[i] == level[w]) lists[used + 1 + start[w]++] = (uint16_t)i;
+        }
+        t->map[u] = -(1 + used);
+        used += 1 + count;
     }
     return used == capacity ? 0 : -1;
 }
@@ -139,6 +150,10 @@ static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]
           && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
     fgg_iq3_ready = ok ? 1 : -1;
     return ok ? 0 : -1;
+}
+
+static int fgg_iq3_init_tables(void) {
+    return fgg_iq3_init(fgg_iq3xxs_grid, fgg_iq3s_grid);
 }
 
 /* The neighbour (in list order) of smallest weighted distance to the group x at this scale. */
@@ -257,7 +272,7 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
 #if FGG_IQ_SIMD
     /* All candidates first, group by group, then their sums with one candidate per lane, then
      * the scalar choice in candidate order. */
-    float qt[32][32]; /* [value][candidate]: 2l+1 of the candidate's placement */
+    float qt[32][32 + FGG_IQ3_CL]; /* [value][candidate]: 2l+1 of the candidate's placement */
     int gt[32][8], ont[32][8];
     const int ncand = 2 * nis + 1;
     /* candidate inverse scales and scales, padded for whole vectors */
@@ -295,6 +310,14 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
                     gt[cc][k] = g;
                     ont[cc][k] = 1;
                 }
+                /* the same point for the whole run: whole-vector stores (lanes past the run are
+                 * rewritten by the next run, or lie in the padding) */
+                for (int i = 0; i < 4; ++i) {
+                    fgg_iq3_vf qv = fgg_iq3_splat(t->q[g][i]);
+                    memcpy(qt[4 * k + i] + c, &qv, sizeof qv);
+                }
+                c = e;
+                continue;
             } else {
                 const uint16_t *list = t->lists - g - 1;
                 fgg_iq3_vf vs;

@@ -84,13 +84,9 @@ static float fgg_q_fit_pos(int n, int nmax, const float *x, uint8_t *L, const fl
 
 /* Q3_K's sub-block fit without weights (w = x^2): levels -nmax..nmax-1 from -nmax/max, then up
  * to five passes of single-level moves. L gets l + nmax (all zero for a group below FGG_Q_EPS). */
-static float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        float a = fabsf(x[i]);
-        if (a > amax) { amax = a; vmax = x[i]; }
-    }
-    if (amax < FGG_Q_EPS) {
+static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
+    const float vmax = fgg_q_signed_amax(x, n);
+    if (fabsf(vmax) < FGG_Q_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }
@@ -129,68 +125,99 @@ static float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-/* fgg_q_fit_q3 on eight groups (see fgg_q_fit_signed8 for how lanes keep the scalar bits). A
+/* fgg_q_fit_q3 on many groups (see fgg_q_fit_signed8 for how lanes keep the scalar bits). A
  * lane whose pass changed nothing would change nothing in later passes, so the passes run
  * until no lane changes or five have run. */
 #if FGG_IQ_SIMD
+/* FGG_Q3_LANES groups: its passes are one long chain of dependent steps per lane, so twice the
+ * vectors of the other fits run side by side */
+#define FGG_Q3_G (2 * FGG_Q_G)
+#define FGG_Q3_LANES (FGG_Q3_G * FGG_Q_W)
 static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
-    fgg_q_vf8 x[16], w[16];
-    fgg_q_vi8 L[16];
-    fgg_q_transpose8(n, xs, x);
-    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    fgg_q_vf8 amax = zf, vmax = zf;
-    for (int i = 0; i < n; ++i) {
-        fgg_q_vf8 a = fgg_q_abs8(x[i]);
-        fgg_q_vi8 m = a > amax;
-        amax = fgg_q_fsel(m, a, amax);
-        vmax = fgg_q_fsel(m, x[i], vmax);
-        w[i] = x[i] * x[i];
+    fgg_q_vf8 x[16][FGG_Q3_G], w[16][FGG_Q3_G];
+    fgg_q_vi8 L[16][FGG_Q3_G];
+    fgg_q_vf8 xt[16];
+    for (int h = 0; h < FGG_Q3_G; ++h) {
+        fgg_q_transpose8(n, xs + h * FGG_Q_W, xt);
+        for (int i = 0; i < n; ++i) x[i][h] = xt[i];
     }
-    const fgg_q_vi8 zero = amax < FGG_Q_EPS;
-    const fgg_q_vf8 iscale = (float)(-nmax) / vmax;
-    fgg_q_vf8 sumlx = zf, suml2 = zf;
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
+    fgg_q_vf8 amax[FGG_Q3_G] = {zf}, vmax[FGG_Q3_G] = {zf}, iscale[FGG_Q3_G], sumlx[FGG_Q3_G] = {zf}, suml2[FGG_Q3_G] = {zf};
+    fgg_q_vi8 zero[FGG_Q3_G];
     for (int i = 0; i < n; ++i) {
-        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = l;
-        fgg_q_vf8 fl = fgg_q_tof8(l);
-        sumlx += w[i] * x[i] * fl;
-        suml2 += w[i] * fl * fl;
+        for (int h = 0; h < FGG_Q3_G; ++h) {
+            fgg_q_vf8 a = fgg_q_abs8(x[i][h]);
+            fgg_q_vi8 m = a > amax[h];
+            amax[h] = fgg_q_fsel(m, a, amax[h]);
+            vmax[h] = fgg_q_fsel(m, x[i][h], vmax[h]);
+            w[i][h] = x[i][h] * x[i][h];
+        }
+    }
+    for (int h = 0; h < FGG_Q3_G; ++h) {
+        zero[h] = amax[h] < FGG_Q_EPS;
+        iscale[h] = (float)(-nmax) / vmax[h];
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int h = 0; h < FGG_Q3_G; ++h) {
+            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
+            L[i][h] = l;
+            fgg_q_vf8 fl = fgg_q_tof8(l);
+            sumlx[h] += w[i][h] * x[i][h] * fl;
+            suml2[h] += w[i][h] * fl * fl;
+        }
     }
     for (int pass = 0; pass < 5; ++pass) {
-        fgg_q_vi8 changed = L[0] - L[0];
+        fgg_q_vi8 changed = L[0][0] - L[0][0];
         for (int i = 0; i < n; ++i) {
-            fgg_q_vf8 fl = fgg_q_tof8(L[i]);
-            fgg_q_vf8 slx = sumlx - w[i] * x[i] * fl;
-            fgg_q_vf8 sl2 = suml2 - w[i] * fl * fl;
-            fgg_q_vi8 nl = fgg_q_clamp8(fgg_q_round8(x[i] * sl2 / slx), -nmax, nmax - 1);
-            fgg_q_vf8 fn = fgg_q_tof8(nl);
-            slx = slx + w[i] * x[i] * fn;
-            sl2 = sl2 + w[i] * fn * fn;
-            fgg_q_vi8 upd = (sumlx - w[i] * x[i] * fl > 0.0f) & (nl != L[i]) & (sl2 > 0.0f) &
-                            (slx * slx * suml2 > sumlx * sumlx * sl2);
-            L[i] = fgg_q_isel(upd, nl, L[i]);
-            sumlx = fgg_q_fsel(upd, slx, sumlx);
-            suml2 = fgg_q_fsel(upd, sl2, suml2);
-            changed |= upd;
+            for (int h = 0; h < FGG_Q3_G; ++h) {
+                const fgg_q_vf8 wx = w[i][h] * x[i][h];
+                fgg_q_vf8 fl = fgg_q_tof8(L[i][h]);
+                fgg_q_vf8 slx0 = sumlx[h] - wx * fl;
+                fgg_q_vf8 sl2 = suml2[h] - w[i][h] * fl * fl;
+                fgg_q_vi8 nl = fgg_q_clamp8(fgg_q_round8(x[i][h] * sl2 / slx0), -nmax, nmax - 1);
+                fgg_q_vf8 fn = fgg_q_tof8(nl);
+                fgg_q_vf8 slx = slx0 + wx * fn;
+                sl2 = sl2 + w[i][h] * fn * fn;
+                fgg_q_vi8 upd = (slx0 > 0.0f) & (nl != L[i][h]) & (sl2 > 0.0f) &
+                                (slx * slx * suml2[h] > sumlx[h] * sumlx[h] * sl2);
+                L[i][h] = fgg_q_isel(upd, nl, L[i][h]);
+                sumlx[h] = fgg_q_fsel(upd, slx, sumlx[h]);
+                suml2[h] = fgg_q_fsel(upd, sl2, suml2[h]);
+                changed |= upd;
+            }
         }
         int any = 0;
         for (int k = 0; k < FGG_Q_W; ++k) any |= changed[k];
         if (!any) break;
     }
-    fgg_q_vf8 r = fgg_q_fsel(suml2 > 0.0f, sumlx / suml2, zf);
-    r = fgg_q_fsel(zero, zf, r);
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        out[k] = r[k];
-        for (int i = 0; i < n; ++i) Ls[k][i] = zero[k] ? 0 : (int8_t)(L[i][k] + nmax);
+    for (int h = 0; h < FGG_Q3_G; ++h) {
+        fgg_q_vf8 r = fgg_q_fsel(suml2[h] > 0.0f, sumlx[h] / suml2[h], zf);
+        r = fgg_q_fsel(zero[h], zf, r);
+        for (int k = 0; k < FGG_Q_W; ++k) {
+            out[h * FGG_Q_W + k] = r[k];
+            for (int i = 0; i < n; ++i) Ls[h * FGG_Q_W + k][i] = zero[h][k] ? 0 : (int8_t)(L[i][h][k] + nmax);
+        }
     }
 }
 #endif
 
-static void fgg_q_fit_q3_8(int n, int nmax, const float *const xs[8], int8_t *const Ls[8], float out[8]) {
+/* fgg_q_fit_q3 on count groups (n <= 16) */
+static void fgg_q_fit_q3_n(int count, int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
 #if FGG_IQ_SIMD
-    for (int h = 0; h < 8; h += FGG_Q_W) fgg__q_fit_q3_w(n, nmax, xs + h, Ls + h, out + h);
+    for (int g0 = 0; g0 < count; g0 += FGG_Q3_LANES) {
+        const float *px[FGG_Q3_LANES];
+        int8_t *pl[FGG_Q3_LANES], spare[16];
+        float o[FGG_Q3_LANES];
+        for (int k = 0; k < FGG_Q3_LANES; ++k) { /* a short tail repeats its last group */
+            const int g = g0 + k < count ? g0 + k : count - 1;
+            px[k] = xs[g];
+            pl[k] = g0 + k < count ? Ls[g] : spare;
+        }
+        fgg__q_fit_q3_w(n, nmax, px, pl, o);
+        for (int k = 0; k < FGG_Q3_LANES && g0 + k < count; ++k) out[g0 + k] = o[k];
+    }
 #else
-    for (int k = 0; k < 8; ++k) out[k] = fgg_q_fit_q3(n, nmax, xs[k], Ls[k]);
+    for (int k = 0; k < count; ++k) out[k] = fgg_q_fit_q3(n, nmax, xs[k], Ls[k]);
 #endif
 }
 
@@ -209,10 +236,7 @@ static void fgg__q2k_requant(const float *x, uint8_t *blk, const uint8_t *scales
     for (int j = 0; j < 16; ++j) {
         const float dj = d * (float)(scales[j] & 0xf);
         if (dj == 0.0f) continue;
-        const float mj = dmin * (float)(scales[j] >> 4);
-        for (int i = 0; i < 16; ++i) {
-            L[16 * j + i] = (uint8_t)fgg_q_clampi(fgg_iq_nearest_int((x[16 * j + i] + mj) / dj), 0, 3);
-        }
+        fgg_q_requant(x + 16 * j, 16, dmin * (float)(scales[j] >> 4), dj, 0, 3, 0, L + 16 * j);
     }
     fgg__q_pack2(blk + 16, L);
 }
@@ -230,8 +254,7 @@ static void fgg__q2k_block(const float *x, uint8_t *blk, const float *qw) {
     uint8_t *sc = blk;
     if (!qw) {
         for (int i = 0; i < 256; ++i) w[i] = fabsf(x[i]);
-        for (int h = 0; h < 16; h += 8)
-            fgg_q_fit_affine8(16, 3, xs + h, ws + h, Ls16 + h, scales + h, mins + h, -0.5f, 0.1f, 15, 1);
+        fgg_q_fit_affine_n(16, 16, 3, xs, ws, Ls16, scales, mins, -0.5f, 0.1f, 15, 1);
         float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < 16; ++j) {
             if (scales[j] > max_scale) max_scale = scales[j];
@@ -264,8 +287,7 @@ static void fgg__q2k_block(const float *x, uint8_t *blk, const float *qw) {
         for (int i = 0; i < 16; ++i) s += w[16 * j + i];
         sw[j] = s;
     }
-    for (int h = 0; h < 16; h += 8)
-        fgg_q_fit_affine8(16, 3, xs + h, ws + h, Ls16 + h, scales + h, mins + h, -0.9f, 0.05f, 36, 0);
+    fgg_q_fit_affine_n(16, 16, 3, xs, ws, Ls16, scales, mins, -0.9f, 0.05f, 36, 0);
     const float dm = fgg_q_fit_pos(16, 15, scales, Ls, sw);
     const float mm = fgg_q_fit_pos(16, 15, mins, Lm, sw);
     const uint16_t hd = fgg_iq_fp16(dm), hm = fgg_iq_fp16(mm);
@@ -291,38 +313,29 @@ static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L) {
         s = (int8_t)((s | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
         const float dj = d * (float)s;
         if (dj == 0.0f) continue;
-        for (int i = 0; i < 16; ++i) {
-            L[16 * j + i] = (int8_t)(fgg_q_clampi(fgg_iq_nearest_int(x[16 * j + i] / dj), -4, 3) + 4);
-        }
+        fgg_q_requant(x + 16 * j, 16, 0.0f, dj, -4, 3, 4, (uint8_t *)L + 16 * j);
     }
+    /* level bit 2 of element 32 b + m goes to bit b of hmask[m] (branch-free: the bit is random) */
     memset(hmask, 0, 32);
     uint8_t U[256];
-    for (int j = 0; j < 256; ++j) {
-        int l = L[j];
-        if (l > 3) {
-            hmask[j % 32] = (uint8_t)(hmask[j % 32] | (1u << (j / 32)));
-            l -= 4;
+    for (int b = 0; b < 8; ++b) {
+        for (int m = 0; m < 32; ++m) {
+            const uint8_t l = (uint8_t)L[32 * b + m];
+            const uint8_t hi = (uint8_t)(l > 3);
+            hmask[m] = (uint8_t)(hmask[m] | (hi << b));
+            U[32 * b + m] = (uint8_t)(l - 4 * hi);
         }
-        U[j] = (uint8_t)l;
     }
     fgg__q_pack2(qs, U);
 }
 
-static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
-    int8_t L[256];
-    float scales[16];
+/* One Q3_K super-block. Without an importance matrix (qw NULL) the caller has run the sub-block
+ * fits (L, scales: see fgg__q3k_rows); with one, they run here. */
+static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw, int8_t *L, float *scales) {
     uint8_t *sc = blk + 96;
     memset(sc, 0, 12);
-    const float *xs[16];
-    int8_t *Ls16[16];
-    for (int j = 0; j < 16; ++j) {
-        xs[j] = x + 16 * j;
-        Ls16[j] = L + 16 * j;
-    }
     if (!qw) {
         float max_scale = 0.0f, amax = 0.0f;
-        fgg_q_fit_q3_8(16, 4, xs, Ls16, scales);
-        fgg_q_fit_q3_8(16, 4, xs + 8, Ls16 + 8, scales + 8);
         for (int j = 0; j < 16; ++j) {
             float a = fabsf(scales[j]);
             if (a > amax) { amax = a; max_scale = scales[j]; }
@@ -340,7 +353,8 @@ static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
         fgg_q_put16(blk + 108, hd);
     } else {
         float w[256], sw[16];
-        const float *ws[16];
+        const float *xs[16], *ws[16];
+        int8_t *Ls16[16];
         int8_t Ls[16];
         const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
         fgg_q_rms_weights(256, qw, x, sigma2, w);
@@ -348,15 +362,42 @@ static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw) {
             float s = 0.0f;
             for (int i = 0; i < 16; ++i) s += w[16 * j + i];
             sw[j] = s;
+            xs[j] = x + 16 * j;
             ws[j] = w + 16 * j;
+            Ls16[j] = L + 16 * j;
         }
-        fgg_q_fit_signed8(16, 4, xs, ws, Ls16, scales);
-        fgg_q_fit_signed8(16, 4, xs + 8, ws + 8, Ls16 + 8, scales + 8);
+        fgg_q_fit_signed_n(16, 16, 4, xs, ws, Ls16, scales);
         const float d_block = fgg_q_fit_signed(16, 32, scales, Ls, sw);
         for (int j = 0; j < 16; ++j) fgg__q3k_put_scale(sc, j, Ls[j]);
         fgg_q_put16(blk + 108, fgg_iq_fp16(d_block));
     }
     fgg__q3k_finish(x, blk, L);
+}
+
+/* Q3_K rows: without an importance matrix, the sub-block fits of two super-blocks run together */
+static void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    const int64_t nb = n_per_row / 256;
+    int8_t L[512];
+    float scales[32];
+    const float *xs[32];
+    int8_t *Ls[32];
+    for (int j = 0; j < 32; ++j) Ls[j] = L + 16 * j;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t i = 0; i < nb; i += 2) {
+            const int count = nb - i >= 2 ? 2 : 1;
+            const float *x = src + r * n_per_row + 256 * i;
+            uint8_t *blk = dst + (size_t)(r * nb + i) * 110;
+            if (!imatrix) {
+                for (int j = 0; j < 16 * count; ++j) xs[j] = x + 16 * j;
+                fgg_q_fit_q3_n(16 * count, 16, 4, xs, Ls, scales);
+            }
+            for (int b = 0; b < count; ++b) {
+                fgg__q3k_block(x + 256 * b, blk + 110 * (size_t)b, imatrix ? imatrix + 256 * (i + b) : NULL,
+                               L + 256 * b, scales + 16 * b);
+            }
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ Q4_K / Q5_K (144 / 176 bytes) */
@@ -382,25 +423,45 @@ static inline void fgg__q_get_scale_min_k4(const uint8_t *q, int j, int *d, int 
     }
 }
 
-/* Q4_K (nmax 15) and Q5_K (nmax 31) share everything up to the final packing. */
-static void fgg__q45k_block(const float *x, uint8_t *blk, const float *qw, int nmax) {
-    uint8_t L[256];
-    float scales[8], mins[8], w[256];
-    const float *xs[8], *ws[8];
-    uint8_t *Ls8[8];
-    for (int j = 0; j < 8; ++j) {
+/* Q4_K (nmax 15) and Q5_K (nmax 31) share everything up to the final packing. The sub-block
+ * fits of count (1 or 2) consecutive super-blocks run together (16 groups fill the vector lanes
+ * better than 8); sw gets the sub-blocks' weight sums (imatrix path). */
+static void fgg__q45k_fit(const float *x, const float *qw, int nmax, int count, uint8_t *L, float *scales,
+                          float *mins, float *sw) {
+    float w[512];
+    const float *xs[16], *ws[16];
+    uint8_t *Ls[16];
+    for (int j = 0; j < 8 * count; ++j) {
         xs[j] = x + 32 * j;
         ws[j] = w + 32 * j;
-        Ls8[j] = L + 32 * j;
+        Ls[j] = L + 32 * j;
     }
-    uint8_t *sc = blk + 4;
     if (!qw) {
-        for (int j = 0; j < 8; ++j) {
+        for (int j = 0; j < 8 * count; ++j) {
             const float av_x = sqrtf(fgg_q_sumsq(xs[j], 32) / 32.0f);
             for (int i = 0; i < 32; ++i) w[32 * j + i] = av_x + fabsf(xs[j][i]);
         }
-        if (nmax == 15) fgg_q_fit_affine8(32, 15, xs, ws, Ls8, scales, mins, -1.0f, 0.1f, 20, 0);
-        else fgg_q_fit_affine8(32, 31, xs, ws, Ls8, scales, mins, -0.5f, 0.1f, 15, 0);
+        if (nmax == 15) fgg_q_fit_affine_n(8 * count, 32, 15, xs, ws, Ls, scales, mins, -1.0f, 0.1f, 20, 0);
+        else fgg_q_fit_affine_n(8 * count, 32, 31, xs, ws, Ls, scales, mins, -0.5f, 0.1f, 15, 0);
+        return;
+    }
+    for (int b = 0; b < count; ++b) {
+        const float sigma2 = 2.0f * fgg_q_sumsq(x + 256 * b, 256) / 256.0f;
+        fgg_q_rms_weights(256, qw + 256 * b, x + 256 * b, sigma2, w + 256 * b);
+    }
+    for (int j = 0; j < 8 * count; ++j) {
+        float s = 0.0f;
+        for (int i = 0; i < 32; ++i) s += w[32 * j + i];
+        sw[j] = s;
+    }
+    fgg_q_fit_affine_n(8 * count, 32, nmax, xs, ws, Ls, scales, mins, -0.9f, 0.05f, 36, 0);
+}
+
+/* the rest of one super-block after fgg__q45k_fit: scales, fp16 scales, requantization, packing */
+static void fgg__q45k_block(const float *x, uint8_t *blk, int imat, int nmax, uint8_t *L, const float *scales,
+                            const float *mins, const float *sw) {
+    uint8_t *sc = blk + 4;
+    if (!imat) {
         float max_scale = 0.0f, max_min = 0.0f;
         for (int j = 0; j < 8; ++j) {
             if (scales[j] > max_scale) max_scale = scales[j];
@@ -416,16 +477,7 @@ static void fgg__q45k_block(const float *x, uint8_t *blk, const float *qw, int n
         fgg_q_put16(blk, fgg_iq_fp16(max_scale / 63.0f));
         fgg_q_put16(blk + 2, fgg_iq_fp16(max_min / 63.0f));
     } else {
-        float sw[8];
         uint8_t Ls[8], Lm[8];
-        const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
-        fgg_q_rms_weights(256, qw, x, sigma2, w);
-        for (int j = 0; j < 8; ++j) {
-            float s = 0.0f;
-            for (int i = 0; i < 32; ++i) s += w[32 * j + i];
-            sw[j] = s;
-        }
-        fgg_q_fit_affine8(32, nmax, xs, ws, Ls8, scales, mins, -0.9f, 0.05f, 36, 0);
         const float d_block = fgg_q_fit_pos(8, 63, scales, Ls, sw);
         const float m_block = fgg_q_fit_pos(8, 63, mins, Lm, sw);
         for (int j = 0; j < 8; ++j) {
@@ -441,10 +493,7 @@ static void fgg__q45k_block(const float *x, uint8_t *blk, const float *qw, int n
         fgg__q_get_scale_min_k4(sc, j, &s, &m);
         const float dj = d * (float)s;
         if (dj == 0.0f) continue;
-        const float mj = dmin * (float)m;
-        for (int i = 0; i < 32; ++i) {
-            L[32 * j + i] = (uint8_t)fgg_q_clampi(fgg_iq_nearest_int((x[32 * j + i] + mj) / dj), 0, nmax);
-        }
+        fgg_q_requant(x + 32 * j, 32, dmin * (float)m, dj, 0, nmax, 0, L + 32 * j);
     }
     if (nmax == 15) {
         uint8_t *q = blk + 16;
@@ -480,8 +529,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         ws[j] = qw ? qw + 16 * j : NULL;
         Ls16[j] = L + 16 * j;
     }
-    fgg_q_fit_signed8(16, 32, xs, ws, Ls16, scales);
-    fgg_q_fit_signed8(16, 32, xs + 8, ws + 8, Ls16 + 8, scales + 8);
+    fgg_q_fit_signed_n(16, 16, 32, xs, ws, Ls16, scales);
     for (int j = 0; j < 16; ++j) {
         float a = fabsf(scales[j]);
         if (a > max_abs) { max_abs = a; max_scale = scales[j]; }
@@ -503,9 +551,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
     for (int j = 0; j < 16; ++j) {
         const float dj = d * (float)sc[j];
         if (dj == 0.0f) continue;
-        for (int i = 0; i < 16; ++i) {
-            L[16 * j + i] = (int8_t)(fgg_q_clampi(fgg_iq_nearest_int(x[16 * j + i] / dj), -32, 31) + 32);
-        }
+        fgg_q_requant(x + 16 * j, 16, 0.0f, dj, -32, 31, 32, (uint8_t *)L + 16 * j);
     }
     const uint8_t *U = (const uint8_t *)L;
     for (int j = 0; j < 256; j += 128) {
@@ -523,21 +569,26 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
 /* ------------------------------------------------------------------ Q8_K (292 bytes: f32 d, 256 q, 16 sums) */
 
 static void fgg__q8k_block(const float *x, uint8_t *blk) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < 256; ++j) {
-        float a = fabsf(x[j]);
-        if (a > amax) { amax = a; vmax = x[j]; }
-    }
+    const float vmax = fgg_q_signed_amax(x, 256);
     int8_t *q = (int8_t *)(blk + 4);
-    if (amax == 0.0f) {
+    if (vmax == 0.0f) {
         memset(blk, 0, 292);
         return;
     }
     const float iscale = -127.0f / vmax;
+#if FGG_IQ_SIMD
+    for (int j = 0; j < 256; j += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + j, sizeof v);
+        fgg_q_vi8 l = fgg_q_round8(v * iscale);
+        fgg_q_store_bytes((uint8_t *)q + j, fgg_q_isel(l > 127, l - l + 127, l));
+    }
+#else
     for (int j = 0; j < 256; ++j) {
         int v = fgg_iq_nearest_int(iscale * x[j]);
         q[j] = (int8_t)(v < 127 ? v : 127);
     }
+#endif
     for (int j = 0; j < 16; ++j) {
         int s = 0;
         for (int i = 0; i < 16; ++i) s += q[16 * j + i];
@@ -566,10 +617,38 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
     }
 
 FGG__Q_K_ROWS(q2_k, 84, fgg__q2k_block(x, blk, qw))
-FGG__Q_K_ROWS(q3_k, 110, fgg__q3k_block(x, blk, qw))
-FGG__Q_K_ROWS(q4_k, 144, fgg__q45k_block(x, blk, qw, 15))
-FGG__Q_K_ROWS(q5_k, 176, fgg__q45k_block(x, blk, qw, 31))
 FGG__Q_K_ROWS(q6_k, 210, fgg__q6k_block(x, blk, qw))
 FGG__Q_K_ROWS(q8_k, 292, fgg__q8k_block(x, blk))
+
+/* Q4_K / Q5_K: super-blocks in pairs within a row (see fgg__q45k_fit) */
+static void fgg__q45k_rows(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix,
+                           int nmax) {
+    const size_t bsz = nmax == 15 ? 144 : 176;
+    const int64_t nb = n_per_row / 256;
+    uint8_t L[512];
+    float scales[16], mins[16], sw[16];
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t i = 0; i < nb; i += 2) {
+            const int count = nb - i >= 2 ? 2 : 1;
+            const float *x = src + r * n_per_row + 256 * i;
+            uint8_t *blk = dst + (size_t)(r * nb + i) * bsz;
+            fgg__q45k_fit(x, imatrix ? imatrix + 256 * i : NULL, nmax, count, L, scales, mins, sw);
+            for (int b = 0; b < count; ++b) {
+                fgg__q45k_block(x + 256 * b, blk + bsz * (size_t)b, imatrix != NULL, nmax, L + 256 * b,
+                                scales + 8 * b, mins + 8 * b, sw + 8 * b);
+            }
+        }
+    }
+}
+
+static void fgg_quantize_q4_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    fgg__q45k_rows(src, dst, n_rows, n_per_row, imatrix, 15);
+}
+
+static void fgg_quantize_q5_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    fgg__q45k_rows(src, dst, n_rows, n_per_row, imatrix, 31);
+}
 
 #endif /* FGG_QUANT_KQUANT_H */

@@ -32,6 +32,13 @@
 
 #include "quant_iq_common.h"
 
+#if FGG_IQ_SIMD && defined(__SSE2__)
+#include <immintrin.h>
+#define FGG_Q_X86_SQRT 1
+#else
+#define FGG_Q_X86_SQRT 0
+#endif
+
 #define FGG_Q_EPS 1e-15f /* a group whose largest magnitude is below this quantizes to zeros */
 
 static inline float fgg_q_half_to_float(uint16_t h) {
@@ -74,21 +81,228 @@ static inline float fgg_q_sumsq(const float *x, int64_t n) {
     return s;
 }
 
+/* n a multiple of 16; the SSE/AVX square roots are IEEE correctly rounded, as sqrtf is */
 static inline void fgg_q_rms_weights(int n, const float *qw, const float *x, float sigma2, float *w) {
+#if FGG_Q_X86_SQRT
+    for (int i = 0; i < n; i += 4) {
+        __m128 v = _mm_loadu_ps(x + i);
+        v = _mm_sqrt_ps(_mm_add_ps(_mm_set1_ps(sigma2), _mm_mul_ps(v, v)));
+        _mm_storeu_ps(w + i, _mm_mul_ps(_mm_loadu_ps(qw + i), v));
+    }
+#else
     for (int i = 0; i < n; ++i) w[i] = qw[i] * sqrtf(sigma2 + x[i] * x[i]);
+#endif
+}
+
+/* ---- Many fits at once ----
+ * fgg_q_fit_signed_n / fgg_q_fit_affine_n run fgg_q_fit_signed / fgg_q_fit_affine on count
+ * independent groups (xs[k], ws[k] -> Ls[k], out[k]). With vector extensions, lane k of each
+ * vector runs group k's scalar sequence of float32 operations unchanged (selects stand in for
+ * the branches), so the results are the scalar ones bit for bit; otherwise they loop. */
+
+#if FGG_IQ_SIMD
+/* Lanes per vector (FGG_Q_W) and vectors side by side (FGG_Q_G): 16 x 1 with AVX-512, 8 x 2 with
+ * AVX, 4 x 2 otherwise. Two vectors side by side keep two chains of dependent sums in flight. */
+#if defined(__AVX512F__)
+#define FGG_Q_W 16
+#define FGG_Q_G 1
+#elif defined(__AVX__)
+#define FGG_Q_W 8
+#define FGG_Q_G 2
+#else
+#define FGG_Q_W 4
+#define FGG_Q_G 2
+#endif
+typedef float fgg_q_vf8 __attribute__((vector_size(4 * FGG_Q_W)));
+typedef int32_t fgg_q_vi8 __attribute__((vector_size(4 * FGG_Q_W)));
+#define FGG_Q_INL static inline __attribute__((always_inline))
+
+FGG_Q_INL fgg_q_vf8 fgg_q_fsel(fgg_q_vi8 m, fgg_q_vf8 a, fgg_q_vf8 b) {
+    return (fgg_q_vf8)((m & (fgg_q_vi8)a) | (~m & (fgg_q_vi8)b));
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_isel(fgg_q_vi8 m, fgg_q_vi8 a, fgg_q_vi8 b) {
+    return (m & a) | (~m & b);
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane */
+    fgg_q_vi8 bits = (fgg_q_vi8)(v + 12582912.0f);
+    return (bits & 0x007fffff) - 0x00400000;
+}
+FGG_Q_INL fgg_q_vi8 fgg_q_clamp8(fgg_q_vi8 v, int lo, int hi) {
+    v = fgg_q_isel(v < lo, v - v + lo, v);
+    return fgg_q_isel(v > hi, v - v + hi, v);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_abs8(fgg_q_vf8 v) {
+    return (fgg_q_vf8)((fgg_q_vi8)v & 0x7fffffff);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_tof8(fgg_q_vi8 v) {
+    return __builtin_convertvector(v, fgg_q_vf8);
+}
+typedef uint8_t fgg_q_vb8 __attribute__((vector_size(FGG_Q_W)));
+/* low bytes of the lanes to p[0 .. FGG_Q_W) */
+FGG_Q_INL void fgg_q_store_bytes(uint8_t *p, fgg_q_vi8 v) {
+    fgg_q_vb8 b = __builtin_convertvector(v & 0xff, fgg_q_vb8);
+    memcpy(p, &b, sizeof b);
+}
+FGG_Q_INL fgg_q_vf8 fgg_q_splat8(float x) {
+    fgg_q_vf8 z = {0.0f};
+    return z + x;
+}
+/* t[i] lane k = p[k][i] */
+FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
+    for (int i = 0; i < n; ++i) {
+        fgg_q_vf8 v;
+        for (int k = 0; k < FGG_Q_W; ++k) v[k] = p[k][i];
+        t[i] = v;
+    }
+}
+/* largest lane (exact in any order: the lanes hold no NaN), by halving */
+FGG_Q_INL float fgg_q_hmax(fgg_q_vf8 m) {
+#if FGG_Q_W == 16
+    return _mm512_reduce_max_ps((__m512)m);
+#endif
+    float a[FGG_Q_W];
+    memcpy(a, &m, sizeof a);
+    for (int w = FGG_Q_W / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; ++k) a[k] = a[k + w] > a[k] ? a[k + w] : a[k];
+    return a[0];
+}
+/* smallest lane, by halving */
+FGG_Q_INL int32_t fgg_q_hmin_i(fgg_q_vi8 m) {
+#if FGG_Q_W == 16
+    return _mm512_reduce_min_epi32((__m512i)m);
+#endif
+    int32_t a[FGG_Q_W];
+    memcpy(a, &m, sizeof a);
+    for (int w = FGG_Q_W / 2; w >= 1; w /= 2)
+        for (int k = 0; k < w; ++k) a[k] = a[k + w] < a[k] ? a[k + w] : a[k];
+    return a[0];
+}
+#endif
+
+/* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
+static inline float fgg_q_amax(const float *x, int n) {
+#if FGG_IQ_SIMD
+    fgg_q_vf8 m = fgg_q_splat8(0.0f);
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = fgg_q_abs8(v);
+        m = fgg_q_fsel(v > m, v, m);
+    }
+    return fgg_q_hmax(m);
+#else
+    float r = 0.0f;
+    for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;
+    return r;
+#endif
+}
+
+/* q[i] = round-half-away(x[i] * id) as int8, n a multiple of 16 */
+static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t *q) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = v * id;
+        fgg_q_vi8 r = fgg_q_round8(v);
+        fgg_q_vf8 diff = v - fgg_q_tof8(r);
+        r = r - ((diff == 0.5f) & (v > 0.0f)) + ((diff == -0.5f) & (v < 0.0f)); /* masks are -1 */
+        fgg_q_store_bytes((uint8_t *)q + i, r);
+    }
+#else
+    for (int i = 0; i < n; ++i) q[i] = (int8_t)fgg_q_round_away(x[i] * id);
+#endif
+}
+
+/* Levels of 32 floats by C's truncating conversion: (int8_t)(int)((x[i] - sub) * id + off)
+ * capped at hi (wrap8 = 1), or (uint8_t)(int)(...) (wrap8 = 0). nib = 1 stores them as 16 bytes
+ * of nibble pairs (level i low, level i + 16 high), else 32 bytes. */
+static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
+                                        int nib, uint8_t *out) {
+#if FGG_IQ_SIMD
+    fgg_q_vi8 t[32 / FGG_Q_W];
+    for (int c = 0; c < 32 / FGG_Q_W; ++c) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + c * FGG_Q_W, sizeof v);
+        v = (v - sub) * id + off;
+        t[c] = __builtin_convertvector(v, fgg_q_vi8);
+        if (wrap8) {
+            t[c] = (t[c] << 24) >> 24;
+            t[c] = fgg_q_isel(t[c] > hi, t[c] - t[c] + hi, t[c]);
+        }
+    }
+    if (nib) {
+        for (int c = 0; c < 16 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c] | (t[c + 16 / FGG_Q_W] << 4));
+    } else {
+        for (int c = 0; c < 32 / FGG_Q_W; ++c) fgg_q_store_bytes(out + c * FGG_Q_W, t[c]);
+    }
+#else
+    uint8_t lv[32];
+    for (int i = 0; i < 32; ++i) {
+        int t = (int)((x[i] - sub) * id + off);
+        if (wrap8) {
+            t = (int8_t)t;
+            t = t < hi ? t : hi;
+        }
+        lv[i] = (uint8_t)t;
+    }
+    if (nib) {
+        for (int i = 0; i < 16; ++i) out[i] = (uint8_t)(lv[i] | (lv[i + 16] << 4));
+    } else {
+        memcpy(out, lv, 32);
+    }
+#endif
+}
+
+/* L[i] = clamp(nearest((x[i] + add) / d), lo, hi) + off for n (a multiple of 8) elements: the
+ * K-quants' final pass against the fp16-rounded scales */
+static inline void fgg_q_requant(const float *x, int n, float add, float d, int lo, int hi, int off, uint8_t *L) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8((v + add) / d), lo, hi) + off;
+        fgg_q_store_bytes(L + i, l);
+    }
+#else
+    for (int i = 0; i < n; ++i) L[i] = (uint8_t)(fgg_q_clampi(fgg_iq_nearest_int((x[i] + add) / d), lo, hi) + off);
+#endif
+}
+
+/* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
+static inline float fgg_q_signed_amax(const float *x, int n) {
+#if FGG_IQ_SIMD
+    fgg_q_vf8 m = fgg_q_splat8(0.0f);
+    fgg_q_vi8 idx = fgg_q_round8(m), pos = idx;
+    for (int k = 0; k < FGG_Q_W; ++k) pos[k] = k;
+    for (int i = 0; i < n; i += FGG_Q_W, pos += FGG_Q_W) { /* each lane keeps its first maximum */
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        v = fgg_q_abs8(v);
+        fgg_q_vi8 gt = v > m;
+        m = fgg_q_fsel(gt, v, m);
+        idx = fgg_q_isel(gt, pos, idx);
+    }
+    const float amax = fgg_q_hmax(m);
+    if (amax == 0.0f) return 0.0f;
+    /* the smallest index among the lanes that hold the maximum */
+    return x[fgg_q_hmin_i(fgg_q_isel(m == amax, idx, idx - idx + n))];
+#else
+    float amax = 0.0f, vmax = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); vmax = x[i]; }
+    }
+    return vmax;
+#endif
 }
 
 /* Symmetric search: the scale d with levels l in [-nmax, nmax-1] (stored as l + nmax in L) that
  * maximizes (sum w x l)^2 / sum w l^2 over 19 trial inverse scales around -nmax/max, where max
  * is the signed value of largest magnitude. w NULL means w = x^2. Returns d (0 and all-zero L for
  * a group below FGG_Q_EPS). */
-static float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *w) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        float a = fabsf(x[i]);
-        if (a > amax) { amax = a; vmax = x[i]; }
-    }
-    if (amax < FGG_Q_EPS) {
+static inline float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const float *w) {
+    const float vmax = fgg_q_signed_amax(x, n);
+    if (fabsf(vmax) < FGG_Q_EPS) {
         memset(L, 0, (size_t)n);
         return 0.0f;
     }
@@ -131,7 +345,7 @@ static float fgg_q_fit_signed(int n, int nmax, const float *x, int8_t *L, const 
  * nstep + 1 trial inverse scales (rmin + rdelta * is + nmax) / (max - min), each followed by
  * the weighted least-squares scale and min for its levels. The error is the weighted squared
  * (mad: absolute) difference. Writes -min to *neg_min and returns the scale. */
-static float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
+static inline float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, uint8_t *L,
                               float *neg_min, float rmin, float rdelta, int nstep, int mad) {
     float vmin = x[0], vmax = x[0];
     float sum_w = w[0];
@@ -202,264 +416,233 @@ static float fgg_q_fit_affine(int n, int nmax, const float *x, const float *w, u
     return scale;
 }
 
-/* ---- Eight fits at once ----
- * fgg_q_fit_signed8 / fgg_q_fit_affine8 run fgg_q_fit_signed / fgg_q_fit_affine on eight
- * independent groups (xs[k], ws[k] -> Ls[k], out[k]). With vector extensions, lane k of each
- * vector runs group k's scalar sequence of float32 operations unchanged (selects stand in for
- * the branches), so the results are the scalar ones bit for bit; otherwise they loop. */
-
 #if FGG_IQ_SIMD
-/* lanes per vector: 8 where AVX registers hold them, else 4 (eight groups run as two halves) */
-#if defined(__AVX__)
-#define FGG_Q_W 8
-#else
-#define FGG_Q_W 4
-#endif
-typedef float fgg_q_vf8 __attribute__((vector_size(4 * FGG_Q_W)));
-typedef int32_t fgg_q_vi8 __attribute__((vector_size(4 * FGG_Q_W)));
-#define FGG_Q_INL static inline __attribute__((always_inline))
+/* The vector cores take FGG_Q_LANES groups, FGG_Q_G vectors of FGG_Q_W lanes. */
+#define FGG_Q_LANES (FGG_Q_G * FGG_Q_W)
 
-FGG_Q_INL fgg_q_vf8 fgg_q_fsel(fgg_q_vi8 m, fgg_q_vf8 a, fgg_q_vf8 b) {
-    return (fgg_q_vf8)((m & (fgg_q_vi8)a) | (~m & (fgg_q_vi8)b));
-}
-FGG_Q_INL fgg_q_vi8 fgg_q_isel(fgg_q_vi8 m, fgg_q_vi8 a, fgg_q_vi8 b) {
-    return (m & a) | (~m & b);
-}
-FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane */
-    fgg_q_vi8 bits = (fgg_q_vi8)(v + 12582912.0f);
-    return (bits & 0x007fffff) - 0x00400000;
-}
-FGG_Q_INL fgg_q_vi8 fgg_q_clamp8(fgg_q_vi8 v, int lo, int hi) {
-    v = fgg_q_isel(v < lo, v - v + lo, v);
-    return fgg_q_isel(v > hi, v - v + hi, v);
-}
-FGG_Q_INL fgg_q_vf8 fgg_q_abs8(fgg_q_vf8 v) {
-    return (fgg_q_vf8)((fgg_q_vi8)v & 0x7fffffff);
-}
-FGG_Q_INL fgg_q_vf8 fgg_q_tof8(fgg_q_vi8 v) {
-    return __builtin_convertvector(v, fgg_q_vf8);
-}
-FGG_Q_INL fgg_q_vf8 fgg_q_splat8(float x) {
-    fgg_q_vf8 z = {0.0f};
-    return z + x;
-}
-/* t[i] lane k = p[k][i] */
-FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
-    for (int i = 0; i < n; ++i) {
-        fgg_q_vf8 v;
-        for (int k = 0; k < FGG_Q_W; ++k) v[k] = p[k][i];
-        t[i] = v;
-    }
-}
-#endif
-
-/* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
-static inline float fgg_q_amax(const float *x, int n) {
-#if FGG_IQ_SIMD
-    fgg_q_vf8 m = fgg_q_splat8(0.0f);
-    for (int i = 0; i < n; i += FGG_Q_W) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        v = fgg_q_abs8(v);
-        m = fgg_q_fsel(v > m, v, m);
-    }
-    float r = 0.0f;
-    for (int k = 0; k < FGG_Q_W; ++k) r = m[k] > r ? m[k] : r;
-    return r;
-#else
-    float r = 0.0f;
-    for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;
-    return r;
-#endif
-}
-
-/* q[i] = round-half-away(x[i] * id) as int8, n a multiple of 16 */
-static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t *q) {
-#if FGG_IQ_SIMD
-    for (int i = 0; i < n; i += FGG_Q_W) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        v = v * id;
-        fgg_q_vi8 r = fgg_q_round8(v);
-        fgg_q_vf8 diff = v - fgg_q_tof8(r);
-        r = r - ((diff == 0.5f) & (v > 0.0f)) + ((diff == -0.5f) & (v < 0.0f)); /* masks are -1 */
-        for (int k = 0; k < FGG_Q_W; ++k) q[i + k] = (int8_t)r[k];
-    }
-#else
-    for (int i = 0; i < n; ++i) q[i] = (int8_t)fgg_q_round_away(x[i] * id);
-#endif
-}
-
-/* lv[i] = min(hi, (int8_t)(int)(x[i] * id + off)) for 32 floats, or without the int8 step and
- * the clamp (wrap8 = 0: (uint8_t)(int)), from (x[i] - sub) when sub is used (C's truncating
- * conversions; the int8 step keeps ggml's wrap of the low byte) */
-static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
-                                        uint8_t *lv) {
-#if FGG_IQ_SIMD
-    for (int i = 0; i < 32; i += FGG_Q_W) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        v = (v - sub) * id + off;
-        fgg_q_vi8 t = __builtin_convertvector(v, fgg_q_vi8);
-        if (wrap8) {
-            t = (t << 24) >> 24;
-            t = fgg_q_isel(t > hi, t - t + hi, t);
-        }
-        for (int k = 0; k < FGG_Q_W; ++k) lv[i + k] = (uint8_t)t[k];
-    }
-#else
-    for (int i = 0; i < 32; ++i) {
-        int t = (int)((x[i] - sub) * id + off);
-        if (wrap8) {
-            t = (int8_t)t;
-            t = t < hi ? t : hi;
-        }
-        lv[i] = (uint8_t)t;
-    }
-#endif
-}
-
-#if FGG_IQ_SIMD
 static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 int8_t *const Ls[], float out[]) {
-    fgg_q_vf8 x[32], w[32];
-    fgg_q_vi8 L[32], T[32];
-    fgg_q_transpose8(n, xs, x);
-    if (ws[0]) fgg_q_transpose8(n, ws, w);
-    else for (int i = 0; i < n; ++i) w[i] = x[i] * x[i];
-    fgg_q_vf8 amax = fgg_q_splat8(0.0f), vmax = amax;
-    for (int i = 0; i < n; ++i) {
-        fgg_q_vf8 a = fgg_q_abs8(x[i]);
-        fgg_q_vi8 m = a > amax;
-        amax = fgg_q_fsel(m, a, amax);
-        vmax = fgg_q_fsel(m, x[i], vmax);
+    fgg_q_vf8 x[32][FGG_Q_G], w[32][FGG_Q_G], wx[32][FGG_Q_G], t[32];
+    fgg_q_vi8 L[32][FGG_Q_G], T[32][FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
+        for (int i = 0; i < n; ++i) x[i][h] = t[i];
+        if (ws[0]) {
+            fgg_q_transpose8(n, ws + h * FGG_Q_W, t);
+            for (int i = 0; i < n; ++i) w[i][h] = t[i];
+        } else {
+            for (int i = 0; i < n; ++i) w[i][h] = x[i][h] * x[i][h];
+        }
     }
-    const fgg_q_vi8 zero = amax < FGG_Q_EPS;
-    fgg_q_vf8 iscale = (float)(-nmax) / vmax;
-    fgg_q_vf8 sumlx = fgg_q_splat8(0.0f), suml2 = sumlx;
     for (int i = 0; i < n; ++i) {
-        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = l + nmax;
-        fgg_q_vf8 fl = fgg_q_tof8(l);
-        sumlx += w[i] * x[i] * fl;
-        suml2 += w[i] * fl * fl;
+        for (int h = 0; h < FGG_Q_G; ++h) wx[i][h] = w[i][h] * x[i][h]; /* (w x) l, as the scalar sums group it */
     }
-    fgg_q_vf8 scale = fgg_q_fsel(suml2 != 0.0f, sumlx / suml2, fgg_q_splat8(0.0f));
-    fgg_q_vf8 best = scale * sumlx;
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
+    fgg_q_vf8 amax[FGG_Q_G] = {zf}, vmax[FGG_Q_G] = {zf}, sumlx[FGG_Q_G] = {zf}, suml2[FGG_Q_G] = {zf};
+    fgg_q_vf8 iscale[FGG_Q_G], scale[FGG_Q_G], best[FGG_Q_G];
+    fgg_q_vi8 zero[FGG_Q_G];
+    for (int i = 0; i < n; ++i) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            fgg_q_vf8 a = fgg_q_abs8(x[i][h]);
+            fgg_q_vi8 m = a > amax[h];
+            amax[h] = fgg_q_fsel(m, a, amax[h]);
+            vmax[h] = fgg_q_fsel(m, x[i][h], vmax[h]);
+        }
+    }
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        zero[h] = amax[h] < FGG_Q_EPS;
+        iscale[h] = (float)(-nmax) / vmax[h];
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
+            L[i][h] = l + nmax;
+            fgg_q_vf8 fl = fgg_q_tof8(l);
+            sumlx[h] += wx[i][h] * fl;
+            suml2[h] += w[i][h] * fl * fl;
+        }
+    }
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        scale[h] = fgg_q_fsel(suml2[h] != 0.0f, sumlx[h] / suml2[h], zf);
+        best[h] = scale[h] * sumlx[h];
+    }
     for (int is = -9; is <= 9; ++is) {
         if (is == 0) continue;
-        iscale = -((float)nmax + 0.1f * (float)is) / vmax;
-        sumlx = fgg_q_splat8(0.0f);
-        suml2 = sumlx;
-        for (int i = 0; i < n; ++i) {
-            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * x[i]), -nmax, nmax - 1);
-            T[i] = l + nmax;
-            fgg_q_vf8 fl = fgg_q_tof8(l);
-            sumlx += w[i] * x[i] * fl;
-            suml2 += w[i] * fl * fl;
+        const float num = -((float)nmax + 0.1f * (float)is);
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            iscale[h] = num / vmax[h];
+            sumlx[h] = zf;
+            suml2[h] = zf;
         }
-        fgg_q_vi8 upd = (suml2 > 0.0f) & (sumlx * sumlx > best * suml2);
-        for (int i = 0; i < n; ++i) L[i] = fgg_q_isel(upd, T[i], L[i]);
-        scale = fgg_q_fsel(upd, sumlx / suml2, scale);
-        best = fgg_q_fsel(upd, scale * sumlx, best);
+        for (int i = 0; i < n; ++i) {
+            for (int h = 0; h < FGG_Q_G; ++h) {
+                fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
+                T[i][h] = l + nmax;
+                fgg_q_vf8 fl = fgg_q_tof8(l);
+                sumlx[h] += wx[i][h] * fl;
+                suml2[h] += w[i][h] * fl * fl;
+            }
+        }
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            fgg_q_vi8 upd = (suml2[h] > 0.0f) & (sumlx[h] * sumlx[h] > best[h] * suml2[h]);
+            for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
+            scale[h] = fgg_q_fsel(upd, sumlx[h] / suml2[h], scale[h]);
+            best[h] = fgg_q_fsel(upd, scale[h] * sumlx[h], best[h]);
+        }
     }
-    scale = fgg_q_fsel(zero, fgg_q_splat8(0.0f), scale);
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        out[k] = scale[k];
-        for (int i = 0; i < n; ++i) Ls[k][i] = zero[k] ? 0 : (int8_t)L[i][k];
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        fgg_q_vf8 r = fgg_q_fsel(zero[h], zf, scale[h]);
+        for (int k = 0; k < FGG_Q_W; ++k) {
+            const int g = h * FGG_Q_W + k;
+            out[g] = r[k];
+            for (int i = 0; i < n; ++i) Ls[g][i] = zero[h][k] ? 0 : (int8_t)L[i][h][k];
+        }
     }
 }
-#endif
 
-static void fgg_q_fit_signed8(int n, int nmax, const float *const xs[8], const float *const ws[8],
-                              int8_t *const Ls[8], float out[8]) {
-#if FGG_IQ_SIMD
-    for (int h = 0; h < 8; h += FGG_Q_W) fgg__q_fit_signed_w(n, nmax, xs + h, ws + h, Ls + h, out + h);
-#else
-    for (int k = 0; k < 8; ++k) out[k] = fgg_q_fit_signed(n, nmax, xs[k], Ls[k], ws[k]);
-#endif
-}
-
-#if FGG_IQ_SIMD
 static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 uint8_t *const Ls[], float out[], float neg_min[], float rmin,
                                 float rdelta, int nstep, int mad) {
-    fgg_q_vf8 x[32], w[32];
-    fgg_q_vi8 L[32], T[32];
-    fgg_q_transpose8(n, xs, x);
-    fgg_q_transpose8(n, ws, w);
-    fgg_q_vf8 vmin = x[0], vmax = x[0], sum_w = w[0];
-    fgg_q_vf8 sum_x = sum_w * x[0];
-    for (int i = 1; i < n; ++i) {
-        vmin = fgg_q_fsel(x[i] < vmin, x[i], vmin);
-        vmax = fgg_q_fsel(x[i] > vmax, x[i], vmax);
-        sum_w += w[i];
-        sum_x += w[i] * x[i];
+    fgg_q_vf8 x[32][FGG_Q_G], w[32][FGG_Q_G], t[32];
+    fgg_q_vi8 L[32][FGG_Q_G], T[32][FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
+        for (int i = 0; i < n; ++i) x[i][h] = t[i];
+        fgg_q_transpose8(n, ws + h * FGG_Q_W, t);
+        for (int i = 0; i < n; ++i) w[i][h] = t[i];
     }
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    vmin = fgg_q_fsel(vmin > 0.0f, zf, vmin);
-    const fgg_q_vf8 vmin0 = vmin;
-    const fgg_q_vi8 flat = vmax <= vmin;
-    fgg_q_vf8 iscale = (float)nmax / (vmax - vmin);
-    fgg_q_vf8 scale = 1.0f / iscale;
-    fgg_q_vf8 best = zf;
+    fgg_q_vf8 vmin[FGG_Q_G], vmax[FGG_Q_G], sum_w[FGG_Q_G], sum_x[FGG_Q_G], vmin0[FGG_Q_G], iscale[FGG_Q_G], scale[FGG_Q_G], best[FGG_Q_G] = {zf};
+    fgg_q_vi8 flat[FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        vmin[h] = x[0][h];
+        vmax[h] = x[0][h];
+        sum_w[h] = w[0][h];
+        sum_x[h] = sum_w[h] * x[0][h];
+    }
+    for (int i = 1; i < n; ++i) {
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            vmin[h] = fgg_q_fsel(x[i][h] < vmin[h], x[i][h], vmin[h]);
+            vmax[h] = fgg_q_fsel(x[i][h] > vmax[h], x[i][h], vmax[h]);
+            sum_w[h] += w[i][h];
+            sum_x[h] += w[i][h] * x[i][h];
+        }
+    }
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        vmin[h] = fgg_q_fsel(vmin[h] > 0.0f, zf, vmin[h]);
+        vmin0[h] = vmin[h];
+        flat[h] = vmax[h] <= vmin[h];
+        iscale[h] = (float)nmax / (vmax[h] - vmin[h]);
+        scale[h] = 1.0f / iscale[h];
+    }
     for (int i = 0; i < n; ++i) {
-        fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * (x[i] - vmin)), 0, nmax);
-        L[i] = l;
-        fgg_q_vf8 diff = scale * fgg_q_tof8(l) + vmin - x[i];
-        diff = mad ? fgg_q_abs8(diff) : diff * diff;
-        best += w[i] * diff;
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * (x[i][h] - vmin[h])), 0, nmax);
+            L[i][h] = l;
+            fgg_q_vf8 diff = scale[h] * fgg_q_tof8(l) + vmin[h] - x[i][h];
+            diff = mad ? fgg_q_abs8(diff) : diff * diff;
+            best[h] += w[i][h] * diff;
+        }
     }
     for (int is = 0; is <= nstep; ++is) {
-        iscale = (rmin + rdelta * (float)is + (float)nmax) / (vmax - vmin);
-        fgg_q_vf8 sum_l = zf, sum_l2 = zf, sum_xl = zf;
+        const float num = rmin + rdelta * (float)is + (float)nmax;
+        fgg_q_vf8 sum_l[FGG_Q_G] = {zf}, sum_l2[FGG_Q_G] = {zf}, sum_xl[FGG_Q_G] = {zf};
+        for (int h = 0; h < FGG_Q_G; ++h) iscale[h] = num / (vmax[h] - vmin[h]);
         for (int i = 0; i < n; ++i) {
-            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale * (x[i] - vmin)), 0, nmax);
-            T[i] = l;
-            fgg_q_vf8 fl = fgg_q_tof8(l);
-            fgg_q_vf8 wl = w[i] * fl;
-            sum_l += wl;
-            sum_l2 += wl * fl;
-            sum_xl += wl * x[i];
+            for (int h = 0; h < FGG_Q_G; ++h) {
+                fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * (x[i][h] - vmin[h])), 0, nmax);
+                T[i][h] = l;
+                fgg_q_vf8 fl = fgg_q_tof8(l);
+                fgg_q_vf8 wl = w[i][h] * fl;
+                sum_l[h] += wl;
+                sum_l2[h] += wl * fl;
+                sum_xl[h] += wl * x[i][h];
+            }
         }
-        fgg_q_vf8 D = sum_w * sum_l2 - sum_l * sum_l;
-        fgg_q_vi8 ok = D > 0.0f;
-        fgg_q_vf8 this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-        fgg_q_vf8 this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-        fgg_q_vi8 pos = this_min > 0.0f;
-        this_min = fgg_q_fsel(pos, zf, this_min);
-        this_scale = fgg_q_fsel(pos, sum_xl / sum_l2, this_scale);
-        fgg_q_vf8 err = zf;
+        fgg_q_vf8 this_scale[FGG_Q_G], this_min[FGG_Q_G], err[FGG_Q_G] = {zf};
+        fgg_q_vi8 ok[FGG_Q_G];
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            fgg_q_vf8 D = sum_w[h] * sum_l2[h] - sum_l[h] * sum_l[h];
+            ok[h] = D > 0.0f;
+            this_scale[h] = (sum_w[h] * sum_xl[h] - sum_x[h] * sum_l[h]) / D;
+            this_min[h] = (sum_l2[h] * sum_x[h] - sum_l[h] * sum_xl[h]) / D;
+            fgg_q_vi8 pos = this_min[h] > 0.0f;
+            this_min[h] = fgg_q_fsel(pos, zf, this_min[h]);
+            this_scale[h] = fgg_q_fsel(pos, sum_xl[h] / sum_l2[h], this_scale[h]);
+        }
         for (int i = 0; i < n; ++i) {
-            fgg_q_vf8 diff = this_scale * fgg_q_tof8(T[i]) + this_min - x[i];
-            diff = mad ? fgg_q_abs8(diff) : diff * diff;
-            err += w[i] * diff;
+            for (int h = 0; h < FGG_Q_G; ++h) {
+                fgg_q_vf8 diff = this_scale[h] * fgg_q_tof8(T[i][h]) + this_min[h] - x[i][h];
+                diff = mad ? fgg_q_abs8(diff) : diff * diff;
+                err[h] += w[i][h] * diff;
+            }
         }
-        fgg_q_vi8 upd = ok & (err < best);
-        for (int i = 0; i < n; ++i) L[i] = fgg_q_isel(upd, T[i], L[i]);
-        best = fgg_q_fsel(upd, err, best);
-        scale = fgg_q_fsel(upd, this_scale, scale);
-        vmin = fgg_q_fsel(upd, this_min, vmin);
+        for (int h = 0; h < FGG_Q_G; ++h) {
+            fgg_q_vi8 upd = ok[h] & (err[h] < best[h]);
+            for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
+            best[h] = fgg_q_fsel(upd, err[h], best[h]);
+            scale[h] = fgg_q_fsel(upd, this_scale[h], scale[h]);
+            vmin[h] = fgg_q_fsel(upd, this_min[h], vmin[h]);
+        }
     }
-    scale = fgg_q_fsel(flat, zf, scale);
-    vmin = fgg_q_fsel(flat, vmin0, vmin);
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        out[k] = scale[k];
-        neg_min[k] = -vmin[k];
-        for (int i = 0; i < n; ++i) Ls[k][i] = flat[k] ? 0 : (uint8_t)L[i][k];
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        fgg_q_vf8 sc = fgg_q_fsel(flat[h], zf, scale[h]);
+        fgg_q_vf8 mn = fgg_q_fsel(flat[h], vmin0[h], vmin[h]);
+        for (int k = 0; k < FGG_Q_W; ++k) {
+            const int g = h * FGG_Q_W + k;
+            out[g] = sc[k];
+            neg_min[g] = -mn[k];
+            for (int i = 0; i < n; ++i) Ls[g][i] = flat[h][k] ? 0 : (uint8_t)L[i][h][k];
+        }
     }
 }
 #endif
 
-/* nstep >= 1 */
-static void fgg_q_fit_affine8(int n, int nmax, const float *const xs[8], const float *const ws[8],
-                              uint8_t *const Ls[8], float out[8], float neg_min[8], float rmin,
-                              float rdelta, int nstep, int mad) {
+/* fgg_q_fit_signed on count groups: xs[k], ws[k] (all NULL: weights x^2) -> Ls[k], out[k] */
+static void fgg_q_fit_signed_n(int count, int n, int nmax, const float *const xs[], const float *const ws[],
+                               int8_t *const Ls[], float out[]) {
 #if FGG_IQ_SIMD
-    for (int h = 0; h < 8; h += FGG_Q_W)
-        fgg__q_fit_affine_w(n, nmax, xs + h, ws + h, Ls + h, out + h, neg_min + h, rmin, rdelta, nstep, mad);
+    for (int g0 = 0; g0 < count; g0 += FGG_Q_LANES) {
+        const float *px[FGG_Q_LANES], *pw[FGG_Q_LANES];
+        int8_t *pl[FGG_Q_LANES], spare[32];
+        float o[FGG_Q_LANES];
+        for (int k = 0; k < FGG_Q_LANES; ++k) { /* a short tail repeats its last group */
+            const int g = g0 + k < count ? g0 + k : count - 1;
+            px[k] = xs[g];
+            pw[k] = ws[g];
+            pl[k] = g0 + k < count ? Ls[g] : spare;
+        }
+        fgg__q_fit_signed_w(n, nmax, px, pw, pl, o);
+        for (int k = 0; k < FGG_Q_LANES && g0 + k < count; ++k) out[g0 + k] = o[k];
+    }
 #else
-    for (int k = 0; k < 8; ++k)
+    for (int k = 0; k < count; ++k) out[k] = fgg_q_fit_signed(n, nmax, xs[k], Ls[k], ws[k]);
+#endif
+}
+
+/* fgg_q_fit_affine on count groups; nstep >= 1 */
+static void fgg_q_fit_affine_n(int count, int n, int nmax, const float *const xs[], const float *const ws[],
+                               uint8_t *const Ls[], float out[], float neg_min[], float rmin, float rdelta,
+                               int nstep, int mad) {
+#if FGG_IQ_SIMD
+    for (int g0 = 0; g0 < count; g0 += FGG_Q_LANES) {
+        const float *px[FGG_Q_LANES], *pw[FGG_Q_LANES];
+        uint8_t *pl[FGG_Q_LANES], spare[32];
+        float o[FGG_Q_LANES], m[FGG_Q_LANES];
+        for (int k = 0; k < FGG_Q_LANES; ++k) {
+            const int g = g0 + k < count ? g0 + k : count - 1;
+            px[k] = xs[g];
+            pw[k] = ws[g];
+            pl[k] = g0 + k < count ? Ls[g] : spare;
+        }
+        fgg__q_fit_affine_w(n, nmax, px, pw, pl, o, m, rmin, rdelta, nstep, mad);
+        for (int k = 0; k < FGG_Q_LANES && g0 + k < count; ++k) {
+            out[g0 + k] = o[k];
+            neg_min[g0 + k] = m[k];
+        }
+    }
+#else
+    for (int k = 0; k < count; ++k)
         out[k] = fgg_q_fit_affine(n, nmax, xs[k], ws[k], Ls[k], &neg_min[k], rmin, rdelta, nstep, mad);
 #endif
 }
@@ -476,33 +659,29 @@ static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t
     qh4[0] = (uint8_t)qh; qh4[1] = (uint8_t)(qh >> 8); qh4[2] = (uint8_t)(qh >> 16); qh4[3] = (uint8_t)(qh >> 24);
 }
 
-/* One block of Q4_0 (half = 8) or Q5_0 (half = 16) without importance weights; lv gets the levels. */
-static inline float fgg__q_block_sym(const float *x, int half, uint8_t *lv) {
-    const float amax = fgg_q_amax(x, 32);
-    float vmax = 0.0f;
-    for (int j = 0; amax > 0.0f && j < 32; ++j) { /* the first element of largest magnitude, signed */
-        if (fabsf(x[j]) == amax) { vmax = x[j]; break; }
-    }
+/* One block of Q4_0 (half = 8: out gets packed nibbles) or Q5_0 (half = 16: out gets 32 levels)
+ * without importance weights. */
+static inline float fgg__q_block_sym(const float *x, int half, uint8_t *out) {
+    const float vmax = fgg_q_signed_amax(x, 32);
     const float d = vmax / (float)(-half);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    fgg_q_trunc_levels32(x, 0.0f, id, (float)half + 0.5f, 2 * half - 1, 1, lv);
+    fgg_q_trunc_levels32(x, 0.0f, id, (float)half + 0.5f, 2 * half - 1, 1, half == 8, out);
     return d;
 }
 
-/* imatrix paths of Q4_0/Q5_0 (signed fit, q5 = 0/1) and Q4_1/Q5_1 (affine fit, nmax 15/31):
- * sigma2 is the row's mean square; blocks are fitted eight at a time (a short tail repeats its
- * last block into lanes whose results are dropped). */
+/* imatrix paths of Q4_0/Q5_0 (signed fit) and Q4_1/Q5_1 (affine fit): sigma2 is the row's mean
+ * square; blocks are fitted sixteen at a time. */
 static void fgg__q_rows_legacy_w(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                  const float *imatrix, int affine, int bits) {
     const size_t bsz = (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
     const int nmax = affine ? (1 << bits) - 1 : 1 << (bits - 1);
     const int64_t nb = n_per_row / 32;
-    float w[8 * 32], d[8], neg_min[8];
-    uint8_t lv[8][32];
-    const float *xs[8], *ws[8];
-    uint8_t *Lu[8];
-    int8_t *Ls[8];
-    for (int k = 0; k < 8; ++k) {
+    float w[16 * 32], d[16], neg_min[16];
+    uint8_t lv[16][32];
+    const float *xs[16], *ws[16];
+    uint8_t *Lu[16];
+    int8_t *Ls[16];
+    for (int k = 0; k < 16; ++k) {
         ws[k] = w + 32 * k;
         Lu[k] = lv[k];
         Ls[k] = (int8_t *)lv[k];
@@ -511,15 +690,14 @@ static void fgg__q_rows_legacy_w(const float *src, uint8_t *dst, int64_t n_rows,
         const float *x = src + r * n_per_row;
         uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
         const float sigma2 = fgg_q_sumsq(x, n_per_row) / (float)n_per_row;
-        for (int64_t ib0 = 0; ib0 < nb; ib0 += 8) {
-            const int cnt = nb - ib0 < 8 ? (int)(nb - ib0) : 8;
-            for (int k = 0; k < 8; ++k) {
-                const int64_t ib = ib0 + (k < cnt ? k : cnt - 1);
-                xs[k] = x + 32 * ib;
-                fgg_q_rms_weights(32, imatrix + 32 * ib, xs[k], sigma2, w + 32 * k);
+        for (int64_t ib0 = 0; ib0 < nb; ib0 += 16) {
+            const int cnt = nb - ib0 < 16 ? (int)(nb - ib0) : 16;
+            for (int k = 0; k < cnt; ++k) {
+                xs[k] = x + 32 * (ib0 + k);
+                fgg_q_rms_weights(32, imatrix + 32 * (ib0 + k), xs[k], sigma2, w + 32 * k);
             }
-            if (affine) fgg_q_fit_affine8(32, nmax, xs, ws, Lu, d, neg_min, -0.9f, 0.05f, 36, 0);
-            else fgg_q_fit_signed8(32, nmax, xs, ws, Ls, d);
+            if (affine) fgg_q_fit_affine_n(cnt, 32, nmax, xs, ws, Lu, d, neg_min, -0.9f, 0.05f, 36, 0);
+            else fgg_q_fit_signed_n(cnt, 32, nmax, xs, ws, Ls, d);
             for (int k = 0; k < cnt; ++k) {
                 uint8_t *blk = y + (size_t)(ib0 + k) * bsz;
                 fgg_q_put16(blk, fgg_iq_fp16(d[k]));
@@ -545,12 +723,10 @@ static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, in
         return;
     }
     const int64_t nb = n_rows * (n_per_row / 32);
-    uint8_t lv[32];
     for (int64_t i = 0; i < nb; ++i) {
         uint8_t *blk = dst + 18 * i;
-        float d = fgg__q_block_sym(src + 32 * i, 8, lv);
+        float d = fgg__q_block_sym(src + 32 * i, 8, blk + 2);
         fgg_q_put16(blk, fgg_iq_fp16(d));
-        for (int j = 0; j < 16; ++j) blk[2 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
     }
 }
 
@@ -572,7 +748,8 @@ static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, in
 
 /* ---- Q4_1 / Q5_1: d = (max - min) / (2^bits - 1), offset min ---- */
 
-static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *lv, float *d_out, float *m_out) {
+/* One block of Q4_1 (bits 4: out gets packed nibbles) or Q5_1 (bits 5: 32 levels) */
+static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *out, float *d_out, float *m_out) {
     float vmin = FLT_MAX, vmax = -FLT_MAX;
 #if FGG_IQ_SIMD
     /* lanes find the same extremes; only the sign of a zero extreme depends on which zero came
@@ -600,7 +777,7 @@ static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *lv, fl
     }
     const float d = (vmax - vmin) / (float)((1 << bits) - 1);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    fgg_q_trunc_levels32(x, vmin, id, 0.5f, 15, bits == 4, lv);
+    fgg_q_trunc_levels32(x, vmin, id, 0.5f, 15, bits == 4, bits == 4, out);
     *d_out = d;
     *m_out = vmin;
 }
@@ -617,14 +794,10 @@ static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, i
     for (int64_t i = 0; i < nb; ++i) {
         uint8_t *blk = dst + (size_t)i * bsz;
         float d, m;
-        fgg__q_block_affine(src + 32 * i, bits, lv, &d, &m);
+        fgg__q_block_affine(src + 32 * i, bits, bits == 4 ? blk + 4 : lv, &d, &m);
         fgg_q_put16(blk, fgg_iq_fp16(d));
         fgg_q_put16(blk + 2, fgg_iq_fp16(m));
-        if (bits == 5) {
-            fgg__q_store_q5_high(blk + 8, blk + 4, lv);
-        } else {
-            for (int j = 0; j < 16; ++j) blk[4 + j] = (uint8_t)(lv[j] | (lv[j + 16] << 4));
-        }
+        if (bits == 5) fgg__q_store_q5_high(blk + 8, blk + 4, lv);
     }
 }
 

@@ -21,6 +21,13 @@ static inline int fgg__q_trit(float v) {
     return fgg_q_round_away(v) + 1;
 }
 
+/* base-3 number of the trits of x[0], x[stride], ... (count of them), the first most significant */
+static inline unsigned fgg__q_trits(const float *x, int stride, int count, float id) {
+    unsigned t = 0;
+    for (int n = 0; n < count; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[stride * n] * id);
+    return t;
+}
+
 /* 256 elements -> 48 bytes of five trits (first 160 as 32 columns, then 80 as 16 columns),
  * 4 bytes of four trits (the last 16), fp16 amax. A byte holds ceil(t * 256 / 243), where t is
  * the base-3 number of its trits, most significant first. */
@@ -33,20 +40,10 @@ static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 54 * i;
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
-        for (int m = 0; m < 32; ++m) {
-            unsigned t = 0;
-            for (int n = 0; n < 5; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[m + 32 * n] * id);
-            blk[m] = (uint8_t)(((t & 0xffu) * 256u + 242u) / 243u);
-        }
-        for (int m = 0; m < 16; ++m) {
-            unsigned t = 0;
-            for (int n = 0; n < 5; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[160 + m + 16 * n] * id);
-            blk[32 + m] = (uint8_t)(((t & 0xffu) * 256u + 242u) / 243u);
-        }
+        for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
+        for (int m = 0; m < 16; ++m) blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
         for (int m = 0; m < 4; ++m) {
-            unsigned t = 0;
-            for (int n = 0; n < 4; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[240 + m + 4 * n] * id);
-            t = (t * 3u) & 0xffu;
+            const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
             blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
         }
         fgg_q_put16(blk + 52, fgg_iq_fp16(d));
@@ -93,12 +90,46 @@ static inline uint8_t fgg__q_e2m1_code(float x, float e) {
     return best;
 }
 
+/* codes[i] = fgg__q_e2m1_code(x[i], e) for n (a multiple of 8) elements, one element per lane */
+static inline void fgg__q_e2m1_codes(const float *x, int n, float e, uint8_t *codes) {
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_Q_W) {
+        fgg_q_vf8 v;
+        memcpy(&v, x + i, sizeof v);
+        fgg_q_vf8 best_err = fgg_q_abs8(fgg_q_splat8((float)fgg_q_e2m1x2[0] * e) - v);
+        fgg_q_vi8 best = fgg_q_round8(fgg_q_splat8(0.0f));
+        for (int c = 1; c < 16; ++c) {
+            fgg_q_vf8 err = fgg_q_abs8(fgg_q_splat8((float)fgg_q_e2m1x2[c] * e) - v);
+            fgg_q_vi8 m = err < best_err;
+            best = fgg_q_isel(m, best - best + c, best);
+            best_err = fgg_q_fsel(m, err, best_err);
+        }
+        fgg_q_store_bytes(codes + i, best);
+    }
+#else
+    for (int i = 0; i < n; ++i) codes[i] = fgg__q_e2m1_code(x[i], e);
+#endif
+}
+
 /* half of the E8M0 scale 2^(e-127): 2^(e-128), built from bits */
 static inline float fgg__q_e8m0_half(uint8_t e) {
     uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
     float f;
     memcpy(&f, &bits, sizeof f);
     return f;
+}
+
+/* ggml's shared exponent: (uint8_t)(floor(log2f(amax)) - 2 + 127) in float. For a normal amax
+ * whose significand is below 1.9999 (its log2 at least 1.4e-5 below the next integer, far more
+ * than log2f's rounding), floor(log2f(amax)) is the binary exponent; otherwise the C library's
+ * log2f decides, as in ggml. */
+static inline uint8_t fgg__q_mxfp4_exp(float amax) {
+    uint32_t bits;
+    memcpy(&bits, &amax, sizeof bits);
+    const uint32_t ex = (bits >> 23) & 0xffu;
+    if (ex != 0 && (bits & 0x7fffffu) < 0x7ffcb9u) /* significand < 1.9999 */
+        return (uint8_t)(int)((float)((int)ex - 127) - 2.0f + 127.0f);
+    return (uint8_t)(int)(floorf(log2f(amax)) - 2.0f + 127.0f);
 }
 
 static void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
@@ -109,13 +140,12 @@ static void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, i
         const float *x = src + 32 * i;
         uint8_t *blk = dst + 17 * i;
         const float amax = fgg_q_amax(x, 32);
-        /* ggml: floor(log2(amax)) - 2 + 127 in float, via the C library's log2f */
-        const uint8_t e = amax > 0.0f ? (uint8_t)(int)(floorf(log2f(amax)) - 2.0f + 127.0f) : 0;
+        const uint8_t e = amax > 0.0f ? fgg__q_mxfp4_exp(amax) : 0;
         const float d = fgg__q_e8m0_half(e);
         blk[0] = e;
-        for (int j = 0; j < 16; ++j) {
-            blk[1 + j] = (uint8_t)(fgg__q_e2m1_code(x[j], d) | (fgg__q_e2m1_code(x[j + 16], d) << 4));
-        }
+        uint8_t c[32];
+        fgg__q_e2m1_codes(x, 32, d, c);
+        for (int j = 0; j < 16; ++j) blk[1 + j] = (uint8_t)(c[j] | (c[j + 16] << 4));
     }
 }
 
@@ -162,9 +192,9 @@ static void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, i
             const uint8_t u = fgg__q_to_ue4m3(amax / 6.0f);
             blk[s] = u;
             const float d = fgg__q_from_ue4m3_half(u);
-            for (int j = 0; j < 8; ++j) {
-                blk[4 + 8 * s + j] = (uint8_t)(fgg__q_e2m1_code(x[j], d) | (fgg__q_e2m1_code(x[j + 8], d) << 4));
-            }
+            uint8_t c[16];
+            fgg__q_e2m1_codes(x, 16, d, c);
+            for (int j = 0; j < 8; ++j) blk[4 + 8 * s + j] = (uint8_t)(c[j] | (c[j + 8] << 4));
         }
     }
 }

@@ -24,7 +24,8 @@ import numpy as np
 
 from .types import TYPE_TRAITS, GGMLType
 
-__all__ = ["EXACT_PERCENTILE_LIMIT", "ErrorStats", "QuantError", "quant_error", "quantizable_types", "round_trip_rows"]
+__all__ = ["EXACT_PERCENTILE_LIMIT", "ErrorStats", "QuantError", "quant_error", "quantizable_types", "requires_imatrix",
+           "round_trip_rows"]
 
 #: Up to this many elements, p95 and median are exact (every absolute error is kept: 32 MiB at most).
 EXACT_PERCENTILE_LIMIT = 1 << 22
@@ -242,6 +243,16 @@ def quantizable_types() -> tuple[GGMLType, ...]:
     from .requantize import quantizable_types as listing
 
     return listing()
+
+
+def requires_imatrix(type: GGMLType | int) -> bool:  # noqa: A002
+    """Whether this build's quantizer refuses ``type`` without an importance matrix (ggml: IQ2_XXS, IQ2_XS, IQ1_S)."""
+    try:
+        module = importlib.import_module("fastgguf.quantize")
+    except ImportError:
+        return False
+    check = getattr(module, "requires_imatrix", None)
+    return bool(check(type)) if callable(check) else False
 
 
 def _quantize_function() -> Callable[..., Any]:

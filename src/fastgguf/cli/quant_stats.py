@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import quant_stats
-from ..quant_stats import ErrorStats, QuantError, round_trip_rows
+from ..quant_stats import EXACT_PERCENTILE_LIMIT, ErrorStats, QuantError, round_trip_rows
 from ..reader import TensorInfo
 from ..types import TYPE_TRAITS, GGMLType
 from .common import CommandError, open_input, parse_types, positive_int, progress_bar
@@ -233,7 +233,10 @@ def _run(args, path: str, types: list[GGMLType], imatrix: Any, all_tensors: list
         what = f"matching {' or '.join(repr(p) for p in args.filter)}" if args.filter else "in the file"
         raise CommandError(f"no 2-D float weight {what}")
     started = time.perf_counter()
-    totals = {qtype: ErrorStats(qtype) for qtype in types}
+    # Exact percentiles keep every error (8 bytes each): the budget is shared by the types compared,
+    # so memory stays near EXACT_PERCENTILE_LIMIT x 8 bytes (x2: the model's and a tensor's) however many.
+    exact_limit = max(1 << 16, EXACT_PERCENTILE_LIMIT // len(types))
+    totals = {qtype: ErrorStats(qtype, exact_limit=exact_limit) for qtype in types}
     per_tensor: list[tuple[str, QuantError]] = []
     unused = {qtype: 0 for qtype in types}
     needs_imatrix: set[GGMLType] = set()
@@ -244,12 +247,14 @@ def _run(args, path: str, types: list[GGMLType], imatrix: Any, all_tensors: list
     round_trip = np.empty(scratch.size, np.float32)
     try:
         for tensor in tensors:
+            weights = _imatrix_for(imatrix, tensor.name, tensor.row_length)
+            if weights is None:
+                needs_imatrix.update(q for q in types if quant_stats.requires_imatrix(q))
             eligible = [q for q in types if tensor.row_length % TYPE_TRAITS[q].block_size == 0 and q not in needs_imatrix]
             for qtype in types:
                 if tensor.row_length % TYPE_TRAITS[qtype].block_size:
                     unused[qtype] += 1
-            stats = {qtype: ErrorStats(qtype) for qtype in eligible}
-            weights = _imatrix_for(imatrix, tensor.name, tensor.row_length)
+            stats = {qtype: ErrorStats(qtype, exact_limit=exact_limit) for qtype in eligible}
             rows_per_block = max(1, scratch.size // tensor.row_length)
             for first in range(0, tensor.n_rows, rows_per_block):
                 last = min(tensor.n_rows, first + rows_per_block)
@@ -280,8 +285,9 @@ def _run(args, path: str, types: list[GGMLType], imatrix: Any, all_tensors: list
     results = sorted((totals[q].result() for q in types if totals[q].n), key=lambda r: order[r.type])
     position = {t.name: i for i, t in enumerate(tensors)}
     per_tensor.sort(key=lambda item: (position[item[0]], order[item[1].type]))
-    for qtype in needs_imatrix:
-        notes.append(f"{qtype.name} skipped: it needs an importance matrix (--imatrix)")
+    for qtype in sorted(needs_imatrix):
+        notes.append(f"{qtype.name} skipped: it needs an importance matrix (--imatrix)" if imatrix is None else
+                     f"{qtype.name} skipped: it needs an importance matrix entry for every tensor, and some have none")
     for qtype in types:
         if totals[qtype].n == 0 and qtype not in needs_imatrix:
             notes.append(f"{qtype.name}: no tensor has a row length its block size {TYPE_TRAITS[qtype].block_size} divides")

@@ -1,0 +1,258 @@
+"""fastgguf.matmul vs numpy's float32 matmul on pre-dequantized weights.
+
+The model: every 2-D weight of a ~250 MB Q4_K_M-like llama (8 layers of d=2048, ffn 5632,
+grouped KV of 256, vocab 32000; attn_v, ffn_down and the output head in Q6_K, the rest Q4_K),
+synthetic blocks (random quants, realistic fp16 scales). One "forward sweep" multiplies x with
+every weight, as an engine does per token; batch 1 and batch 8, all threads.
+
+With pytest-benchmark (``--benchmark-disable`` runs each once on a small model: the CI smoke)::
+
+    PYTHONPATH=src python -m pytest benchmarks/bench_matmul.py --benchmark-only \\
+        --benchmark-group-by=param:batch --benchmark-columns=min,median,rounds
+
+As a script, the sweep table per type (fastgguf float path, integer path, numpy; GB/s of weight
+bytes read; the machine's read bandwidth; memory of the weights)::
+
+    PYTHONPATH=src python benchmarks/bench_matmul.py [--layers N] [--rounds R]
+    PYTHONPATH=src python benchmarks/bench_matmul.py --types      # one 4096x4096 weight per type
+
+transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
+packed model through fastgguf's kernels vs transformers' dequantized float32 model, tokens/s and
+peak RSS, each in a fresh process::
+
+    PYTHONPATH=src:tests python benchmarks/bench_matmul.py --transformers [--dir /tmp/fgg_lfm2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from functools import partial
+
+import numpy as np
+import pytest
+
+from fastgguf import GGMLType, dequant, dequantize, matmul
+from fastgguf.types import TYPE_TRAITS
+
+T = GGMLType
+
+#: Where each block keeps its fp16 scales: they get sane values as in real models, the rest of
+#: the block is random bytes.
+SCALES = {
+    T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.Q8_1: [0, 2],
+    T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+    T.IQ4_NL: [0], T.IQ4_XS: [0], T.IQ2_XXS: [0], T.IQ2_XS: [0], T.IQ2_S: [0], T.IQ3_XXS: [0],
+    T.IQ3_S: [0], T.IQ1_S: [0], T.TQ2_0: [64], T.TQ1_0: [52],
+}
+
+
+def make_weight(qtype: GGMLType, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, row_bytes) synthetic blocks of ``qtype``."""
+    block_size, type_size = TYPE_TRAITS[qtype]
+    if qtype in (T.F32, T.F16):
+        return (rng.standard_normal((n, k), dtype=np.float32) * 0.02).astype("<f4" if qtype == T.F32 else "<f2").view(np.uint8)
+    if qtype == T.BF16:
+        bits = (rng.standard_normal((n, k), dtype=np.float32) * 0.02).view(np.uint32) >> 16
+        return bits.astype("<u2").view(np.uint8)
+    blocks = rng.integers(0, 256, size=(n * k // block_size, type_size), dtype=np.uint8)
+    for offset in SCALES.get(qtype, []):
+        blocks[:, offset : offset + 2] = rng.uniform(0.0005, 0.002, (blocks.shape[0], 1)).astype("<f2").view(np.uint8)
+    return blocks.reshape(n, -1)
+
+
+def model_shapes(layers: int, d: int = 2048, ffn: int = 5632, kv: int = 256, vocab: int = 32000):
+    """(name, type, N, K) of every 2-D weight of the llama-like model, Q4_K_M-like types."""
+    shapes = []
+    for i in range(layers):
+        shapes += [
+            (f"blk.{i}.attn_q", T.Q4_K, d, d), (f"blk.{i}.attn_k", T.Q4_K, kv, d),
+            (f"blk.{i}.attn_v", T.Q6_K, kv, d), (f"blk.{i}.attn_output", T.Q4_K, d, d),
+            (f"blk.{i}.ffn_gate", T.Q4_K, ffn, d), (f"blk.{i}.ffn_up", T.Q4_K, ffn, d),
+            (f"blk.{i}.ffn_down", T.Q6_K, d, ffn),
+        ]
+    shapes.append(("output", T.Q6_K, vocab, d))
+    return shapes
+
+
+def build_model(shapes, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [(name, qtype, make_weight(qtype, n, k, rng)) for name, qtype, n, k in shapes]
+
+
+def sweep_fastgguf(model, xs, exact=True, threads=None):
+    for _name, qtype, raw in model:
+        matmul(xs[raw.shape[1] // TYPE_TRAITS[qtype].type_size * TYPE_TRAITS[qtype].block_size], raw, qtype,
+               exact=exact, threads=threads)
+
+
+def sweep_numpy(dense, xs):
+    for w in dense:
+        xs[w.shape[1]] @ w.T
+
+
+def inputs(model, batch: int, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    ks = {raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size for _n, q, raw in model}
+    return {k: rng.standard_normal((batch, k), dtype=np.float32) for k in ks}
+
+
+# ---------------------------------------------------------------------------------------------
+# pytest-benchmark
+
+_models: dict = {}
+
+
+def model_for(disabled: bool):
+    layers = 0 if disabled else 8
+    if layers not in _models:
+        _models.clear()
+        shapes = model_shapes(layers, vocab=32000) if layers else model_shapes(1, d=256, ffn=512, kv=64, vocab=512)
+        model = build_model(shapes)
+        dense = [dequantize(raw, q, (raw.shape[0], raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size))
+                 for _n, q, raw in model]
+        _models[layers] = (model, dense)
+    return _models[layers]
+
+
+@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("engine", ["fastgguf", "fastgguf-int", "numpy"])
+def test_sweep(benchmark, batch, engine):
+    model, dense = model_for(benchmark.disabled)
+    xs = inputs(model, batch)
+    benchmark.group = f"batch {batch}"
+    benchmark.extra_info.update(weight_bytes=sum(raw.nbytes for _n, _q, raw in model), cpu_path=dequant.cpu_path())
+    if engine == "numpy":
+        benchmark.pedantic(sweep_numpy, args=(dense, xs), rounds=5, warmup_rounds=1)
+    else:
+        benchmark.pedantic(sweep_fastgguf, args=(model, xs, engine == "fastgguf"), rounds=5, warmup_rounds=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Script
+
+
+def best_of(fn, rounds: int) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def read_bandwidth(n_bytes: int = 1 << 30, threads: int | None = None) -> float:
+    """GB/s of numpy summing a large array, one slice per thread (numpy releases the GIL)."""
+    threads = threads or os.cpu_count() or 1
+    a = np.ones(n_bytes // 8, dtype=np.float64)
+    parts = np.array_split(a, threads)
+
+    def run():
+        ts = [threading.Thread(target=np.add.reduce, args=(p,)) for p in parts]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    return n_bytes / best_of(run, 3) / 1e9
+
+
+def transformers_child(path: str, mode: str, new_tokens: int, torch_threads: int) -> None:
+    """Load ``path`` packed (through fastgguf) or dequantized, generate, print tokens/s and peak RSS."""
+    import resource
+
+    import torch
+    import transformers
+
+    from fastgguf.integrations import _transformers_kernels
+
+    if torch_threads:
+        torch.set_num_threads(torch_threads)
+    if mode == "packed":
+        _transformers_kernels.install()
+    directory, name = os.path.split(path)
+    t0 = time.perf_counter()
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        directory, gguf_file=name, dtype=torch.float32,
+        quantization_config=transformers.GgufConfig(dequantize=mode == "dense"))
+    load = time.perf_counter() - t0
+    ids = torch.tensor([[1, 5, 77, 200, 3, 9, 42, 11]])
+    with torch.inference_mode():
+        model.generate(ids, max_new_tokens=2, min_new_tokens=2, do_sample=False)  # warm up
+        t0 = time.perf_counter()
+        model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
+        elapsed = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    threads = f"torch threads {torch.get_num_threads()}"
+    print(f"{mode:7} {threads}  load {load:5.1f} s  {new_tokens / elapsed:6.2f} tokens/s  peak RSS {rss:6.0f} MiB", flush=True)
+
+
+def transformers_bench(directory: str, new_tokens: int) -> None:
+    import subprocess
+    import sys
+
+    from lfm2_gguf import build_lfm2
+
+    path = os.path.join(directory, "lfm2-q4_0.gguf")
+    if not os.path.exists(path):
+        os.makedirs(directory, exist_ok=True)
+        build_lfm2(path, {"token_embd": T.Q8_0, "": T.Q4_0}, hidden=1024, intermediate=4096, vocab=32000,
+                   layers=16)
+    print(f"{path}: {os.path.getsize(path) / 1e6:.0f} MB")
+    # torch's idle OpenMP threads spin for a while after each op and take the cores from fastgguf's
+    # threads: the packed model is fastest with torch on one thread (fastgguf still uses all cores).
+    for mode, torch_threads in (("packed", 1), ("packed", 0), ("dense", 0), ("dense", 1)):
+        subprocess.run([sys.executable, __file__, "--transformers-child", mode, path, "--new-tokens", str(new_tokens),
+                        "--torch-threads", str(torch_threads)], check=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--types", action="store_true", help="one 4096x4096 weight per type instead of the model")
+    parser.add_argument("--transformers", action="store_true", help="transformers generate, packed vs dequantized")
+    parser.add_argument("--dir", default="/tmp/fgg_lfm2", help="where --transformers keeps its model")
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.transformers_child:
+        transformers_child(args.transformers_child[1], args.transformers_child[0], args.new_tokens, args.torch_threads)
+        return
+    if args.transformers:
+        transformers_bench(args.dir, args.new_tokens)
+        return
+    print(f"cpu path {dequant.cpu_path()}, {dequant.get_num_threads()} threads")
+    print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
+    if args.types:
+        types = [t for t in dequant.supported_types() if t not in (T.I8, T.I16, T.I32, T.I64, T.F64, T.Q8_1, T.Q8_K)]
+        groups = {t.name: [(t.name, t, 4096, 4096)] for t in types}
+    else:
+        shapes = model_shapes(args.layers)
+        groups = {}
+        for s in shapes:
+            groups.setdefault(s[1].name, []).append(s)
+        groups["all"] = shapes
+    print(f"{'weights':8} {'MB q':>7} {'MB f32':>7} {'batch':>5} {'numpy ms':>9} {'float ms':>9} {'x':>5} "
+          f"{'GB/s':>5} {'int ms':>8} {'x':>5} {'GB/s':>5}")
+    for label, shapes in groups.items():
+        model = build_model(shapes)
+        q_bytes = sum(raw.nbytes for _n, _q, raw in model)
+        dense = [dequantize(raw, q, (n, k)) for (_n, q, raw), (_, _, n, k) in zip(model, shapes)]
+        f_bytes = sum(w.nbytes for w in dense)
+        for batch in (1, 8):
+            xs = inputs(model, batch)
+            t_np = best_of(partial(sweep_numpy, dense, xs), args.rounds)
+            t_f = best_of(partial(sweep_fastgguf, model, xs, True), args.rounds)
+            t_i = best_of(partial(sweep_fastgguf, model, xs, False), args.rounds)
+            print(f"{label:8} {q_bytes / 1e6:7.0f} {f_bytes / 1e6:7.0f} {batch:5d} {t_np * 1e3:9.1f} {t_f * 1e3:9.1f} "
+                  f"{t_np / t_f:5.2f} {q_bytes / t_f / 1e9:5.1f} {t_i * 1e3:8.1f} {t_np / t_i:5.2f} {q_bytes / t_i / 1e9:5.1f}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,396 @@
+/* Shared inline helpers of the dequantization kernels; declared (and documented) in _kernel_helpers.pxd. */
+#ifndef FGG_KERNEL_HELPERS_H
+#define FGG_KERNEL_HELPERS_H
+#include <stdint.h>
+#include <string.h>
+/* Which intrinsics this build may use. FGG_NO_SIMD (setup.py: FASTGGUF_NO_SIMD=1) forces the
+   plain C paths that non-x86 machines compile, so they can be tested on x86 too. */
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(FGG_NO_SIMD)
+#include <immintrin.h>
+#define FGG_HAVE_SSE2 1
+#else
+#define FGG_HAVE_SSE2 0
+#endif
+#if FGG_HAVE_SSE2 && defined(__AVX2__)
+#define FGG_HAVE_AVX2 1
+#else
+#define FGG_HAVE_AVX2 0
+#endif
+#if FGG_HAVE_SSE2 && defined(__AVX512F__) && defined(__AVX512BW__)
+#define FGG_HAVE_AVX512 1
+#else
+#define FGG_HAVE_AVX512 0
+#endif
+#if FGG_HAVE_SSE2 && defined(__F16C__)
+#define FGG_HAVE_F16C 1
+#else
+#define FGG_HAVE_F16C 0
+#endif
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define FGG_HOST_BIG_ENDIAN 1
+#else
+#define FGG_HOST_BIG_ENDIAN 0
+#endif
+
+static inline uint16_t fgg_bswap16(uint16_t x) { return (uint16_t)((x >> 8) | (x << 8)); }
+static inline uint32_t fgg_bswap32(uint32_t x) {
+    return (x >> 24) | ((x >> 8) & 0x0000FF00u) | ((x << 8) & 0x00FF0000u) | (x << 24);
+}
+static inline uint64_t fgg_bswap64(uint64_t x) {
+    return ((uint64_t)fgg_bswap32((uint32_t)x) << 32) | fgg_bswap32((uint32_t)(x >> 32));
+}
+
+/* memcpy loads: legal at any alignment, and compile to one plain load (vectorizable). */
+static inline uint16_t fgg_load_u16le(const uint8_t *p) {
+    uint16_t v; memcpy(&v, p, 2);
+    return FGG_HOST_BIG_ENDIAN ? fgg_bswap16(v) : v;
+}
+static inline uint32_t fgg_load_u32le(const uint8_t *p) {
+    uint32_t v; memcpy(&v, p, 4);
+    return FGG_HOST_BIG_ENDIAN ? fgg_bswap32(v) : v;
+}
+static inline uint64_t fgg_load_u64le(const uint8_t *p) {
+    uint64_t v; memcpy(&v, p, 8);
+    return FGG_HOST_BIG_ENDIAN ? fgg_bswap64(v) : v;
+}
+/* Byte-lane constants for unpacking eight quants at a time in a uint64 (SWAR). */
+#define FGG_LANES_01 0x0101010101010101ULL
+#define FGG_LANES_03 0x0303030303030303ULL
+#define FGG_LANES_0F 0x0F0F0F0F0F0F0F0FULL
+#define FGG_LANES_80 0x8080808080808080ULL
+
+/* Lane-wise x - amount (both < 128 in every lane), wrapping like int8: setting each lane's
+   top bit first absorbs the borrow, so no lane borrows from its neighbour. */
+static inline uint64_t fgg_lanes_minus(uint64_t x, uint64_t amount) {
+    return ((x | FGG_LANES_80) - amount) ^ FGG_LANES_80;
+}
+
+static inline float fgg_bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t fgg_float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float fgg_load_f32le(const uint8_t *p) { return fgg_bits_to_float(fgg_load_u32le(p)); }
+
+/* fp16 -> fp32 without branches or selects (masks only, so loops over it vectorize) and
+   without producing or consuming float subnormals (so a DAZ/FTZ mode set by some other
+   library cannot change it): normals re-bias the exponent with an integer add (twice for
+   inf/NaN, which gives the all-ones exponent and keeps the payload); subnormals are built as
+   2^-14 * (1 + m/1024) and 2^-14 is subtracted, an exact float subtraction. */
+static inline float fgg_half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t shifted = (uint32_t)(h & 0x7FFFu) << 13;
+    uint32_t is_subnormal = 0u - (uint32_t)(shifted < 0x00800000u);   /* all ones or 0 */
+    uint32_t is_infnan = 0u - (uint32_t)(shifted >= 0x0F800000u);
+    uint32_t normal = shifted + 0x38000000u + (is_infnan & 0x38000000u);
+    uint32_t subnormal = fgg_float_to_bits(
+        fgg_bits_to_float(shifted + 0x38800000u) - fgg_bits_to_float(0x38800000u));
+    return fgg_bits_to_float((subnormal & is_subnormal) | (normal & ~is_subnormal) | sign);
+}
+
+static inline float fgg_bf16_to_float(uint16_t h) { return fgg_bits_to_float((uint32_t)h << 16); }
+
+static inline float fgg_half_to_float_scale(uint16_t h) {
+#if FGG_HAVE_F16C
+    return _cvtsh_ss(h);
+#else
+    return fgg_half_to_float(h);
+#endif
+}
+
+/* fgg_v16: 16 byte lanes (byte k of memory = lane k), an SSE2 register on x86 and two
+   uint64 words elsewhere. Quants are unpacked in it with whole-vector shifts and masks and
+   go straight into the conversion steps below, never through memory. Shifts act on 64-bit
+   lanes: mask after a right shift, and shift left only what stays inside its byte. */
+#if FGG_HAVE_SSE2
+typedef __m128i fgg_v16;
+static inline fgg_v16 fgg_v16_load(const uint8_t *p) { return _mm_loadu_si128((const __m128i *)p); }
+static inline fgg_v16 fgg_v16_words(uint64_t lo, uint64_t hi) { return _mm_set_epi64x((long long)hi, (long long)lo); }
+static inline fgg_v16 fgg_v16_splat(uint8_t x) { return _mm_set1_epi8((char)x); }
+static inline fgg_v16 fgg_v16_and(fgg_v16 a, fgg_v16 b) { return _mm_and_si128(a, b); }
+static inline fgg_v16 fgg_v16_or(fgg_v16 a, fgg_v16 b) { return _mm_or_si128(a, b); }
+static inline fgg_v16 fgg_v16_not(fgg_v16 a) { return _mm_xor_si128(a, _mm_set1_epi8((char)0xFF)); }
+static inline fgg_v16 fgg_v16_shr(fgg_v16 a, int bits) { return _mm_srl_epi64(a, _mm_cvtsi32_si128(bits)); }
+static inline fgg_v16 fgg_v16_shl(fgg_v16 a, int bits) { return _mm_sll_epi64(a, _mm_cvtsi32_si128(bits)); }
+static inline fgg_v16 fgg_v16_sub(fgg_v16 a, fgg_v16 b) { return _mm_sub_epi8(a, b); }
+/* 16 bits (little-endian at p) -> lane j = value if bit j is set, else 0: broadcast byte
+   j / 8 to lane j, keep bit j % 8, compare. */
+static inline fgg_v16 fgg_v16_bits(const uint8_t *p, uint8_t value) {
+    __m128i m = _mm_cvtsi32_si128((int)p[0] | ((int)p[1] << 8));
+    const __m128i bit = _mm_set1_epi64x((long long)0x8040201008040201ULL);
+    m = _mm_unpacklo_epi8(m, m);
+    m = _mm_unpacklo_epi16(m, m);
+    m = _mm_unpacklo_epi32(m, m);
+    return _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(m, bit), bit), _mm_set1_epi8((char)value));
+}
+#else
+typedef struct { uint64_t w[2]; } fgg_v16;   /* w[0] = lanes 0-7 (lane k = bits 8k..8k+7) */
+static inline fgg_v16 fgg_v16_words(uint64_t lo, uint64_t hi) { fgg_v16 v; v.w[0] = lo; v.w[1] = hi; return v; }
+static inline fgg_v16 fgg_v16_load(const uint8_t *p) { return fgg_v16_words(fgg_load_u64le(p), fgg_load_u64le(p + 8)); }
+static inline fgg_v16 fgg_v16_splat(uint8_t x) { uint64_t w = FGG_LANES_01 * x; return fgg_v16_words(w, w); }
+static inline fgg_v16 fgg_v16_and(fgg_v16 a, fgg_v16 b) { return fgg_v16_words(a.w[0] & b.w[0], a.w[1] & b.w[1]); }
+static inline fgg_v16 fgg_v16_or(fgg_v16 a, fgg_v16 b) { return fgg_v16_words(a.w[0] | b.w[0], a.w[1] | b.w[1]); }
+static inline fgg_v16 fgg_v16_not(fgg_v16 a) { return fgg_v16_words(~a.w[0], ~a.w[1]); }
+static inline fgg_v16 fgg_v16_shr(fgg_v16 a, int bits) { return fgg_v16_words(a.w[0] >> bits, a.w[1] >> bits); }
+static inline fgg_v16 fgg_v16_shl(fgg_v16 a, int bits) { return fgg_v16_words(a.w[0] << bits, a.w[1] << bits); }
+/* lane-wise a - b for lanes below 128 (all that the kernels subtract) */
+static inline fgg_v16 fgg_v16_sub(fgg_v16 a, fgg_v16 b) {
+    return fgg_v16_words(fgg_lanes_minus(a.w[0], b.w[0]), fgg_lanes_minus(a.w[1], b.w[1]));
+}
+static inline uint8_t fgg__lane(fgg_v16 v, int j) { return (uint8_t)(v.w[j >> 3] >> (8 * (j & 7))); }
+static inline uint64_t fgg_spread_bits8(uint32_t bits, uint32_t value);
+static inline fgg_v16 fgg_v16_bits(const uint8_t *p, uint8_t value) {
+    return fgg_v16_words(fgg_spread_bits8(p[0], value), fgg_spread_bits8(p[1], value));
+}
+#endif
+typedef fgg_v16 fgg_q16;
+#define fgg__q16_load(q) fgg_v16_load((const uint8_t *)(q))
+
+#if FGG_HAVE_AVX512
+static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
+    _mm512_storeu_ps(dst, _mm512_mul_ps(_mm512_set1_ps(s), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v))));
+}
+static inline void fgg__u8_mul_add(float *dst, fgg_q16 v, float s, float m) {
+    __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+    _mm512_storeu_ps(dst, _mm512_add_ps(_mm512_mul_ps(_mm512_set1_ps(s), f), _mm512_set1_ps(m)));
+}
+static inline void fgg__u8_mul_sub(float *dst, fgg_q16 v, float s, float m) {
+    __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+    _mm512_storeu_ps(dst, _mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(s), f), _mm512_set1_ps(m)));
+}
+#elif FGG_HAVE_AVX2
+static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
+    __m256 vs = _mm256_set1_ps(s);
+    _mm256_storeu_ps(dst, _mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))));
+    _mm256_storeu_ps(dst + 8, _mm256_mul_ps(vs, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)))));
+}
+static inline void fgg__u8_mul_add(float *dst, fgg_q16 v, float s, float m) {
+    __m256 vs = _mm256_set1_ps(s), vm = _mm256_set1_ps(m);
+    __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+    __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+    _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_mul_ps(vs, lo), vm));
+    _mm256_storeu_ps(dst + 8, _mm256_add_ps(_mm256_mul_ps(vs, hi), vm));
+}
+static inline void fgg__u8_mul_sub(float *dst, fgg_q16 v, float s, float m) {
+    __m256 vs = _mm256_set1_ps(s), vm = _mm256_set1_ps(m);
+    __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+    __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8)));
+    _mm256_storeu_ps(dst, _mm256_sub_ps(_mm256_mul_ps(vs, lo), vm));
+    _mm256_storeu_ps(dst + 8, _mm256_sub_ps(_mm256_mul_ps(vs, hi), vm));
+}
+#elif FGG_HAVE_SSE2
+/* SSE2 only (the x86-64 baseline): widen bytes with unpacks; the sign comes from an
+   arithmetic shift of the byte placed at the top of each 32-bit lane. */
+static inline void fgg__i8_ps(fgg_q16 v, __m128 out[4]) {
+    __m128i w0 = _mm_unpacklo_epi8(v, v), w1 = _mm_unpackhi_epi8(v, v);
+    out[0] = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(w0, w0), 24));
+    out[1] = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpackhi_epi16(w0, w0), 24));
+    out[2] = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(w1, w1), 24));
+    out[3] = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpackhi_epi16(w1, w1), 24));
+}
+static inline void fgg__u8_ps(fgg_q16 v, __m128 out[4]) {
+    __m128i z = _mm_setzero_si128();
+    __m128i w0 = _mm_unpacklo_epi8(v, z), w1 = _mm_unpackhi_epi8(v, z);
+    out[0] = _mm_cvtepi32_ps(_mm_unpacklo_epi16(w0, z));
+    out[1] = _mm_cvtepi32_ps(_mm_unpackhi_epi16(w0, z));
+    out[2] = _mm_cvtepi32_ps(_mm_unpacklo_epi16(w1, z));
+    out[3] = _mm_cvtepi32_ps(_mm_unpackhi_epi16(w1, z));
+}
+static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
+    __m128 f[4], vs = _mm_set1_ps(s);
+    int k;
+    fgg__i8_ps(v, f);
+    for (k = 0; k < 4; k++) _mm_storeu_ps(dst + 4 * k, _mm_mul_ps(vs, f[k]));
+}
+static inline void fgg__u8_mul_add(float *dst, fgg_q16 v, float s, float m) {
+    __m128 f[4], vs = _mm_set1_ps(s), vm = _mm_set1_ps(m);
+    int k;
+    fgg__u8_ps(v, f);
+    for (k = 0; k < 4; k++) _mm_storeu_ps(dst + 4 * k, _mm_add_ps(_mm_mul_ps(vs, f[k]), vm));
+}
+static inline void fgg__u8_mul_sub(float *dst, fgg_q16 v, float s, float m) {
+    __m128 f[4], vs = _mm_set1_ps(s), vm = _mm_set1_ps(m);
+    int k;
+    fgg__u8_ps(v, f);
+    for (k = 0; k < 4; k++) _mm_storeu_ps(dst + 4 * k, _mm_sub_ps(_mm_mul_ps(vs, f[k]), vm));
+}
+#else
+static inline void fgg__i8_mul(float *dst, fgg_q16 v, float s) {
+    int j; for (j = 0; j < 16; j++) dst[j] = s * (float)(int8_t)fgg__lane(v, j);
+}
+static inline void fgg__u8_mul_add(float *dst, fgg_q16 v, float s, float m) {
+    int j; for (j = 0; j < 16; j++) dst[j] = s * (float)fgg__lane(v, j) + m;
+}
+static inline void fgg__u8_mul_sub(float *dst, fgg_q16 v, float s, float m) {
+    int j; for (j = 0; j < 16; j++) dst[j] = s * (float)fgg__lane(v, j) - m;
+}
+#endif
+
+static inline void fgg_i8x16_mul(float *dst, const int8_t *q, float s) { fgg__i8_mul(dst, fgg__q16_load(q), s); }
+#define fgg_i8x16_mul_v fgg__i8_mul
+#define fgg_u8x16_mul_add_v fgg__u8_mul_add
+#define fgg_u8x16_mul_sub_v fgg__u8_mul_sub
+
+/* n fp16 values (little-endian, unaligned) -> float32, the same bits as fgg_half_to_float,
+   8 or 16 lanes at a time with the same integer/mask steps. */
+#if FGG_HAVE_SSE2
+static inline __m128i fgg__halves4_to_bits(__m128i h) {   /* h: four fp16 in 32-bit lanes */
+    const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
+    const __m128i shifted = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x7FFF)), 13);
+    const __m128i is_sub = _mm_cmplt_epi32(shifted, _mm_set1_epi32(0x00800000));
+    const __m128i is_infnan = _mm_cmpgt_epi32(shifted, _mm_set1_epi32(0x0F7FFFFF));
+    const __m128i bias = _mm_set1_epi32(0x38000000);
+    __m128i normal = _mm_add_epi32(_mm_add_epi32(shifted, bias), _mm_and_si128(is_infnan, bias));
+    __m128i sub = _mm_castps_si128(_mm_sub_ps(
+        _mm_castsi128_ps(_mm_add_epi32(shifted, _mm_set1_epi32(0x38800000))),
+        _mm_castsi128_ps(_mm_set1_epi32(0x38800000))));
+    __m128i bits = _mm_or_si128(_mm_and_si128(is_sub, sub), _mm_andnot_si128(is_sub, normal));
+    return _mm_or_si128(bits, sign);
+}
+#endif
+#if FGG_HAVE_AVX2
+static inline __m256i fgg__halves8_to_bits(__m256i h) {   /* h: eight fp16 in 32-bit lanes */
+    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
+    const __m256i shifted = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x7FFF)), 13);
+    const __m256i is_sub = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x00800000), shifted);
+    const __m256i is_infnan = _mm256_cmpgt_epi32(shifted, _mm256_set1_epi32(0x0F7FFFFF));
+    const __m256i bias = _mm256_set1_epi32(0x38000000);
+    __m256i normal = _mm256_add_epi32(_mm256_add_epi32(shifted, bias), _mm256_and_si256(is_infnan, bias));
+    __m256i sub = _mm256_castps_si256(_mm256_sub_ps(
+        _mm256_castsi256_ps(_mm256_add_epi32(shifted, _mm256_set1_epi32(0x38800000))),
+        _mm256_castsi256_ps(_mm256_set1_epi32(0x38800000))));
+    return _mm256_or_si256(_mm256_blendv_epi8(normal, sub, is_sub), sign);
+}
+#endif
+static inline void fgg_halves_to_floats(const uint8_t *src, float *dst, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if FGG_HAVE_AVX512
+    const __m512i bias = _mm512_set1_epi32(0x38000000);
+    for (; i + 16 <= n; i += 16) {
+        __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
+        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+        __m512i shifted = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x7FFF)), 13);
+        __mmask16 is_sub = _mm512_cmplt_epi32_mask(shifted, _mm512_set1_epi32(0x00800000));
+        __mmask16 is_infnan = _mm512_cmpgt_epi32_mask(shifted, _mm512_set1_epi32(0x0F7FFFFF));
+        __m512i normal = _mm512_add_epi32(shifted, bias);
+        normal = _mm512_mask_add_epi32(normal, is_infnan, normal, bias);
+        __m512i sub = _mm512_castps_si512(_mm512_sub_ps(
+            _mm512_castsi512_ps(_mm512_add_epi32(shifted, _mm512_set1_epi32(0x38800000))),
+            _mm512_castsi512_ps(_mm512_set1_epi32(0x38800000))));
+        __m512i bits = _mm512_or_si512(_mm512_mask_blend_epi32(is_sub, normal, sub), sign);
+        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(bits));
+    }
+#elif FGG_HAVE_AVX2
+    for (; i + 8 <= n; i += 8) {
+        __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_to_bits(h)));
+    }
+#elif FGG_HAVE_SSE2
+    for (; i + 8 <= n; i += 8) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(src + 2 * i)), z = _mm_setzero_si128();
+        _mm_storeu_ps(dst + i, _mm_castsi128_ps(fgg__halves4_to_bits(_mm_unpacklo_epi16(v, z))));
+        _mm_storeu_ps(dst + i + 4, _mm_castsi128_ps(fgg__halves4_to_bits(_mm_unpackhi_epi16(v, z))));
+    }
+#endif
+    for (; i < n; i++) dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i));
+}
+
+/* The same conversions writing dst with non-temporal stores, straight from the registers (for
+   outputs much larger than the caches: no staging copy, no read-for-ownership of dst). dst is
+   first brought to a vector boundary with ordinary stores; call fgg_stream_fence () after. */
+static inline void fgg_halves_to_floats_nt(const uint8_t *src, float *dst, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if FGG_HAVE_AVX512 || FGG_HAVE_AVX2
+    const uintptr_t align = FGG_HAVE_AVX512 ? 64 : 32;
+    if (((uintptr_t)dst & 3) == 0) {
+        while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i)); i++; }
+#if FGG_HAVE_AVX512
+        const __m512i bias = _mm512_set1_epi32(0x38000000);
+        for (; i + 16 <= n; i += 16) {
+            __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
+            __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+            __m512i shifted = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x7FFF)), 13);
+            __mmask16 is_sub = _mm512_cmplt_epi32_mask(shifted, _mm512_set1_epi32(0x00800000));
+            __mmask16 is_infnan = _mm512_cmpgt_epi32_mask(shifted, _mm512_set1_epi32(0x0F7FFFFF));
+            __m512i normal = _mm512_add_epi32(shifted, bias);
+            normal = _mm512_mask_add_epi32(normal, is_infnan, normal, bias);
+            __m512i sub = _mm512_castps_si512(_mm512_sub_ps(
+                _mm512_castsi512_ps(_mm512_add_epi32(shifted, _mm512_set1_epi32(0x38800000))),
+                _mm512_castsi512_ps(_mm512_set1_epi32(0x38800000))));
+            _mm512_stream_ps(dst + i, _mm512_castsi512_ps(_mm512_or_si512(_mm512_mask_blend_epi32(is_sub, normal, sub), sign)));
+        }
+#else
+        for (; i + 8 <= n; i += 8) {
+            __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
+            _mm256_stream_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_to_bits(h)));
+        }
+#endif
+    }
+#endif
+    if (i < n) fgg_halves_to_floats(src + 2 * i, dst + i, n - i);
+}
+
+static inline void fgg_bf16_to_floats_nt(const uint8_t *src, float *dst, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if FGG_HAVE_AVX512 || FGG_HAVE_AVX2
+    const uintptr_t align = FGG_HAVE_AVX512 ? 64 : 32;
+    if (((uintptr_t)dst & 3) == 0) {
+        while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = fgg_bf16_to_float(fgg_load_u16le(src + 2 * i)); i++; }
+#if FGG_HAVE_AVX512
+        for (; i + 16 <= n; i += 16) {
+            __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
+            _mm512_stream_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+        }
+#else
+        for (; i + 8 <= n; i += 8) {
+            __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
+            _mm256_stream_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+        }
+#endif
+    }
+#endif
+    for (; i < n; i++) dst[i] = fgg_bf16_to_float(fgg_load_u16le(src + 2 * i));
+}
+
+/* The low 8 bits of ``bits`` -> 8 byte lanes of a uint64 (lane k = bits 8k..8k+7, i.e. byte
+   k once stored little-endian): lane k is ``value`` (< 256) where bit k is set, else 0.
+   A shift/mask ladder moves bit k to bit 8k; the multiply then cannot carry between lanes. */
+static inline uint64_t fgg_spread_bits8(uint32_t bits, uint32_t value) {
+    uint64_t x = bits & 0xFFu;
+    x = (x | (x << 28)) & 0x0000000F0000000FULL;
+    x = (x | (x << 14)) & 0x0003000300030003ULL;
+    return ((x | (x << 7)) & 0x0101010101010101ULL) * value;
+}
+
+/* Non-temporal copy for outputs much larger than the caches: no read-for-ownership of the
+   destination lines, so the write costs half the memory traffic of ordinary stores. */
+static inline void fgg_stream_copy(float *dst, const float *src, ptrdiff_t n) {
+    ptrdiff_t i = 0;
+#if FGG_HAVE_SSE2
+#if FGG_HAVE_AVX512
+    const uintptr_t align = 64; const ptrdiff_t width = 16;
+#elif FGG_HAVE_AVX2
+    const uintptr_t align = 32; const ptrdiff_t width = 8;
+#else
+    const uintptr_t align = 16; const ptrdiff_t width = 4;
+#endif
+    if (((uintptr_t)dst & 3) == 0) {
+        while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = src[i]; i++; }
+        for (; i + width <= n; i += width) {
+#if FGG_HAVE_AVX512
+            _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+#elif FGG_HAVE_AVX2
+            _mm256_stream_ps(dst + i, _mm256_loadu_ps(src + i));
+#else
+            _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+#endif
+        }
+    }
+#endif
+    if (i < n) memcpy(dst + i, src + i, (size_t)(n - i) * sizeof(float));
+}
+static inline void fgg_stream_fence(void) {
+#if FGG_HAVE_SSE2
+    _mm_sfence();
+#endif
+}
+
+#endif

@@ -1,0 +1,220 @@
+# fastgguf.matmul's drivers: out[m, n] = sum_k x[m, k] * W[n, k] straight from W's blocks.
+# Included at the end of _kernels.pxi, so every kernel build has them, compiled with its ISA
+# flags; the dot products themselves are in matmul_dot.h.
+#
+# Float path (matmul_rows): each weight row is dequantized _MM_CHUNK elements at a time into a
+# scratch buffer that stays in L1 (never written to memory), and that chunk is multiplied with
+# the same columns of every row of x before the next chunk is made. Each (m, n) is computed by
+# one thread in one fixed order, so the result does not depend on the thread split.
+
+cdef extern from "matmul_dot.h" nogil:
+    enum: FGG_MM_LANES
+    ctypedef struct fgg_mm_q8:
+        float d
+    void fgg_mm_dot_acc(const float *w, const float *x, Py_ssize_t n, float *acc)
+    float fgg_mm_lanes_sum(const float *acc)
+    void fgg_mm_quantize_x8(const float *x, Py_ssize_t n, fgg_mm_q8 *out)
+    void fgg_mm_rows_q8_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q6_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+
+
+cdef enum:
+    # Weight elements dequantized per step: 4 KiB of floats, a whole number of blocks of every
+    # type (block sizes divide 256 or are 1), small enough that the chunk and the matching
+    # columns of 8 rows of x stay in L1.
+    _MM_CHUNK = 1024
+    MM_Q8_BYTES = sizeof(fgg_mm_q8)
+
+
+cdef void dot_rows(fgg_kernel_row *rows) noexcept:
+    """The table's ``dot`` column: the integer kernels of matmul_dot.h (x as fgg_mm_q8 blocks)."""
+    rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
+    rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
+    rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
+    rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
+
+
+def has_int_dot(int type_id):
+    """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build (its ``dot``)."""
+    return bool(has_dot(type_id))
+
+
+def q8_block_bytes():
+    """Bytes per 32 quantized values of x in the integer path."""
+    return MM_Q8_BYTES
+
+
+cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, const uint8_t *w, Py_ssize_t row_bytes,
+                   Py_ssize_t k, Py_ssize_t block_size, Py_ssize_t type_size,
+                   const float *x, Py_ssize_t m, Py_ssize_t x_stride,
+                   float *out, Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1,
+                   float *scratch, uint8_t *swapped, float *acc) noexcept nogil:
+    cdef fgg_guard guard
+    cdef Py_ssize_t n, off, length, i, chunk_blocks = _MM_CHUNK // block_size
+    cdef const uint8_t *blocks
+    if chunk_blocks < 1:
+        chunk_blocks = 1
+    if swap != NULL and chunk_blocks * type_size > _SWAP_SCRATCH_BYTES:
+        chunk_blocks = _SWAP_SCRATCH_BYTES // type_size
+    if fgg_guard_enter(&guard):
+        return -2
+    for n in range(n0, n1):
+        for i in range(m * FGG_MM_LANES):
+            acc[i] = 0.0
+        off = 0
+        while off < k:
+            length = min(chunk_blocks * block_size, k - off)
+            blocks = w + n * row_bytes + off // block_size * type_size
+            if swap != NULL:
+                swap(blocks, swapped, length // block_size, type_id)
+                blocks = swapped
+            kernel(blocks, scratch, length // block_size)
+            for i in range(m):
+                fgg_mm_dot_acc(scratch, x + i * x_stride + off, length, acc + i * FGG_MM_LANES)
+            off += length
+        for i in range(m):
+            out[i * out_stride + n] = fgg_mm_lanes_sum(acc + i * FGG_MM_LANES)
+    fgg_guard_leave(&guard)
+    return 0
+
+
+def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::1] x not None,
+                float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, bint byteswapped=False):
+    """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released.
+
+    ``w`` holds N whole rows of blocks of ``x.shape[1]`` elements; ``out`` is (M, N) with unit
+    column stride. Every length is checked here before any kernel runs.
+
+    Raises
+    ------
+    ValueError
+        Unknown type, shapes that disagree, a row range outside ``w``.
+    NotImplementedError
+        No kernel (or byte swapper) for this type.
+    MemoryError
+        No scratch memory.
+    GGUFError
+        ``w`` maps a file that was truncated under it (SIGBUS).
+    """
+    cdef fgg_kernel_row *row = _row(type_id)
+    if row == NULL:
+        raise ValueError(f"unknown ggml tensor type id {type_id}")
+    cdef fgg_dequantize_fn kernel = row.dequantize
+    if kernel == NULL:
+        raise NotImplementedError(f"no dequantization kernel for ggml type id {type_id}")
+    cdef fgg_byteswap_fn swap = NULL
+    if byteswapped:
+        swap = row.byteswap
+        if swap == NULL:
+            raise NotImplementedError(f"no big-endian support for ggml type id {type_id}")
+    cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], n_rows = w.shape[0]
+    if k % block_size:
+        raise ValueError(f"row length {k} is not a multiple of the block size {block_size}")
+    if w.shape[1] != k // block_size * type_size:
+        raise ValueError(f"weight rows have {w.shape[1]} bytes, {k} elements take {k // block_size * type_size}")
+    if out.shape[0] != m or out.shape[1] != n_rows or (n_rows > 1 and out.strides[1] != sizeof(float)):
+        raise ValueError("out must be (M, N) float32 with contiguous rows")
+    if not 0 <= n0 <= n1 <= n_rows:
+        raise ValueError(f"row range {n0}:{n1} is outside the {n_rows} weight rows")
+    if m == 0 or n1 == n0:
+        return
+    if k == 0:
+        for i in range(m):
+            for n in range(n0, n1):
+                out[i, n] = 0.0
+        return
+    cdef float *scratch = <float *>malloc(_MM_CHUNK * sizeof(float) + 64)
+    cdef float *acc = <float *>malloc(m * FGG_MM_LANES * sizeof(float) + 64)
+    cdef uint8_t *swapped = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES) if swap != NULL else NULL
+    if scratch == NULL or acc == NULL or (swap != NULL and swapped == NULL):
+        free(scratch)
+        free(acc)
+        free(swapped)
+        raise MemoryError("no scratch memory for matmul")
+    cdef int status
+    cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float)
+    cdef Py_ssize_t out_stride = out.strides[0] // sizeof(float)
+    with nogil:
+        status = _mm_float(kernel, swap, type_id, &w[0, 0], w.shape[1], k, block_size, type_size,
+                           &x[0, 0], m, x_stride, &out[0, 0], out_stride, n0, n1, scratch, swapped, acc)
+        free(scratch)
+        free(acc)
+        free(swapped)
+    if status == -2:
+        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
+
+
+def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
+    """Quantize each row of ``x`` (length a multiple of 32) into Q8 blocks for the integer path.
+
+    ``dst`` has shape ``(M, K // 32 * q8_block_bytes())``.
+    """
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], i
+    if k % 32:
+        raise ValueError(f"row length {k} is not a multiple of 32")
+    if dst.shape[0] != m or dst.shape[1] != k // 32 * MM_Q8_BYTES:
+        raise ValueError("dst has the wrong shape")
+    if m == 0 or k == 0:
+        return
+    with nogil:
+        for i in range(m):
+            fgg_mm_quantize_x8(&x[i, 0], k, <fgg_mm_q8 *>&dst[i, 0])
+
+
+def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t[:, ::1] xq not None,
+                    float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1):
+    """``out[:, n0:n1]`` from the Q8-quantized rows ``xq`` (see :func:`quantize_x8`) by integer dots.
+
+    Raises
+    ------
+    ValueError
+        Shapes that disagree, a row range outside ``w``.
+    NotImplementedError
+        This type has no integer dot product.
+    GGUFError
+        ``w`` maps a file that was truncated under it (SIGBUS).
+    """
+    cdef fgg_kernel_row *row = _row(type_id)
+    cdef fgg_dot_fn fn = row.dot if row != NULL else NULL
+    if fn == NULL:
+        raise NotImplementedError(f"no integer dot product for ggml type id {type_id}")
+    cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
+    cdef Py_ssize_t m = xq.shape[0], n_rows = w.shape[0], i, n
+    cdef Py_ssize_t k = xq.shape[1] // MM_Q8_BYTES * 32
+    if xq.shape[1] % MM_Q8_BYTES or k % block_size:
+        raise ValueError(f"quantized x rows of {xq.shape[1]} bytes do not fit the block size {block_size}")
+    if w.shape[1] != k // block_size * type_size:
+        raise ValueError(f"weight rows have {w.shape[1]} bytes, {k} elements take {k // block_size * type_size}")
+    if out.shape[0] != m or out.shape[1] != n_rows or (n_rows > 1 and out.strides[1] != sizeof(float)):
+        raise ValueError("out must be (M, N) float32 with contiguous rows")
+    if not 0 <= n0 <= n1 <= n_rows:
+        raise ValueError(f"row range {n0}:{n1} is outside the {n_rows} weight rows")
+    if m == 0 or n1 == n0:
+        return
+    if m > 0x7fffffff:
+        raise ValueError(f"{m} rows of x are too many")
+    if k == 0:
+        for i in range(m):
+            for n in range(n0, n1):
+                out[i, n] = 0.0
+        return
+    cdef Py_ssize_t nb = k // block_size, row_bytes = w.shape[1]
+    cdef Py_ssize_t out_stride = out.strides[0] // sizeof(float)
+    cdef const uint8_t *wp = &w[0, 0]
+    cdef const uint8_t *xp = &xq[0, 0]
+    cdef float *op = &out[0, 0]
+    cdef Py_ssize_t xs = xq.shape[1] // MM_Q8_BYTES
+    cdef fgg_guard guard
+    cdef int status = 0
+    with nogil:
+        if fgg_guard_enter(&guard):
+            status = -2
+        else:
+            for n in range(n0, n1):
+                fn(wp + n * row_bytes, nb, xp, xs, <int>m, op + n, out_stride)
+            fgg_guard_leave(&guard)
+    if status == -2:
+        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")

@@ -1,0 +1,476 @@
+"""Make Hugging Face transformers read GGUF files through fastgguf.
+
+After :func:`enable` (or inside ``with enabled():``), every GGUF entry point of transformers —
+``AutoConfig`` / ``AutoTokenizer`` / ``AutoModel*.from_pretrained(..., gguf_file=...)`` — reads the
+file with fastgguf instead of gguf-py and transformers' own header walk:
+
+- each file's header is parsed once and kept (keyed by path, size and modification time), so the
+  config, the tokenizer and the weights share one parse;
+- the token and merge lists the tokenizer needs are fastgguf's lazy string arrays, decoded as read;
+- tensors are dequantized by fastgguf's kernels straight into the dtype the model is loaded in
+  (no float32 copy of the whole model for ``dtype=torch.bfloat16``/``float16``), written into the
+  tensor's own memory;
+- a shard of a split model opens the whole model.
+
+Only reading and dequantizing are replaced. transformers' own code still maps the metadata to the
+config, builds the tokenizer, maps tensor names and applies its transforms (the llama Q/K
+permutation, the gemma norm offset, tied embeddings, ...), so the results are the same: the same
+config, the same token ids, bit-identical float32 weights. A tensor whose transform does arithmetic
+(the norm offset, MoE merges, ...) is dequantized to float32 and cast by torch after the transform,
+as transformers does, so half-precision weights are bit-identical too.
+
+On the packed path (``transformers.integrations.gguf``, architectures whose weights may stay as
+GGUF blocks), the metadata, the tensor table and the raw block views come from fastgguf; turning
+blocks into values there stays transformers' own ``Dequantize`` operation.
+
+transformers' internals change between releases, so this works only with the versions in
+:data:`SUPPORTED_TRANSFORMERS` (declared by the ``fastgguf[transformers]`` extra); with any other,
+:func:`enable` warns why and changes nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib
+import importlib.util
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["SUPPORTED_TRANSFORMERS", "disable", "enable", "enabled", "is_enabled", "unsupported_reason"]
+
+#: The transformers releases this integration is written and tested against: ``(lowest, below)``.
+SUPPORTED_TRANSFORMERS = ("5.23", "5.24")
+
+_CACHE_SIZE = 4  # open files kept: a config, tokenizer and model load of one file, or a few files
+
+_lock = threading.RLock()
+_patches: list[tuple[Any, str, bool, Any]] = []  # (owner, attribute, owner had it in __dict__, original)
+_cache: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
+_FAST_TYPES = ["fastgguf"]  # `field.types` of the fields handed to transformers' legacy parser
+_LAZY_STRING_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges")
+
+
+def _kernels_module():
+    """``fastgguf.integrations._transformers_kernels`` if it exists, else None."""
+    name = __name__.rsplit(".", 1)[0] + "._transformers_kernels"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name != name:
+            raise
+        return None
+
+
+def unsupported_reason() -> str | None:
+    """Why :func:`enable` would do nothing here, or None if it can be enabled.
+
+    Returns
+    -------
+    str or None
+    """
+    from packaging.version import InvalidVersion, Version
+
+    missing = [name for name in ("torch", "transformers", "gguf") if importlib.util.find_spec(name) is None]
+    if missing:
+        return (f"{' and '.join(missing)} not installed (pip install \"fastgguf[transformers]\"; transformers' GGUF "
+                f"loader needs torch, and gguf for its tensor-name map)")
+    import transformers
+
+    low, high = SUPPORTED_TRANSFORMERS
+    try:
+        version = Version(transformers.__version__)
+    except InvalidVersion:
+        return f"transformers version {transformers.__version__!r} cannot be read"
+    if not Version(low) <= Version(version.base_version) < Version(high):
+        return (f"transformers {transformers.__version__} is outside the supported range >={low},<{high} "
+                f"(its GGUF loading internals differ between releases); install \"fastgguf[transformers]\"")
+    try:
+        _targets()
+    except (ImportError, AttributeError) as error:
+        return f"transformers {transformers.__version__} lacks a GGUF loading function this integration hooks: {error}"
+    return None
+
+
+def is_enabled() -> bool:
+    """Whether transformers currently reads GGUF files through fastgguf."""
+    return bool(_patches)
+
+
+def enable() -> bool:
+    """Make transformers' GGUF loading read through fastgguf (until :func:`disable`).
+
+    Also installs ``fastgguf.integrations._transformers_kernels`` (CPU kernels for weights kept as
+    GGUF blocks) if that module exists. Calling it again while enabled does nothing.
+
+    Returns
+    -------
+    bool
+        True if enabled; False (after a ``RuntimeWarning`` saying why) if the installed torch /
+        transformers cannot be hooked, in which case nothing was changed.
+    """
+    with _lock:
+        if _patches:
+            return True
+        reason = unsupported_reason()
+        if reason is not None:
+            warnings.warn(f"fastgguf.integrations.transformers not enabled: {reason}", RuntimeWarning, stacklevel=2)
+            return False
+        for owner, attribute, replacement in _replacements():
+            had = attribute in vars(owner)
+            _patches.append((owner, attribute, had, vars(owner).get(attribute)))
+            setattr(owner, attribute, replacement)
+        kernels = _kernels_module()
+        if kernels is not None:
+            kernels.install()
+        return True
+
+
+def disable() -> None:
+    """Undo :func:`enable`: transformers reads GGUF files its own way again; cached files are closed."""
+    with _lock:
+        if not _patches:
+            return
+        kernels = _kernels_module()
+        if kernels is not None:
+            kernels.uninstall()
+        while _patches:
+            owner, attribute, had, original = _patches.pop()
+            if had:
+                setattr(owner, attribute, original)
+            else:
+                delattr(owner, attribute)
+        while _cache:
+            _, model = _cache.popitem()
+            model.close()
+        _name_maps.clear()
+
+
+@contextlib.contextmanager
+def enabled() -> Iterator[bool]:
+    """``with enabled():`` — :func:`enable` on entry, :func:`disable` on exit (if this call enabled it).
+
+    Yields
+    ------
+    bool
+        What :func:`enable` returned.
+    """
+    already = is_enabled()
+    result = enable()
+    try:
+        yield result
+    finally:
+        if result and not already:
+            disable()
+
+
+# --- what is replaced -------------------------------------------------------------------------------
+
+
+def _targets():
+    """The transformers modules hooked (importing them checks they still exist)."""
+    legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    reader = importlib.import_module("transformers.integrations.gguf.reader")
+    package = importlib.import_module("transformers.integrations.gguf")
+    quantizer = importlib.import_module("transformers.quantizers.quantizer_gguf")
+    for module, names in ((legacy, ("load_gguf_checkpoint", "_gguf_parse_value", "TENSOR_PROCESSORS",
+                                    "get_gguf_hf_weights_map", "TensorProcessor")),
+                          (reader, ("read_gguf_metadata", "load_gguf_state_dict", "GgufHeader", "TensorInfo",
+                                    "LazyGgufTensor", "_byte_count", "_TORCH_DTYPE", "GGML_BLOCK")),
+                          (quantizer, ("read_gguf_metadata", "load_gguf_state_dict"))):
+        for name in names:
+            getattr(module, name)
+    return legacy, reader, package, quantizer
+
+
+def _replacements():
+    legacy, reader, package, quantizer = _targets()
+    originals = {
+        "load_gguf_checkpoint": legacy.load_gguf_checkpoint,
+        "parse_value": legacy._gguf_parse_value,
+    }
+
+    def parse_value(value, data_type):
+        if data_type is _FAST_TYPES:  # a value this module already decoded
+            return value
+        return originals["parse_value"](value, data_type)
+
+    def load_gguf_checkpoint(gguf_checkpoint_path, return_tensors=False, model_to_load=None, torch_dtype=None):
+        return _load_gguf_checkpoint(originals["load_gguf_checkpoint"], legacy, gguf_checkpoint_path,
+                                     return_tensors, model_to_load, torch_dtype)
+
+    def from_file(cls, gguf_path):
+        return _header(reader, cls, gguf_path)
+
+    def load_gguf_state_dict(header):
+        return _state_dict(reader, header)
+
+    return [
+        (legacy, "load_gguf_checkpoint", load_gguf_checkpoint),
+        (legacy, "_gguf_parse_value", parse_value),
+        (reader, "read_gguf_metadata", _read_gguf_metadata),
+        (reader, "load_gguf_state_dict", load_gguf_state_dict),
+        (reader.GgufHeader, "from_file", classmethod(from_file)),
+        (quantizer, "read_gguf_metadata", _read_gguf_metadata),
+        (quantizer, "load_gguf_state_dict", load_gguf_state_dict),
+        # the lazy package caches what it hands out; a fresh lookup would find the reader's patched names
+        (package, "read_gguf_metadata", _read_gguf_metadata),
+        (package, "load_gguf_state_dict", load_gguf_state_dict),
+    ]
+
+
+# --- the header cache -------------------------------------------------------------------------------
+
+
+def _open(path: str | os.PathLike):
+    """The open fastgguf model for ``path``, parsed once while it is unchanged (path, size, mtime)."""
+    from .. import open as open_gguf
+
+    real = os.path.realpath(os.fspath(path))
+    stat = os.stat(real)
+    key = (real, stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    with _lock:
+        model = _cache.get(key)
+        if model is not None:
+            _cache.move_to_end(key)
+            return model
+        model = open_gguf(real)
+        _cache[key] = model
+        while len(_cache) > _CACHE_SIZE:
+            _, old = _cache.popitem(last=False)
+            old.close()
+        return model
+
+
+def _plain(value: Any) -> Any:
+    """A metadata value as transformers' parsers make it: numbers, strings and lists of them."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (str, bytes, int, float, bool)):
+        return value
+    return [_plain(element) for element in value]
+
+
+# --- the legacy loader (modeling_gguf_pytorch_utils) ------------------------------------------------
+
+
+class _Field:
+    """A metadata field in the shape transformers' legacy parser reads: one part, already decoded."""
+
+    __slots__ = ("parts", "data", "types")
+
+    def __init__(self, value: Any) -> None:
+        self.parts = [value]
+        self.data = [0]
+        self.types = _FAST_TYPES
+
+
+class _Reader:
+    """Stands in for ``gguf.GGUFReader`` inside transformers' legacy metadata parse."""
+
+    def __init__(self, path: str) -> None:
+        model = _open(path)
+        metadata = model.metadata
+        self.fields = {}
+        for key in metadata:
+            value = metadata[key]
+            if not isinstance(value, (str, int, float, bool)):
+                # gguf-py's fields make a one-element array a bare value; the token list stays lazy
+                value = value if key in _LAZY_STRING_ARRAYS and len(value) != 1 else _plain(value)
+                if isinstance(value, list) and len(value) == 1:
+                    value = value[0]
+            self.fields[key] = _Field(value)
+        self.tensors = list(model.tensors.values())
+
+
+_gguf_swap = threading.Lock()
+_name_maps: dict[tuple, Any] = {}  # (arch, block count) -> gguf-py's TensorNameMap: read only, costly to build
+
+
+@contextlib.contextmanager
+def _gguf_attribute(attribute: str, replacement) -> Iterator[None]:
+    """While transformers' code runs in this thread, ``gguf.<attribute>`` is ``replacement``.
+
+    ``replacement(original, *args, **kwargs)`` is called in this thread only; any other thread
+    calling ``gguf.<attribute>`` meanwhile gets the original.
+    """
+    import gguf
+
+    original = getattr(gguf, attribute)
+    owner = threading.get_ident()
+
+    def dispatch(*args, **kwargs):
+        if threading.get_ident() == owner:
+            return replacement(original, *args, **kwargs)
+        return original(*args, **kwargs)
+
+    with _gguf_swap:
+        setattr(gguf, attribute, dispatch)
+        try:
+            yield
+        finally:
+            setattr(gguf, attribute, original)
+
+
+def _gguf_reader_for(path: str):
+    """``gguf.GGUFReader(path)`` is a :class:`_Reader` of the cached parse (another path: gguf-py's)."""
+
+    def reader(original, *args, **kwargs):
+        if args and os.fspath(args[0]) == os.fspath(path):
+            return _Reader(path)
+        return original(*args, **kwargs)
+
+    return _gguf_attribute("GGUFReader", reader)
+
+
+def _shared_name_maps():
+    """``gguf.get_tensor_name_map`` built once per (arch, block count): transformers asks once per submodule."""
+
+    def name_map(original, arch, n_blocks):
+        key = (arch, n_blocks)
+        if key not in _name_maps:
+            _name_maps[key] = original(arch, n_blocks)
+        return _name_maps[key]
+
+    return _gguf_attribute("get_tensor_name_map", name_map)
+
+
+def _load_gguf_checkpoint(original, legacy, path, return_tensors, model_to_load, torch_dtype):
+    """transformers' ``load_gguf_checkpoint``: its own metadata parse over fastgguf, tensors by fastgguf."""
+    with _gguf_reader_for(path):
+        parsed = original(path, return_tensors=False)
+    if return_tensors:
+        parsed["tensors"] = {}
+        _load_tensors(legacy, path, parsed, model_to_load, torch_dtype)
+    return parsed
+
+
+def _moves_values_only(legacy, processor, name: str) -> bool:
+    """Whether transformers' processing of tensor ``name`` only moves values (so any dtype gives the same bits)."""
+    kind = type(processor)
+    moving = tuple(getattr(legacy, cls, None) for cls in ("TensorProcessor", "LlamaTensorProcessor",
+                                                          "T5TensorProcessor", "Lfm2TensorProcessor"))
+    offsetting = tuple(getattr(legacy, cls, None) for cls in ("Gemma2TensorProcessor", "NemotronTensorProcessor"))
+    if kind in moving:
+        return True
+    return kind in offsetting and "norm.weight" not in name
+
+
+def _load_tensors(legacy, path, parsed, model_to_load, torch_dtype) -> None:
+    import torch
+
+    from ..torch import empty_like_numpy, from_numpy
+
+    model = _open(path)
+    architecture = model.metadata["general.architecture"]
+    processor = legacy.TENSOR_PROCESSORS.get(architecture, legacy.TensorProcessor)(config=parsed.get("config", {}))
+    with _shared_name_maps():
+        tensor_key_mapping = legacy.get_gguf_hf_weights_map(model_to_load, processor)
+    tensors = parsed["tensors"]
+    for info in model.tensors.values():
+        name = info.name
+        direct = _moves_values_only(legacy, processor, name)
+        if direct and name not in tensor_key_mapping:
+            continue  # not a parameter of this model, and its processing renames nothing
+        target = torch_dtype if direct and torch_dtype is not None else torch.float32
+        tensor, array = empty_like_numpy(info.shape, target)
+        _dequantize_into(info, array)
+        result = processor.process(weights=array, name=name, tensor_key_mapping=tensor_key_mapping,
+                                   parsed_parameters=parsed)
+        weights, name = result.weights, result.name
+        if name not in tensor_key_mapping:
+            continue
+        if weights is not array:
+            tensor = from_numpy(np.ascontiguousarray(weights))
+        if torch_dtype is not None and tensor.dtype != torch_dtype:
+            tensor = tensor.to(torch_dtype)
+        tensors[tensor_key_mapping[name]] = tensor
+
+
+_RELEASE_CHUNK_BYTES = 8 << 20  # file bytes read between two releases of a tensor's mapped pages
+
+
+def _dequantize_into(info, array: np.ndarray) -> None:
+    """Dequantize ``info`` into ``array`` (any float dtype), letting go of the file's pages as it goes.
+
+    A large tensor is done in row blocks of about 8 MiB of file data, its mapped pages released
+    after each, so the process never holds more than that of the file on top of the weights.
+    """
+    row_length = info.shape[-1] if info.shape else 1
+    n_rows = info.n_elements // row_length if row_length else 0
+    if info.nbytes <= _RELEASE_CHUNK_BYTES or n_rows < 2:
+        info.dequantize(out=array, dtype=array.dtype)
+    else:
+        rows = array.reshape(n_rows, row_length)
+        step = max(1, n_rows * _RELEASE_CHUNK_BYTES // info.nbytes)
+        for first in range(0, n_rows, step):
+            block = slice(first, min(n_rows, first + step))
+            info.dequantize(rows=block, out=rows[block], dtype=array.dtype)
+            info._release_pages()  # pages already read are done with; later ones fault in again
+    info._release_pages()  # the file's pages for this tensor need not stay in the process's RSS
+
+
+# --- the packed path (transformers.integrations.gguf.reader) ----------------------------------------
+
+
+def _read_gguf_metadata(gguf_path, string_arrays=()):
+    """transformers' ``read_gguf_metadata`` from the cached parse: ``(metadata, tensor names)``."""
+    from ..types import GGUFValueType
+
+    model = _open(gguf_path)
+    metadata = model.metadata
+    result = {}
+    for key in metadata:
+        if metadata.value_type(key) != GGUFValueType.ARRAY:
+            result[key] = metadata[key]
+            continue
+        element = metadata.element_type(key)
+        if element == GGUFValueType.STRING:
+            # asked for: a vocabulary or a merge table, lazily decoded; else only the count, as transformers does
+            result[key] = metadata[key] if key in string_arrays else len(metadata[key])
+        elif element == GGUFValueType.ARRAY:
+            raise ValueError(f"GGUF metadata holds an array of type {int(element)}, which this reader cannot read.")
+        else:
+            result[key] = metadata[key].tolist()
+    if "general.architecture" not in result:
+        raise ValueError(f"{gguf_path} has no `general.architecture` in its metadata.")
+    return result, tuple(model.tensors)
+
+
+def _data_offset(model, name: str) -> int:
+    """Where the data section of the file holding tensor ``name`` starts."""
+    shards = getattr(model, "shards", None)
+    if shards is None:
+        return model.data_offset
+    return shards[model.shard_of(name)].data_offset
+
+
+def _header(reader, cls, gguf_path):
+    """transformers' ``GgufHeader.from_file`` from the cached parse."""
+    model = _open(gguf_path)
+    infos = tuple(
+        reader.TensorInfo(info.name, info.shape, int(info.type), info.offset - _data_offset(model, info.name),
+                          reader._byte_count(int(info.type), info.n_elements, gguf_path))
+        for info in model.tensors.values()
+    )
+    first = next(iter(model.tensors), None)
+    data_start = _data_offset(model, first) if first is not None else getattr(model, "data_offset", 0)
+    return cls(os.fspath(gguf_path), model.metadata["general.architecture"], infos, data_start)
+
+
+def _state_dict(reader, header):
+    """transformers' ``load_gguf_state_dict``: ``{gguf_name: LazyGgufTensor}`` over fastgguf's views of the map."""
+    model = _open(header.path)
+    state_dict = {}
+    for info in header.tensors:
+        shape = info.shape
+        if info.ggml_type not in reader._TORCH_DTYPE:
+            block_elements, block_bytes = reader.GGML_BLOCK[info.ggml_type]
+            shape = (*shape[:-1], shape[-1] // block_elements * block_bytes)
+        state_dict[info.name] = reader.LazyGgufTensor(model.tensors[info.name].raw, info.ggml_type, shape)
+    return state_dict

@@ -1,0 +1,386 @@
+/* Dot products for fastgguf.matmul (hand-written C, prefix fgg_mm_).
+ *
+ * The float path: a weight row is dequantized a few blocks at a time into a small scratch that
+ * stays in L1, and each row of x is multiplied into its own 16 running float32 sums ("lanes").
+ * Element i of the row always goes to lane i % 16, with a separate multiply and add (the
+ * kernels are built with -ffp-contract=off), and the lanes are summed in one fixed order at the
+ * end. So the portable C loop, the two 8-lane AVX2 vectors and the one 16-lane AVX-512 vector
+ * compute exactly the same float operations: every CPU path and every thread count give the
+ * same bits.
+ *
+ * The integer path: x is quantized to blocks of 32 int8 with one float scale each (the
+ * "Q8 blocks" of fgg_mm_quantize_x8), and a weight block of 32 small integers is multiplied
+ * with it as integers (exact), then scaled once per block. Faster, but x's rounding costs about
+ * three decimal digits: fastgguf.matmul uses it only when asked (exact=False).
+ */
+#ifndef FGG_MATMUL_DOT_H
+#define FGG_MATMUL_DOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+
+#if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
+#include <immintrin.h>
+#endif
+
+#define FGG_MM_LANES 16
+
+/* acc[j] += w[i] * x[i] for every i with i % 16 == j; n elements, any n. */
+static inline void fgg_mm_dot_acc(const float *w, const float *x, ptrdiff_t n, float *acc)
+{
+    ptrdiff_t i = 0;
+#if !defined(FGG_NO_SIMD) && defined(__AVX512F__)
+    __m512 a = _mm512_loadu_ps(acc);
+    for (; i + 16 <= n; i += 16)
+        a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i)));
+    _mm512_storeu_ps(acc, a);
+#elif !defined(FGG_NO_SIMD) && defined(__AVX2__)
+    __m256 a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 8);
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8)));
+    }
+    _mm256_storeu_ps(acc, a0);
+    _mm256_storeu_ps(acc + 8, a1);
+#else
+    float a[FGG_MM_LANES];
+    memcpy(a, acc, sizeof a);
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < FGG_MM_LANES; j++)
+            a[j] = a[j] + w[i + j] * x[i + j];
+    memcpy(acc, a, sizeof a);
+#endif
+    for (int j = 0; i + j < n; j++) {
+        float p = w[i + j] * x[i + j];
+        acc[j] = acc[j] + p;
+    }
+}
+
+/* The 16 lanes summed in a fixed pairwise order. */
+static inline float fgg_mm_lanes_sum(const float *acc)
+{
+    float s8[8], s4[4];
+    for (int j = 0; j < 8; j++) s8[j] = acc[j] + acc[j + 8];
+    for (int j = 0; j < 4; j++) s4[j] = s8[j] + s8[j + 4];
+    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Integer path                                                                               */
+
+/* x quantized for the integer path: per 32 values one float scale d and 32 int8 q, x ~ d * q;
+ * half[h] = sum of q[16h .. 16h + 15] (for the weight types whose values have an offset). */
+typedef struct {
+    float d;
+    int16_t half[2];
+    int8_t q[32];
+} fgg_mm_q8;
+
+/* Quantize n (a multiple of 32) floats of x into n / 32 blocks. */
+static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *out)
+{
+    for (ptrdiff_t b = 0; b < n / 32; b++) {
+        const float *v = x + b * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) {
+            float a = fabsf(v[i]);
+            amax = a > amax ? a : amax;
+        }
+        float d = amax / 127.0f;
+        float inv = d != 0.0f ? 1.0f / d : 0.0f;
+        int32_t sum[2] = {0, 0};
+        for (int i = 0; i < 32; i++) {
+            int q = (int)lrintf(v[i] * inv);
+            q = q > 127 ? 127 : (q < -127 ? -127 : q);
+            out[b].q[i] = (int8_t)q;
+            sum[i >> 4] += q;
+        }
+        out[b].d = d;
+        out[b].half[0] = (int16_t)sum[0];
+        out[b].half[1] = (int16_t)sum[1];
+    }
+}
+
+static inline int32_t fgg_mm_qsum(const fgg_mm_q8 *x) { return (int32_t)x->half[0] + x->half[1]; }
+
+static inline float fgg_mm_h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        float f = (float)man * (1.0f / 16777216.0f);
+        return sign ? -f : f;
+    } else {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static inline uint16_t fgg_mm_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+/* The integer kernels below all have one shape: one weight row (nb blocks at w) against m rows
+ * of quantized x (row i at x + i * xs, in fgg_mm_q8 blocks), out[i * os] = the dot product.
+ * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
+ * every row of x (8 rows at a time).
+ *
+ * The sums: the 32 products of a block go to 8 int32 lanes, lane k holding bytes 4k..4k+3 (each
+ * half of 16 bytes weighted by an int16 scale): exact integers. Then per block and row, in
+ * float32, acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed
+ * in one fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto
+ * x, madd with the scales, one 8-float vector per row) and the portable loop do exactly these
+ * operations, so every build gives the same bits. */
+#if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
+#define FGG_MM_INT_SIMD 1
+typedef __m256i fgg_mm_w32;   /* 32 signed weight bytes */
+typedef __m256i fgg_mm_lanes; /* 8 int32 */
+typedef __m256 fgg_mm_acc;    /* 8 float */
+
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+{
+    __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), w);
+    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), sx);
+    __m256i sc = _mm256_setr_epi16((short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a,
+                                   (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b);
+    return _mm256_madd_epi16(p, sc);
+}
+
+static inline fgg_mm_acc fgg_mm_acc_zero(void) { return _mm256_setzero_ps(); }
+
+static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
+{
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(f)));
+}
+
+static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
+{
+    float v[8];
+    _mm256_storeu_ps(v, acc);
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+#else
+typedef struct { int8_t b[32]; } fgg_mm_w32;
+typedef struct { int32_t v[8]; } fgg_mm_lanes;
+typedef struct { float v[8]; } fgg_mm_acc;
+
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+{
+    fgg_mm_lanes l;
+    for (int k = 0; k < 8; k++) {
+        int32_t t = 0;
+        for (int i = 4 * k; i < 4 * k + 4; i++) t += (int32_t)w.b[i] * xq[i];
+        l.v[k] = t * (k < 4 ? a : b);
+    }
+    return l;
+}
+
+static inline fgg_mm_acc fgg_mm_acc_zero(void)
+{
+    fgg_mm_acc a;
+    for (int k = 0; k < 8; k++) a.v[k] = 0.0f;
+    return a;
+}
+
+static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
+{
+    for (int k = 0; k < 8; k++) {
+        float p = (float)l.v[k] * f;
+        acc.v[k] = acc.v[k] + p;
+    }
+    return acc;
+}
+
+static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
+{
+    const float *v = acc.v;
+    return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+#endif
+
+/* 16 bytes of nibble pairs, minus ``offset``: low nibbles are values 0..15, high nibbles 16..31. */
+static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    __m128i m = _mm_set1_epi8(0x0f);
+    __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+    return _mm256_sub_epi8(u, _mm256_set1_epi8((char)offset));
+#else
+    fgg_mm_w32 u;
+    for (int i = 0; i < 16; i++) {
+        u.b[i] = (int8_t)((qs[i] & 15) - offset);
+        u.b[i + 16] = (int8_t)((qs[i] >> 4) - offset);
+    }
+    return u;
+#endif
+}
+
+/* 32 bytes of nibbles: lo = the low nibbles (one sub-block), hi = the high ones (the next). */
+static inline void fgg_mm_nibbles32(const uint8_t *qs, fgg_mm_w32 *lo, fgg_mm_w32 *hi)
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m256i v = _mm256_loadu_si256((const __m256i *)qs);
+    __m256i m = _mm256_set1_epi8(0x0f);
+    *lo = _mm256_and_si256(v, m);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m);
+#else
+    for (int i = 0; i < 32; i++) {
+        lo->b[i] = (int8_t)(qs[i] & 15);
+        hi->b[i] = (int8_t)(qs[i] >> 4);
+    }
+#endif
+}
+
+static inline fgg_mm_w32 fgg_mm_load32(const uint8_t *p)
+{
+#if defined(FGG_MM_INT_SIMD)
+    return _mm256_loadu_si256((const __m256i *)p);
+#else
+    fgg_mm_w32 w;
+    memcpy(w.b, p, 32);
+    return w;
+#endif
+}
+
+/* Q8_0: 34-byte blocks, f16 d then 32 int8 (value d * q). */
+static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 34) {
+            float d = fgg_mm_h2f(fgg_mm_le16(wb));
+            fgg_mm_w32 q = fgg_mm_load32(wb + 2);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+    }
+}
+
+/* Q4_0: 18-byte blocks, f16 d then 16 bytes of nibbles q (value d * (q - 8)). */
+static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 18) {
+            float d = fgg_mm_h2f(fgg_mm_le16(wb));
+            fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+    }
+}
+
+/* Q4_K scales and mins: 12 bytes packing eight 6-bit scales and eight 6-bit mins. */
+static inline void fgg_mm_k4_scales(const uint8_t *s, uint8_t *sc, uint8_t *mn)
+{
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((s[j + 8] & 15) | ((s[j] >> 6) << 4));
+        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    }
+}
+
+/* Q4_K: 144-byte super-blocks of 256 (f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
+ * nibbles); sub-block j of 32 has value d * sc[j] * q - dmin * mn[j]. The min terms go to one
+ * float per row, subtracted at the end. */
+static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    float mins[8];
+    uint8_t sc[8], mn[8];
+    fgg_mm_w32 u[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) {
+            acc[i] = fgg_mm_acc_zero();
+            mins[i] = 0.0f;
+        }
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
+            float d = fgg_mm_h2f(fgg_mm_le16(wb)), dmin = fgg_mm_h2f(fgg_mm_le16(wb + 2));
+            fgg_mm_k4_scales(wb + 4, sc, mn);
+            for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
+                for (int j = 0; j < 8; j++) {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, sc[j], sc[j]), d * xb[j].d);
+                    float mt = (dmin * xb[j].d) * (float)(fgg_mm_qsum(&xb[j]) * mn[j]);
+                    mins[i] = mins[i] + mt;
+                }
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - mins[i];
+    }
+}
+
+/* Q6_K: 210-byte super-blocks of 256 (128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8
+ * scales, f16 d); value d * scale[i / 16] * (q - 32), q = 0..63. */
+static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                    int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    fgg_mm_w32 u[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
+            const int8_t *scales = (const int8_t *)(wb + 192);
+            float d = fgg_mm_h2f(fgg_mm_le16(wb + 208));
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
+#if defined(FGG_MM_INT_SIMD)
+                __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
+                __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
+                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
+                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
+                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
+                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
+#else
+                for (int k = 0; k < 32; k++) {
+                    u[4 * h + 0].b[k] = (int8_t)(((l[k] & 15) | ((hb[k] & 3) << 4)) - 32);
+                    u[4 * h + 1].b[k] = (int8_t)(((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4)) - 32);
+                    u[4 * h + 2].b[k] = (int8_t)(((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4)) - 32);
+                    u[4 * h + 3].b[k] = (int8_t)(((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4)) - 32);
+                }
+#endif
+            }
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
+                for (int j = 0; j < 8; j++)
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, scales[2 * j], scales[2 * j + 1]),
+                                            d * xb[j].d);
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+    }
+}
+
+#endif

@@ -1,0 +1,806 @@
+/* IQ2_XXS, IQ2_XS and IQ2_S quantizers: the bytes ggml's quantize_iq2_xxs / quantize_iq2_xs /
+ * quantize_iq2_s write (portable build, no FMA contraction). IQ2_XXS and IQ2_XS need an importance
+ * matrix (as in ggml); IQ2_S works with or without one.
+ *
+ *   int  fgg_iq2_init(grid256, grid512, grid1024, grid2048)   (fgg_iq2_init_raw: void pointers)
+ *        Derive the search tables from the dequantization grids (IQ2_XXS's 256 points, IQ2_XS's
+ *        512, IQ2_S's 1024, IQ1_S/IQ1_M's 2048). Call once, before any quantizer runs and before
+ *        any thread can (the kernel modules do it at import); later calls do nothing. Returns 0,
+ *        or -1 when a grid is not what the tables are derived for or memory ran out (the
+ *        quantizers of this file and of quant_iq1.h must then not be used).
+ *   void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+ *                             const float *imatrix)   n_per_row % 256 == 0, 66-byte blocks
+ *   void fgg_quantize_iq2_xs(...)                     74-byte blocks
+ *   void fgg_quantize_iq2_s(...)                      82-byte blocks
+ *   (imatrix: n_per_row weights >= 0; required by IQ2_XXS and IQ2_XS -- given NULL they write
+ *   zero blocks, the callers reject that case before.)
+ *
+ * The search tables (ggml builds the same ones in iq2xs_init_impl; derived here anew):
+ *  - a grid point is 8 levels l in 0..2 (the rank of the stored value among the grid's three
+ *    distinct values: IQ2 grids store 8/25/43, the IQ1 grid -1/0/1); the IQ2 searches compare
+ *    x/scale with 2l+1. The key of 8 levels is u = sum l_k << 2k (at most 0xAAAA).
+ *  - map[u]: the grid index of u, or for a key off the grid, -(1 + start of its neighbour
+ *    list): a count, then the grid points at the nwant smallest distinct squared distances
+ *    sum (l_k - g_k)^2 from u, in order of distance, then of index. nwant = 2 (IQ2_XXS, IQ2_XS),
+ *    1 (IQ2_S), 3 (IQ1_S, IQ1_M). Lists are built only for keys whose levels are all <= 2 (the
+ *    only ones the quantizers look up).
+ *
+ * The rules that decide the bits (learned from ggml-quants.c, written anew):
+ *  - per 256-value super-block, sigma2 = sum(x^2)/256 (IQ2_XXS, IQ2_XS) or 2*sum(x^2)/256
+ *    (IQ2_S), sums left to right; weights w = imatrix * sqrt(sigma2 + x^2), without imatrix
+ *    (IQ2_S) w = 0.25*sigma2 + x^2; sw = sqrt(w) for the neighbour searches.
+ *  - signs per 8 values (x >= 0 is positive, so -0.0 is too); IQ2_XXS/IQ2_XS keep an even count
+ *    of negatives by flipping back the value of smallest w*x*x (the first on ties) and store 7
+ *    sign bits, IQ2_S stores all 8.
+ *  - levels for an inverse scale id: l = nearest_int(0.5*(id*x - 1)) clamped to 0..2; a group of
+ *    8 off the grid becomes its list entry of smallest sum sw*(scale*(2g+1) - x)^2 (scale =
+ *    1/id, first one on ties); sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q left to right (q = 2l+1)
+ *    and a candidate is taken when sumq2 > 0 and sumqx^2 > best*sumq2 (best starts at 0), giving
+ *    scale = sumqx/sumq2, best = scale*sumqx.
+ *  - IQ2_XXS (blocks of 32): a block whose largest folded value is below 1e-15 gets scale 0; the
+ *    starting scale is ggml's positive-levels fit (fgg_q_fit_pos, levels 0..4, the weights w);
+ *    if 3*scale <= 0 the block gets scale 0; candidates id = (5 + 0.1*is)/(3*scale), is = -6..6;
+ *    then if scale > 0 all four groups are placed again with 1/scale and scale refitted.
+ *  - IQ2_XS / IQ2_S (blocks of 16): below 1e-15 / 1e-8 the block gets scale 0; candidates
+ *    id = (5 + 0.1*is)/max, is = -9..9, scale starts at max/5; the groups of the taken candidate
+ *    that were off the grid are placed again with 1/scale (when scale > 0) and scale refitted.
+ *  - a negative final scale (not reachable with ordinary data) is negated and the signs inverted.
+ *  - super-block: d = max scale / 31 stored as fp16(d) (IQ2_S: fp16(d * 0.9875)); block scales
+ *    nearest_int(0.5*(scale/d - 1)) (with 1/d computed first) clamped to 0..15. A super-block
+ *    with every scale 0 is all zero bytes.
+ *  - ggml aborts when a neighbour search finds no finite distance (only with overflowing
+ *    values); here the first list entry is taken.
+ *
+ * Speed: the 19 (13) candidates of a block are independent until the choice, so their levels,
+ * neighbour searches and sums are computed first, then chosen in order exactly as ggml's loop
+ * does; a neighbour list is searched once for consecutive candidates that share the key and
+ * scale. Every float operation is ggml's, in ggml's order.
+ */
+#ifndef FGG_QUANT_IQ2_H
+#define FGG_QUANT_IQ2_H
+
+#include <stdlib.h>
+
+#include "quant_iq_common.h"
+#include "quant_kquant.h" /* fgg_q_fit_pos: the positive-levels fit (ggml's make_qp_quants) */
+
+#if FGG_IQ_SIMD && defined(__AVX512F__)
+#include <immintrin.h>
+#define FGG_IQ2_VEC 16
+#elif FGG_IQ_SIMD && defined(__AVX2__)
+#include <immintrin.h>
+#define FGG_IQ2_VEC 8
+#else
+#define FGG_IQ2_VEC 1
+#endif
+
+#define FGG_IQ2_KEYS 43692 /* keys of 8 levels 0..2, two bits each: 0 .. 0xAAAA */
+
+typedef struct {
+    int n;                    /* grid points */
+    uint8_t level[2048][8];   /* l of each coordinate */
+    int32_t map[FGG_IQ2_KEYS]; /* grid index, or -(1 + start of the neighbour list) */
+    uint16_t *lists;          /* per key off the grid: count, then grid indices */
+    uint16_t *keys;           /* beside each list entry: the key of its grid point */
+    int32_t gkey[2048];       /* key of each grid point */
+} fgg_iq2_table;
+
+/* Lists are padded with copies of their first entry to a multiple of this many entries (the
+ * widest vector): a copy's distance equals the first entry's, so it never wins a search that
+ * takes the first strictly smaller distance. */
+#define FGG_IQ2_PAD 16
+#define FGG_IQ2_MAXLIST 320 /* longest padded list the searches take (the grids give 304) */
+
+/* 0: IQ2_XXS (256), 1: IQ2_XS (512), 2: IQ2_S (1024), 3: IQ1_S / IQ1_M (2048). */
+static fgg_iq2_table fgg_iq2_tables[4];
+static int fgg_iq2_state = 0; /* 0 not built, 1 built, -1 failed */
+
+static inline int fgg__iq2_key(const uint8_t *l) {
+    int u = 0;
+    for (int k = 0; k < 8; ++k) u |= l[k] << (2 * k);
+    return u;
+}
+
+static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
+    for (int u = 0; u < FGG_IQ2_KEYS; ++u) t->map[u] = INT32_MIN;
+    for (int i = 0; i < t->n; ++i) {
+        int u = fgg__iq2_key(t->level[i]);
+        if (t->map[u] != INT32_MIN) return -1; /* two points with one key */
+        t->map[u] = i;
+        t->gkey[i] = u;
+    }
+    /* levels by coordinate, so the distance loop runs over the grid points */
+    static uint8_t by_coord[8][2048];
+    for (int i = 0; i < t->n; ++i) {
+        for (int k = 0; k < 8; ++k) by_coord[k][i] = t->level[i][k];
+    }
+    size_t cap = 1 << 16, used = 0;
+    uint16_t *lists = (uint16_t *)malloc(cap * sizeof(uint16_t));
+    if (!lists) return -1;
+    uint8_t dist[2048];
+    for (int u = 0; u < FGG_IQ2_KEYS; ++u) {
+        if (t->map[u] != INT32_MIN) continue;
+        uint8_t lu[8];
+        int ok = 1;
+        for (int k = 0; k < 8; ++k) {
+            lu[k] = (uint8_t)((u >> (2 * k)) & 3);
+            if (lu[k] > 2) ok = 0;
+        }
+        if (!ok) continue;
+        memset(dist, 0, sizeof dist);
+        memset(dist + t->n, 255, sizeof dist - (size_t)t->n);
+        for (int k = 0; k < 8; ++k) {
+            const uint8_t c = lu[k];
+            const uint8_t *col = by_coord[k];
+            for (int j = 0; j < t->n; ++j) {
+                uint8_t e = (uint8_t)(col[j] > c ? col[j] - c : c - col[j]);
+                dist[j] = (uint8_t)(dist[j] + e * e);
+            }
+        }
+        /* the nwant smallest distinct distances: limit is the largest of them */
+        int limit = -1;
+        uint8_t lo = 0;
+        for (int r = 0; r < nwant; ++r) {
+            /* d - lo wraps to >= 222 for d < lo (d <= 32) and for the 255 padding */
+            uint8_t m = 255;
+            for (int j = 0; j < 2048; ++j) {
+                uint8_t c = (uint8_t)(dist[j] - lo);
+                m = c < m ? c : m;
+            }
+            if (m > 32) break;
+            m = (uint8_t)(m + lo);
+            limit = m;
+            lo = (uint8_t)(m + 1);
+        }
+        size_t need = used + 1 + (size_t)t->n + FGG_IQ2_PAD;
+        if (need > cap) {
+            while (need > cap) cap *= 2;
+            uint16_t *grown = (uint16_t *)realloc(lists, cap * sizeof(uint16_t));
+            if (!grown) {
+                free(lists);
+                return -1;
+            }
+            lists = grown;
+        }
+        /* entries by distance, then index: one pass into per-distance runs, then joined */
+        static uint16_t run[33][2048];
+        int run_n[33] = {0};
+        for (int j = 0; j < t->n; ++j) {
+            int d = dist[j]; /* branch-free: a store for every point, counted within limit */
+            run[d][run_n[d]] = (uint16_t)j;
+            run_n[d] += d <= limit;
+        }
+        size_t head = used++;
+        int count = 0;
+        for (int d = 0; d <= limit; ++d) {
+            memcpy(lists + used, run[d], (size_t)run_n[d] * sizeof(uint16_t));
+            used += (size_t)run_n[d];
+            count += run_n[d];
+        }
+        while (count % FGG_IQ2_PAD) {
+            lists[used++] = lists[head + 1];
+            ++count;
+        }
+        if (count > FGG_IQ2_MAXLIST) {
+            free(lists);
+            return -1;
+        }
+        lists[head] = (uint16_t)count;
+        t->map[u] = -(int32_t)(1 + head);
+    }
+    uint16_t *keys = (uint16_t *)malloc((used + FGG_IQ2_PAD) * sizeof(uint16_t));
+    if (!keys) {
+        free(lists);
+        return -1;
+    }
+    for (size_t i = 0; i < used; ++i) keys[i] = (uint16_t)t->gkey[lists[i] & 2047];
+    t->lists = lists;
+    t->keys = keys;
+    return 0;
+}
+
+/* The search tables of table `which` (0 IQ2_XXS, 1 IQ2_XS, 2 IQ2_S, 3 IQ1) in a canonical byte
+ * form, for the tests to compare with ggml's: for each key u = 0..0xAAAA whose levels are all
+ * <= 2, in order, the grid index as int32 (little-endian) when u is on the grid, else -1 and the
+ * list without padding (uint16 count, uint16 entries). Returns the size; writes only when it fits
+ * in cap (call with cap 0 for the size). */
+static size_t fgg_iq2_serialize(int which, uint8_t *out, size_t cap) {
+    if (which < 0 || which > 3 || fgg_iq2_state != 1) return 0;
+    const fgg_iq2_table *t = &fgg_iq2_tables[which];
+    size_t at = 0;
+    for (int u = 0; u < FGG_IQ2_KEYS; ++u) {
+        int ok = 1;
+        for (int k = 0; k < 8; ++k) ok &= ((u >> (2 * k)) & 3) <= 2;
+        if (!ok) continue;
+        int32_t m = t->map[u];
+        int32_t v = m >= 0 ? m : -1;
+        if (at + 4 <= cap) fgg_iq_store_u32le(out + at, (uint32_t)v);
+        at += 4;
+        if (m >= 0) continue;
+        const uint16_t *list = t->lists - m - 1;
+        int n = 1;
+        while (n < list[0] && list[1 + n] != list[1]) ++n; /* padding: copies of the first */
+        if (at + 2 <= cap) fgg_iq_store_u16le(out + at, (uint16_t)n);
+        at += 2;
+        for (int j = 0; j < n; ++j) {
+            if (at + 2 <= cap) fgg_iq_store_u16le(out + at, list[1 + j]);
+            at += 2;
+        }
+    }
+    return at;
+}
+
+/* Levels of a grid whose three stored values are lo < mid < hi. */
+static int fgg__iq2_levels_u8(fgg_iq2_table *t, const uint8_t (*grid)[8], int n) {
+    t->n = n;
+    for (int i = 0; i < n; ++i) {
+        for (int k = 0; k < 8; ++k) {
+            uint8_t v = grid[i][k];
+            if (v == 0x08) t->level[i][k] = 0;
+            else if (v == 0x19) t->level[i][k] = 1;
+            else if (v == 0x2b) t->level[i][k] = 2;
+            else return -1;
+        }
+    }
+    return 0;
+}
+
+static int fgg_iq2_init(const uint8_t (*grid256)[8], const uint8_t (*grid512)[8],
+                        const uint8_t (*grid1024)[8], const int8_t (*grid2048)[8]) {
+    if (fgg_iq2_state) return fgg_iq2_state > 0 ? 0 : -1;
+    int ok = fgg__iq2_levels_u8(&fgg_iq2_tables[0], grid256, 256) == 0
+          && fgg__iq2_levels_u8(&fgg_iq2_tables[1], grid512, 512) == 0
+          && fgg__iq2_levels_u8(&fgg_iq2_tables[2], grid1024, 1024) == 0;
+    if (ok) {
+        fgg_iq2_table *t = &fgg_iq2_tables[3];
+        t->n = 2048;
+        for (int i = 0; i < 2048 && ok; ++i) {
+            for (int k = 0; k < 8; ++k) {
+                int v = grid2048[i][k];
+                if (v < -1 || v > 1) ok = 0;
+                t->level[i][k] = (uint8_t)(v + 1);
+            }
+        }
+    }
+    ok = ok && fgg__iq2_build(&fgg_iq2_tables[0], 2) == 0 && fgg__iq2_build(&fgg_iq2_tables[1], 2) == 0
+            && fgg__iq2_build(&fgg_iq2_tables[2], 1) == 0 && fgg__iq2_build(&fgg_iq2_tables[3], 3) == 0;
+    fgg_iq2_state = ok ? 1 : -1;
+    return ok ? 0 : -1;
+}
+
+/* fgg_iq2_init for callers that hold the grids as untyped pointers (the Cython layer). */
+static int fgg_iq2_init_raw(const void *grid256, const void *grid512, const void *grid1024,
+                            const void *grid2048) {
+    return fgg_iq2_init((const uint8_t (*)[8])grid256, (const uint8_t (*)[8])grid512,
+                        (const uint8_t (*)[8])grid1024, (const int8_t (*)[8])grid2048);
+}
+
+/* Smallest of the list's distances d2 = sum_i T[i][level_i] (sums from 0.0 in coordinate
+ * order, first entry on ties, the first entry when none is finite). T[i][l] holds the term
+ * coordinate i adds for level l, computed once per search: the same float operations as
+ * computing every entry's terms anew. Four entries are summed side by side. */
+static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, const float (*T)[4]) {
+    const int count = list[0]; /* a multiple of FGG_IQ2_PAD */
+    const uint16_t *e = list + 1;
+    float best = FLT_MAX;
+    int g = e[0];
+#if FGG_IQ2_VEC == 16
+    /* 16 entries per step: each lane picks its term by its level (an in-lane permute of the
+     * coordinate's 4 terms) and sums coordinates in order; lanes below the best so far are then
+     * taken in entry order, exactly as the scalar loop. */
+    const uint16_t *K = t->keys + (e - t->lists);
+    __m512 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T[i]));
+    /* all distances first (independent chains overlap), then the ordered scan */
+    float dv[FGG_IQ2_MAXLIST];
+    for (int j = 0; j < count; j += 16) {
+        __m512i k = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(K + j)));
+        __m512 d = _mm512_setzero_ps();
+        for (int i = 0; i < 8; ++i) {
+            __m512i li = _mm512_srli_epi32(k, 2 * i); /* the permute reads the low 2 bits only */
+            d = _mm512_add_ps(d, _mm512_permutevar_ps(Tv[i], li));
+        }
+        _mm512_storeu_ps(dv + j, d);
+    }
+    for (int j = 0; j < count; j += 16) {
+        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), _mm512_set1_ps(best), _CMP_LT_OQ);
+        if (m) {
+            for (int l = 0; l < 16; ++l) {
+                if (dv[j + l] < best) {
+                    best = dv[j + l];
+                    g = e[j + l];
+                }
+            }
+        }
+    }
+#elif FGG_IQ2_VEC == 8
+    const uint16_t *K = t->keys + (e - t->lists);
+    __m256 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)T[i]);
+    float dv[FGG_IQ2_MAXLIST];
+    for (int j = 0; j < count; j += 8) {
+        __m256i k = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(K + j)));
+        __m256 d = _mm256_setzero_ps();
+        for (int i = 0; i < 8; ++i) {
+            __m256i li = _mm256_srli_epi32(k, 2 * i);
+            d = _mm256_add_ps(d, _mm256_permutevar_ps(Tv[i], li));
+        }
+        _mm256_storeu_ps(dv + j, d);
+    }
+    for (int j = 0; j < count; j += 8) {
+        int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), _mm256_set1_ps(best), _CMP_LT_OQ));
+        if (m) {
+            for (int l = 0; l < 8; ++l) {
+                if (dv[j + l] < best) {
+                    best = dv[j + l];
+                    g = e[j + l];
+                }
+            }
+        }
+    }
+#else
+    for (int j = 0; j < count; j += 4) {
+        const uint8_t *l0 = t->level[e[j]], *l1 = t->level[e[j + 1]];
+        const uint8_t *l2 = t->level[e[j + 2]], *l3 = t->level[e[j + 3]];
+        float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
+        for (int i = 0; i < 8; ++i) {
+            d0 += T[i][l0[i]];
+            d1 += T[i][l1[i]];
+            d2 += T[i][l2[i]];
+            d3 += T[i][l3[i]];
+        }
+        if (d0 < best) { best = d0; g = e[j]; }
+        if (d1 < best) { best = d1; g = e[j + 1]; }
+        if (d2 < best) { best = d2; g = e[j + 2]; }
+        if (d3 < best) { best = d3; g = e[j + 3]; }
+    }
+#endif
+    return g;
+}
+
+/* A group of 8 spread for the term tables: entry 4i+l holds coordinate i's x, weight, and the
+ * value v[l] of level l (entry 4i+3 is never read; it gets level 2's). */
+typedef struct {
+    float x[32], w[32];
+} fgg__iq2_spread;
+
+static inline void fgg__iq2_spread_group(fgg__iq2_spread *s, const float *x, const float *w) {
+    for (int i = 0; i < 32; ++i) {
+        s->x[i] = x[i >> 2];
+        s->w[i] = w[i >> 2];
+    }
+}
+
+static const float fgg__iq2_qv[32] = {1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5,
+                                      1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5};
+
+/* The list entry of smallest sum w*(scale*v[l] - x)^2 over the 8 coordinates (ggml's IQ2 and
+ * IQ1 neighbour searches: v = 2l+1 and sqrt weights for IQ2, the shifted IQ1 values and
+ * weights for IQ1). */
+static inline int fgg__iq2_search(const fgg_iq2_table *t, const uint16_t *list, const fgg__iq2_spread *s,
+                                  const float *v32, float scale) {
+    float T[32];
+    for (int i = 0; i < 32; ++i) {
+        float diff = scale * v32[i] - s->x[i];
+        T[i] = s->w[i] * diff * diff;
+    }
+    return fgg__iq2_argmin(t, list, (const float (*)[4])T);
+}
+
+static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
+                                     const float *sw, float scale) {
+    fgg__iq2_spread s;
+    fgg__iq2_spread_group(&s, x, sw);
+    return fgg__iq2_search(t, list, &s, fgg__iq2_qv, scale);
+}
+
+/* Levels of 8 values at inverse scale id; returns the key. */
+static inline int fgg__iq2_levels_at(const float *x, float id, uint8_t *L) {
+    int u = 0;
+    for (int i = 0; i < 8; ++i) {
+        int l = fgg_iq_nearest_int(0.5f * (id * x[i] - 1.0f));
+        l = l < 0 ? 0 : l > 2 ? 2 : l;
+        L[i] = (uint8_t)l;
+        u |= l << (2 * i);
+    }
+    return u;
+}
+
+/* Place one group of 8 at inverse scale id (neighbour search at `scale`); L gets the levels of
+ * the grid point; returns its index, *on_grid whether the plain levels were on the grid. */
+static inline int fgg__iq2_place(const fgg_iq2_table *t, const float *x, const float *sw, float id,
+                                 float scale, uint8_t *L, int *on_grid) {
+    int u = fgg__iq2_levels_at(x, id, L);
+    int g = t->map[u];
+    *on_grid = g >= 0;
+    if (g < 0) {
+        g = fgg__iq2_neighbour(t, t->lists - g - 1, x, sw, scale);
+        memcpy(L, t->level[g], 8);
+    }
+    return g;
+}
+
+static inline void fgg__iq2_sums(int n, const float *x, const float *w, const uint8_t *L,
+                                 float *sumqx, float *sumq2) {
+    float sx = 0.0f, s2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        float q = (float)(2 * L[i] + 1);
+        sx += w[i] * x[i] * q;
+        s2 += w[i] * q * q;
+    }
+    *sumqx = sx;
+    *sumq2 = s2;
+}
+
+/* Signs of 8 values: x_abs gets |x| (x >= 0 kept as is), returns the sign bits. With parity, an
+ * odd count of negatives is made even by flipping the value of smallest w*x*x back. */
+static inline unsigned fgg__iq2_signs(const float *x, const float *w, float *xa, int parity) {
+    unsigned s = 0;
+    int neg = 0;
+    for (int i = 0; i < 8; ++i) {
+        if (x[i] >= 0) {
+            xa[i] = x[i];
+        } else {
+            xa[i] = -x[i];
+            ++neg;
+            s |= 1u << i;
+        }
+    }
+    if (parity && (neg & 1)) {
+        int at = 0;
+        float least = w[0] * x[0] * x[0];
+        for (int i = 1; i < 8; ++i) {
+            float v = w[i] * x[i] * x[i];
+            if (v < least) {
+                least = v;
+                at = i;
+            }
+        }
+        xa[at] = -xa[at];
+        s ^= 1u << at;
+    }
+    return s;
+}
+
+static inline float fgg__iq2_sumsq(const float *x) {
+    float s = 0.0f;
+    for (int i = 0; i < 256; ++i) s += x[i] * x[i];
+    return s;
+}
+
+/* Candidate scales of one block, evaluated side by side (the loops over candidates are plain
+ * loops the compiler turns into vector code; each candidate's arithmetic is ggml's, in order). */
+#define FGG_IQ2_LANES 24
+
+typedef struct {
+    float id[FGG_IQ2_LANES];      /* inverse scale */
+    float scale[FGG_IQ2_LANES];   /* 1/id */
+    float q[32][FGG_IQ2_LANES];   /* 2l+1 of each value (after the neighbour search) */
+    int32_t key[4][FGG_IQ2_LANES];
+    uint8_t on[4][FGG_IQ2_LANES]; /* group on the grid as rounded */
+    float sumqx[FGG_IQ2_LANES], sumq2[FGG_IQ2_LANES];
+} fgg__iq2_cands;
+
+/* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes) with C->id set. */
+static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int n, int nc, int lanes,
+                                 const float *xv, const float *w, const float *sw) {
+    for (int c = nc; c < lanes; ++c) C->id[c] = C->id[nc - 1];
+    for (int c = 0; c < lanes; ++c) C->scale[c] = 1 / C->id[c];
+    for (int k = 0; k < n / 8; ++k) {
+        for (int c = 0; c < lanes; ++c) C->key[k][c] = 0;
+    }
+    for (int i = 0; i < n; ++i) {
+        const float xi = xv[i];
+        const int sh = 2 * (i % 8);
+        int32_t *key = C->key[i / 8];
+        float *q = C->q[i];
+        for (int c = 0; c < lanes; ++c) {
+            float v = 0.5f * (C->id[c] * xi - 1.0f) + 12582912.0f;
+            int32_t bits;
+            memcpy(&bits, &v, sizeof bits);
+            int32_t l = (bits & 0x007fffff) - 0x00400000;
+            l = l < 0 ? 0 : l;
+            l = l > 2 ? 2 : l;
+            q[c] = (float)(2 * l + 1);
+            key[c] |= l << sh;
+        }
+    }
+    for (int k = 0; k < n / 8; ++k) {
+        fgg__iq2_spread sp;
+        int spread = 0;
+        int prev_key = -1;
+        float prev_scale = 0.0f;
+        int prev_g = 0;
+        for (int c = 0; c < nc; ++c) {
+            int u = C->key[k][c];
+            int g = t->map[u];
+            C->on[k][c] = g >= 0;
+            if (g >= 0) continue;
+            if (u == prev_key && C->scale[c] == prev_scale) {
+                g = prev_g; /* same key and scale: the same search */
+            } else {
+                if (!spread) {
+                    fgg__iq2_spread_group(&sp, xv + 8 * k, sw + 8 * k);
+                    spread = 1;
+                }
+                g = fgg__iq2_search(t, t->lists - g - 1, &sp, fgg__iq2_qv, C->scale[c]);
+                prev_key = u;
+                prev_scale = C->scale[c];
+                prev_g = g;
+            }
+            for (int i = 0; i < 8; ++i) C->q[8 * k + i][c] = (float)(2 * t->level[g][i] + 1);
+        }
+    }
+    for (int c = 0; c < lanes; ++c) C->sumqx[c] = C->sumq2[c] = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float wx = w[i] * xv[i], wi = w[i];
+        const float *q = C->q[i];
+        for (int c = 0; c < lanes; ++c) {
+            C->sumqx[c] += wx * q[c];
+            C->sumq2[c] += wi * q[c] * q[c];
+        }
+    }
+}
+
+/* One 16-value block of IQ2_XS / IQ2_S: returns the scale (0 for a block below eps), and the
+ * two grid indices and sign bytes. */
+static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const float *w, int parity,
+                              float eps, int *grid, unsigned *signs) {
+    float sw[16], xv[16];
+    for (int i = 0; i < 16; ++i) sw[i] = sqrtf(w[i]);
+    signs[0] = fgg__iq2_signs(xb, w, xv, parity);
+    signs[1] = fgg__iq2_signs(xb + 8, w + 8, xv + 8, parity);
+    if (parity) {
+        signs[0] &= 127;
+        signs[1] &= 127;
+    }
+    float vmax = xv[0];
+    for (int i = 1; i < 16; ++i) vmax = vmax > xv[i] ? vmax : xv[i];
+    grid[0] = grid[1] = 0;
+    if (vmax < eps) {
+        signs[0] = signs[1] = 0; /* ggml writes nothing for this block */
+        return 0.0f;
+    }
+
+    uint8_t L[16];
+    memset(L, 0, sizeof L);
+    int on[2] = {1, 1};
+    float best = 0.0f;
+    float scale = vmax / 5;
+    fgg__iq2_cands C;
+    for (int is = -9; is <= 9; ++is) C.id[is + 9] = (5 + is * 0.1f) / vmax;
+    fgg__iq2_eval(t, &C, 16, 19, 24, xv, w, sw);
+    int taken = -1;
+    for (int c = 0; c < 19; ++c) {
+        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
+            scale = C.sumqx[c] / C.sumq2[c];
+            best = scale * C.sumqx[c];
+            taken = c;
+        }
+    }
+    if (taken >= 0) {
+        for (int i = 0; i < 16; ++i) L[i] = (uint8_t)(((int)C.q[i][taken] - 1) >> 1);
+        on[0] = C.on[0][taken];
+        on[1] = C.on[1][taken];
+    }
+    if ((!on[0] || !on[1]) && scale > 0) {
+        float id = 1 / scale;
+        for (int k = 0; k < 2; ++k) {
+            if (on[k]) continue;
+            int dummy;
+            fgg__iq2_place(t, xv + 8 * k, sw + 8 * k, id, scale, L + 8 * k, &dummy);
+        }
+        float sumqx, sumq2;
+        fgg__iq2_sums(16, xv, w, L, &sumqx, &sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+    }
+    if (scale < 0) {
+        scale = -scale;
+        signs[0] = ~signs[0] & (parity ? 127u : 255u);
+        signs[1] = ~signs[1] & (parity ? 127u : 255u);
+    }
+    grid[0] = t->map[fgg__iq2_key(L)];
+    grid[1] = t->map[fgg__iq2_key(L + 8)];
+    /* always on the grid here; a negative would mean a broken table */
+    if (grid[0] < 0) grid[0] = 0;
+    if (grid[1] < 0) grid[1] = 0;
+    return scale;
+}
+
+static inline int fgg__iq2_scale_level(float id, float scale) {
+    int l = fgg_iq_nearest_int(0.5f * (id * scale - 1));
+    return l < 0 ? 0 : l > 15 ? 15 : l;
+}
+
+/* One super-block of IQ2_XS (is_s == 0, 74 bytes) or IQ2_S (is_s == 1, 82 bytes). */
+static void fgg__iq2_xs_s_superblock(const float *x, uint8_t *blk, const float *qw, int is_s) {
+    const fgg_iq2_table *t = &fgg_iq2_tables[is_s ? 2 : 1];
+    float sumx2 = fgg__iq2_sumsq(x);
+    float sigma2 = is_s ? 2 * sumx2 / 256 : sumx2 / 256;
+    float scales[16];
+    int grid[16][2];
+    unsigned signs[16][2];
+    float max_scale = 0.0f;
+    for (int ib = 0; ib < 16; ++ib) {
+        const float *xb = x + 16 * ib;
+        float w[16];
+        if (qw) {
+            for (int i = 0; i < 16; ++i) w[i] = qw[16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        } else {
+            for (int i = 0; i < 16; ++i) w[i] = 0.25f * sigma2 + xb[i] * xb[i];
+        }
+        float s = fgg__iq2_block16(t, xb, w, !is_s, is_s ? 1e-8f : 1e-15f, grid[ib], signs[ib]);
+        scales[ib] = s;
+        max_scale = max_scale > s ? max_scale : s;
+    }
+    if (is_s) {
+        /* grid bytes and signs are written even when every scale is 0, as ggml does */
+        memset(blk, 0, 82);
+        uint8_t *qs = blk + 2, *sg = blk + 2 + 32, *qh = blk + 66, *sc = blk + 74;
+        for (int ib = 0; ib < 16; ++ib) {
+            for (int k = 0; k < 2; ++k) {
+                int i8 = 2 * ib + k;
+                qs[i8] = (uint8_t)(grid[ib][k] & 255);
+                qh[i8 / 4] |= (uint8_t)((grid[ib][k] >> 8) << (2 * (i8 % 4)));
+                sg[i8] = (uint8_t)signs[ib][k];
+            }
+        }
+        if (!max_scale) return;
+        float d = max_scale / 31;
+        fgg_iq_store_u16le(blk, fgg_iq_fp16(d * 0.9875f));
+        float id = 1 / d;
+        for (int ib = 0; ib < 16; ++ib) {
+            int l = fgg__iq2_scale_level(id, scales[ib]);
+            sc[ib / 2] |= (uint8_t)(ib % 2 ? l << 4 : l);
+        }
+    } else {
+        memset(blk, 0, 74);
+        if (!max_scale) return;
+        for (int ib = 0; ib < 16; ++ib) {
+            for (int k = 0; k < 2; ++k) {
+                unsigned v = (unsigned)grid[ib][k] | (signs[ib][k] << 9);
+                fgg_iq_store_u16le(blk + 2 + 2 * (2 * ib + k), (uint16_t)v);
+            }
+        }
+        float d = max_scale / 31;
+        fgg_iq_store_u16le(blk, fgg_iq_fp16(d));
+        float id = 1 / d;
+        for (int ib = 0; ib < 16; ++ib) {
+            int l = fgg__iq2_scale_level(id, scales[ib]);
+            blk[66 + ib / 2] |= (uint8_t)(ib % 2 ? l << 4 : l);
+        }
+    }
+}
+
+/* One 32-value block of IQ2_XXS: returns the scale, the four grid indices and sign groups. */
+static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const float *w,
+                                int *grid, unsigned *signs) {
+    float sw[32], xv[32];
+    for (int i = 0; i < 32; ++i) sw[i] = sqrtf(w[i]);
+    for (int k = 0; k < 4; ++k) signs[k] = fgg__iq2_signs(xb + 8 * k, w + 8 * k, xv + 8 * k, 1) & 127;
+    grid[0] = grid[1] = grid[2] = grid[3] = 0;
+    float vmax = xv[0];
+    for (int i = 1; i < 32; ++i) vmax = vmax > xv[i] ? vmax : xv[i];
+    if (vmax < 1e-15f) {
+        memset(signs, 0, 4 * sizeof *signs); /* ggml writes nothing for this block */
+        return 0.0f;
+    }
+    uint8_t Lfit[32];
+    float scale = fgg_q_fit_pos(32, 4, xv, Lfit, w);
+    float eff_max = scale * 3;
+    if (eff_max <= 0) {
+        memset(signs, 0, 4 * sizeof *signs);
+        return 0.0f;
+    }
+    uint8_t L[32];
+    int have_L = 0;
+    float best = 0.0f;
+    fgg__iq2_cands C;
+    for (int is = -6; is <= 6; ++is) C.id[is + 6] = (5 + is * 0.1f) / eff_max;
+    fgg__iq2_eval(t, &C, 32, 13, 16, xv, w, sw);
+    for (int c = 0; c < 13; ++c) {
+        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
+            scale = C.sumqx[c] / C.sumq2[c];
+            best = scale * C.sumqx[c];
+            for (int i = 0; i < 32; ++i) L[i] = (uint8_t)(((int)C.q[i][c] - 1) >> 1);
+            have_L = 1;
+        }
+    }
+    if (scale > 0) {
+        float id = 1 / scale;
+        for (int k = 0; k < 4; ++k) {
+            int on;
+            fgg__iq2_place(t, xv + 8 * k, sw + 8 * k, id, scale, L + 8 * k, &on);
+        }
+        have_L = 1;
+        float sumqx, sumq2;
+        fgg__iq2_sums(32, xv, w, L, &sumqx, &sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+    }
+    if (!have_L) { /* unreachable: scale <= 0 only after a candidate was taken */
+        memset(signs, 0, 4 * sizeof *signs);
+        return 0.0f;
+    }
+    if (scale < 0) {
+        scale = -scale;
+        for (int k = 0; k < 4; ++k) signs[k] = ~signs[k] & 127u;
+    }
+    for (int k = 0; k < 4; ++k) {
+        int g = t->map[fgg__iq2_key(L + 8 * k)];
+        grid[k] = g < 0 ? 0 : g;
+    }
+    return scale;
+}
+
+static void fgg__iq2_xxs_superblock(const float *x, uint8_t *blk, const float *qw) {
+    const fgg_iq2_table *t = &fgg_iq2_tables[0];
+    float sigma2 = fgg__iq2_sumsq(x) / 256;
+    float scales[8];
+    uint32_t q2[16];
+    memset(q2, 0, sizeof q2);
+    memset(blk, 0, 66);
+    float max_scale = 0.0f;
+    for (int ib = 0; ib < 8; ++ib) {
+        const float *xb = x + 32 * ib;
+        float w[32];
+        for (int i = 0; i < 32; ++i) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        int grid[4];
+        unsigned signs[4];
+        float s = fgg__iq2_xxs_block(t, xb, w, grid, signs);
+        scales[ib] = s;
+        for (int k = 0; k < 4; ++k) {
+            q2[2 * ib] |= (uint32_t)grid[k] << (8 * k);
+            q2[2 * ib + 1] |= (uint32_t)signs[k] << (7 * k);
+        }
+        max_scale = max_scale > s ? max_scale : s;
+    }
+    if (!max_scale) return;
+    float d = max_scale / 31;
+    fgg_iq_store_u16le(blk, fgg_iq_fp16(d));
+    float id = 1 / d;
+    for (int ib = 0; ib < 8; ++ib) q2[2 * ib + 1] |= (uint32_t)fgg__iq2_scale_level(id, scales[ib]) << 28;
+    for (int i = 0; i < 16; ++i) fgg_iq_store_u32le(blk + 2 + 4 * i, q2[i]);
+}
+
+static void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix) {
+    int64_t nb = n_per_row / 256;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t *blk = dst + (r * nb + b) * 66;
+            if (!imatrix) {
+                memset(blk, 0, 66);
+                continue;
+            }
+            fgg__iq2_xxs_superblock(src + r * n_per_row + 256 * b, blk, imatrix + 256 * b);
+        }
+    }
+}
+
+static void fgg_quantize_iq2_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                const float *imatrix) {
+    int64_t nb = n_per_row / 256;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+            uint8_t *blk = dst + (r * nb + b) * 74;
+            if (!imatrix) {
+                memset(blk, 0, 74);
+                continue;
+            }
+            fgg__iq2_xs_s_superblock(src + r * n_per_row + 256 * b, blk, imatrix + 256 * b, 0);
+        }
+    }
+}
+
+static void fgg_quantize_iq2_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix) {
+    int64_t nb = n_per_row / 256;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t b = 0; b < nb; ++b) {
+            fgg__iq2_xs_s_superblock(src + r * n_per_row + 256 * b, dst + (r * nb + b) * 82,
+                                     imatrix ? imatrix + 256 * b : NULL, 1);
+        }
+    }
+}
+
+#endif /* FGG_QUANT_IQ2_H */

@@ -1,0 +1,254 @@
+"""fastgguf.matmul / matmul_id / take_rows against float64 products with the dequantized weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastgguf
+from fastgguf import GGMLType, dequant, dequantize
+from fastgguf.errors import GGUFError
+from fastgguf.matmul import matmul, matmul_id, take_rows
+from fastgguf.types import TYPE_TRAITS
+
+T = GGMLType
+TYPES = dequant.supported_types()
+#: Types with an integer (Q8-quantized x) dot product.
+INT_TYPES = (T.Q4_0, T.Q8_0, T.Q4_K, T.Q6_K)
+FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
+#: Relative error bound of the float path (issue 13) and the integer path (measured ~6e-3).
+EXACT_BOUND = 1e-5
+INT_BOUND = 3e-2
+
+
+def random_weights(qtype: GGMLType, n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, row_bytes) uint8 blocks of ``qtype`` whose values are finite and below 1e30.
+
+    Random bytes, block by block; blocks whose values are not (random fp16/e8m0 scales can be
+    inf, NaN or huge) are drawn again. Float types get standard normal values.
+    """
+    block_size, type_size = TYPE_TRAITS[qtype]
+    if qtype in FLOAT_DTYPES:
+        return rng.standard_normal((n, k)).astype(FLOAT_DTYPES[qtype]).view(np.uint8)
+    if qtype == T.BF16:
+        bits = (rng.standard_normal((n, k)).astype(np.float32).view(np.uint32) >> 16).astype("<u2")
+        return bits.view(np.uint8)
+    blocks = rng.integers(0, 256, size=(n * k // block_size, type_size), dtype=np.uint8)
+    with np.errstate(all="ignore"):
+        while True:
+            values = dequantize(blocks, qtype).reshape(blocks.shape[0], block_size)
+            bad = ~(np.isfinite(values) & (np.abs(values) < 1e30)).all(axis=1)
+            if not bad.any():
+                break
+            blocks[bad] = rng.integers(0, 256, size=(int(bad.sum()), type_size), dtype=np.uint8)
+    return blocks.reshape(n, -1)
+
+
+def rel_error(y: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(y.astype(np.float64) - ref) / np.linalg.norm(ref))
+
+
+def reference(x: np.ndarray, raw: np.ndarray, qtype: GGMLType, n: int, k: int) -> np.ndarray:
+    w = dequantize(raw, qtype, (n, k)).astype(np.float64)
+    return x.astype(np.float64) @ w.T
+
+
+def k_for(qtype: GGMLType, n_blocks: int) -> int:
+    return TYPE_TRAITS[qtype].block_size * n_blocks if TYPE_TRAITS[qtype].block_size > 1 else 32 * n_blocks
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("m", [1, 8])
+@pytest.mark.parametrize("n_blocks", [1, 5])
+def test_float_path_matches_float64_reference(qtype, m, n_blocks):
+    rng = np.random.default_rng([int(qtype), m, n_blocks])
+    n, k = 19, k_for(qtype, n_blocks)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    y = matmul(x, raw, qtype)
+    assert y.shape == (m, n) and y.dtype == np.float32
+    assert rel_error(y, reference(x, raw, qtype, n, k)) <= EXACT_BOUND
+    # 1-D x gives 1-D output, the same values as its row in a batch.
+    np.testing.assert_array_equal(matmul(x[0], raw, qtype), y[0])
+
+
+@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q4_K, T.Q6_K, T.IQ4_XS, T.IQ2_XXS], ids=lambda t: t.name)
+def test_same_bits_for_every_thread_count(qtype):
+    rng = np.random.default_rng(int(qtype))
+    n, k = 97, k_for(qtype, 12)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((3, k)).astype(np.float32)
+    first = matmul(x, raw, qtype, threads=1)
+    for threads in (2, 3, 7):
+        np.testing.assert_array_equal(matmul(x, raw, qtype, threads=threads), first)
+
+
+@pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q4_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
+def test_same_bits_on_every_cpu_path(qtype):
+    rng = np.random.default_rng(int(qtype) + 100)
+    n, k = 9, k_for(qtype, 3) + (3 if TYPE_TRAITS[qtype].block_size == 1 else 0)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((2, k)).astype(np.float32)
+    results = [dequant._load_variant(path) for path in dequant.available_cpu_paths()]
+    outs = []
+    for kernels in results:
+        out = np.empty((2, n), np.float32)
+        kernels.matmul_rows(raw, int(qtype), x, out, 0, n)
+        outs.append(out)
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+
+
+@pytest.mark.parametrize("qtype", INT_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("m", [1, 8])
+def test_integer_path_error_and_cpu_paths(qtype, m):
+    rng = np.random.default_rng([int(qtype), m, 7])
+    n, k = 23, k_for(qtype, 4)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    ref = reference(x, raw, qtype, n, k)
+    y = matmul(x, raw, qtype, exact=False)
+    err = rel_error(y, ref)
+    assert err <= INT_BOUND
+    assert err > EXACT_BOUND  # really the integer path: x was rounded to 8 bits
+    for path in dequant.available_cpu_paths():
+        kernels = dequant._load_variant(path)
+        xq = np.empty((m, k // 32 * kernels.q8_block_bytes()), np.uint8)
+        kernels.quantize_x8(x, xq)
+        out = np.empty((m, n), np.float32)
+        kernels.matmul_rows_int(raw, int(qtype), xq, out, 0, n)
+        np.testing.assert_array_equal(out, y)  # integer sums are exact, the float steps the same
+
+
+def test_integer_path_falls_back_to_float_for_other_types():
+    rng = np.random.default_rng(3)
+    raw = random_weights(T.Q5_K, 4, 256, rng)
+    x = rng.standard_normal((2, 256)).astype(np.float32)
+    np.testing.assert_array_equal(matmul(x, raw, T.Q5_K, exact=False), matmul(x, raw, T.Q5_K))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_x_is_converted(dtype):
+    ml_dtypes = pytest.importorskip("ml_dtypes") if dtype == "bfloat16" else None
+    target = ml_dtypes.bfloat16 if ml_dtypes else np.float16
+    rng = np.random.default_rng(5)
+    raw = random_weights(T.Q8_0, 6, 64, rng)
+    x = rng.standard_normal((2, 64)).astype(target)
+    np.testing.assert_array_equal(matmul(x, raw, T.Q8_0), matmul(x.astype(np.float32), raw, T.Q8_0))
+
+
+@pytest.mark.parametrize("byteorder", ["<", ">"])
+def test_tensor_info_weights(open_bytes, byteorder):
+    rng = np.random.default_rng(11)
+    raw = random_weights(T.Q4_K, 8, 512, rng)
+    experts = np.stack([random_weights(T.Q8_0, 6, 64, rng) for _ in range(3)])
+    w = fastgguf.GGUFWriter(byteorder=byteorder)
+    w.add_tensor("w", raw, T.Q4_K, (8, 512), byteorder="<")
+    w.add_tensor("e", experts, T.Q8_0, (3, 6, 64), byteorder="<")
+    f = open_bytes(w)
+    x = rng.standard_normal((2, 512)).astype(np.float32)
+    expected = matmul(x, raw, T.Q4_K)
+    np.testing.assert_array_equal(matmul(x, f.tensors["w"]), expected)
+    np.testing.assert_array_equal(matmul(x, f.tensors["w"], T.Q4_K), expected)
+    with pytest.raises(GGUFError, match="disagrees"):
+        matmul(x, f.tensors["w"], T.Q8_0)
+    xe = rng.standard_normal((2, 64)).astype(np.float32)
+    ids = np.array([[2, 0], [1, 1]])
+    np.testing.assert_array_equal(matmul_id(xe, f.tensors["e"], ids), matmul_id(xe, experts, ids, T.Q8_0))
+    np.testing.assert_array_equal(take_rows(f.tensors["w"], [7, 1]), dequantize(raw, T.Q4_K, (8, 512))[[7, 1]])
+    with pytest.raises(GGUFError, match="dimensions"):
+        matmul(xe, f.tensors["e"])
+
+
+def test_out_argument_is_filled_and_returned():
+    rng = np.random.default_rng(12)
+    raw = random_weights(T.Q4_0, 5, 64, rng)
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    out = np.full((3, 5), np.nan, np.float32)
+    assert matmul(x, raw, T.Q4_0, out=out) is out
+    np.testing.assert_array_equal(out, matmul(x, raw, T.Q4_0))
+
+
+def test_errors():
+    rng = np.random.default_rng(13)
+    raw = random_weights(T.Q4_0, 5, 64, rng)
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    with pytest.raises(TypeError):
+        matmul(x, raw)  # raw blocks need a type
+    with pytest.raises(GGUFError, match="columns"):
+        matmul(x[:, :32], raw, T.Q4_0)
+    with pytest.raises(GGUFError, match="whole"):
+        matmul(x, raw[:, :17], T.Q4_0)
+    with pytest.raises(GGUFError, match="uint8"):
+        matmul(x, raw.view(np.int8), T.Q4_0)
+    with pytest.raises(GGUFError, match="float32"):
+        matmul(x.astype(np.float64), raw, T.Q4_0)
+    with pytest.raises(GGUFError, match="dimensions"):
+        matmul(x, raw.reshape(-1), T.Q4_0)
+    with pytest.raises(GGUFError, match="x must be"):
+        matmul(x[None], raw, T.Q4_0)
+    with pytest.raises(GGUFError, match="shape"):
+        matmul(x, raw, T.Q4_0, out=np.empty((5, 3), np.float32))
+    with pytest.raises(GGUFError, match="dtype"):
+        matmul(x, raw, T.Q4_0, out=np.empty((3, 5), np.float64))
+    with pytest.raises(ValueError):
+        matmul(x, raw, T.Q4_0, threads=0)
+    with pytest.raises(GGUFError, match="unknown"):
+        matmul(x, raw, 77)
+
+
+def test_empty_shapes():
+    rng = np.random.default_rng(14)
+    raw = random_weights(T.Q8_0, 4, 32, rng)
+    assert matmul(np.empty((0, 32), np.float32), raw, T.Q8_0).shape == (0, 4)
+    assert matmul(np.ones(32, np.float32), raw[:0], T.Q8_0).shape == (0,)
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_K, T.F16, T.IQ4_NL], ids=lambda t: t.name)
+@pytest.mark.parametrize("exact", [True, False])
+def test_matmul_id_equals_per_expert_matmul(qtype, exact):
+    rng = np.random.default_rng(int(qtype) + 7)
+    n_exp, n, k = 5, 11, k_for(qtype, 2)
+    raw = np.stack([random_weights(qtype, n, k, rng) for _ in range(n_exp)])
+    ids = np.array([[0, 3], [3, 4], [1, 0], [4, 4]])
+    x = rng.standard_normal((4, k)).astype(np.float32)
+    y = matmul_id(x, raw, ids, qtype, exact=exact)
+    assert y.shape == (4, 2, n)
+    for t in range(4):
+        for j in range(2):
+            np.testing.assert_array_equal(y[t, j], matmul(x[t], raw[ids[t, j]], qtype, exact=exact))
+    # per-slot inputs
+    x3 = rng.standard_normal((4, 2, k)).astype(np.float32)
+    y3 = matmul_id(x3, raw, ids, qtype, exact=exact)
+    np.testing.assert_array_equal(y3[2, 1], matmul(x3[2, 1], raw[0], qtype, exact=exact))
+    with pytest.raises(IndexError):
+        matmul_id(x, raw, ids + 1, qtype)
+    with pytest.raises(GGUFError):
+        matmul_id(x[:3], raw, ids, qtype)
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_K, T.Q6_K, T.Q8_0, T.BF16, T.IQ2_S], ids=lambda t: t.name)
+def test_take_rows_equals_dequantized_rows(qtype):
+    rng = np.random.default_rng(int(qtype) + 9)
+    n, k = 13, k_for(qtype, 2)
+    raw = random_weights(qtype, n, k, rng)
+    full = dequantize(raw, qtype, (n, k))
+    idx = np.array([[3, 0, 12], [-1, 5, 5]])
+    rows = take_rows(raw, idx, qtype)
+    assert rows.shape == (2, 3, k)
+    np.testing.assert_array_equal(rows, full[idx])
+    with np.errstate(over="ignore"):  # random scales: some values are beyond float16
+        np.testing.assert_array_equal(take_rows(raw, idx, qtype, dtype=np.float16), full[idx].astype(np.float16))
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(take_rows(raw, idx, qtype, dtype="bfloat16"), full[idx].astype(ml_dtypes.bfloat16))
+    with pytest.raises(IndexError):
+        take_rows(raw, [n], qtype)
+    with pytest.raises(TypeError):
+        take_rows(raw, [0.5], qtype)
+
+
+def test_exported():
+    assert fastgguf.matmul is matmul
+    for name in ("matmul", "matmul_id", "take_rows"):
+        assert name in fastgguf.__all__

@@ -1,0 +1,285 @@
+"""fastgguf.integrations.transformers: transformers' GGUF loading read through fastgguf gives transformers' results.
+
+Each model is built by transformers itself (random weights), written by fastgguf's writer with
+gguf-py's quantizers, then loaded twice — by transformers alone and with the integration enabled —
+and the config, the token ids, every weight's bits and the logits are compared.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+gguf = pytest.importorskip("gguf")
+pytest.importorskip("accelerate")  # transformers loads GGUF weights only with it
+
+import hf_gguf_models  # noqa: E402 - after the skips: it needs torch and transformers
+
+from fastgguf import GGMLType  # noqa: E402
+from fastgguf.integrations import transformers as integration  # noqa: E402
+
+pytestmark = pytest.mark.skipif(integration.unsupported_reason() is not None,
+                                reason=str(integration.unsupported_reason()))
+
+TEXTS = ["héllo the cat", "日本語 🙂 straße über мир سلام 中文", "  two  spaces\nand a newline\t", "¿ünïcödé? ∑ 𝔘 x"]
+
+MODELS = {
+    # name: (family, tensor types by name fragment)
+    "llama-mix": ("llama", {"token_embd": GGMLType.Q8_0, "attn": GGMLType.Q4_0, "output.weight": GGMLType.F16}),
+    "llama-f32": ("llama", {"": GGMLType.F32}),
+    "llama-f16": ("llama", {"": GGMLType.F16}),
+    "llama-q4_0": ("llama", {"": GGMLType.Q4_0}),
+    "gemma2-mix": ("gemma2", {"token_embd": GGMLType.Q8_0, "ffn": GGMLType.Q4_0, "attn": GGMLType.F16}),
+}
+
+
+@pytest.fixture(autouse=True)
+def _disabled():
+    """Every test starts and ends with transformers reading GGUF its own way."""
+    integration.disable()
+    yield
+    integration.disable()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("hf_gguf")
+    for name, (family, tensor_types) in MODELS.items():
+        hf_gguf_models.build(str(directory / f"{name}.gguf"), family, types=tensor_types)
+    hf_gguf_models.build(str(directory / "llama-tied.gguf"), "llama", tied=True)
+    return directory
+
+
+def _load(directory, name, dtype):
+    file = f"{name}.gguf"
+    config = transformers.AutoConfig.from_pretrained(directory, gguf_file=file)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=file)
+    model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=file, dtype=dtype)
+    return config, tokenizer, model
+
+
+def _logits(model, ids):
+    with torch.no_grad():
+        return model(torch.tensor([ids])).logits
+
+
+def _same_bits(a, b) -> bool:
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    width = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return torch.equal(a.contiguous().view(width), b.contiguous().view(width))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("name", [*MODELS, "llama-tied"])
+def test_same_results_as_transformers(model_dir, name, dtype):
+    config, tokenizer, model = _load(model_dir, name, dtype)
+    with integration.enabled() as on:
+        assert on and integration.is_enabled()
+        fast_config, fast_tokenizer, fast_model = _load(model_dir, name, dtype)
+    assert not integration.is_enabled()
+
+    assert fast_config.to_dict() == config.to_dict()
+    assert type(fast_tokenizer) is type(tokenizer)
+    for text in TEXTS:
+        ids = tokenizer(text)["input_ids"]
+        assert fast_tokenizer(text)["input_ids"] == ids
+        assert fast_tokenizer.decode(ids) == tokenizer.decode(ids)
+    assert fast_tokenizer.get_vocab() == tokenizer.get_vocab()
+
+    expected, got = model.state_dict(), fast_model.state_dict()
+    assert list(got) == list(expected)
+    for key, value in expected.items():
+        assert _same_bits(got[key], value), key
+    ids = tokenizer(TEXTS[1])["input_ids"]
+    assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
+
+
+def test_tied_model_ties(model_dir):
+    with integration.enabled():
+        _, _, model = _load(model_dir, "llama-tied", torch.float32)
+    assert model.config.tie_word_embeddings
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+
+
+def test_gguf_py_is_not_used_while_enabled(model_dir, monkeypatch):
+    """With the integration on, neither gguf-py's reader nor its dequantizer runs (both raise here)."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("gguf-py was used")
+
+    expected = _load(model_dir, "llama-mix", torch.float32)[2].state_dict()
+    monkeypatch.setattr(gguf, "GGUFReader", refuse)
+    monkeypatch.setattr(gguf, "dequantize", refuse)
+    with integration.enabled():
+        _, _, model = _load(model_dir, "llama-mix", torch.float32)
+    assert all(_same_bits(model.state_dict()[key], value) for key, value in expected.items())
+
+
+def test_header_parsed_once(model_dir, monkeypatch):
+    """Config, tokenizer and model of one file share one parse of its header."""
+    import fastgguf
+
+    opened = []
+    real_open = fastgguf.open
+    monkeypatch.setattr(fastgguf, "open", lambda path: opened.append(path) or real_open(path))
+    with integration.enabled():
+        _load(model_dir, "gemma2-mix", torch.bfloat16)
+        _load(model_dir, "gemma2-mix", torch.float32)
+    assert len(opened) == 1
+
+
+def test_changed_file_is_parsed_again(tmp_path):
+    path = str(tmp_path / "m.gguf")
+    hf_gguf_models.build(path, "llama", layers=1)
+    with integration.enabled():
+        first = transformers.AutoConfig.from_pretrained(tmp_path, gguf_file="m.gguf")
+        hf_gguf_models.build(path, "llama", layers=2)
+        os.utime(path, ns=(1, 1))  # a new mtime even on a coarse clock
+        second = transformers.AutoConfig.from_pretrained(tmp_path, gguf_file="m.gguf")
+    assert (first.num_hidden_layers, second.num_hidden_layers) == (1, 2)
+
+
+def test_split_model_opens_as_one(model_dir, tmp_path):
+    first_shard = hf_gguf_models.split(str(model_dir / "llama-mix.gguf"), str(tmp_path), shards=3)
+    expected = _load(model_dir, "llama-mix", torch.bfloat16)
+    with integration.enabled():
+        got = _load(tmp_path, os.path.basename(first_shard).removesuffix(".gguf"), torch.bfloat16)
+    assert got[0].to_dict() | {"_name_or_path": None} == expected[0].to_dict() | {"_name_or_path": None}
+    assert got[1](TEXTS[1])["input_ids"] == expected[1](TEXTS[1])["input_ids"]
+    assert all(_same_bits(got[2].state_dict()[key], value) for key, value in expected[2].state_dict().items())
+
+
+def test_packed_path_readers_match_transformers(model_dir):
+    """The packed path's metadata, tensor table and raw block views are transformers' own, read by fastgguf."""
+    reader = importlib.import_module("transformers.integrations.gguf.reader")
+    path = str(model_dir / "llama-mix.gguf")
+    wanted = ("tokenizer.ggml.tokens",)
+    metadata, names = reader.read_gguf_metadata(path, wanted)
+    header = reader.GgufHeader.from_file(path)
+    blocks = {name: tensor[...] for name, tensor in reader.load_gguf_state_dict(header).items()}
+    with integration.enabled():
+        fast_metadata, fast_names = reader.read_gguf_metadata(path, wanted)
+        fast_header = reader.GgufHeader.from_file(path)
+        fast_blocks = {name: tensor[...] for name, tensor in reader.load_gguf_state_dict(fast_header).items()}
+    assert fast_names == names
+    assert list(fast_metadata["tokenizer.ggml.tokens"]) == metadata["tokenizer.ggml.tokens"]
+    assert {**fast_metadata, "tokenizer.ggml.tokens": None} == {**metadata, "tokenizer.ggml.tokens": None}
+    assert fast_header == header
+    assert list(fast_blocks) == list(blocks)
+    for name, value in blocks.items():
+        assert _same_bits(fast_blocks[name], value), name
+
+
+def test_disable_restores_transformers(model_dir):
+    legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    reader = importlib.import_module("transformers.integrations.gguf.reader")
+    before = (legacy.load_gguf_checkpoint, legacy._gguf_parse_value, reader.read_gguf_metadata,
+              reader.load_gguf_state_dict, reader.GgufHeader.from_file)
+    assert integration.enable()
+    assert integration.enable()  # again: nothing more
+    assert legacy.load_gguf_checkpoint is not before[0]
+    integration.disable()
+    integration.disable()
+    after = (legacy.load_gguf_checkpoint, legacy._gguf_parse_value, reader.read_gguf_metadata,
+             reader.load_gguf_state_dict, reader.GgufHeader.from_file)
+    assert after == before
+    assert not integration.is_enabled()
+
+
+def test_outside_supported_range_does_nothing(monkeypatch):
+    legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    before = legacy.load_gguf_checkpoint
+    monkeypatch.setattr(sys.modules["transformers"], "__version__", "4.40.0")
+    assert "outside the supported range" in integration.unsupported_reason()
+    with pytest.warns(RuntimeWarning, match="4.40.0 is outside the supported range"):
+        assert integration.enable() is False
+    assert not integration.is_enabled()
+    assert legacy.load_gguf_checkpoint is before
+
+
+def test_kernel_module_installed_and_removed(monkeypatch):
+    calls = []
+    fake = types.ModuleType("fastgguf.integrations._transformers_kernels")
+    fake.install = lambda: calls.append("install")
+    fake.uninstall = lambda: calls.append("uninstall")
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    with integration.enabled():
+        assert calls == ["install"]
+    assert calls == ["install", "uninstall"]
+
+
+def test_pyproject_extra_declares_supported_range():
+    tomllib = pytest.importorskip("tomllib")
+
+    root = os.path.join(os.path.dirname(__file__), os.pardir, "pyproject.toml")
+    with open(root, "rb") as handle:
+        extras = tomllib.load(handle)["project"]["optional-dependencies"]
+    low, high = integration.SUPPORTED_TRANSFORMERS
+    assert f"transformers>={low},<{high}" in extras["transformers"]
+
+
+@pytest.mark.parametrize("name, cls", [("llama-mix", "LlamaTokenizer"), ("gemma2-mix", "GemmaTokenizer"),
+                                       ("llama-f16", "AutoTokenizer")])
+@pytest.mark.parametrize("use_fast", [True, False])
+def test_tokenizer_classes(model_dir, name, cls, use_fast):
+    """The tokenizer classes directly, and AutoTokenizer asked for a slow one (5.x builds the same backend)."""
+    tokenizer_class = getattr(transformers, cls)
+    expected = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
+    with integration.enabled():
+        got = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
+    assert type(got) is type(expected)
+    for text in TEXTS:
+        assert got(text)["input_ids"] == expected(text)["input_ids"]
+    assert (got.bos_token, got.eos_token, got.unk_token) == (expected.bos_token, expected.eos_token,
+                                                             expected.unk_token)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_packed_architecture_dequantized_same_as_transformers(tmp_path, dtype):
+    """LFM2 goes through transformers' packed path: the config (get_gguf_config) and, asked to dequantize,
+    the weights and logits are transformers' own when fastgguf reads the file. In bfloat16 the blocks are
+    unpacked by fastgguf's kernel (installed by enable()) in float32 and rounded once, so the weights are
+    transformers' float32 ones cast to bfloat16 (transformers' own torch unpacking computes in bfloat16
+    and can differ from that in the last bit). (The builder's vocabulary has no scores, which
+    transformers' tokenizer conversion needs, so no tokenizer here.)"""
+    from lfm2_gguf import build_lfm2
+
+    build_lfm2(str(tmp_path / "lfm2.gguf"), {"attn": GGMLType.Q4_0, "": GGMLType.Q8_0})
+
+    def load(dtype):
+        config = transformers.AutoConfig.from_pretrained(tmp_path, gguf_file="lfm2.gguf")
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            tmp_path, gguf_file="lfm2.gguf", dtype=dtype,
+            quantization_config=transformers.GgufConfig(dequantize=True))
+        return config, model
+
+    config, model = load(torch.float32)
+    with integration.enabled():
+        fast_config, fast_model = load(dtype)
+    assert fast_config.to_dict() | {"dtype": None} == config.to_dict() | {"dtype": None}
+    expected, got = model.state_dict(), fast_model.state_dict()
+    assert list(got) == list(expected)
+    for key, value in expected.items():
+        assert _same_bits(got[key], value.to(dtype)), key
+    if dtype == torch.float32:
+        ids = [1, 17, 250, 3, 99, 42]
+        assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", ["llama-mix", "gemma2-mix"])
+def test_large_tensors_in_row_blocks(model_dir, monkeypatch, name, dtype):
+    """Tensors above the release threshold are read in row blocks (pages let go after each): same bits."""
+    monkeypatch.setattr(integration, "_RELEASE_CHUNK_BYTES", 700)  # a few rows of every 2-D tensor
+    expected = _load(model_dir, name, dtype)[2].state_dict()
+    with integration.enabled():
+        got = _load(model_dir, name, dtype)[2].state_dict()
+    for key, value in expected.items():
+        assert _same_bits(got[key], value), key
