@@ -45,7 +45,7 @@ def test_search_tables_equal_ggmls(which):
 def test_search_tables_shape():
     """Keys on the grid map to their point; every key off it has a non-empty list of grid points
     at the smallest distances, ordered by distance then index (IQ2_S keeps one distance)."""
-    for which, npoints, nwant in ((0, 256, 2), (1, 512, 2), (2, 1024, 1), (3, 2048, 3)):
+    for which, npoints in ((0, 256), (1, 512), (2, 1024), (3, 2048)):
         data = kernel_modules()[0]._iq2_search_table(which)
         at, on, off = 0, 0, 0
         while at < len(data):
