@@ -16,6 +16,8 @@ import textwrap
 
 import pytest
 
+import fastgguf
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 FAKE_CPU = textwrap.dedent(
@@ -48,6 +50,8 @@ FAKE_CPU = textwrap.dedent(
             if name != "fastgguf._kernels_portable":
                 return None
             spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is None:
+                return None
             spec.loader = _Loader(spec.loader)
             return spec
 
@@ -64,7 +68,9 @@ FAKE_CPU = textwrap.dedent(
 @pytest.fixture
 def fake_cpu_env(tmp_path):
     (tmp_path / "fake_cpu_without_avx512.py").write_text(FAKE_CPU)
-    paths = [str(tmp_path), str(REPO / "src"), os.environ.get("PYTHONPATH", "")]
+    # The fastgguf this run imports (an in-place build under src/, or an installed one).
+    package_root = pathlib.Path(fastgguf.__file__).resolve().parent.parent
+    paths = [str(tmp_path), str(package_root), os.environ.get("PYTHONPATH", "")]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
     env.pop("FASTGGUF_CPU", None)
     return env
