@@ -85,6 +85,14 @@ def numpy_metrics(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     }
 
 
+def numpy_weighted_rel_rmse(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> float:
+    """Relative RMSE with column j weighted by weights[j], written plainly (rows along the last axis)."""
+    x = x.astype(np.float64).reshape(-1, weights.size)
+    error = y.astype(np.float64).reshape(x.shape) - x
+    w = weights.astype(np.float64)
+    return float(np.sqrt(np.sum(w * error**2) / np.sum(w * x**2)))
+
+
 def assert_metrics(result, expected: dict[str, float], exact_percentiles: bool = True) -> None:
     for key in ("rmse", "rel_rmse", "cosine", "snr_db"):
         assert getattr(result, key) == pytest.approx(expected[key], rel=1e-12, abs=1e-300), key
@@ -111,6 +119,46 @@ def test_error_stats_match_numpy(shape, blocks):
     assert result.n_elements == x.size
     assert result.bits_per_weight == 4.5
     assert_metrics(result, numpy_metrics(x, y))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_weighted_rel_rmse_matches_numpy(shape):
+    rng = np.random.default_rng(shape[1])
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = (x + rng.normal(0, 0.05, shape)).astype(np.float32)
+    weights = rng.gamma(0.5, 2.0, shape[1]).astype(np.float32)
+    halves = ErrorStats(GGMLType.Q4_K), ErrorStats(GGMLType.Q4_K)
+    split = shape[0] // 2
+    halves[0].add(x[:split], y[:split], weights)
+    halves[1].add(x[split:], y[split:], weights)
+    halves[0].merge(halves[1])
+    result = halves[0].result()
+    assert result.weighted_rel_rmse == pytest.approx(numpy_weighted_rel_rmse(x, y, weights), rel=1e-12)
+    assert_metrics(result, numpy_metrics(x, y))  # the plain metrics ignore the weights
+    # Without weights, or with equal ones, it is the plain relative RMSE.
+    plain = ErrorStats(GGMLType.Q4_K)
+    plain.add(x, y)
+    assert plain.result().weighted_rel_rmse == pytest.approx(plain.result().rel_rmse, rel=1e-14)
+    equal = ErrorStats(GGMLType.Q4_K)
+    equal.add(x, y, np.full(shape[1], 3.0, np.float32))
+    assert equal.result().weighted_rel_rmse == pytest.approx(plain.result().rel_rmse, rel=1e-12)
+    with pytest.raises(ValueError, match="weights"):
+        ErrorStats(GGMLType.Q4_K).add(x, y, weights[:-1])
+
+
+IMATRIX_SENSITIVE = [t for t in (GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.IQ4_XS, GGMLType.Q4_0) if t in REAL_TYPES]
+
+
+@pytest.mark.parametrize("qtype", IMATRIX_SENSITIVE, ids=lambda t: t.name)
+def test_imatrix_lowers_the_error_it_weights(qtype):
+    """What the importance matrix is for: with it, the error weighted by it drops (skewed columns)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_t(5, size=(64, 512)).astype(np.float32)
+    importance = (rng.lognormal(0.0, 1.5, 512) ** 2).astype(np.float32)
+    with_imatrix = quant_error(x, qtype, imatrix=importance)
+    without = ErrorStats(qtype)
+    without.add(x, fastgguf.dequantize(fastgguf.quantize(x, qtype), qtype, x.shape), importance)
+    assert with_imatrix.weighted_rel_rmse < 0.9 * without.result().weighted_rel_rmse
 
 
 def test_histogram_percentiles_within_documented_bound():
@@ -409,6 +457,8 @@ def test_imatrix_reaches_the_quantizer(capsys, tmp_path, gguf_model, weights, qu
     expected = numpy_metrics(x, weighted)
     assert record["rmse"] == pytest.approx(expected["rmse"], rel=1e-12)
     assert record["max_abs_error"] == expected["max_abs_error"]
+    imatrix = fastgguf.read_imatrix(path)[name]
+    assert record["weighted_rel_rmse"] == pytest.approx(numpy_weighted_rel_rmse(x, weighted, imatrix), rel=1e-12)
     plain = _round_trip(quantize, x, qtype)
     if _imatrix_if_needed(quantize, qtype, x.shape[1], x) is None and not np.array_equal(weighted, plain):
         # This quantizer uses the importance: the command's numbers must be the weighted ones.

@@ -50,12 +50,35 @@ def write_model(path: str) -> None:
         writer.add_tensor("blk.0.attn_norm.weight", np.ones(512, np.float32))  # 1-D: left out
 
 
+def write_imatrix(path: str) -> None:
+    """An importance matrix as llama-imatrix writes one: per weight, the sums of its squared inputs.
+
+    The inputs are synthetic activations: each column its own scale, a few columns far larger
+    (the outlier channels real models have), over 512 tokens.
+    """
+    rng = np.random.default_rng(7)
+    tokens = 512
+    with fastgguf.GGUFWriter(path) as writer:
+        writer.add("general.type", "imatrix")
+        writer.add("imatrix.datasets", ["synthetic activations"])
+        writer.add("imatrix.chunk_count", 1, fastgguf.GGUFValueType.UINT32)
+        writer.add("imatrix.chunk_size", tokens, fastgguf.GGUFValueType.UINT32)
+        for name, (_, columns) in SHAPES.items():
+            scale = rng.lognormal(0.0, 0.5, size=columns)
+            scale[rng.choice(columns, size=max(1, columns // 64), replace=False)] *= 10.0
+            activations = rng.standard_normal((tokens, columns)) * scale
+            writer.add_tensor(name + ".in_sum2", (activations**2).sum(axis=0).astype(np.float32).reshape(1, -1))
+            writer.add_tensor(name + ".counts", np.full((1, 1), tokens, np.float32))
+
+
 def run(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         model = os.path.join(scratch, "synthetic.gguf")
+        imatrix = os.path.join(scratch, "imatrix.gguf")
         write_model(model)
+        write_imatrix(imatrix)
         os.makedirs(os.path.dirname(PLOT), exist_ok=True)
-        return main(["quant-stats", model, "--all", "--plot", os.path.normpath(PLOT), *argv])
+        return main(["quant-stats", model, "--all", "--imatrix", imatrix, "--plot", os.path.normpath(PLOT), *argv])
 
 
 if __name__ == "__main__":

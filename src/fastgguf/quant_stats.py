@@ -63,6 +63,13 @@ class QuantError:
         Cosine similarity of the input and its round trip (1 when both are all zeros).
     snr_db : float
         Signal to noise ratio, ``10 log10(sum x**2 / sum error**2)`` (inf for an exact round trip).
+    weighted_rel_rmse : float
+        ``rel_rmse`` with each column weighted by the importance matrix:
+        ``sqrt(sum imatrix[j] * error[i, j]**2 / sum imatrix[j] * x[i, j]**2)``, the relative RMS
+        error of the layer's output for inputs whose column ``j`` has mean square
+        ``imatrix[j]`` (uncorrelated columns). This is what an importance matrix makes the
+        quantizers minimise; plain ``rel_rmse`` may even grow with one. Equal to ``rel_rmse``
+        when no importance matrix was given.
     percentiles_exact : bool
         Whether p95 and median are exact, or read from the histogram (within 0.4 %).
     quantize_seconds, dequantize_seconds : float
@@ -80,11 +87,12 @@ class QuantError:
     cosine: float
     snr_db: float
     percentiles_exact: bool
+    weighted_rel_rmse: float = math.nan
     quantize_seconds: float = 0.0
     dequantize_seconds: float = 0.0
 
     #: The keys of :meth:`as_dict`, in order.
-    KEYS = ("type", "n_elements", "bits_per_weight", "rmse", "rel_rmse", "max_abs_error", "p95_abs_error",
+    KEYS = ("type", "n_elements", "bits_per_weight", "rmse", "rel_rmse", "weighted_rel_rmse", "max_abs_error", "p95_abs_error",
             "median_abs_error", "cosine", "snr_db", "quantize_melem_s", "dequantize_gelem_s")
 
     @property
@@ -109,7 +117,8 @@ class QuantError:
 class ErrorStats:
     """Streaming accumulator of round-trip errors for one type: feed blocks, read a :class:`QuantError`.
 
-    Sums (of ``x**2``, ``y**2``, ``x*y`` and ``(y-x)**2``) are float64. Absolute errors are kept
+    Sums (of ``x**2``, ``y**2``, ``x*y`` and ``(y-x)**2``, and of the last two weighted by the
+    importance matrix when one is given to :meth:`add`) are float64. Absolute errors are kept
     (float64) for exact percentiles until their count passes ``exact_limit``; from then on they go into a
     histogram of 32,768 buckets (256 KiB) keyed by the top 16 bits of the float32 bit pattern of
     ``|y - x|``: each bucket spans at most 2**-7 of its values, so a percentile read at a
@@ -127,13 +136,19 @@ class ErrorStats:
         self.exact_limit = exact_limit
         self.n = 0
         self.sum_xx = self.sum_yy = self.sum_xy = self.sum_ee = 0.0
+        self.weighted_sum_xx = self.weighted_sum_ee = 0.0
         self.max_abs = 0.0
         self.quantize_seconds = self.dequantize_seconds = 0.0
         self._errors: list[np.ndarray] | None = []
         self._histogram: np.ndarray | None = None
 
-    def add(self, x: np.ndarray, y: np.ndarray) -> None:
-        """Account for input values ``x`` and their round trip ``y`` (same size; any shape)."""
+    def add(self, x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Account for input values ``x`` and their round trip ``y`` (same size; any shape).
+
+        ``weights`` (the importance matrix: one non-negative value per column, rows being the
+        last axis of ``x``) weights the sums behind ``weighted_rel_rmse``; without it they are
+        the plain ones.
+        """
         x64 = np.asarray(x, dtype=np.float64).reshape(-1)
         y64 = np.asarray(y, dtype=np.float64).reshape(-1)
         if x64.size != y64.size:
@@ -141,11 +156,23 @@ class ErrorStats:
         if x64.size == 0:
             return
         error = y64 - x64
+        sum_xx, sum_ee = float(np.dot(x64, x64)), float(np.dot(error, error))
+        if weights is None:
+            weighted_xx, weighted_ee = sum_xx, sum_ee
+        else:
+            w64 = np.asarray(weights, dtype=np.float64).reshape(-1)
+            if w64.size == 0 or x64.size % w64.size:
+                raise ValueError(f"{w64.size} weights do not divide {x64.size} elements into rows")
+            columns = w64.size
+            weighted_xx = float(np.einsum("ij,ij,j->", x64.reshape(-1, columns), x64.reshape(-1, columns), w64))
+            weighted_ee = float(np.einsum("ij,ij,j->", error.reshape(-1, columns), error.reshape(-1, columns), w64))
         self.n += x64.size
-        self.sum_xx += float(np.dot(x64, x64))
+        self.sum_xx += sum_xx
         self.sum_yy += float(np.dot(y64, y64))
         self.sum_xy += float(np.dot(x64, y64))
-        self.sum_ee += float(np.dot(error, error))
+        self.sum_ee += sum_ee
+        self.weighted_sum_xx += weighted_xx
+        self.weighted_sum_ee += weighted_ee
         magnitude = np.abs(error)
         self.max_abs = max(self.max_abs, float(magnitude.max()))
         self._keep(magnitude)
@@ -176,6 +203,8 @@ class ErrorStats:
         self.sum_yy += other.sum_yy
         self.sum_xy += other.sum_xy
         self.sum_ee += other.sum_ee
+        self.weighted_sum_xx += other.weighted_sum_xx
+        self.weighted_sum_ee += other.weighted_sum_ee
         self.max_abs = max(self.max_abs, other.max_abs)
         self.quantize_seconds += other.quantize_seconds
         self.dequantize_seconds += other.dequantize_seconds
@@ -219,6 +248,10 @@ class ErrorStats:
         rmse = math.sqrt(self.sum_ee / n)
         rms_x = math.sqrt(self.sum_xx / n)
         rel_rmse = rmse / rms_x if rms_x > 0 else (0.0 if rmse == 0 else math.inf)
+        if self.weighted_sum_xx > 0:
+            weighted_rel_rmse = math.sqrt(self.weighted_sum_ee / self.weighted_sum_xx)
+        else:
+            weighted_rel_rmse = 0.0 if self.weighted_sum_ee == 0 else math.inf
         norms = math.sqrt(self.sum_xx) * math.sqrt(self.sum_yy)
         if norms > 0:
             cosine = self.sum_xy / norms
@@ -235,6 +268,7 @@ class ErrorStats:
             type=self.type, n_elements=n, bits_per_weight=TYPE_TRAITS[self.type].bits_per_weight, rmse=rmse,
             rel_rmse=rel_rmse, max_abs_error=self.max_abs, p95_abs_error=p95, median_abs_error=median,
             cosine=cosine, snr_db=snr_db, percentiles_exact=self._errors is not None,
+            weighted_rel_rmse=weighted_rel_rmse,
             quantize_seconds=self.quantize_seconds, dequantize_seconds=self.dequantize_seconds)
 
 
@@ -285,7 +319,7 @@ def round_trip_rows(x: np.ndarray, type: GGMLType | int, stats: ErrorStats, *,  
         y = dequantize(packed, type, x.shape, out=target, threads=threads)
         best = min(best, time.perf_counter() - started)
     stats.dequantize_seconds += best
-    stats.add(x, y)
+    stats.add(x, y, imatrix)
 
 
 def quant_error(x: Any, type: GGMLType | int | str, *, imatrix: Any = None,  # noqa: A002 - the GGUF word

@@ -300,7 +300,7 @@ def _run(args, path: str, types: list[GGMLType], imatrix: Any, all_tensors: list
         raise CommandError("nothing to measure: " + "; ".join(notes))
     rows = [("(all)", r) for r in results] + per_tensor
     if args.plot:
-        _plot(results, args.plot, title=os.path.basename(path))
+        _plot(results, args.plot, title=os.path.basename(path), weighted=args.imatrix is not None)
         notes.append(f"plot written to {args.plot}")
     n_elements = sum(t.n_elements for t in tensors)
     summary = (f"{len(tensors)} tensor(s), {n_elements:,} elements, {len(results)} type(s), "
@@ -311,7 +311,7 @@ def _run(args, path: str, types: list[GGMLType], imatrix: Any, all_tensors: list
         _write_csv(rows, args.per_tensor)
     else:
         print(f"fastgguf quant-stats: {path}: {summary}")
-        _print_table(rows, args.per_tensor)
+        _print_table(rows, args.per_tensor, weighted=args.imatrix is not None)
     stream = sys.stderr if args.json or args.csv else sys.stdout
     for note in notes:
         print(f"note: {note}", file=stream)
@@ -352,16 +352,18 @@ def _write_csv(rows: list[tuple[str, QuantError]], per_tensor: bool) -> None:
         writer.writerow({key: "" if value is None else value for key, value in record.items()})
 
 
-def _print_table(rows: list[tuple[str, QuantError]], per_tensor: bool) -> None:
-    header = (["tensor"] if per_tensor else []) + ["type", "bits/w", "rel RMSE", "RMSE", "max err", "p95 err",
-                                                   "median err", "cosine", "SNR dB", "quant Melem/s",
-                                                   "dequant Gelem/s"]
+def _print_table(rows: list[tuple[str, QuantError]], per_tensor: bool, weighted: bool = False) -> None:
+    # With an importance matrix, the error it weights ("w. rel RMSE") is the one the quantizers minimise.
+    header = ((["tensor"] if per_tensor else []) + ["type", "bits/w", "rel RMSE"] + (["w. rel RMSE"] if weighted else [])
+              + ["RMSE", "max err", "p95 err", "median err", "cosine", "SNR dB", "quant Melem/s", "dequant Gelem/s"])
     table = []
     for tensor, r in rows:
         approx = "" if r.percentiles_exact else "~"
-        cells = [r.type.name, f"{r.bits_per_weight:.3f}", f"{r.rel_rmse:.3e}", f"{r.rmse:.3e}",
-                 f"{r.max_abs_error:.3e}", f"{approx}{r.p95_abs_error:.3e}", f"{approx}{r.median_abs_error:.3e}",
-                 f"{r.cosine:.6f}", f"{r.snr_db:.2f}", f"{r.quantize_melem_s:.1f}", f"{r.dequantize_gelem_s:.2f}"]
+        cells = ([r.type.name, f"{r.bits_per_weight:.3f}", f"{r.rel_rmse:.3e}"]
+                 + ([f"{r.weighted_rel_rmse:.3e}"] if weighted else [])
+                 + [f"{r.rmse:.3e}", f"{r.max_abs_error:.3e}", f"{approx}{r.p95_abs_error:.3e}",
+                    f"{approx}{r.median_abs_error:.3e}", f"{r.cosine:.6f}", f"{r.snr_db:.2f}",
+                    f"{r.quantize_melem_s:.1f}", f"{r.dequantize_gelem_s:.2f}"])
         table.append(([tensor] if per_tensor else []) + cells)
     first = 2 if per_tensor else 1
     print_table(table, header, right=set(range(first, len(header))))
@@ -389,32 +391,81 @@ def _check_plot_target(path: str) -> None:
         raise CommandError('--plot needs matplotlib: pip install "fastgguf[plot]" (or pip install matplotlib)') from None
 
 
-def _plot(results: list[QuantError], path: str, title: str) -> None:
+#: Where a type's label may go, tried in order: offset from its point (typographic points) and
+#: horizontal alignment. Nearer places first; the farther ones get a leader line.
+_LABEL_PLACES = [(5, 5, "left"), (5, -9, "left"), (-5, 5, "right"), (-5, -9, "right"), (0, 9, "center"),
+                 (0, -15, "center"), (12, 14, "left"), (12, -20, "left"), (-12, 14, "right"),
+                 (-12, -20, "right"), (0, 22, "center"), (0, -28, "center"), (22, 2, "left"), (-22, 2, "right"),
+                 (20, 26, "left"), (20, -32, "left"), (-20, 26, "right"), (-20, -32, "right")]
+
+
+def _label_points(axes, xs: list[float], ys: list[float], labels: list[str]) -> None:
+    """Label each point where the text overlaps no other label and no point (greedy, left to right)."""
+    from matplotlib.transforms import Bbox
+
+    figure = axes.figure
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    radius = 4.0 * figure.dpi / 72.0
+    display = axes.transData.transform(np.column_stack([xs, ys]))
+    taken = [Bbox.from_bounds(px - radius, py - radius, 2 * radius, 2 * radius) for px, py in display]
+    frame = axes.get_window_extent(renderer)
+    for i in sorted(range(len(labels)), key=lambda i: (xs[i], ys[i])):
+        for dx, dy, align in _LABEL_PLACES:
+            far = abs(dx) > 6 or abs(dy) > 10
+            text = axes.annotate(labels[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points",
+                                 ha=align, va="bottom", fontsize=8,
+                                 arrowprops={"arrowstyle": "-", "color": "0.5", "linewidth": 0.6} if far else None)
+            box = text.get_window_extent(renderer)
+            clear = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+            if clear and not any(box.overlaps(other) for other in taken):
+                taken.append(box)
+                break
+            text.remove()
+        else:  # crowded everywhere: the nearest place, overlapping
+            dx, dy, align = _LABEL_PLACES[0]
+            taken.append(axes.annotate(labels[i], (xs[i], ys[i]), xytext=(dx, dy), textcoords="offset points",
+                                       ha=align, va="bottom", fontsize=8).get_window_extent(renderer))
+
+
+def _plot(results: list[QuantError], path: str, title: str, weighted: bool = False) -> None:
     lower = path.lower()
     _check_plot_target(path)
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedFormatter, FixedLocator, NullFormatter, NullLocator
 
-    shown = [r for r in results if r.rel_rmse > 0 and math.isfinite(r.rel_rmse)]
-    figure, (error_axes, speed_axes) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={"width_ratios": [3, 2]})
+    def error_of(r: QuantError) -> float:
+        return r.weighted_rel_rmse if weighted else r.rel_rmse
+
+    shown = [r for r in results if error_of(r) > 0 and math.isfinite(error_of(r))]
+    figure, (error_axes, speed_axes) = plt.subplots(1, 2, figsize=(14, 6.5), gridspec_kw={"width_ratios": [3, 2]})
     bits = [r.bits_per_weight for r in shown]
-    errors = [r.rel_rmse for r in shown]
-    error_axes.scatter(bits, errors, color="tab:blue", zorder=3)
-    for r in shown:
-        error_axes.annotate(r.type.name, (r.bits_per_weight, r.rel_rmse), textcoords="offset points", xytext=(4, 4),
-                            fontsize=8)
+    errors = [error_of(r) for r in shown]
+    error_axes.scatter(bits, errors, color="tab:blue", s=22, zorder=3)
     front = pareto_front(list(zip(bits, errors)))
     if front:
         error_axes.step([bits[i] for i in front], [errors[i] for i in front], where="post", color="tab:red",
-                        linewidth=1.5, label="Pareto front (least error for its size)", zorder=2)
+                        linewidth=1.2, label="Pareto front (least error for its size)", zorder=2)
         error_axes.scatter([bits[i] for i in front], [errors[i] for i in front], facecolors="none",
-                           edgecolors="tab:red", s=120, zorder=4)
+                           edgecolors="tab:red", s=90, zorder=4)
         error_axes.legend(loc="upper right")
     error_axes.set_yscale("log")
-    error_axes.set_xlabel("bits per weight")
-    error_axes.set_ylabel("relative RMSE (RMSE / RMS of weights)")
+    # Bits per weight on a log scale: the low-bit types, where the choice is hard, get the room.
+    error_axes.set_xscale("log", base=2)
+    if bits:
+        ticks = [t for t in (1, 1.5, 2, 3, 4, 5, 6, 8, 12, 16, 32) if min(bits) / 1.2 <= t <= max(bits) * 1.2]
+        error_axes.xaxis.set_major_locator(FixedLocator(ticks))
+        error_axes.xaxis.set_major_formatter(FixedFormatter([f"{t:g}" for t in ticks]))
+        error_axes.xaxis.set_minor_locator(NullLocator())
+        error_axes.xaxis.set_minor_formatter(NullFormatter())
+        error_axes.set_xlim(min(bits) / 1.15, max(bits) * 1.15)
+        error_axes.set_ylim(min(errors) / 2.5, max(errors) * 2.5)
+    error_axes.set_xlabel("bits per weight (log scale)")
+    error_axes.set_ylabel("relative RMSE, columns weighted by the importance matrix" if weighted
+                          else "relative RMSE (RMSE / RMS of weights)")
     error_axes.set_title(f"Round-trip error: {title}")
     error_axes.grid(True, which="both", alpha=0.3)
 
@@ -429,9 +480,10 @@ def _plot(results: list[QuantError], path: str, title: str) -> None:
     speed_axes.set_xscale("log")
     speed_axes.set_xlabel("million elements per second (log scale)")
     speed_axes.set_title("Speed on this machine")
-    speed_axes.legend(loc="best")
+    speed_axes.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     speed_axes.grid(True, axis="x", which="both", alpha=0.3)
     figure.tight_layout()
+    _label_points(error_axes, bits, errors, [r.type.name for r in shown])
     figure.savefig(path, metadata={"Software": None} if lower.endswith(".png") else {"Date": None})
     plt.close(figure)
 
