@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 
+import fastgguf
 from fastgguf import GGMLType, dequant
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -33,3 +34,13 @@ def test_table_has_a_row_per_type_with_its_support():
     for qtype in GGMLType:
         assert rows[int(qtype)][1] == qtype.name
         assert rows[int(qtype)][5] == ("yes" if dequant.has_kernel(qtype) else "no")
+        quantizable = qtype in fastgguf.quantize.supported_types()
+        assert rows[int(qtype)][6] == (("imatrix" if fastgguf.quantize.requires_imatrix(qtype) else "yes")
+                                       if quantizable else "no")
+        assert rows[int(qtype)][7].startswith("exact") == dequant.has_kernel(qtype)
+
+
+def test_matmul_column_is_the_same_for_every_kernel_build():
+    """The table must not depend on the CPU it was generated on."""
+    answers = {tuple(module.has_int_dot(int(t)) for t in GGMLType) for module in dequant.kernel_modules().values()}
+    assert len(answers) == 1

@@ -2,7 +2,10 @@
 
 "dequantize" says whether ``fastgguf.dequantize`` converts the type (little-endian
 data; a type without a kernel still parses, and raises ``NotImplementedError``
-only when dequantized). Needs the extensions built.
+only when dequantized). "quantize" whether ``fastgguf.quantize`` produces it ("imatrix":
+only with an importance matrix, as in ggml). "matmul" whether ``fastgguf.matmul`` computes
+from its blocks ("exact, int8": also the integer path, ``exact=False``). Needs the
+extensions built.
 
 Usage::
 
@@ -27,18 +30,37 @@ def can_dequantize(type_id: int) -> bool:
     return dequant.has_kernel(type_id)
 
 
+def quantize_support(type_id: int) -> str:
+    import fastgguf
+
+    if type_id not in fastgguf.quantize.supported_types():
+        return "no"
+    return "imatrix" if fastgguf.quantize.requires_imatrix(type_id) else "yes"
+
+
+def matmul_support(type_id: int) -> str:
+    from fastgguf import dequant
+
+    if not dequant.has_kernel(type_id):
+        return "no"
+    # The integer path exists in every kernel build (portable included), so this is the same on any CPU.
+    return "exact, int8" if dequant.kernel_modules()[dequant.cpu_path()].has_int_dot(type_id) else "exact"
+
+
 def render() -> str:
     from fastgguf.types import TYPE_TRAITS
 
     lines = [
-        "| id | type | block (elements) | bytes per block | bits per weight | dequantize |",
-        "|---:|---|---:|---:|---:|:---:|",
+        "| id | type | block (elements) | bytes per block | bits per weight | dequantize | quantize | matmul |",
+        "|---:|---|---:|---:|---:|:---:|:---:|:---:|",
     ]
     for qtype, traits in sorted(TYPE_TRAITS.items()):
-        supported = "yes" if can_dequantize(int(qtype)) else "no"
+        type_id = int(qtype)
+        supported = "yes" if can_dequantize(type_id) else "no"
         bpw = f"{traits.bits_per_weight:g}"  # exact: block sizes are powers of two
         lines.append(
-            f"| {int(qtype)} | {qtype.name} | {traits.block_size} | {traits.type_size} | {bpw} | {supported} |"
+            f"| {type_id} | {qtype.name} | {traits.block_size} | {traits.type_size} | {bpw} | {supported} "
+            f"| {quantize_support(type_id)} | {matmul_support(type_id)} |"
         )
     return "\n".join([BEGIN, *lines, END])
 
