@@ -61,7 +61,7 @@ def block_type(types) -> GGMLType:
     """A type with blocks (lossy on any data) that quantizes without an importance matrix, or the
     first one there is."""
     return next(
-        (t for t in types if TYPE_TRAITS[t].block_size > 1 and not fastgguf.quantize.requires_imatrix(t)), types[0]
+        (t for t in types if TYPE_TRAITS[t].block_size > 1 and not fastgguf.quant.requires_imatrix(t)), types[0]
     )
 
 
@@ -318,7 +318,7 @@ def gguf_model(tmp_path_factory, weights):
 
 
 def test_json_output(capsys, gguf_model, quantizer):
-    types = [t.name for t in quantizer[0] if not fastgguf.quantize.requires_imatrix(t)][:3]
+    types = [t.name for t in quantizer[0] if not fastgguf.quant.requires_imatrix(t)][:3]
     status, out, err = run(capsys, "quant-stats", gguf_model, "--types", ",".join(types), "--json",
                            "--no-progress")
     assert status == 0, err

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import fastgguf
-from fastgguf import GGMLType as T, dequant, dequantize, quantize
+from fastgguf import GGMLType as T, dequant, dequantize, quant, quantize
 from fastgguf.types import TYPE_TRAITS
 
 #: Every type fastgguf.quantize produces. Add a type here when its quantizer lands.
@@ -56,10 +56,10 @@ def row_bytes(qtype: T, n_per_row: int) -> int:
 
 
 def test_every_listed_type_is_supported():
-    assert set(QUANTIZE_TYPES) == set(quantize.supported_types())
-    assert all(quantize.has_quantize(t) for t in QUANTIZE_TYPES)
-    assert not quantize.has_quantize(T.I32) and not quantize.has_quantize(4) and not quantize.has_quantize("F16")
-    assert fastgguf.quantize is quantize and "quantize" in fastgguf.__all__
+    assert set(QUANTIZE_TYPES) == set(quant.supported_types())
+    assert all(quant.has_quantize(t) for t in QUANTIZE_TYPES)
+    assert not quant.has_quantize(T.I32) and not quant.has_quantize(4) and not quant.has_quantize("F16")
+    assert fastgguf.quantize is quant.quantize and "quantize" in fastgguf.__all__
 
 
 # --- exact bytes -------------------------------------------------------------------------------
@@ -132,10 +132,7 @@ def test_round_trip_of_exact_values(qtype):
 
 @plain_type_ids
 def test_same_bytes_for_any_thread_count(qtype, cpu_path, monkeypatch):
-    import sys
-
-    # fastgguf.quantize is the function; its module is only reachable through sys.modules
-    monkeypatch.setattr(sys.modules["fastgguf.quantize"], "_MIN_ELEMENTS_PER_THREAD", 1)
+    monkeypatch.setattr(quant, "_MIN_ELEMENTS_PER_THREAD", 1)
     x = sample(qtype, n_rows=13, seed=3)
     expected = quantize(x, qtype, threads=1)
     for threads in (2, 3, 8, 32):
@@ -257,15 +254,15 @@ def test_bad_imatrix(qtype):
 
 @pytest.mark.parametrize("qtype", IMATRIX_TYPES, ids=lambda t: t.name)
 def test_types_that_need_an_imatrix(qtype):
-    assert quantize.requires_imatrix(qtype)
+    assert quant.requires_imatrix(qtype)
     x = np.zeros((1, 256), np.float32)
-    error = ValueError if quantize.has_quantize(qtype) else NotImplementedError
+    error = ValueError if quant.has_quantize(qtype) else NotImplementedError
     with pytest.raises(error, match="importance matrix" if error is ValueError else qtype.name):
         quantize(x, qtype)
 
 
 def test_other_types_need_no_imatrix():
-    assert not any(quantize.requires_imatrix(t) for t in T if t not in IMATRIX_TYPES)
+    assert not any(quant.requires_imatrix(t) for t in T if t not in IMATRIX_TYPES)
 
 
 @plain_type_ids

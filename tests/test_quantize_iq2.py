@@ -147,7 +147,7 @@ def test_threads_and_cpu_paths_agree(qtype, monkeypatch):
     """Same bytes for any thread count and from every kernel build, with and without imatrix."""
     import sys
 
-    monkeypatch.setattr(sys.modules["fastgguf.quantize"], "_MIN_ELEMENTS_PER_THREAD", 1)
+    monkeypatch.setattr(sys.modules["fastgguf.quant"], "_MIN_ELEMENTS_PER_THREAD", 1)
     rng = np.random.default_rng(11)
     x = (rng.standard_normal((9, 512)) * rng.uniform(0.01, 3, (9, 1))).astype(np.float32)
     im = rng.uniform(0, 4, 512).astype(np.float32)

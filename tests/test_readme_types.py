@@ -34,8 +34,8 @@ def test_table_has_a_row_per_type_with_its_support():
     for qtype in GGMLType:
         assert rows[int(qtype)][1] == qtype.name
         assert rows[int(qtype)][5] == ("yes" if dequant.has_kernel(qtype) else "no")
-        quantizable = qtype in fastgguf.quantize.supported_types()
-        assert rows[int(qtype)][6] == (("imatrix" if fastgguf.quantize.requires_imatrix(qtype) else "yes")
+        quantizable = qtype in fastgguf.quant.supported_types()
+        assert rows[int(qtype)][6] == (("imatrix" if fastgguf.quant.requires_imatrix(qtype) else "yes")
                                        if quantizable else "no")
         assert rows[int(qtype)][7].startswith("exact") == dequant.has_kernel(qtype)
 

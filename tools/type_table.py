@@ -33,9 +33,9 @@ def can_dequantize(type_id: int) -> bool:
 def quantize_support(type_id: int) -> str:
     import fastgguf
 
-    if type_id not in fastgguf.quantize.supported_types():
+    if type_id not in fastgguf.quant.supported_types():
         return "no"
-    return "imatrix" if fastgguf.quantize.requires_imatrix(type_id) else "yes"
+    return "imatrix" if fastgguf.quant.requires_imatrix(type_id) else "yes"
 
 
 def matmul_support(type_id: int) -> str:

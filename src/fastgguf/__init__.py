@@ -6,8 +6,8 @@ from .export import export_model
 from .imatrix import read_imatrix
 from .matmul import matmul, matmul_id, take_rows
 from .naming import GGUFFilename, parse_filename
+from .quant import quantize
 from .quant_stats import QuantError, quant_error
-from .quantize import quantize
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType

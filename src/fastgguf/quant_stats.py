@@ -13,7 +13,6 @@ exact: numpy's default linear interpolation) or a fixed histogram of them (see
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from . import quant
 from .types import TYPE_TRAITS, GGMLType
 
 __all__ = ["EXACT_PERCENTILE_LIMIT", "ErrorStats", "QuantError", "quant_error", "quantizable_types", "requires_imatrix",
@@ -273,29 +273,18 @@ class ErrorStats:
 
 
 def quantizable_types() -> tuple[GGMLType, ...]:
-    """The types :func:`fastgguf.quantize` can produce in this build (empty without quantizers)."""
-    from .requantize import quantizable_types as listing
-
-    return listing()
+    """The types :func:`fastgguf.quantize` can produce (a seam the tests replace)."""
+    return quant.supported_types()
 
 
 def requires_imatrix(type: GGMLType | int) -> bool:  # noqa: A002
-    """Whether this build's quantizer refuses ``type`` without an importance matrix (ggml: IQ2_XXS, IQ2_XS, IQ1_S)."""
-    try:
-        module = importlib.import_module("fastgguf.quantize")
-    except ImportError:
-        return False
-    check = getattr(module, "requires_imatrix", None)
-    return bool(check(type)) if callable(check) else False
+    """Whether the quantizer refuses ``type`` without an importance matrix (ggml: IQ2_XXS, IQ2_XS, IQ1_S)."""
+    return quant.requires_imatrix(type)
 
 
 def _quantize_function() -> Callable[..., Any]:
-    """:func:`fastgguf.quantize` (one place to look it up, and for the tests to stand in for it)."""
-    try:
-        module = importlib.import_module("fastgguf.quantize")
-    except ImportError:
-        raise NotImplementedError("this build of fastgguf has no quantizers") from None
-    return module.quantize
+    """:func:`fastgguf.quantize` (a seam: the tests stand gguf-py's quantizers in for it)."""
+    return quant.quantize
 
 
 def round_trip_rows(x: np.ndarray, type: GGMLType | int, stats: ErrorStats, *,  # noqa: A002

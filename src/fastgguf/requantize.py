@@ -21,7 +21,6 @@ replicated.
 from __future__ import annotations
 
 import fnmatch
-import importlib
 import math
 import mmap
 import os
@@ -33,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dequant
+from . import dequant, quant
 from .errors import GGUFError
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open_model
@@ -126,34 +125,14 @@ class TensorPlan:
 # The quantizer (fastgguf.quantize) and what it can do in this build
 
 
-def _quantize_module() -> Any:
-    try:
-        return importlib.import_module("fastgguf.quantize")
-    except ImportError:
-        return None
-
-
 def quantizable_types() -> tuple[GGMLType, ...]:
-    """The tensor types :func:`fastgguf.quantize` can write in this build (empty without it)."""
-    module = _quantize_module()
-    if module is None:
-        return ()
-    for name in ("supported_types", "quantize_types"):
-        listing = getattr(module, name, None)
-        if callable(listing):
-            return tuple(GGMLType(t) for t in listing())
-    check = getattr(module, "has_quantize", None) or getattr(module, "has_quantizer", None)
-    if callable(check):
-        return tuple(t for t in GGMLType if check(t))
-    return ()
+    """The tensor types :func:`fastgguf.quantize` can write (a seam the tests replace)."""
+    return quant.supported_types()
 
 
 def _quantize_function() -> Callable[..., np.ndarray]:
-    module = _quantize_module()
-    function = getattr(module, "quantize", None)
-    if not callable(function):
-        raise NotImplementedError("this build of fastgguf has no quantizers")
-    return function
+    """:func:`fastgguf.quantize` (a seam: the tests stand gguf-py's quantizers in for it)."""
+    return quant.quantize
 
 
 # ---------------------------------------------------------------------------------------------

@@ -184,10 +184,3 @@ def quantize(
 
 def _bind(fn, *args):
     return lambda: fn(*args)
-
-
-# ``fastgguf.quantize`` is this function (the package exports it), so its helpers are reachable
-# from it too: ``fastgguf.quantize.supported_types()``.
-quantize.supported_types = supported_types  # type: ignore[attr-defined]
-quantize.has_quantize = has_quantize  # type: ignore[attr-defined]
-quantize.requires_imatrix = requires_imatrix  # type: ignore[attr-defined]
