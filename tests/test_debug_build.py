@@ -1,4 +1,4 @@
-""".ci/run's second pass: check that it really runs the debug build (bounds checks, AddressSanitizer)."""
+""".ci/run's second pass: check that it really runs the debug build (bounds checks, ASan, UBSan)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,15 @@ def test_extension_is_compiled_with_bounds_checks(name):
 def test_extension_is_instrumented_by_addresssanitizer(name):
     module = importlib.import_module(name)
     assert b"__asan_report_load" in pathlib.Path(module.__file__).read_bytes()
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_extension_is_instrumented_by_ubsan(name):
+    # float-cast-overflow included: a float converted to an integer it does not fit is reported.
+    data = pathlib.Path(importlib.import_module(name).__file__).read_bytes()
+    assert b"__ubsan_handle_" in data
+    if name != "fastgguf._parser":
+        assert b"__ubsan_handle_float_cast_overflow" in data
 
 
 def test_addresssanitizer_runtime_is_loaded():

@@ -396,3 +396,50 @@ def test_round_trip_error_within_ggml_limits(qtype, with_imatrix):
     imatrix = np.linspace(0.5, 2.0, n, dtype=np.float32) if with_imatrix else None
     y = dequantize(quantize(x, qtype, imatrix=imatrix), qtype, (n,))
     assert np.sqrt(np.sum((x.astype(np.float64) - y) ** 2)) / n < ROUND_TRIP_LIMITS.get(qtype, 0.002)
+
+
+# --- extreme finite inputs -------------------------------------------------------------------
+
+
+def extreme_rows(qtype: T) -> np.ndarray:
+    """Finite rows at the edges of float32: subnormals, the largest floats, one huge outlier among tiny
+    values, random exponents over the whole range. Scales may overflow; indices must not."""
+    n = max(256, TYPE_TRAITS[qtype].block_size) * 2
+    rng = np.random.default_rng(99)
+    largest, smallest = np.finfo(np.float32).max, np.finfo(np.float32).smallest_subnormal
+    rows = [
+        np.full(n, smallest),
+        np.where(np.arange(n) % 2, largest, -largest),
+        np.full(n, largest),
+        np.r_[largest, np.full(n - 1, 1e-30)],
+        np.r_[np.zeros(n - 1), -smallest],
+        rng.choice([-1, 1], n) * 10.0 ** rng.uniform(-45, 38, n),
+        rng.standard_normal(n) * 1e30,
+        rng.standard_normal(n) * 1e-40,
+    ]
+    return np.asarray(rows, np.float32)
+
+
+def extreme_imatrices(n: int) -> list:
+    rng = np.random.default_rng(7)
+    return [None, np.full(n, 1e30, np.float32), np.where(np.arange(n) % 3, 0.0, 1e-38).astype(np.float32),
+            (10.0 ** rng.uniform(-38, 38, n)).astype(np.float32)]
+
+
+@type_ids
+def test_extreme_finite_inputs(qtype):
+    """No crash and no out-of-range table index (the debug/ASan pass runs this), the same bytes on every
+    CPU build, and the blocks dequantize."""
+    x = extreme_rows(qtype)
+    for imatrix in extreme_imatrices(x.shape[1]):
+        if imatrix is None and quant.requires_imatrix(qtype):
+            continue
+        outputs = [quantize(x, qtype, imatrix=imatrix, threads=1)]
+        for module in dequant.kernel_modules().values():
+            out = np.empty_like(outputs[0])
+            module.quantize_into(x, out, int(qtype), imatrix) if imatrix is not None else \
+                module.quantize_into(x, out, int(qtype))
+            outputs.append(out)
+        for out in outputs[1:]:
+            np.testing.assert_array_equal(out, outputs[0])
+        dequantize(outputs[0], qtype, x.shape)
