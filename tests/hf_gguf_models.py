@@ -1,6 +1,16 @@
 """Small transformers models written to GGUF by fastgguf's writer, for the transformers integration's
-tests and benchmark. Random weights from transformers itself; a sentencepiece-style vocabulary with
-multi-byte tokens and byte fallback; quantized tensors through gguf-py's quantizers.
+tests and benchmark. Random weights from transformers itself, quantized through gguf-py's quantizers
+(fastgguf's for the types gguf-py has none for), and one of two tokenizers:
+
+- a sentencepiece-style vocabulary (``tokenizer.ggml.model = "llama"``) with scores, multi-byte
+  pieces and byte fallback (llama, gemma2, phi3);
+- a byte-level BPE one (``"gpt2"``, pre-tokenizer ``"qwen2"``): the 256 byte characters, merges
+  building whole words (multi-byte ones among them), control tokens and a user-defined one (the
+  qwen families).
+
+Families (``FAMILIES``): llama; gemma2 (norms stored as w + 1); qwen2 (attention biases); qwen3
+(q/k norms); phi3 (fused qkv and gate/up tensors); qwen2moe (3-D expert tensors, a shared expert
+with a 1-D gate); qwen3moe (3-D expert tensors, q/k norms).
 
 Needs torch, transformers and gguf (the callers skip without them).
 """
@@ -11,9 +21,27 @@ import numpy as np
 
 from fastgguf import GGMLType, GGUFWriter
 
+#: family -> (transformers config class, gguf-py MODEL_ARCH name, tokenizer kind)
+FAMILIES = {
+    "llama": ("LlamaConfig", "LLAMA", "spm"),
+    "gemma2": ("Gemma2Config", "GEMMA2", "spm"),
+    "phi3": ("Phi3Config", "PHI3", "spm"),
+    "qwen2": ("Qwen2Config", "QWEN2", "bpe"),
+    "qwen3": ("Qwen3Config", "QWEN3", "bpe"),
+    "qwen2moe": ("Qwen2MoeConfig", "QWEN2MOE", "bpe"),
+    "qwen3moe": ("Qwen3MoeConfig", "QWEN3MOE", "bpe"),
+}
+
 # a few whole words, multi-byte pieces among them, on top of the 256 byte tokens
 _PIECES = ["▁", "a", "e", "o", "l", "h", "▁h", "▁the", "▁cat", "é", "▁héllo", "日本", "語", "▁日本語", "🙂",
            "ß", "▁straße", "ü", "▁über", "мир", "▁мир", "ل", "▁سلام", "中", "文", "▁中文", "th", "he", "ll"]
+
+# words the BPE merges build, left to right; a leading space is part of a word, as in GPT-2
+_BPE_WORDS = ["the", " the", " cat", "hé", "héllo", " héllo", "日本", "日本語", " 日本語", "🙂", " straße",
+              " über", " мир", " سلام", " 中文", "中文", "  ", "\n", "\t", " two", " spaces", " and", " a",
+              " newline", "ünï", "cödé", " ∑", "𝔘", "user", "er", " x"]
+BPE_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  # control tokens (type 3)
+BPE_USER_DEFINED = ["<think>", "</think>"]  # user-defined tokens (type 4): matched whole, not special
 
 
 def vocabulary(extra: int = 0) -> tuple[list[str], list[float], list[int]]:
@@ -25,50 +53,95 @@ def vocabulary(extra: int = 0) -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
+def byte_characters() -> list[str]:
+    """GPT-2's byte-level alphabet: the character standing for each byte 0..255.
+
+    Printable Latin-1 bytes stand for themselves; the others are given the characters from
+    U+0100 on, in byte order.
+    """
+    keep = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
+    characters, extra = {}, 0
+    for byte in range(256):
+        if byte in keep:
+            characters[byte] = chr(byte)
+        else:
+            characters[byte] = chr(256 + extra)
+            extra += 1
+    return [characters[byte] for byte in range(256)]
+
+
+def bpe_vocabulary(extra: int = 0) -> tuple[list[str], list[str], list[int]]:
+    """``(tokens, merges, token types)`` of a byte-level BPE vocabulary.
+
+    The byte characters, then each word of ``_BPE_WORDS`` spelled in them and merged left to right
+    (every prefix a token, one merge per step), ``extra`` filler words, then the control and
+    user-defined tokens.
+    """
+    alphabet = byte_characters()
+    tokens = list(alphabet)
+    known = set(tokens)
+    merges: list[str] = []
+    words = _BPE_WORDS + [f" w{index}" for index in range(extra)]
+    for word in words:
+        spelled = [alphabet[byte] for byte in word.encode("utf-8")]
+        current = spelled[0]
+        for character in spelled[1:]:
+            merged = current + character
+            if merged not in known:
+                merges.append(f"{current} {character}")
+                tokens.append(merged)
+                known.add(merged)
+            current = merged
+    types = [1] * len(tokens) + [3] * len(BPE_SPECIALS) + [4] * len(BPE_USER_DEFINED)
+    tokens += BPE_SPECIALS + BPE_USER_DEFINED
+    return tokens, merges, types
+
+
 def _quantize(array: np.ndarray, ggml_type: GGMLType):
-    """``(bytes, type)`` for the writer: gguf-py's quantizer for block types, numpy for floats."""
+    """``(bytes, type)`` for the writer: numpy for floats; for block types gguf-py's quantizer, or
+    fastgguf's for the types gguf-py cannot make (k-quants, ...: what is tested is reading them)."""
     from gguf import GGMLQuantizationType
     from gguf.quants import quantize
+
+    import fastgguf
 
     if ggml_type == GGMLType.F32:
         return np.ascontiguousarray(array, np.float32), None
     if ggml_type == GGMLType.F16:
         return np.ascontiguousarray(array, np.float16), None
-    return quantize(np.ascontiguousarray(array, np.float32), GGMLQuantizationType(int(ggml_type))), ggml_type
+    values = np.ascontiguousarray(array, np.float32)
+    try:
+        return quantize(values, GGMLQuantizationType(int(ggml_type))), ggml_type
+    except NotImplementedError:
+        rows = fastgguf.quantize(values.reshape(-1, values.shape[-1]), ggml_type)  # it takes rows
+        return rows.reshape(*values.shape[:-1], -1), ggml_type
 
 
-def build(path, family: str = "llama", *, hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2,
-          intermediate: int = 128, extra_vocab: int = 0, types=None, tied: bool = False, seed: int = 0) -> None:
-    """Write a random ``family`` ("llama" or "gemma2") model and its tokenizer to ``path``.
+def _config(family: str, vocab: int, hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int,
+            tied: bool, special_ids: dict):
+    """The transformers config of a random ``family`` model, shaped as transformers reads it back from GGUF.
 
-    ``types`` maps a GGUF tensor-name fragment ("attn_q", "ffn", "token_embd", ...) to a GGMLType;
-    the first fragment found in a 2-D tensor's name wins; 1-D tensors are F32; default Q8_0.
+    transformers takes some sizes from its config class's defaults instead of the file (qwen3's
+    head_dim, the MoE expert sizes), so the model is built with those defaults.
     """
-    import torch
     import transformers
-    from gguf import MODEL_ARCH, get_tensor_name_map
 
-    tokens, scores, token_types = vocabulary(extra_vocab)
-    tied = tied or family == "gemma2"  # gemma's output is its embedding
-    common = dict(vocab_size=len(tokens), hidden_size=hidden, intermediate_size=intermediate,
+    common = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate,
                   num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
-                  max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=tied,
-                  bos_token_id=1, eos_token_id=2)
-    if family == "llama":
-        config = transformers.LlamaConfig(**common)
-        arch = MODEL_ARCH.LLAMA
-    elif family == "gemma2":
-        config = transformers.Gemma2Config(**common, head_dim=hidden // heads, sliding_window=128)
-        arch = MODEL_ARCH.GEMMA2
-    else:
-        raise ValueError(family)
-    torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    names = get_tensor_name_map(arch, layers)
-    types = {"token_embd": GGMLType.Q8_0, "attn": GGMLType.Q4_0, "output.weight": GGMLType.F16} \
-        if types is None else types
+                  max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=tied, **special_ids)
+    cls = getattr(transformers, FAMILIES[family][0])
+    if family == "gemma2":
+        common.update(head_dim=hidden // heads, sliding_window=128)
+    elif family in ("qwen2moe", "qwen3moe"):
+        common.update(num_experts=4, num_experts_per_tok=2)
+    if family == "qwen3":
+        common.update(head_dim=128)  # transformers does not read qwen3.attention.key_length
+    return cls(**common)
 
-    writer = GGUFWriter(path)
+
+def _write_config(writer: GGUFWriter, family: str, config, hidden: int, layers: int, heads: int, kv_heads: int,
+                  intermediate: int) -> None:
+    """The architecture's keys as llama.cpp's converter writes them."""
     writer.add("general.architecture", family)
     writer.add("general.name", f"fastgguf test {family}")
     writer.add(f"{family}.context_length", 256, 4)
@@ -79,38 +152,111 @@ def build(path, family: str = "llama", *, hidden: int = 64, layers: int = 2, hea
     writer.add(f"{family}.attention.head_count_kv", kv_heads, 4)
     writer.add(f"{family}.attention.layer_norm_rms_epsilon", 1e-6)
     writer.add(f"{family}.rope.freq_base", 10000.0)
+    head_dim = getattr(config, "head_dim", None) or hidden // heads
+    if family in ("gemma2", "qwen3", "qwen3moe"):
+        writer.add(f"{family}.attention.key_length", head_dim, 4)
+        writer.add(f"{family}.attention.value_length", head_dim, 4)
     if family == "gemma2":
-        writer.add(f"{family}.attention.key_length", hidden // heads, 4)
-        writer.add(f"{family}.attention.value_length", hidden // heads, 4)
         writer.add(f"{family}.attention.sliding_window", 128, 4)
-    writer.add("tokenizer.ggml.model", "llama")
-    writer.add("tokenizer.ggml.tokens", tokens)
-    writer.add("tokenizer.ggml.scores", np.asarray(scores, np.float32))
-    writer.add("tokenizer.ggml.token_type", np.asarray(token_types, np.int32))
-    writer.add("tokenizer.ggml.bos_token_id", 1, 4)
-    writer.add("tokenizer.ggml.eos_token_id", 2, 4)
-    writer.add("tokenizer.ggml.unknown_token_id", 0, 4)
-    writer.add("tokenizer.ggml.add_bos_token", True)
+    if family == "phi3":
+        writer.add(f"{family}.rope.dimension_count", head_dim, 4)
+    if family in ("qwen2moe", "qwen3moe"):
+        writer.add(f"{family}.expert_count", config.num_experts, 4)
+        writer.add(f"{family}.expert_used_count", config.num_experts_per_tok, 4)
+        writer.add(f"{family}.expert_feed_forward_length", config.moe_intermediate_size, 4)
+    if family == "qwen2moe":
+        writer.add(f"{family}.expert_shared_feed_forward_length", config.shared_expert_intermediate_size, 4)
+
+
+def _gguf_tensors(family: str, hf_name: str, array: np.ndarray, names) -> list[tuple[str, np.ndarray]]:
+    """The GGUF tensors (name, values) llama.cpp's converter makes of transformers parameter ``hf_name``."""
+    if hf_name.endswith((".weight", ".bias")):
+        base, suffix = hf_name.rsplit(".", 1)
+    else:
+        base, suffix = hf_name, "weight"  # a bare 3-D expert parameter
+    if base.endswith(".mlp.experts.gate_up_proj"):
+        # one [experts, 2 * ff, hidden] parameter; GGUF keeps gate and up apart (gate first)
+        block = base.split(".")[2]
+        half = array.shape[1] // 2
+        return [(f"blk.{block}.ffn_gate_exps.weight", array[:, :half]),
+                (f"blk.{block}.ffn_up_exps.weight", array[:, half:])]
+    gguf_name = names.get_name(base)
+    if gguf_name is None:
+        raise KeyError(f"{hf_name} ({base}) has no GGUF name")
+    gguf_name = f"{gguf_name}.{suffix}"
+    if family == "gemma2" and "norm" in gguf_name:
+        array = array + 1  # llama.cpp stores gemma's norms as w + 1; transformers takes the 1 off again
+    if gguf_name.endswith("ffn_gate_inp_shexp.weight"):
+        array = array.reshape(-1)  # a [1, hidden] gate, stored as a vector
+    return [(gguf_name, array)]
+
+
+def build(path, family: str = "llama", *, hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2,
+          intermediate: int = 128, extra_vocab: int = 0, types=None, tied: bool = False, seed: int = 0) -> None:
+    """Write a random ``family`` model (a key of ``FAMILIES``) and its tokenizer to ``path``.
+
+    ``types`` maps a GGUF tensor-name fragment ("attn_q", "ffn", "exps", "token_embd", ...) to a
+    GGMLType; the first fragment found in a 2-D or 3-D tensor's name wins; 1-D tensors are F32;
+    default Q8_0.
+    """
+    import gguf
+    import torch
+    import transformers
+
+    if family not in FAMILIES:
+        raise ValueError(family)
+    tokenizer_kind = FAMILIES[family][2]
+    if tokenizer_kind == "spm":
+        tokens, scores, token_types = vocabulary(extra_vocab)
+        special_ids = dict(bos_token_id=1, eos_token_id=2)
+        if family != "llama":  # llama's tests keep the file they have always read (no padding token)
+            special_ids["pad_token_id"] = 0
+    else:
+        tokens, merges, token_types = bpe_vocabulary(extra_vocab)
+        end_of_text = tokens.index("<|endoftext|>")
+        special_ids = dict(bos_token_id=end_of_text, eos_token_id=tokens.index("<|im_end|>"),
+                           pad_token_id=end_of_text)
+    tied = tied or family == "gemma2"  # gemma's output is its embedding
+    config = _config(family, len(tokens), hidden, layers, heads, kv_heads, intermediate, tied, special_ids)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, FAMILIES[family][1]), layers)
+    types = {"token_embd": GGMLType.Q8_0, "attn": GGMLType.Q4_0, "output.weight": GGMLType.F16} \
+        if types is None else types
+
+    writer = GGUFWriter(path)
+    _write_config(writer, family, config, hidden, layers, heads, kv_heads, intermediate)
+    if tokenizer_kind == "spm":
+        writer.add("tokenizer.ggml.model", "llama")
+        writer.add("tokenizer.ggml.tokens", tokens)
+        writer.add("tokenizer.ggml.scores", np.asarray(scores, np.float32))
+        writer.add("tokenizer.ggml.token_type", np.asarray(token_types, np.int32))
+        writer.add("tokenizer.ggml.add_bos_token", True)
+        writer.add("tokenizer.ggml.unknown_token_id", 0, 4)
+    else:
+        writer.add("tokenizer.ggml.model", "gpt2")
+        writer.add("tokenizer.ggml.pre", "qwen2")
+        writer.add("tokenizer.ggml.tokens", tokens)
+        writer.add("tokenizer.ggml.token_type", np.asarray(token_types, np.int32))
+        writer.add("tokenizer.ggml.merges", merges)
+        writer.add("tokenizer.ggml.add_bos_token", False)
+    writer.add("tokenizer.ggml.bos_token_id", special_ids["bos_token_id"], 4)
+    writer.add("tokenizer.ggml.eos_token_id", special_ids["eos_token_id"], 4)
+    if "pad_token_id" in special_ids:
+        writer.add("tokenizer.ggml.padding_token_id", special_ids["pad_token_id"], 4)
 
     for hf_name, value in model.state_dict().items():
         if tied and hf_name == "lm_head.weight":
             continue
-        base, suffix = hf_name.rsplit(".", 1)
-        gguf_name = names.get_name(base)
-        if gguf_name is None:
-            raise KeyError(f"{hf_name} ({base}) has no GGUF name")
-        gguf_name = f"{gguf_name}.{suffix}"
-        array = value.detach().numpy()
-        if family == "gemma2" and "norm" in gguf_name:
-            array = array + 1  # llama.cpp stores gemma's norms as w + 1; transformers takes the 1 off again
-        ggml_type = GGMLType.F32
-        if array.ndim == 2:
-            ggml_type = next((t for fragment, t in types.items() if fragment in gguf_name), GGMLType.Q8_0)
-        data, raw_type = _quantize(array, ggml_type)
-        if raw_type is None:
-            writer.add_tensor(gguf_name, data)
-        else:
-            writer.add_tensor(gguf_name, data, raw_type, array.shape)
+        for gguf_name, array in _gguf_tensors(family, hf_name, value.detach().numpy(), names):
+            ggml_type = GGMLType.F32
+            if array.ndim >= 2:
+                ggml_type = next((t for fragment, t in types.items() if fragment in gguf_name), GGMLType.Q8_0)
+            data, raw_type = _quantize(array, ggml_type)
+            if raw_type is None:
+                writer.add_tensor(gguf_name, data)
+            else:
+                writer.add_tensor(gguf_name, data, raw_type, array.shape)
     writer.write()
     writer.close()
 

@@ -27,16 +27,31 @@ from fastgguf.integrations import transformers as integration  # noqa: E402
 pytestmark = pytest.mark.skipif(integration.unsupported_reason() is not None,
                                 reason=str(integration.unsupported_reason()))
 
-TEXTS = ["héllo the cat", "日本語 🙂 straße über мир سلام 中文", "  two  spaces\nand a newline\t", "¿ünïcödé? ∑ 𝔘 x"]
+TEXTS = ["héllo the cat", "日本語 🙂 straße über мир سلام 中文", "  two  spaces\nand a newline\t", "¿ünïcödé? ∑ 𝔘 x",
+         "<|im_start|>user\n<think>héllo</think> 日本<|im_end|><|endoftext|><s>"]
 
+Q = GGMLType
 MODELS = {
-    # name: (family, tensor types by name fragment)
-    "llama-mix": ("llama", {"token_embd": GGMLType.Q8_0, "attn": GGMLType.Q4_0, "output.weight": GGMLType.F16}),
-    "llama-f32": ("llama", {"": GGMLType.F32}),
-    "llama-f16": ("llama", {"": GGMLType.F16}),
-    "llama-q4_0": ("llama", {"": GGMLType.Q4_0}),
-    "gemma2-mix": ("gemma2", {"token_embd": GGMLType.Q8_0, "ffn": GGMLType.Q4_0, "attn": GGMLType.F16}),
+    # name: (family, tensor types by name fragment (first match wins), builder options)
+    "llama-mix": ("llama", {"token_embd": Q.Q8_0, "attn": Q.Q4_0, "output.weight": Q.F16}, {}),
+    "llama-f32": ("llama", {"": Q.F32}, {}),
+    "llama-f16": ("llama", {"": Q.F16}, {}),
+    "llama-q4_0": ("llama", {"": Q.Q4_0}, {}),
+    "gemma2-mix": ("gemma2", {"token_embd": Q.Q8_0, "ffn": Q.Q4_0, "attn": Q.F16}, {}),
+    # byte-level BPE tokenizer, 1-D attention biases, tied embeddings
+    "qwen2-mix": ("qwen2", {"token_embd": Q.Q8_0, "attn": Q.Q5_0, "ffn": Q.Q4_1}, {"tied": True}),
+    # q/k norms, head_dim 128 (transformers' default, which it does not read from the file), k-quants
+    "qwen3-kquant": ("qwen3", {"attn_output": Q.Q4_K, "ffn_down": Q.Q6_K, "attn": Q.Q5_1, "output.weight": Q.F16,
+                               "": Q.Q8_0}, {"intermediate": 256}),
+    # fused attn_qkv and ffn_up (gate and up), phi3's own sentencepiece normalizer
+    "phi3-mix": ("phi3", {"attn_qkv": Q.Q4_0, "ffn_up": Q.Q5_1, "ffn_down": Q.F16, "": Q.Q8_0}, {}),
+    # 3-D expert tensors (gate and up merged by transformers), a shared expert with a 1-D gate
+    "qwen2moe-mix": ("qwen2moe", {"ffn_down_shexp": Q.Q4_K, "exps": Q.Q4_0, "shexp": Q.Q8_0, "attn": Q.Q5_0,
+                                  "": Q.Q8_0}, {"layers": 1}),
+    "qwen3moe-mix": ("qwen3moe", {"ffn_down_exps": Q.Q6_K, "exps": Q.Q4_1, "ffn_gate_inp": Q.F32, "": Q.Q8_0},
+                     {"layers": 1}),
 }
+BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith("qwen")]
 
 
 @pytest.fixture(autouse=True)
@@ -50,8 +65,8 @@ def _disabled():
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("hf_gguf")
-    for name, (family, tensor_types) in MODELS.items():
-        hf_gguf_models.build(str(directory / f"{name}.gguf"), family, types=tensor_types)
+    for name, (family, tensor_types, options) in MODELS.items():
+        hf_gguf_models.build(str(directory / f"{name}.gguf"), family, types=tensor_types, **options)
     hf_gguf_models.build(str(directory / "llama-tied.gguf"), "llama", tied=True)
     return directory
 
@@ -91,6 +106,8 @@ def test_same_results_as_transformers(model_dir, name, dtype):
         ids = tokenizer(text)["input_ids"]
         assert fast_tokenizer(text)["input_ids"] == ids
         assert fast_tokenizer.decode(ids) == tokenizer.decode(ids)
+        if name in BPE_MODELS:  # byte-level BPE loses nothing, multi-byte characters included
+            assert fast_tokenizer.decode(ids) == text
     assert fast_tokenizer.get_vocab() == tokenizer.get_vocab()
 
     expected, got = model.state_dict(), fast_model.state_dict()
@@ -108,17 +125,18 @@ def test_tied_model_ties(model_dir):
     assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
 
 
-def test_gguf_py_is_not_used_while_enabled(model_dir, monkeypatch):
+@pytest.mark.parametrize("name", ["llama-mix", "qwen2-mix", "qwen3moe-mix"])
+def test_gguf_py_is_not_used_while_enabled(model_dir, monkeypatch, name):
     """With the integration on, neither gguf-py's reader nor its dequantizer runs (both raise here)."""
 
     def refuse(*args, **kwargs):
         raise AssertionError("gguf-py was used")
 
-    expected = _load(model_dir, "llama-mix", torch.float32)[2].state_dict()
+    expected = _load(model_dir, name, torch.float32)[2].state_dict()
     monkeypatch.setattr(gguf, "GGUFReader", refuse)
     monkeypatch.setattr(gguf, "dequantize", refuse)
     with integration.enabled():
-        _, _, model = _load(model_dir, "llama-mix", torch.float32)
+        _, _, model = _load(model_dir, name, torch.float32)
     assert all(_same_bits(model.state_dict()[key], value) for key, value in expected.items())
 
 
@@ -156,11 +174,13 @@ def test_split_model_opens_as_one(model_dir, tmp_path):
     assert all(_same_bits(got[2].state_dict()[key], value) for key, value in expected[2].state_dict().items())
 
 
-def test_packed_path_readers_match_transformers(model_dir):
-    """The packed path's metadata, tensor table and raw block views are transformers' own, read by fastgguf."""
+@pytest.mark.parametrize("name", ["llama-mix", "qwen3moe-mix"])
+def test_packed_path_readers_match_transformers(model_dir, name):
+    """The packed path's metadata, tensor table and raw block views are transformers' own, read by fastgguf
+    (a sentencepiece vocabulary; a BPE one with its merges and 3-D quantized expert tensors)."""
     reader = importlib.import_module("transformers.integrations.gguf.reader")
-    path = str(model_dir / "llama-mix.gguf")
-    wanted = ("tokenizer.ggml.tokens",)
+    path = str(model_dir / f"{name}.gguf")
+    wanted = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges")
     metadata, names = reader.read_gguf_metadata(path, wanted)
     header = reader.GgufHeader.from_file(path)
     blocks = {name: tensor[...] for name, tensor in reader.load_gguf_state_dict(header).items()}
@@ -169,12 +189,26 @@ def test_packed_path_readers_match_transformers(model_dir):
         fast_header = reader.GgufHeader.from_file(path)
         fast_blocks = {name: tensor[...] for name, tensor in reader.load_gguf_state_dict(fast_header).items()}
     assert fast_names == names
-    assert list(fast_metadata["tokenizer.ggml.tokens"]) == metadata["tokenizer.ggml.tokens"]
-    assert {**fast_metadata, "tokenizer.ggml.tokens": None} == {**metadata, "tokenizer.ggml.tokens": None}
+    lazy = [key for key in wanted if key in metadata]
+    assert lazy == list(wanted if name in BPE_MODELS else wanted[:1])
+    for key in lazy:
+        assert list(fast_metadata[key]) == metadata[key]
+    assert {**fast_metadata, **dict.fromkeys(lazy)} == {**metadata, **dict.fromkeys(lazy)}
     assert fast_header == header
     assert list(fast_blocks) == list(blocks)
     for name, value in blocks.items():
         assert _same_bits(fast_blocks[name], value), name
+
+
+def test_packed_header_refuses_what_transformers_refuses(model_dir):
+    """transformers' packed reader has no Q5_0/Q5_1 blocks; read by fastgguf, the header is refused the same way."""
+    reader = importlib.import_module("transformers.integrations.gguf.reader")
+    path = str(model_dir / "qwen2moe-mix.gguf")
+    with pytest.raises(ValueError, match="ggml type 6, which is not supported") as expected:
+        reader.GgufHeader.from_file(path)
+    with integration.enabled(), pytest.raises(ValueError) as got:
+        reader.GgufHeader.from_file(path)
+    assert str(got.value) == str(expected.value)
 
 
 def test_disable_restores_transformers(model_dir):
@@ -226,17 +260,23 @@ def test_pyproject_extra_declares_supported_range():
 
 
 @pytest.mark.parametrize("name, cls", [("llama-mix", "LlamaTokenizer"), ("gemma2-mix", "GemmaTokenizer"),
-                                       ("llama-f16", "AutoTokenizer")])
+                                       ("llama-f16", "AutoTokenizer"), ("phi3-mix", "AutoTokenizer"),
+                                       ("qwen2-mix", "Qwen2Tokenizer"), ("qwen2-mix", "GPT2Tokenizer"),
+                                       ("qwen3moe-mix", "AutoTokenizer")])
 @pytest.mark.parametrize("use_fast", [True, False])
 def test_tokenizer_classes(model_dir, name, cls, use_fast):
-    """The tokenizer classes directly, and AutoTokenizer asked for a slow one (5.x builds the same backend)."""
+    """The tokenizer classes directly, and asked for a slow one (5.x builds the same backend from a GGUF)."""
     tokenizer_class = getattr(transformers, cls)
     expected = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
     with integration.enabled():
         got = tokenizer_class.from_pretrained(model_dir, gguf_file=f"{name}.gguf", use_fast=use_fast)
     assert type(got) is type(expected)
+    assert got.get_vocab() == expected.get_vocab()
+    assert got.all_special_tokens == expected.all_special_tokens
     for text in TEXTS:
-        assert got(text)["input_ids"] == expected(text)["input_ids"]
+        ids = expected(text)["input_ids"]
+        assert got(text)["input_ids"] == ids
+        assert got.decode(ids, skip_special_tokens=True) == expected.decode(ids, skip_special_tokens=True)
     assert (got.bos_token, got.eos_token, got.unk_token) == (expected.bos_token, expected.eos_token,
                                                              expected.unk_token)
 
@@ -274,7 +314,7 @@ def test_packed_architecture_dequantized_same_as_transformers(tmp_path, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("name", ["llama-mix", "gemma2-mix"])
+@pytest.mark.parametrize("name", ["llama-mix", "gemma2-mix", "qwen3-kquant", "qwen2moe-mix"])
 def test_large_tensors_in_row_blocks(model_dir, monkeypatch, name, dtype):
     """Tensors above the release threshold are read in row blocks (pages let go after each): same bits."""
     monkeypatch.setattr(integration, "_RELEASE_CHUNK_BYTES", 700)  # a few rows of every 2-D tensor
@@ -283,3 +323,42 @@ def test_large_tensors_in_row_blocks(model_dir, monkeypatch, name, dtype):
         got = _load(model_dir, name, dtype)[2].state_dict()
     for key, value in expected.items():
         assert _same_bits(got[key], value), key
+
+
+#: what each file must hold for its test to mean what it says: {tensor name: (type, number of dimensions)}
+_LAYOUTS = {
+    "qwen2-mix": {"blk.0.attn_q.bias": (Q.F32, 1), "blk.1.attn_v.bias": (Q.F32, 1), "blk.0.attn_k.weight": (Q.Q5_0, 2),
+                  "blk.1.ffn_gate.weight": (Q.Q4_1, 2), "output.weight": None},
+    "qwen3-kquant": {"blk.0.attn_q_norm.weight": (Q.F32, 1), "blk.1.attn_k_norm.weight": (Q.F32, 1),
+                     "blk.0.attn_output.weight": (Q.Q4_K, 2), "blk.1.ffn_down.weight": (Q.Q6_K, 2),
+                     "output.weight": (Q.F16, 2)},
+    "phi3-mix": {"blk.0.attn_qkv.weight": (Q.Q4_0, 2), "blk.1.ffn_up.weight": (Q.Q5_1, 2), "blk.0.attn_q.weight": None,
+                 "blk.0.ffn_gate.weight": None},
+    "qwen2moe-mix": {"blk.0.ffn_gate_exps.weight": (Q.Q4_0, 3), "blk.0.ffn_up_exps.weight": (Q.Q4_0, 3),
+                     "blk.0.ffn_down_exps.weight": (Q.Q4_0, 3), "blk.0.ffn_gate_inp_shexp.weight": (Q.F32, 1),
+                     "blk.0.ffn_down_shexp.weight": (Q.Q4_K, 2), "blk.0.ffn_gate_inp.weight": (Q.Q8_0, 2)},
+    "qwen3moe-mix": {"blk.0.ffn_gate_exps.weight": (Q.Q4_1, 3), "blk.0.ffn_down_exps.weight": (Q.Q6_K, 3),
+                     "blk.0.ffn_gate_inp.weight": (Q.F32, 2), "blk.0.attn_q_norm.weight": (Q.F32, 1)},
+}
+
+
+@pytest.mark.parametrize("name", list(_LAYOUTS))
+def test_models_hold_what_they_test(model_dir, name):
+    """The builder wrote the layouts the comparisons above are about (biases, norms, fused and 3-D expert
+    tensors, k-quants; a byte-level BPE vocabulary with merges for the qwen families)."""
+    import fastgguf
+
+    with fastgguf.open(str(model_dir / f"{name}.gguf")) as model:
+        for tensor, expected in _LAYOUTS[name].items():
+            if expected is None:
+                assert tensor not in model.tensors, tensor
+            else:
+                info = model.tensors[tensor]
+                assert (info.type, len(info.shape)) == expected, tensor
+        tokenizer = model.metadata["tokenizer.ggml.model"]
+        assert tokenizer == ("gpt2" if name in BPE_MODELS else "llama")
+        if tokenizer == "gpt2":
+            assert model.metadata["tokenizer.ggml.pre"] == "qwen2"
+            assert len(model.metadata["tokenizer.ggml.merges"]) > 50
+            tokens = list(model.metadata["tokenizer.ggml.tokens"])
+            assert "æĹ¥æľ¬" in tokens and "ĠhÃ©llo" in tokens  # 日本 and " héllo", spelled in bytes
