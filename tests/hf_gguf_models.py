@@ -220,6 +220,10 @@ def build(path, family: str = "llama", *, hidden: int = 64, layers: int = 2, hea
     config = _config(family, len(tokens), hidden, layers, heads, kv_heads, intermediate, tied, special_ids)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():  # transformers starts norms at 1 (gemma: 0) and biases at 0: make them say something
+        for parameter in model.parameters():
+            if parameter.ndim == 1:
+                parameter.add_(torch.randn_like(parameter) * 0.25)
     names = gguf.get_tensor_name_map(getattr(gguf.MODEL_ARCH, FAMILIES[family][1]), layers)
     types = {"token_embd": GGMLType.Q8_0, "attn": GGMLType.Q4_0, "output.weight": GGMLType.F16} \
         if types is None else types
