@@ -118,6 +118,36 @@ def test_same_results_as_transformers(model_dir, name, dtype):
     assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
 
 
+@pytest.mark.parametrize("name", ["qwen2moe-mix", "qwen3moe-mix"])
+def test_moe_experts_stored_in_load_dtype(model_dir, name):
+    """transformers' MoE processor stores the merged experts in float32 whatever the dtype, and its loader casts
+    them at the end; read through fastgguf, each is cast as it is made (the same rounding), so a bfloat16 load
+    never holds the model's experts in float32. A parameter the model keeps in float32 stays float32."""
+    legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    path = str(model_dir / f"{name}.gguf")
+    config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=f"{name}.gguf")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    kept = "model.layers.0.mlp.experts.down_proj"
+    model.get_submodule(kept.rsplit(".", 1)[0]).down_proj.data = model.get_parameter(kept).data.float()
+
+    def load():
+        return legacy.load_gguf_checkpoint(path, return_tensors=True, model_to_load=model,
+                                           torch_dtype=torch.bfloat16)["tensors"]
+
+    expected = load()
+    with integration.enabled():
+        got = load()
+    assert type(got) is dict and list(got) == list(expected)
+    experts = [key for key in expected if ".experts." in key]
+    assert len(experts) == 2 and all(expected[key].dtype == torch.float32 for key in experts)
+    for key, value in expected.items():
+        if key == kept:
+            assert _same_bits(got[key], value)
+        else:
+            assert _same_bits(got[key], value.to(torch.bfloat16)), key
+
+
 def test_tied_model_ties(model_dir):
     with integration.enabled():
         _, _, model = _load(model_dir, "llama-tied", torch.float32)

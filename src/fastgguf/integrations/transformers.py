@@ -361,17 +361,59 @@ def _moves_values_only(legacy, processor, name: str) -> bool:
     return kind in offsetting and "norm.weight" not in name
 
 
+class _StoredTensors(dict):
+    """``parsed["tensors"]`` while transformers' tensor processors run: remembers the entries set.
+
+    Some processors store tensors themselves (the MoE ones merge ``ffn_gate_exps`` and
+    ``ffn_up_exps`` into one ``gate_up_proj``), in float32 whatever the load's dtype; the
+    loader casts them only once every tensor is read. :meth:`settle` casts each as soon as it is
+    set, so a half-precision load never holds the float32 experts of the whole model.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fresh: list[str] = []
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        self.fresh.append(key)
+
+    def settle(self, dtypes: dict, torch_dtype) -> None:
+        """Cast the float entries set since the last call to ``torch_dtype`` where the model's parameter has it.
+
+        The loader would make the same cast (round to nearest even) later, into a parameter of that
+        dtype; an entry whose parameter keeps another dtype (or that is no parameter) is left alone.
+        A merged tensor still being filled is cast after its first half: its second half is then
+        copied into it with the same rounding.
+        """
+        for key in self.fresh:
+            tensor = self[key]
+            if (torch_dtype is not None and dtypes.get(key) == torch_dtype and tensor.dtype != torch_dtype
+                    and tensor.is_floating_point()):
+                super().__setitem__(key, tensor.to(torch_dtype))
+        self.fresh.clear()
+
+
 def _load_tensors(legacy, path, parsed, model_to_load, torch_dtype) -> None:
-    import torch
-
-    from ..torch import empty_like_numpy, from_numpy
-
     model = _open(path)
     architecture = model.metadata["general.architecture"]
     processor = legacy.TENSOR_PROCESSORS.get(architecture, legacy.TensorProcessor)(config=parsed.get("config", {}))
     with _shared_name_maps():
         tensor_key_mapping = legacy.get_gguf_hf_weights_map(model_to_load, processor)
-    tensors = parsed["tensors"]
+    dtypes = {} if model_to_load is None else {key: value.dtype for key, value in model_to_load.state_dict().items()}
+    tensors = parsed["tensors"] = _StoredTensors()
+    try:
+        _process_tensors(legacy, model, processor, tensor_key_mapping, parsed, tensors, dtypes, torch_dtype)
+    finally:
+        parsed["tensors"] = dict(tensors)
+
+
+def _process_tensors(legacy, model, processor, tensor_key_mapping, parsed, tensors, dtypes, torch_dtype) -> None:
+    """Dequantize every tensor of ``model`` and pass it through transformers' ``processor`` into ``tensors``."""
+    import torch
+
+    from ..torch import empty_like_numpy, from_numpy
+
     for info in model.tensors.values():
         name = info.name
         direct = _moves_values_only(legacy, processor, name)
@@ -382,6 +424,7 @@ def _load_tensors(legacy, path, parsed, model_to_load, torch_dtype) -> None:
         _dequantize_into(info, array)
         result = processor.process(weights=array, name=name, tensor_key_mapping=tensor_key_mapping,
                                    parsed_parameters=parsed)
+        tensors.settle(dtypes, torch_dtype)  # what the processor stored itself
         weights, name = result.weights, result.name
         if name not in tensor_key_mapping:
             continue
