@@ -294,3 +294,118 @@ def split(path, directory, name: str = "model", shards: int = 2) -> str:
             writer.write()
             writer.close()
     return paths[0]
+
+
+# --- Qwen3.5 MoE: one of the architectures transformers keeps packed (its `GGUF_ARCHS`) -------------------
+
+#: transformers name -> GGUF name, the inverse of transformers' qwen35/qwen35moe renamings
+_QWEN35_NAMES = [
+    (r"^model\.embed_tokens\.", "token_embd."), (r"^lm_head\.", "output."), (r"^model\.norm\.", "output_norm."),
+    (r"^model\.layers\.", "blk."), (r"\.input_layernorm\.", ".attn_norm."),
+    (r"\.post_attention_layernorm\.", ".post_attention_norm."), (r"\.self_attn\.q_proj\.", ".attn_q."),
+    (r"\.self_attn\.k_proj\.", ".attn_k."), (r"\.self_attn\.v_proj\.", ".attn_v."),
+    (r"\.self_attn\.o_proj\.", ".attn_output."), (r"\.self_attn\.q_norm\.", ".attn_q_norm."),
+    (r"\.self_attn\.k_norm\.", ".attn_k_norm."), (r"\.linear_attn\.in_proj_qkv\.", ".attn_qkv."),
+    (r"\.linear_attn\.in_proj_z\.", ".attn_gate."), (r"\.linear_attn\.in_proj_a\.", ".ssm_alpha."),
+    (r"\.linear_attn\.in_proj_b\.", ".ssm_beta."), (r"\.linear_attn\.conv1d\.", ".ssm_conv1d."),
+    (r"\.linear_attn\.norm\.", ".ssm_norm."), (r"\.linear_attn\.out_proj\.", ".ssm_out."),
+    (r"\.linear_attn\.A_log$", ".ssm_a"), (r"\.linear_attn\.dt_bias$", ".ssm_dt.bias"),
+    (r"\.mlp\.gate\.", ".ffn_gate_inp."), (r"\.mlp\.experts\.down_proj$", ".ffn_down_exps.weight"),
+    (r"\.mlp\.shared_expert_gate\.", ".ffn_gate_inp_shexp."), (r"\.mlp\.shared_expert\.gate_proj\.", ".ffn_gate_shexp."),
+    (r"\.mlp\.shared_expert\.up_proj\.", ".ffn_up_shexp."), (r"\.mlp\.shared_expert\.down_proj\.", ".ffn_down_shexp."),
+]
+_QWEN35_OFFSET_NORMS = (".attn_norm.", ".post_attention_norm.", "output_norm.", ".attn_q_norm.", ".attn_k_norm.")
+
+
+def build_qwen35moe(path, types=None, *, hidden: int = 64, layers: int = 4, experts: int = 4, seed: int = 0) -> None:
+    """A random Qwen3.5 MoE (GatedDeltaNet linear attention, full attention every fourth layer, routed and
+    shared experts) and its byte-level BPE tokenizer (pre-tokenizer "qwen35") written to GGUF.
+
+    llama.cpp's value transforms are applied where transformers undoes them with arithmetic or a reshape
+    (norms stored as w + 1, ``ssm_a = -exp(A_log)``, the squeezed conv1d, gate and up experts apart, the
+    1-D shared-expert gate); the value-head reorder is not (the weights are random: what is compared is
+    two loads of one file). ``types`` as for :func:`build` (2-D and 3-D tensors; default Q8_0).
+    """
+    import re
+
+    import torch
+    import transformers
+
+    tokens, merges, token_types = bpe_vocabulary()
+    end_of_text = tokens.index("<|endoftext|>")
+    head_dim, rotary = 32, 8
+    config = transformers.Qwen3_5MoeTextConfig(
+        vocab_size=len(tokens), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=head_dim, max_position_embeddings=256, rms_norm_eps=1e-6,
+        linear_conv_kernel_dim=4, linear_key_head_dim=32, linear_value_head_dim=32, linear_num_key_heads=2,
+        linear_num_value_heads=4, moe_intermediate_size=32, shared_expert_intermediate_size=64,
+        num_experts=experts, num_experts_per_tok=2, tie_word_embeddings=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": rotary / head_dim,
+                         "mrope_section": [2, 1, 1], "mrope_interleaved": True},
+        bos_token_id=end_of_text, eos_token_id=tokens.index("<|im_end|>"), pad_token_id=end_of_text)
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.ndim == 1:
+                parameter.add_(torch.randn_like(parameter) * 0.25)
+    types = {"exps": GGMLType.Q4_0, "": GGMLType.Q8_0} if types is None else types
+
+    arch = "qwen35moe"
+    writer = GGUFWriter(path)
+    writer.add("general.architecture", arch)
+    writer.add("general.name", "fastgguf test qwen35moe")
+    for key, value in [("context_length", 256), ("embedding_length", hidden), ("block_count", layers),
+                       ("attention.head_count", 4), ("attention.head_count_kv", 2), ("attention.key_length", head_dim),
+                       ("attention.value_length", head_dim), ("full_attention_interval", 4),
+                       ("ssm.conv_kernel", 4), ("ssm.state_size", 32), ("ssm.group_count", 2),
+                       ("ssm.time_step_rank", 4), ("ssm.inner_size", 4 * 32), ("rope.dimension_count", rotary),
+                       ("expert_count", experts), ("expert_used_count", 2), ("expert_feed_forward_length", 32),
+                       ("expert_shared_feed_forward_length", 64)]:
+        writer.add(f"{arch}.{key}", value, 4)
+    writer.add(f"{arch}.rope.dimension_sections", np.array([2, 1, 1, 0], np.int32))
+    writer.add(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6)
+    writer.add(f"{arch}.rope.freq_base", 10000.0)
+    writer.add("tokenizer.ggml.model", "gpt2")
+    writer.add("tokenizer.ggml.pre", "qwen35")
+    writer.add("tokenizer.ggml.tokens", tokens)
+    writer.add("tokenizer.ggml.token_type", np.asarray(token_types, np.int32))
+    writer.add("tokenizer.ggml.merges", merges)
+    writer.add("tokenizer.ggml.add_bos_token", False)
+    writer.add("tokenizer.ggml.bos_token_id", end_of_text, 4)
+    writer.add("tokenizer.ggml.eos_token_id", tokens.index("<|im_end|>"), 4)
+    writer.add("tokenizer.ggml.padding_token_id", end_of_text, 4)
+
+    for hf_name, value in model.state_dict().items():
+        array = value.detach().numpy()
+        if hf_name.endswith(".mlp.experts.gate_up_proj"):
+            block = hf_name.split(".")[2]
+            half = array.shape[1] // 2
+            pieces = [(f"blk.{block}.ffn_gate_exps.weight", array[:, :half]),
+                      (f"blk.{block}.ffn_up_exps.weight", array[:, half:])]
+        else:
+            name = hf_name
+            for pattern, replacement in _QWEN35_NAMES:
+                name = re.sub(pattern, replacement, name)
+            if name == hf_name:
+                raise KeyError(f"{hf_name} has no GGUF name")
+            if any(norm in name for norm in _QWEN35_OFFSET_NORMS):
+                array = array + 1
+            elif name.endswith(".ssm_a"):
+                array = -np.exp(array)
+            elif name.endswith(".ssm_conv1d.weight"):
+                array = array.reshape(array.shape[0], array.shape[-1])
+            elif name.endswith(".ffn_gate_inp_shexp.weight"):
+                array = array.reshape(-1)
+            pieces = [(name, array)]
+        for name, piece in pieces:
+            ggml_type = GGMLType.F32
+            if piece.ndim >= 2 and "ssm_conv1d" not in name:
+                ggml_type = next((t for fragment, t in types.items() if fragment in name), GGMLType.Q8_0)
+            data, raw_type = _quantize(piece, ggml_type)
+            if raw_type is None:
+                writer.add_tensor(name, data)
+            else:
+                writer.add_tensor(name, data, raw_type, piece.shape)
+    writer.write()
+    writer.close()

@@ -51,7 +51,9 @@ MODELS = {
     "qwen3moe-mix": ("qwen3moe", {"ffn_down_exps": Q.Q6_K, "exps": Q.Q4_1, "ffn_gate_inp": Q.F32, "": Q.Q8_0},
                      {"layers": 1}),
 }
-BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith("qwen")]
+BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith("qwen")] + ["qwen35moe-mix"]
+# on transformers' packed path (its GGUF_ARCHS): a hybrid linear-attention MoE
+_QWEN35MOE_TYPES = {"exps": Q.Q4_0, "shexp": Q.Q4_1, "ssm_out": Q.Q8_0, "attn": Q.Q4_1, "": Q.Q8_0}
 
 
 @pytest.fixture(autouse=True)
@@ -68,6 +70,7 @@ def model_dir(tmp_path_factory):
     for name, (family, tensor_types, options) in MODELS.items():
         hf_gguf_models.build(str(directory / f"{name}.gguf"), family, types=tensor_types, **options)
     hf_gguf_models.build(str(directory / "llama-tied.gguf"), "llama", tied=True)
+    hf_gguf_models.build_qwen35moe(str(directory / "qwen35moe-mix.gguf"), _QWEN35MOE_TYPES)
     return directory
 
 
@@ -204,7 +207,7 @@ def test_split_model_opens_as_one(model_dir, tmp_path):
     assert all(_same_bits(got[2].state_dict()[key], value) for key, value in expected[2].state_dict().items())
 
 
-@pytest.mark.parametrize("name", ["llama-mix", "qwen3moe-mix"])
+@pytest.mark.parametrize("name", ["llama-mix", "qwen3moe-mix", "qwen35moe-mix"])
 def test_packed_path_readers_match_transformers(model_dir, name):
     """The packed path's metadata, tensor table and raw block views are transformers' own, read by fastgguf
     (a sentencepiece vocabulary; a BPE one with its merges and 3-D quantized expert tensors)."""
@@ -344,6 +347,41 @@ def test_packed_architecture_dequantized_same_as_transformers(tmp_path, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_packed_moe_architecture_same_as_transformers(model_dir, dtype):
+    """Qwen3.5 MoE goes through transformers' packed path (config from get_gguf_config, the qwen35 BPE
+    pre-tokenizer, 3-D expert blocks fused by its conversion ops). Asked to dequantize, everything is
+    transformers' own when fastgguf reads the file; in bfloat16 the weights are transformers' float32 ones
+    rounded once (fastgguf's kernel unpacks in float32; see the LFM2 test)."""
+    file = "qwen35moe-mix.gguf"
+
+    def load(dtype):
+        config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=file)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=file)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            model_dir, gguf_file=file, dtype=dtype, quantization_config=transformers.GgufConfig(dequantize=True))
+        return config, tokenizer, model
+
+    config, tokenizer, model = load(torch.float32)
+    with integration.enabled():
+        fast_config, fast_tokenizer, fast_model = load(dtype)
+    assert type(model).__name__ == "Qwen3_5MoeForCausalLM" and "full_attention" in config.layer_types
+    assert fast_config.to_dict() | {"dtype": None} == config.to_dict() | {"dtype": None}
+    assert type(fast_tokenizer) is type(tokenizer)
+    for text in TEXTS:
+        ids = tokenizer(text)["input_ids"]
+        assert fast_tokenizer(text)["input_ids"] == ids
+        assert fast_tokenizer.decode(ids) == tokenizer.decode(ids) == text
+    expected, got = model.state_dict(), fast_model.state_dict()
+    assert list(got) == list(expected)
+    assert expected["model.layers.0.mlp.experts.gate_up_proj"].shape == (4, 64, 64)
+    for key, value in expected.items():
+        assert _same_bits(got[key], value.to(dtype)), key
+    if dtype == torch.float32:
+        ids = tokenizer(TEXTS[1])["input_ids"]
+        assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("name", ["llama-mix", "gemma2-mix", "qwen3-kquant", "qwen2moe-mix"])
 def test_large_tensors_in_row_blocks(model_dir, monkeypatch, name, dtype):
     """Tensors above the release threshold are read in row blocks (pages let go after each): same bits."""
@@ -369,6 +407,11 @@ _LAYOUTS = {
                      "blk.0.ffn_down_shexp.weight": (Q.Q4_K, 2), "blk.0.ffn_gate_inp.weight": (Q.Q8_0, 2)},
     "qwen3moe-mix": {"blk.0.ffn_gate_exps.weight": (Q.Q4_1, 3), "blk.0.ffn_down_exps.weight": (Q.Q6_K, 3),
                      "blk.0.ffn_gate_inp.weight": (Q.F32, 2), "blk.0.attn_q_norm.weight": (Q.F32, 1)},
+    "qwen35moe-mix": {"blk.0.ffn_up_exps.weight": (Q.Q4_0, 3), "blk.0.ffn_gate_inp_shexp.weight": (Q.F32, 1),
+                      "blk.1.ffn_down_shexp.weight": (Q.Q4_1, 2), "blk.0.attn_qkv.weight": (Q.Q4_1, 2),
+                      "blk.2.ssm_out.weight": (Q.Q8_0, 2), "blk.0.ssm_a": (Q.F32, 1),
+                      "blk.0.ssm_conv1d.weight": (Q.F32, 2), "blk.3.attn_q.weight": (Q.Q4_1, 2),
+                      "blk.3.attn_q_norm.weight": (Q.F32, 1), "blk.0.attn_q.weight": None},
 }
 
 
@@ -388,7 +431,7 @@ def test_models_hold_what_they_test(model_dir, name):
         tokenizer = model.metadata["tokenizer.ggml.model"]
         assert tokenizer == ("gpt2" if name in BPE_MODELS else "llama")
         if tokenizer == "gpt2":
-            assert model.metadata["tokenizer.ggml.pre"] == "qwen2"
+            assert model.metadata["tokenizer.ggml.pre"] == ("qwen35" if name == "qwen35moe-mix" else "qwen2")
             assert len(model.metadata["tokenizer.ggml.merges"]) > 50
             tokens = list(model.metadata["tokenizer.ggml.tokens"])
             assert "æĹ¥æľ¬" in tokens and "ĠhÃ©llo" in tokens  # 日本 and " héllo", spelled in bytes

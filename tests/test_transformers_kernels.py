@@ -54,6 +54,26 @@ def test_packed_lfm2_logits_match_dequantized(tmp_path, installed, types):
     assert torch.equal(out, ref)
 
 
+def test_packed_moe_logits_match_dequantized(tmp_path, installed):
+    """Qwen3.5 MoE kept packed: routed experts as GgufExperts (``mul_mat_id``), the rest GgufLinear/Embedding."""
+    from hf_gguf_models import build_qwen35moe
+
+    path = tmp_path / "qwen35moe.gguf"
+    build_qwen35moe(path, {"exps": GGMLType.Q4_0, "attn": GGMLType.Q4_1, "": GGMLType.Q8_0})
+    packed = load(path, dequantize=False)
+    dense = load(path, dequantize=True)
+    kinds = {type(m).__name__ for m in packed.modules()}
+    assert {"GgufLinear", "GgufEmbedding", "GgufExperts"} <= kinds
+    ids = torch.tensor([[1, 5, 77, 200, 3, 9, 42, 11, 250, 7, 6]])
+    with torch.inference_mode():
+        for length in (1, 4, 11):
+            torch.testing.assert_close(packed(ids[:, :length]).logits, dense(ids[:, :length]).logits,
+                                       rtol=1e-4, atol=1e-4)
+        out = packed.generate(ids[:, :3], max_new_tokens=4, do_sample=False)
+        ref = dense.generate(ids[:, :3], max_new_tokens=4, do_sample=False)
+    assert torch.equal(out, ref)
+
+
 def test_install_is_undone(tmp_path):
     before_kernel, before_can_read = gguf_kernels._gguf_kernel, gguf_kernels.kernel_can_read
     _transformers_kernels.install()
