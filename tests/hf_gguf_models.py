@@ -1,16 +1,19 @@
 """Small transformers models written to GGUF by fastgguf's writer, for the transformers integration's
-tests and benchmark. Random weights from transformers itself, quantized through gguf-py's quantizers
-(fastgguf's for the types gguf-py has none for), and one of two tokenizers:
+tests and benchmark. Random weights from transformers itself (1-D ones perturbed, so norms and biases
+are not constant), quantized through gguf-py's quantizers (fastgguf's for the types gguf-py has none
+for), and one of two tokenizers:
 
 - a sentencepiece-style vocabulary (``tokenizer.ggml.model = "llama"``) with scores, multi-byte
-  pieces and byte fallback (llama, gemma2, phi3);
-- a byte-level BPE one (``"gpt2"``, pre-tokenizer ``"qwen2"``): the 256 byte characters, merges
-  building whole words (multi-byte ones among them), control tokens and a user-defined one (the
-  qwen families).
+  pieces and byte fallback (llama, mistral, gemma2, gemma3, phi3);
+- a byte-level BPE one (``"gpt2"``, pre-tokenizer ``"qwen2"``/``"qwen35"``): the 256 byte characters,
+  merges building whole words (multi-byte ones among them), control tokens and user-defined ones
+  (the qwen families).
 
-Families (``FAMILIES``): llama; gemma2 (norms stored as w + 1); qwen2 (attention biases); qwen3
-(q/k norms); phi3 (fused qkv and gate/up tensors); qwen2moe (3-D expert tensors, a shared expert
-with a 1-D gate); qwen3moe (3-D expert tensors, q/k norms).
+Families of :func:`build` (``FAMILIES``): llama; mistral (a llama file named "mistral"); gemma2 and
+gemma3 (norms stored as w + 1; gemma3 with q/k norms); qwen2 (attention biases); qwen3 (q/k norms);
+phi3 (fused qkv and gate/up tensors); qwen2moe (3-D expert tensors, a shared expert with a 1-D
+gate); qwen3moe (3-D expert tensors, q/k norms). :func:`build_qwen35moe` writes a Qwen3.5 MoE, an
+architecture transformers reads on its packed path.
 
 Needs torch, transformers and gguf (the callers skip without them).
 """
@@ -25,6 +28,8 @@ from fastgguf import GGMLType, GGUFWriter
 FAMILIES = {
     "llama": ("LlamaConfig", "LLAMA", "spm"),
     "gemma2": ("Gemma2Config", "GEMMA2", "spm"),
+    "gemma3": ("Gemma3TextConfig", "GEMMA3", "spm"),
+    "mistral": ("MistralConfig", "LLAMA", "spm"),
     "phi3": ("Phi3Config", "PHI3", "spm"),
     "qwen2": ("Qwen2Config", "QWEN2", "bpe"),
     "qwen3": ("Qwen3Config", "QWEN3", "bpe"),
@@ -130,7 +135,7 @@ def _config(family: str, vocab: int, hidden: int, layers: int, heads: int, kv_he
                   num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
                   max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=tied, **special_ids)
     cls = getattr(transformers, FAMILIES[family][0])
-    if family == "gemma2":
+    if family in ("gemma2", "gemma3"):
         common.update(head_dim=hidden // heads, sliding_window=128)
     elif family in ("qwen2moe", "qwen3moe"):
         common.update(num_experts=4, num_experts_per_tok=2)
@@ -141,9 +146,14 @@ def _config(family: str, vocab: int, hidden: int, layers: int, heads: int, kv_he
 
 def _write_config(writer: GGUFWriter, family: str, config, hidden: int, layers: int, heads: int, kv_heads: int,
                   intermediate: int) -> None:
-    """The architecture's keys as llama.cpp's converter writes them."""
+    """The architecture's keys as llama.cpp's converter writes them.
+
+    A mistral file is a llama one; transformers tells them apart by a ``general.name`` of exactly "mistral".
+    """
+    name = "mistral" if family == "mistral" else f"fastgguf test {family}"
+    family = "llama" if family == "mistral" else family
     writer.add("general.architecture", family)
-    writer.add("general.name", f"fastgguf test {family}")
+    writer.add("general.name", name)
     writer.add(f"{family}.context_length", 256, 4)
     writer.add(f"{family}.embedding_length", hidden, 4)
     writer.add(f"{family}.block_count", layers, 4)
@@ -153,10 +163,10 @@ def _write_config(writer: GGUFWriter, family: str, config, hidden: int, layers: 
     writer.add(f"{family}.attention.layer_norm_rms_epsilon", 1e-6)
     writer.add(f"{family}.rope.freq_base", 10000.0)
     head_dim = getattr(config, "head_dim", None) or hidden // heads
-    if family in ("gemma2", "qwen3", "qwen3moe"):
+    if family in ("gemma2", "gemma3", "qwen3", "qwen3moe"):
         writer.add(f"{family}.attention.key_length", head_dim, 4)
         writer.add(f"{family}.attention.value_length", head_dim, 4)
-    if family == "gemma2":
+    if family in ("gemma2", "gemma3"):
         writer.add(f"{family}.attention.sliding_window", 128, 4)
     if family == "phi3":
         writer.add(f"{family}.rope.dimension_count", head_dim, 4)
@@ -184,7 +194,7 @@ def _gguf_tensors(family: str, hf_name: str, array: np.ndarray, names) -> list[t
     if gguf_name is None:
         raise KeyError(f"{hf_name} ({base}) has no GGUF name")
     gguf_name = f"{gguf_name}.{suffix}"
-    if family == "gemma2" and "norm" in gguf_name:
+    if family in ("gemma2", "gemma3") and "norm" in gguf_name:
         array = array + 1  # llama.cpp stores gemma's norms as w + 1; transformers takes the 1 off again
     if gguf_name.endswith("ffn_gate_inp_shexp.weight"):
         array = array.reshape(-1)  # a [1, hidden] gate, stored as a vector
@@ -216,7 +226,7 @@ def build(path, family: str = "llama", *, hidden: int = 64, layers: int = 2, hea
         end_of_text = tokens.index("<|endoftext|>")
         special_ids = dict(bos_token_id=end_of_text, eos_token_id=tokens.index("<|im_end|>"),
                            pad_token_id=end_of_text)
-    tied = tied or family == "gemma2"  # gemma's output is its embedding
+    tied = tied or family in ("gemma2", "gemma3")  # gemma's output is its embedding
     config = _config(family, len(tokens), hidden, layers, heads, kv_heads, intermediate, tied, special_ids)
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)

@@ -38,6 +38,7 @@ MODELS = {
     "llama-f16": ("llama", {"": Q.F16}, {}),
     "llama-q4_0": ("llama", {"": Q.Q4_0}, {}),
     "gemma2-mix": ("gemma2", {"token_embd": Q.Q8_0, "ffn": Q.Q4_0, "attn": Q.F16}, {}),
+    "gemma3-mix": ("gemma3", {"token_embd": Q.Q8_0, "ffn": Q.Q5_1, "attn": Q.Q4_0}, {}),
     # byte-level BPE tokenizer, 1-D attention biases, tied embeddings
     "qwen2-mix": ("qwen2", {"token_embd": Q.Q8_0, "attn": Q.Q5_0, "ffn": Q.Q4_1}, {"tied": True}),
     # q/k norms, head_dim 128 (transformers' default, which it does not read from the file), k-quants
@@ -70,6 +71,7 @@ def model_dir(tmp_path_factory):
     for name, (family, tensor_types, options) in MODELS.items():
         hf_gguf_models.build(str(directory / f"{name}.gguf"), family, types=tensor_types, **options)
     hf_gguf_models.build(str(directory / "llama-tied.gguf"), "llama", tied=True)
+    hf_gguf_models.build(str(directory / "mistral.gguf"), "mistral", layers=1)
     hf_gguf_models.build_qwen35moe(str(directory / "qwen35moe-mix.gguf"), _QWEN35MOE_TYPES)
     return directory
 
@@ -149,6 +151,25 @@ def test_moe_experts_stored_in_load_dtype(model_dir, name):
             assert _same_bits(got[key], value)
         else:
             assert _same_bits(got[key], value.to(torch.bfloat16)), key
+
+
+def test_mistral_named_llama_file(model_dir):
+    """A llama file named "mistral" is a Mistral config to transformers; its weights it cannot map (gguf-py has
+    no "mistral" architecture): config and tokenizer are the same through fastgguf, and so is the refusal."""
+    file = "mistral.gguf"
+    config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=file)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=file)
+    with pytest.raises(NotImplementedError, match="Unknown gguf model_type: mistral") as refused:
+        transformers.AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=file)
+    with integration.enabled():
+        fast_config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=file)
+        fast_tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=file)
+        with pytest.raises(NotImplementedError) as fast_refused:
+            transformers.AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=file)
+    assert config.model_type == "mistral"
+    assert fast_config.to_dict() == config.to_dict()
+    assert [fast_tokenizer(text)["input_ids"] for text in TEXTS] == [tokenizer(text)["input_ids"] for text in TEXTS]
+    assert str(fast_refused.value) == str(refused.value)
 
 
 def test_tied_model_ties(model_dir):
@@ -395,6 +416,8 @@ def test_large_tensors_in_row_blocks(model_dir, monkeypatch, name, dtype):
 
 #: what each file must hold for its test to mean what it says: {tensor name: (type, number of dimensions)}
 _LAYOUTS = {
+    "gemma3-mix": {"blk.0.attn_q_norm.weight": (Q.F32, 1), "blk.1.post_ffw_norm.weight": (Q.F32, 1),
+                   "blk.0.ffn_up.weight": (Q.Q5_1, 2), "output.weight": None},
     "qwen2-mix": {"blk.0.attn_q.bias": (Q.F32, 1), "blk.1.attn_v.bias": (Q.F32, 1), "blk.0.attn_k.weight": (Q.Q5_0, 2),
                   "blk.1.ffn_gate.weight": (Q.Q4_1, 2), "output.weight": None},
     "qwen3-kquant": {"blk.0.attn_q_norm.weight": (Q.F32, 1), "blk.1.attn_k_norm.weight": (Q.F32, 1),
