@@ -17,7 +17,9 @@ config, builds the tokenizer, maps tensor names and applies its transforms (the 
 permutation, the gemma norm offset, tied embeddings, ...), so the results are the same: the same
 config, the same token ids, bit-identical float32 weights. A tensor whose transform does arithmetic
 (the norm offset, MoE merges, ...) is dequantized to float32 and cast by torch after the transform,
-as transformers does, so half-precision weights are bit-identical too.
+as transformers does, so half-precision weights are bit-identical too. (Tensors a transform stores
+itself — the MoE experts, merged — are cast as they are made, where transformers would hold them
+in float32 until the end of the load; the rounding is the same.)
 
 On the packed path (``transformers.integrations.gguf``, architectures whose weights may stay as
 GGUF blocks), the metadata, the tensor table and the raw block views come from fastgguf; turning
@@ -358,6 +360,10 @@ def _moves_values_only(legacy, processor, name: str) -> bool:
     offsetting = tuple(getattr(legacy, cls, None) for cls in ("Gemma2TensorProcessor", "NemotronTensorProcessor"))
     if kind in moving:
         return True
+    if kind is getattr(legacy, "Qwen2MoeTensorProcessor", None):  # qwen2moe, qwen3moe
+        # it stores the experts itself (merging gate and up); other tensors it renames or reshapes only
+        pattern = getattr(kind, "GGUF_MOE_WEIGHTS_PATTERN", None)
+        return pattern is not None and pattern.fullmatch(name) is None
     return kind in offsetting and "norm.weight" not in name
 
 
