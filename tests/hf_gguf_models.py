@@ -31,6 +31,7 @@ FAMILIES = {
     "gemma3": ("Gemma3TextConfig", "GEMMA3", "spm"),
     "mistral": ("MistralConfig", "LLAMA", "spm"),
     "phi3": ("Phi3Config", "PHI3", "spm"),
+    "gpt2": ("GPT2Config", "GPT2", "bpe"),
     "qwen2": ("Qwen2Config", "QWEN2", "bpe"),
     "qwen3": ("Qwen3Config", "QWEN3", "bpe"),
     "qwen2moe": ("Qwen2MoeConfig", "QWEN2MOE", "bpe"),
@@ -131,6 +132,9 @@ def _config(family: str, vocab: int, hidden: int, layers: int, heads: int, kv_he
     """
     import transformers
 
+    if family == "gpt2":  # transformers reads neither the inner width nor n_positions: the defaults (4 * hidden, 1024)
+        return transformers.GPT2Config(vocab_size=vocab, n_embd=hidden, n_layer=layers, n_head=heads, n_positions=1024,
+                                       layer_norm_epsilon=1e-5, tie_word_embeddings=tied, **special_ids)
     common = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate,
                   num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
                   max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=tied, **special_ids)
@@ -154,6 +158,12 @@ def _write_config(writer: GGUFWriter, family: str, config, hidden: int, layers: 
     family = "llama" if family == "mistral" else family
     writer.add("general.architecture", family)
     writer.add("general.name", name)
+    if family == "gpt2":
+        for key, value in [("context_length", 1024), ("embedding_length", hidden), ("block_count", layers),
+                           ("feed_forward_length", 4 * hidden), ("attention.head_count", heads)]:
+            writer.add(f"{family}.{key}", value, 4)
+        writer.add(f"{family}.attention.layer_norm_epsilon", 1e-5)
+        return
     writer.add(f"{family}.context_length", 256, 4)
     writer.add(f"{family}.embedding_length", hidden, 4)
     writer.add(f"{family}.block_count", layers, 4)
@@ -196,6 +206,9 @@ def _gguf_tensors(family: str, hf_name: str, array: np.ndarray, names) -> list[t
     gguf_name = f"{gguf_name}.{suffix}"
     if family in ("gemma2", "gemma3") and "norm" in gguf_name:
         array = array + 1  # llama.cpp stores gemma's norms as w + 1; transformers takes the 1 off again
+    if family == "gpt2" and suffix == "weight" \
+            and gguf_name.split(".")[-2] in ("attn_qkv", "attn_output", "ffn_up", "ffn_down"):
+        array = array.T  # transformers' Conv1D keeps [in, out]; llama.cpp stores [out, in]
     if gguf_name.endswith("ffn_gate_inp_shexp.weight"):
         array = array.reshape(-1)  # a [1, hidden] gate, stored as a vector
     return [(gguf_name, array)]
@@ -249,7 +262,7 @@ def build(path, family: str = "llama", *, hidden: int = 64, layers: int = 2, hea
         writer.add("tokenizer.ggml.unknown_token_id", 0, 4)
     else:
         writer.add("tokenizer.ggml.model", "gpt2")
-        writer.add("tokenizer.ggml.pre", "qwen2")
+        writer.add("tokenizer.ggml.pre", "gpt-2" if family == "gpt2" else "qwen2")
         writer.add("tokenizer.ggml.tokens", tokens)
         writer.add("tokenizer.ggml.token_type", np.asarray(token_types, np.int32))
         writer.add("tokenizer.ggml.merges", merges)

@@ -39,6 +39,10 @@ MODELS = {
     "llama-q4_0": ("llama", {"": Q.Q4_0}, {}),
     "gemma2-mix": ("gemma2", {"token_embd": Q.Q8_0, "ffn": Q.Q4_0, "attn": Q.F16}, {}),
     "gemma3-mix": ("gemma3", {"token_embd": Q.Q8_0, "ffn": Q.Q5_1, "attn": Q.Q4_0}, {}),
+    # byte-level BPE, GPT-2's own pre-tokenizer; transposed Conv1D weights, biases everywhere, and an output
+    # projection transformers' processor stores itself
+    "gpt2-mix": ("gpt2", {"position_embd": Q.F16, "attn_qkv": Q.Q4_0, "ffn_up": Q.Q4_1, "output.weight": Q.Q4_1,
+                          "": Q.Q8_0}, {}),
     # byte-level BPE tokenizer, 1-D attention biases, tied embeddings
     "qwen2-mix": ("qwen2", {"token_embd": Q.Q8_0, "attn": Q.Q5_0, "ffn": Q.Q4_1}, {"tied": True}),
     # q/k norms, head_dim 128 (transformers' default, which it does not read from the file), k-quants
@@ -52,7 +56,7 @@ MODELS = {
     "qwen3moe-mix": ("qwen3moe", {"ffn_down_exps": Q.Q6_K, "exps": Q.Q4_1, "ffn_gate_inp": Q.F32, "": Q.Q8_0},
                      {"layers": 1}),
 }
-BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith("qwen")] + ["qwen35moe-mix"]
+BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith(("qwen", "gpt2"))] + ["qwen35moe-mix"]
 # on transformers' packed path (its GGUF_ARCHS): a hybrid linear-attention MoE
 _QWEN35MOE_TYPES = {"exps": Q.Q4_0, "shexp": Q.Q4_1, "ssm_out": Q.Q8_0, "attn": Q.Q4_1, "": Q.Q8_0}
 
@@ -123,18 +127,25 @@ def test_same_results_as_transformers(model_dir, name, dtype):
     assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
 
 
-@pytest.mark.parametrize("name", ["qwen2moe-mix", "qwen3moe-mix"])
-def test_moe_experts_stored_in_load_dtype(model_dir, name):
-    """transformers' MoE processor stores the merged experts in float32 whatever the dtype, and its loader casts
-    them at the end; read through fastgguf, each is cast as it is made (the same rounding), so a bfloat16 load
-    never holds the model's experts in float32. A parameter the model keeps in float32 stays float32."""
+@pytest.mark.parametrize("name, stored", [
+    ("qwen2moe-mix", ["model.layers.0.mlp.experts.gate_up_proj", "model.layers.0.mlp.experts.down_proj"]),
+    ("qwen3moe-mix", ["model.layers.0.mlp.experts.gate_up_proj", "model.layers.0.mlp.experts.down_proj"]),
+    ("gpt2-mix", ["lm_head.weight"]),
+])
+def test_processor_stored_tensors_in_load_dtype(model_dir, name, stored):
+    """transformers' MoE processor stores the merged experts itself (gpt2's stores the output projection), in
+    float32 whatever the dtype, and its loader casts them at the end; read through fastgguf, each is cast as it
+    is made (the same rounding), so a bfloat16 load never holds them all in float32. A parameter the model
+    keeps in float32 stays float32."""
     legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
     path = str(model_dir / f"{name}.gguf")
     config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=f"{name}.gguf")
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-    kept = "model.layers.0.mlp.experts.down_proj"
-    model.get_submodule(kept.rsplit(".", 1)[0]).down_proj.data = model.get_parameter(kept).data.float()
+    kept = stored[-1]
+    if len(stored) > 1:  # one parameter kept in float32
+        module, attribute = kept.rsplit(".", 1)
+        setattr(model.get_submodule(module), attribute, torch.nn.Parameter(model.get_parameter(kept).float()))
 
     def load():
         return legacy.load_gguf_checkpoint(path, return_tensors=True, model_to_load=model,
@@ -144,10 +155,9 @@ def test_moe_experts_stored_in_load_dtype(model_dir, name):
     with integration.enabled():
         got = load()
     assert type(got) is dict and list(got) == list(expected)
-    experts = [key for key in expected if ".experts." in key]
-    assert len(experts) == 2 and all(expected[key].dtype == torch.float32 for key in experts)
+    assert [key for key, value in expected.items() if value.dtype == torch.float32] == stored
     for key, value in expected.items():
-        if key == kept:
+        if key == kept and len(stored) > 1:
             assert _same_bits(got[key], value)
         else:
             assert _same_bits(got[key], value.to(torch.bfloat16)), key
@@ -418,6 +428,8 @@ def test_large_tensors_in_row_blocks(model_dir, monkeypatch, name, dtype):
 _LAYOUTS = {
     "gemma3-mix": {"blk.0.attn_q_norm.weight": (Q.F32, 1), "blk.1.post_ffw_norm.weight": (Q.F32, 1),
                    "blk.0.ffn_up.weight": (Q.Q5_1, 2), "output.weight": None},
+    "gpt2-mix": {"output.weight": (Q.Q4_1, 2), "position_embd.weight": (Q.F16, 2), "blk.0.attn_qkv.weight": (Q.Q4_0, 2),
+                 "blk.1.attn_qkv.bias": (Q.F32, 1), "blk.0.ffn_up.weight": (Q.Q4_1, 2), "blk.0.ffn_norm.bias": (Q.F32, 1)},
     "qwen2-mix": {"blk.0.attn_q.bias": (Q.F32, 1), "blk.1.attn_v.bias": (Q.F32, 1), "blk.0.attn_k.weight": (Q.Q5_0, 2),
                   "blk.1.ffn_gate.weight": (Q.Q4_1, 2), "output.weight": None},
     "qwen3-kquant": {"blk.0.attn_q_norm.weight": (Q.F32, 1), "blk.1.attn_k_norm.weight": (Q.F32, 1),
@@ -454,7 +466,7 @@ def test_models_hold_what_they_test(model_dir, name):
         tokenizer = model.metadata["tokenizer.ggml.model"]
         assert tokenizer == ("gpt2" if name in BPE_MODELS else "llama")
         if tokenizer == "gpt2":
-            assert model.metadata["tokenizer.ggml.pre"] == ("qwen35" if name == "qwen35moe-mix" else "qwen2")
+            assert model.metadata["tokenizer.ggml.pre"] == {"qwen35moe-mix": "qwen35", "gpt2-mix": "gpt-2"}.get(name, "qwen2")
             assert len(model.metadata["tokenizer.ggml.merges"]) > 50
             tokens = list(model.metadata["tokenizer.ggml.tokens"])
             assert "æĹ¥æľ¬" in tokens and "ĠhÃ©llo" in tokens  # 日本 and " héllo", spelled in bytes
