@@ -1,19 +1,22 @@
 """Small transformers models written to GGUF by fastgguf's writer, for the transformers integration's
 tests and benchmark. Random weights from transformers itself (1-D ones perturbed, so norms and biases
 are not constant), quantized through gguf-py's quantizers (fastgguf's for the types gguf-py has none
-for), and one of two tokenizers:
+for), and one of these tokenizers:
 
 - a sentencepiece-style vocabulary (``tokenizer.ggml.model = "llama"``) with scores, multi-byte
   pieces and byte fallback (llama, mistral, gemma2, gemma3, phi3);
-- a byte-level BPE one (``"gpt2"``, pre-tokenizer ``"qwen2"``/``"qwen35"``): the 256 byte characters,
-  merges building whole words (multi-byte ones among them), control tokens and user-defined ones
-  (the qwen families).
+- a byte-level BPE one (``"gpt2"``, pre-tokenizer ``"qwen2"``/``"qwen35"``/``"gpt-2"``): the 256 byte
+  characters, merges building whole words (multi-byte ones among them), control tokens and
+  user-defined ones (the qwen families, gpt2);
+
+and T5's unigram one for T5.
 
 Families of :func:`build` (``FAMILIES``): llama; mistral (a llama file named "mistral"); gemma2 and
 gemma3 (norms stored as w + 1; gemma3 with q/k norms); qwen2 (attention biases); qwen3 (q/k norms);
 phi3 (fused qkv and gate/up tensors); qwen2moe (3-D expert tensors, a shared expert with a 1-D
-gate); qwen3moe (3-D expert tensors, q/k norms). :func:`build_qwen35moe` writes a Qwen3.5 MoE, an
-architecture transformers reads on its packed path.
+gate); qwen3moe (3-D expert tensors, q/k norms); gpt2 (transposed Conv1D weights, biases).
+:func:`build_qwen35moe` writes a Qwen3.5 MoE, an architecture transformers reads on its packed path;
+:func:`build_t5` a (flan-)T5 encoder-decoder with a unigram vocabulary.
 
 Needs torch, transformers and gguf (the callers skip without them).
 """
@@ -430,5 +433,92 @@ def build_qwen35moe(path, types=None, *, hidden: int = 64, layers: int = 4, expe
                 writer.add_tensor(name, data)
             else:
                 writer.add_tensor(name, data, raw_type, piece.shape)
+    writer.write()
+    writer.close()
+
+
+# --- T5: an encoder-decoder, with a unigram tokenizer ---------------------------------------------------
+
+_T5_PIECES = ["▁", "▁the", "▁cat", "▁h", "é", "llo", "▁héllo", "▁日本語", "日本", "語", "🙂", "▁straße", "▁über",
+              "▁мир", "▁سلام", "▁中文", "▁two", "▁spaces", "▁and", "▁a", "▁newline", "x", "e", "a", "o", "t", "s"]
+
+
+def _write_t5_metadata(writer: GGUFWriter, tokens: list[str], scores: list[float], token_types: list[int], *,
+                       hidden: int, layers: int, heads: int, intermediate: int) -> None:
+    arch = "t5"
+    writer.add("general.architecture", arch)
+    writer.add("general.name", "fastgguf test t5")
+    for key, value in [("context_length", 512), ("embedding_length", hidden), ("feed_forward_length", intermediate),
+                       ("block_count", layers), ("attention.head_count", heads),
+                       ("attention.key_length", hidden // heads), ("attention.value_length", hidden // heads),
+                       ("attention.relative_buckets_count", 32), ("decoder_start_token_id", 0)]:
+        writer.add(f"{arch}.{key}", value, 4)
+    writer.add(f"{arch}.attention.layer_norm_epsilon", 1e-6)
+    writer.add(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6)
+    writer.add("tokenizer.ggml.model", "t5")
+    writer.add("tokenizer.ggml.tokens", tokens)
+    writer.add("tokenizer.ggml.scores", np.asarray(scores, np.float32))
+    writer.add("tokenizer.ggml.token_type", np.asarray(token_types, np.int32))
+    writer.add("tokenizer.ggml.add_space_prefix", True)
+    writer.add("tokenizer.ggml.add_eos_token", True)
+    writer.add("tokenizer.ggml.padding_token_id", 0, 4)
+    writer.add("tokenizer.ggml.eos_token_id", 1, 4)
+    writer.add("tokenizer.ggml.unknown_token_id", 2, 4)
+
+
+def build_t5(path, types=None, *, hidden: int = 64, layers: int = 2, heads: int = 4, intermediate: int = 128,
+             seed: int = 0) -> None:
+    """A random (flan-)T5 — encoder and decoder, gated feed-forward — and its unigram vocabulary (with
+    sentinel ``[PAD...]`` tokens, as llama.cpp writes T5's ``<extra_id_N>``) written to GGUF.
+
+    The model is built from the config transformers itself reads back from the metadata, so its shapes
+    are the ones transformers loads. ``types`` as for :func:`build`.
+    """
+    import os
+    import tempfile
+
+    import gguf
+    import torch
+    import transformers
+
+    sentinels = 100  # T5's <extra_id_0..99>, which transformers expects all of
+    tokens = ["<pad>", "</s>", "<unk>"] + _T5_PIECES + [f"[PAD{index}]" for index in range(sentinels)]
+    scores = [0.0, 0.0, 0.0] + [-1.0 - index * 0.5 for index in range(len(_T5_PIECES))] + [0.0] * sentinels
+    token_types = [3, 3, 2] + [1] * len(_T5_PIECES) + [4] * sentinels
+    sizes = dict(hidden=hidden, layers=layers, heads=heads, intermediate=intermediate)
+    with tempfile.TemporaryDirectory() as directory:  # transformers' reading of the metadata alone
+        writer = GGUFWriter(os.path.join(directory, "t5.gguf"))
+        _write_t5_metadata(writer, tokens, scores, token_types, **sizes)
+        writer.write()
+        writer.close()
+        config = transformers.AutoConfig.from_pretrained(directory, gguf_file="t5.gguf")
+    config.tie_word_embeddings = False  # a file with an output tensor reads back untied
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForSeq2SeqLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.ndim == 1:
+                parameter.add_(torch.randn_like(parameter) * 0.25)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.T5, layers)
+    types = {"": GGMLType.Q8_0} if types is None else types
+    writer = GGUFWriter(path)
+    _write_t5_metadata(writer, tokens, scores, token_types, **sizes)
+    for hf_name, value in model.state_dict().items():
+        if hf_name in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight"):
+            continue  # the shared embedding
+        base, suffix = hf_name.rsplit(".", 1)
+        name = names.get_name(base)
+        if name is None:
+            raise KeyError(f"{hf_name} has no GGUF name")
+        name = f"{name}.{suffix}"
+        array = value.detach().numpy()
+        ggml_type = GGMLType.F32
+        if array.ndim >= 2 and "attn_rel_b" not in name:
+            ggml_type = next((t for fragment, t in types.items() if fragment in name), GGMLType.Q8_0)
+        data, raw_type = _quantize(array, ggml_type)
+        if raw_type is None:
+            writer.add_tensor(name, data)
+        else:
+            writer.add_tensor(name, data, raw_type, array.shape)
     writer.write()
     writer.close()

@@ -1,8 +1,13 @@
 """fastgguf.integrations.transformers: transformers' GGUF loading read through fastgguf gives transformers' results.
 
 Each model is built by transformers itself (random weights), written by fastgguf's writer with
-gguf-py's quantizers, then loaded twice — by transformers alone and with the integration enabled —
-and the config, the token ids, every weight's bits and the logits are compared.
+gguf-py's quantizers (fastgguf's for k-quants), then loaded twice — by transformers alone and with the
+integration enabled — and the config, the token ids, every weight's bits and the logits are compared.
+
+Families: llama, gemma2, gemma3, phi3 (sentencepiece vocabularies); gpt2, qwen2, qwen3, qwen2moe,
+qwen3moe (byte-level BPE); t5 (unigram, encoder-decoder) on transformers' legacy loader; qwen35moe and
+lfm2 on its packed path. Where transformers itself refuses a file (a llama file named "mistral"; Q5
+blocks on the packed path), fastgguf refuses it the same way.
 """
 
 from __future__ import annotations
@@ -76,6 +81,8 @@ def model_dir(tmp_path_factory):
         hf_gguf_models.build(str(directory / f"{name}.gguf"), family, types=tensor_types, **options)
     hf_gguf_models.build(str(directory / "llama-tied.gguf"), "llama", tied=True)
     hf_gguf_models.build(str(directory / "mistral.gguf"), "mistral", layers=1)
+    hf_gguf_models.build_t5(str(directory / "t5-mix.gguf"), {"attn_q": Q.Q4_0, "ffn": Q.Q4_1, "attn_o": Q.F16,
+                                                             "": Q.Q8_0})
     hf_gguf_models.build_qwen35moe(str(directory / "qwen35moe-mix.gguf"), _QWEN35MOE_TYPES)
     return directory
 
@@ -161,6 +168,46 @@ def test_processor_stored_tensors_in_load_dtype(model_dir, name, stored):
             assert _same_bits(got[key], value)
         else:
             assert _same_bits(got[key], value.to(torch.bfloat16)), key
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_t5_same_results_as_transformers(model_dir, dtype):
+    """An encoder-decoder with a unigram tokenizer (T5's sentinels renamed from the file's ``[PAD..]``), loaded
+    as AutoModelForSeq2SeqLM and as T5EncoderModel: the same config, ids, weights and logits."""
+    file = "t5-mix.gguf"
+
+    def load():
+        config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=file)
+        tokenizers = [transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=file, use_fast=fast)
+                      for fast in (True, False)]
+        model = transformers.AutoModelForSeq2SeqLM.from_pretrained(model_dir, gguf_file=file, dtype=dtype)
+        encoder = transformers.T5EncoderModel.from_pretrained(model_dir, gguf_file=file, dtype=dtype)
+        return config, tokenizers, model, encoder
+
+    config, tokenizers, model, encoder = load()
+    with integration.enabled():
+        fast_config, fast_tokenizers, fast_model, fast_encoder = load()
+    assert type(model).__name__ == "T5ForConditionalGeneration" and config.is_gated_act
+    assert fast_config.to_dict() == config.to_dict()
+    texts = [*TEXTS, "a <extra_id_0> cat <extra_id_99>"]
+    for tokenizer, fast_tokenizer in zip(tokenizers, fast_tokenizers):
+        assert type(fast_tokenizer) is type(tokenizer)
+        assert fast_tokenizer.get_vocab() == tokenizer.get_vocab()
+        for text in texts:
+            ids = tokenizer(text)["input_ids"]
+            assert fast_tokenizer(text)["input_ids"] == ids
+            assert fast_tokenizer.decode(ids) == tokenizer.decode(ids)
+    for expected, got in ((model.state_dict(), fast_model.state_dict()),
+                          (encoder.state_dict(), fast_encoder.state_dict())):
+        assert list(got) == list(expected)
+        for key, value in expected.items():
+            assert _same_bits(got[key], value), key
+    ids = torch.tensor([tokenizers[0](TEXTS[0])["input_ids"]])
+    with torch.no_grad():
+        logits = model(input_ids=ids, decoder_input_ids=ids[:, :3]).logits
+        fast_logits = fast_model(input_ids=ids, decoder_input_ids=ids[:, :3]).logits
+        hidden, fast_hidden = encoder(input_ids=ids).last_hidden_state, fast_encoder(input_ids=ids).last_hidden_state
+    assert _same_bits(fast_logits, logits) and _same_bits(fast_hidden, hidden)
 
 
 def test_mistral_named_llama_file(model_dir):
@@ -430,6 +477,9 @@ _LAYOUTS = {
                    "blk.0.ffn_up.weight": (Q.Q5_1, 2), "output.weight": None},
     "gpt2-mix": {"output.weight": (Q.Q4_1, 2), "position_embd.weight": (Q.F16, 2), "blk.0.attn_qkv.weight": (Q.Q4_0, 2),
                  "blk.1.attn_qkv.bias": (Q.F32, 1), "blk.0.ffn_up.weight": (Q.Q4_1, 2), "blk.0.ffn_norm.bias": (Q.F32, 1)},
+    "t5-mix": {"enc.blk.0.attn_q.weight": (Q.Q4_0, 2), "dec.blk.1.cross_attn_q.weight": (Q.Q4_0, 2),
+               "dec.blk.0.ffn_gate.weight": (Q.Q4_1, 2), "enc.blk.0.attn_o.weight": (Q.F16, 2),
+               "enc.blk.0.attn_rel_b.weight": (Q.F32, 2), "output.weight": (Q.Q8_0, 2)},
     "qwen2-mix": {"blk.0.attn_q.bias": (Q.F32, 1), "blk.1.attn_v.bias": (Q.F32, 1), "blk.0.attn_k.weight": (Q.Q5_0, 2),
                   "blk.1.ffn_gate.weight": (Q.Q4_1, 2), "output.weight": None},
     "qwen3-kquant": {"blk.0.attn_q_norm.weight": (Q.F32, 1), "blk.1.attn_k_norm.weight": (Q.F32, 1),
@@ -464,7 +514,7 @@ def test_models_hold_what_they_test(model_dir, name):
                 info = model.tensors[tensor]
                 assert (info.type, len(info.shape)) == expected, tensor
         tokenizer = model.metadata["tokenizer.ggml.model"]
-        assert tokenizer == ("gpt2" if name in BPE_MODELS else "llama")
+        assert tokenizer == ("gpt2" if name in BPE_MODELS else "t5" if name == "t5-mix" else "llama")
         if tokenizer == "gpt2":
             assert model.metadata["tokenizer.ggml.pre"] == {"qwen35moe-mix": "qwen35", "gpt2-mix": "gpt-2"}.get(name, "qwen2")
             assert len(model.metadata["tokenizer.ggml.merges"]) > 50
