@@ -339,13 +339,16 @@ _QWEN35_NAMES = [
     (r"\.mlp\.gate\.", ".ffn_gate_inp."), (r"\.mlp\.experts\.down_proj$", ".ffn_down_exps.weight"),
     (r"\.mlp\.shared_expert_gate\.", ".ffn_gate_inp_shexp."), (r"\.mlp\.shared_expert\.gate_proj\.", ".ffn_gate_shexp."),
     (r"\.mlp\.shared_expert\.up_proj\.", ".ffn_up_shexp."), (r"\.mlp\.shared_expert\.down_proj\.", ".ffn_down_shexp."),
+    (r"\.mlp\.gate_proj\.", ".ffn_gate."), (r"\.mlp\.up_proj\.", ".ffn_up."), (r"\.mlp\.down_proj\.", ".ffn_down."),
 ]
 _QWEN35_OFFSET_NORMS = (".attn_norm.", ".post_attention_norm.", "output_norm.", ".attn_q_norm.", ".attn_k_norm.")
 
 
-def build_qwen35moe(path, types=None, *, hidden: int = 64, layers: int = 4, experts: int = 4, seed: int = 0) -> None:
+def build_qwen35moe(path, types=None, *, hidden: int = 64, layers: int = 4, experts: int = 4, moe: bool = True,
+                    seed: int = 0) -> None:
     """A random Qwen3.5 MoE (GatedDeltaNet linear attention, full attention every fourth layer, routed and
-    shared experts) and its byte-level BPE tokenizer (pre-tokenizer "qwen35") written to GGUF.
+    shared experts; with ``moe=False`` the dense Qwen3.5, a gated MLP instead) and its byte-level BPE
+    tokenizer (pre-tokenizer "qwen35") written to GGUF.
 
     llama.cpp's value transforms are applied where transformers undoes them with arithmetic or a reshape
     (norms stored as w + 1, ``ssm_a = -exp(A_log)``, the squeezed conv1d, gate and up experts apart, the
@@ -360,12 +363,13 @@ def build_qwen35moe(path, types=None, *, hidden: int = 64, layers: int = 4, expe
     tokens, merges, token_types = bpe_vocabulary()
     end_of_text = tokens.index("<|endoftext|>")
     head_dim, rotary = 32, 8
-    config = transformers.Qwen3_5MoeTextConfig(
+    sizes = dict(moe_intermediate_size=32, shared_expert_intermediate_size=64, num_experts=experts,
+                 num_experts_per_tok=2) if moe else dict(intermediate_size=96)
+    config = (transformers.Qwen3_5MoeTextConfig if moe else transformers.Qwen3_5TextConfig)(
         vocab_size=len(tokens), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
         num_key_value_heads=2, head_dim=head_dim, max_position_embeddings=256, rms_norm_eps=1e-6,
         linear_conv_kernel_dim=4, linear_key_head_dim=32, linear_value_head_dim=32, linear_num_key_heads=2,
-        linear_num_value_heads=4, moe_intermediate_size=32, shared_expert_intermediate_size=64,
-        num_experts=experts, num_experts_per_tok=2, tie_word_embeddings=False,
+        linear_num_value_heads=4, tie_word_embeddings=False, **sizes,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": rotary / head_dim,
                          "mrope_section": [2, 1, 1], "mrope_interleaved": True},
         bos_token_id=end_of_text, eos_token_id=tokens.index("<|im_end|>"), pad_token_id=end_of_text)
@@ -377,17 +381,18 @@ def build_qwen35moe(path, types=None, *, hidden: int = 64, layers: int = 4, expe
                 parameter.add_(torch.randn_like(parameter) * 0.25)
     types = {"exps": GGMLType.Q4_0, "": GGMLType.Q8_0} if types is None else types
 
-    arch = "qwen35moe"
+    arch = "qwen35moe" if moe else "qwen35"
     writer = GGUFWriter(path)
     writer.add("general.architecture", arch)
-    writer.add("general.name", "fastgguf test qwen35moe")
-    for key, value in [("context_length", 256), ("embedding_length", hidden), ("block_count", layers),
-                       ("attention.head_count", 4), ("attention.head_count_kv", 2), ("attention.key_length", head_dim),
-                       ("attention.value_length", head_dim), ("full_attention_interval", 4),
-                       ("ssm.conv_kernel", 4), ("ssm.state_size", 32), ("ssm.group_count", 2),
-                       ("ssm.time_step_rank", 4), ("ssm.inner_size", 4 * 32), ("rope.dimension_count", rotary),
-                       ("expert_count", experts), ("expert_used_count", 2), ("expert_feed_forward_length", 32),
-                       ("expert_shared_feed_forward_length", 64)]:
+    writer.add("general.name", f"fastgguf test {arch}")
+    keys = [("context_length", 256), ("embedding_length", hidden), ("block_count", layers),
+            ("attention.head_count", 4), ("attention.head_count_kv", 2), ("attention.key_length", head_dim),
+            ("attention.value_length", head_dim), ("full_attention_interval", 4), ("ssm.conv_kernel", 4),
+            ("ssm.state_size", 32), ("ssm.group_count", 2), ("ssm.time_step_rank", 4), ("ssm.inner_size", 4 * 32),
+            ("rope.dimension_count", rotary)]
+    keys += [("expert_count", experts), ("expert_used_count", 2), ("expert_feed_forward_length", 32),
+             ("expert_shared_feed_forward_length", 64)] if moe else [("feed_forward_length", 96)]
+    for key, value in keys:
         writer.add(f"{arch}.{key}", value, 4)
     writer.add(f"{arch}.rope.dimension_sections", np.array([2, 1, 1, 0], np.int32))
     writer.add(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6)

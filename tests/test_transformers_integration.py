@@ -6,7 +6,7 @@ integration enabled — and the config, the token ids, every weight's bits and t
 
 Families: llama, gemma2, gemma3, phi3 (sentencepiece vocabularies); gpt2, qwen2, qwen3, qwen2moe,
 qwen3moe (byte-level BPE); t5 (unigram, encoder-decoder) on transformers' legacy loader; qwen35moe and
-lfm2 on its packed path. Where transformers itself refuses a file (a llama file named "mistral"; Q5
+qwen35 and lfm2 on its packed path. Where transformers itself refuses a file (a llama file named "mistral"; Q5
 blocks on the packed path), fastgguf refuses it the same way.
 """
 
@@ -61,7 +61,7 @@ MODELS = {
     "qwen3moe-mix": ("qwen3moe", {"ffn_down_exps": Q.Q6_K, "exps": Q.Q4_1, "ffn_gate_inp": Q.F32, "": Q.Q8_0},
                      {"layers": 1}),
 }
-BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith(("qwen", "gpt2"))] + ["qwen35moe-mix"]
+BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith(("qwen", "gpt2"))] + ["qwen35moe-mix", "qwen35-mix"]
 # on transformers' packed path (its GGUF_ARCHS): a hybrid linear-attention MoE
 _QWEN35MOE_TYPES = {"exps": Q.Q4_0, "shexp": Q.Q4_1, "ssm_out": Q.Q8_0, "attn": Q.Q4_1, "": Q.Q8_0}
 
@@ -84,6 +84,7 @@ def model_dir(tmp_path_factory):
     hf_gguf_models.build_t5(str(directory / "t5-mix.gguf"), {"attn_q": Q.Q4_0, "ffn": Q.Q4_1, "attn_o": Q.F16,
                                                              "": Q.Q8_0})
     hf_gguf_models.build_qwen35moe(str(directory / "qwen35moe-mix.gguf"), _QWEN35MOE_TYPES)
+    hf_gguf_models.build_qwen35moe(str(directory / "qwen35-mix.gguf"), _QWEN35MOE_TYPES, moe=False)
     return directory
 
 
@@ -425,12 +426,13 @@ def test_packed_architecture_dequantized_same_as_transformers(tmp_path, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-def test_packed_moe_architecture_same_as_transformers(model_dir, dtype):
-    """Qwen3.5 MoE goes through transformers' packed path (config from get_gguf_config, the qwen35 BPE
-    pre-tokenizer, 3-D expert blocks fused by its conversion ops). Asked to dequantize, everything is
-    transformers' own when fastgguf reads the file; in bfloat16 the weights are transformers' float32 ones
-    rounded once (fastgguf's kernel unpacks in float32; see the LFM2 test)."""
-    file = "qwen35moe-mix.gguf"
+@pytest.mark.parametrize("name", ["qwen35moe-mix", "qwen35-mix"])
+def test_packed_qwen35_same_as_transformers(model_dir, name, dtype):
+    """Qwen3.5 (dense and MoE) goes through transformers' packed path (config from get_gguf_config, the qwen35
+    BPE pre-tokenizer, its conversion ops; for the MoE 3-D expert blocks fused by them). Asked to dequantize,
+    everything is transformers' own when fastgguf reads the file; in bfloat16 the weights are transformers'
+    float32 ones rounded once (fastgguf's kernel unpacks in float32; see the LFM2 test)."""
+    file = f"{name}.gguf"
 
     def load(dtype):
         config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=file)
@@ -442,7 +444,9 @@ def test_packed_moe_architecture_same_as_transformers(model_dir, dtype):
     config, tokenizer, model = load(torch.float32)
     with integration.enabled():
         fast_config, fast_tokenizer, fast_model = load(dtype)
-    assert type(model).__name__ == "Qwen3_5MoeForCausalLM" and "full_attention" in config.layer_types
+    moe = name == "qwen35moe-mix"
+    assert type(model).__name__ == ("Qwen3_5MoeForCausalLM" if moe else "Qwen3_5ForCausalLM")
+    assert "full_attention" in config.layer_types
     assert fast_config.to_dict() | {"dtype": None} == config.to_dict() | {"dtype": None}
     assert type(fast_tokenizer) is type(tokenizer)
     for text in TEXTS:
@@ -451,7 +455,8 @@ def test_packed_moe_architecture_same_as_transformers(model_dir, dtype):
         assert fast_tokenizer.decode(ids) == tokenizer.decode(ids) == text
     expected, got = model.state_dict(), fast_model.state_dict()
     assert list(got) == list(expected)
-    assert expected["model.layers.0.mlp.experts.gate_up_proj"].shape == (4, 64, 64)
+    if moe:
+        assert expected["model.layers.0.mlp.experts.gate_up_proj"].shape == (4, 64, 64)
     for key, value in expected.items():
         assert _same_bits(got[key], value.to(dtype)), key
     if dtype == torch.float32:

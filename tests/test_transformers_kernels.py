@@ -54,16 +54,18 @@ def test_packed_lfm2_logits_match_dequantized(tmp_path, installed, types):
     assert torch.equal(out, ref)
 
 
-def test_packed_moe_logits_match_dequantized(tmp_path, installed):
-    """Qwen3.5 MoE kept packed: routed experts as GgufExperts (``mul_mat_id``), the rest GgufLinear/Embedding."""
+@pytest.mark.parametrize("moe", [True, False], ids=["qwen35moe", "qwen35"])
+def test_packed_qwen35_logits_match_dequantized(tmp_path, installed, moe):
+    """Qwen3.5 kept packed: routed experts as GgufExperts (``mul_mat_id``), the rest GgufLinear/Embedding."""
     from hf_gguf_models import build_qwen35moe
 
-    path = tmp_path / "qwen35moe.gguf"
-    build_qwen35moe(path, {"exps": GGMLType.Q4_0, "attn": GGMLType.Q4_1, "": GGMLType.Q8_0})
+    path = tmp_path / "qwen35.gguf"
+    build_qwen35moe(path, {"exps": GGMLType.Q4_0, "attn": GGMLType.Q4_1, "": GGMLType.Q8_0}, moe=moe)
     packed = load(path, dequantize=False)
     dense = load(path, dequantize=True)
     kinds = {type(m).__name__ for m in packed.modules()}
-    assert {"GgufLinear", "GgufEmbedding", "GgufExperts"} <= kinds
+    assert {"GgufLinear", "GgufEmbedding"} <= kinds
+    assert ("GgufExperts" in kinds) == moe
     ids = torch.tensor([[1, 5, 77, 200, 3, 9, 42, 11, 250, 7, 6]])
     with torch.inference_mode():
         for length in (1, 4, 11):
