@@ -211,6 +211,29 @@ def test_t5_same_results_as_transformers(model_dir, dtype):
     assert _same_bits(fast_logits, logits) and _same_bits(fast_hidden, hidden)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("name", ["llama-mix", "gpt2-mix", "qwen2-mix", "qwen3-kquant"])
+def test_base_model_same_as_transformers(model_dir, name, dtype):
+    """AutoModel (no LM head, parameter names without the ``model.`` prefix): the same weights."""
+    expected = transformers.AutoModel.from_pretrained(model_dir, gguf_file=f"{name}.gguf", dtype=dtype).state_dict()
+    with integration.enabled():
+        got = transformers.AutoModel.from_pretrained(model_dir, gguf_file=f"{name}.gguf", dtype=dtype).state_dict()
+    assert list(got) == list(expected) and not any(key.startswith(("model.", "lm_head")) for key in got)
+    for key, value in expected.items():
+        assert _same_bits(got[key], value), key
+
+
+@pytest.mark.parametrize("name", ["qwen2moe-mix", "qwen3moe-mix"])
+def test_moe_base_model_refused_as_by_transformers(model_dir, name):
+    """transformers' MoE processor maps experts only under ``model.layers``, so AutoModel (bare ``layers``) fails
+    in it with a KeyError; through fastgguf it fails the same way."""
+    with pytest.raises(KeyError) as refused:
+        transformers.AutoModel.from_pretrained(model_dir, gguf_file=f"{name}.gguf")
+    with integration.enabled(), pytest.raises(KeyError) as fast_refused:
+        transformers.AutoModel.from_pretrained(model_dir, gguf_file=f"{name}.gguf")
+    assert fast_refused.value.args == refused.value.args == ("blk.0.ffn_gate_exps",)
+
+
 def test_mistral_named_llama_file(model_dir):
     """A llama file named "mistral" is a Mistral config to transformers; its weights it cannot map (gguf-py has
     no "mistral" architecture): config and tokenizer are the same through fastgguf, and so is the refusal."""
