@@ -16,7 +16,9 @@ gemma3 (norms stored as w + 1; gemma3 with q/k norms); qwen2 (attention biases);
 phi3 (fused qkv and gate/up tensors); qwen2moe (3-D expert tensors, a shared expert with a 1-D
 gate); qwen3moe (3-D expert tensors, q/k norms); gpt2 (transposed Conv1D weights, biases).
 :func:`build_qwen35moe` writes a Qwen3.5 MoE, an architecture transformers reads on its packed path;
-:func:`build_t5` a (flan-)T5 encoder-decoder with a unigram vocabulary.
+:func:`build_t5` a (flan-)T5 encoder-decoder with a unigram vocabulary; :func:`build_generic` any
+other architecture of transformers' legacy loader (falcon, bloom, stablelm, starcoder2, mamba,
+nemotron, ...), shaped by transformers' own reading of its metadata.
 
 Needs torch, transformers and gguf (the callers skip without them).
 """
@@ -519,6 +521,107 @@ def build_t5(path, types=None, *, hidden: int = 64, layers: int = 2, heads: int 
         array = value.detach().numpy()
         ggml_type = GGMLType.F32
         if array.ndim >= 2 and "attn_rel_b" not in name:
+            ggml_type = next((t for fragment, t in types.items() if fragment in name), GGMLType.Q8_0)
+        data, raw_type = _quantize(array, ggml_type)
+        if raw_type is None:
+            writer.add_tensor(name, data)
+        else:
+            writer.add_tensor(name, data, raw_type, array.shape)
+    writer.write()
+    writer.close()
+
+
+# --- any other architecture of transformers' legacy loader, shaped by transformers' own reading ----------
+
+#: values for the metadata keys transformers' legacy loader maps (`GGUF_CONFIG_MAPPING`), for small models
+_GENERIC_VALUES = {"context_length": 256, "block_count": 2, "feed_forward_length": 256, "embedding_length": 64,
+                   "rope.dimension_count": 16, "rope.freq_base": 10000.0, "attention.head_count": 4,
+                   "attention.head_count_kv": 4, "attention.layer_norm_rms_epsilon": 1e-5,
+                   "attention.layer_norm_epsilon": 1e-5, "ssm.conv_kernel": 4, "ssm.state_size": 16,
+                   "ssm.time_step_rank": 4, "ssm.inner_size": 128}
+
+
+def build_generic(path, arch: str, types=None, *, seed: int = 0) -> None:
+    """A random model of GGUF architecture ``arch`` (falcon, bloom, stablelm, starcoder2, mamba, nemotron, ...)
+    with the byte-level BPE tokenizer, written to GGUF.
+
+    The metadata holds every key transformers maps for ``arch`` (``_GENERIC_VALUES``); the model is built from
+    the config transformers itself reads back from it, its tensors named the way transformers looks them up
+    (gguf-py's name map, on the full parameter name or on a submodule's), so the file is one transformers
+    loads. llama.cpp's value transforms are applied where transformers undoes them with arithmetic
+    (nemotron's norms stored as w + 1, mamba's ``ssm_a = -exp(A_log)``) or a reshape (mamba's squeezed
+    conv1d); bloom's fused-qkv reorder is not (the weights are random: what is compared is two loads of one
+    file). ``types`` as for :func:`build`.
+    """
+    import os
+    import tempfile
+
+    import gguf
+    import torch
+    import transformers
+    from transformers.integrations.ggml import GGUF_CONFIG_MAPPING
+
+    tokens, merges, token_types = bpe_vocabulary()
+
+    def write_metadata(writer: GGUFWriter) -> None:
+        writer.add("general.architecture", arch)
+        writer.add("general.name", f"fastgguf test {arch}")
+        for key in GGUF_CONFIG_MAPPING[arch]:
+            if key in _GENERIC_VALUES:
+                value = _GENERIC_VALUES[key]
+                writer.add(f"{arch}.{key}", value, 4 if isinstance(value, int) else None)
+        writer.add("tokenizer.ggml.model", "gpt2")
+        writer.add("tokenizer.ggml.pre", "qwen2")
+        writer.add("tokenizer.ggml.tokens", tokens)
+        writer.add("tokenizer.ggml.token_type", np.asarray(token_types, np.int32))
+        writer.add("tokenizer.ggml.merges", merges)
+        writer.add("tokenizer.ggml.bos_token_id", tokens.index("<|endoftext|>"), 4)
+        writer.add("tokenizer.ggml.eos_token_id", tokens.index("<|im_end|>"), 4)
+
+    with tempfile.TemporaryDirectory() as directory:  # transformers' reading of the metadata alone
+        writer = GGUFWriter(os.path.join(directory, "m.gguf"))
+        write_metadata(writer)
+        writer.write()
+        writer.close()
+        config = transformers.AutoConfig.from_pretrained(directory, gguf_file="m.gguf")
+    tied = arch in ("falcon", "bloom")  # transformers ties these whatever the file holds
+    config.tie_word_embeddings = tied
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.ndim == 1:
+                parameter.add_(torch.randn_like(parameter) * 0.25)
+    arch_id = next(key for key, value in gguf.MODEL_ARCH_NAMES.items() if value == arch)
+    names = gguf.get_tensor_name_map(arch_id, config.num_hidden_layers)
+    types = {"": GGMLType.Q8_0} if types is None else types
+
+    def gguf_name(hf_name: str) -> str:
+        base, suffix = hf_name.rsplit(".", 1) if hf_name.endswith((".weight", ".bias")) else (hf_name, "")
+        parts = base.split(".")
+        for start in range(len(parts)):  # the whole name, then a submodule's, as transformers looks them up
+            found = names.get_name(".".join(parts[start:]))
+            if found is not None:
+                return f"{found}.{suffix}" if suffix else found
+        if arch == "mamba" and parts[-1] in ("A_log", "D"):  # bare parameters llama.cpp names by hand
+            return f"blk.{parts[-3]}.{'ssm_a' if parts[-1] == 'A_log' else 'ssm_d'}"
+        raise KeyError(f"{hf_name} has no GGUF name")
+
+    writer = GGUFWriter(path)
+    write_metadata(writer)
+    for hf_name, value in model.state_dict().items():
+        if tied and hf_name == "lm_head.weight":
+            continue
+        name = gguf_name(hf_name)
+        array = value.detach().numpy()
+        if arch == "nemotron" and name.endswith("norm.weight"):
+            array = array + 1
+        elif name.endswith(".ssm_a"):
+            array = -np.exp(array)
+        elif name.endswith(".ssm_conv1d.weight"):
+            array = array.reshape(array.shape[0], array.shape[-1])
+        ggml_type = GGMLType.F32
+        if array.ndim >= 2 and array.shape[-1] % 32 == 0 and not name.endswith((".ssm_a", ".ssm_conv1d.weight")):
             ggml_type = next((t for fragment, t in types.items() if fragment in name), GGMLType.Q8_0)
         data, raw_type = _quantize(array, ggml_type)
         if raw_type is None:

@@ -5,9 +5,10 @@ gguf-py's quantizers (fastgguf's for k-quants), then loaded twice — by transfo
 integration enabled — and the config, the token ids, every weight's bits and the logits are compared.
 
 Families: llama, gemma2, gemma3, phi3 (sentencepiece vocabularies); gpt2, qwen2, qwen3, qwen2moe,
-qwen3moe (byte-level BPE); t5 (unigram, encoder-decoder) on transformers' legacy loader; qwen35moe and
-qwen35 and lfm2 on its packed path. Where transformers itself refuses a file (a llama file named "mistral"; Q5
-blocks on the packed path), fastgguf refuses it the same way.
+qwen3moe, falcon, bloom, stablelm, starcoder2, mamba, nemotron (byte-level BPE); t5 (unigram,
+encoder-decoder) on transformers' legacy loader; qwen35, qwen35moe and lfm2 on its packed path. Where
+transformers itself refuses a file (a llama file named "mistral"; Q5 blocks on the packed path; a MoE
+base model), fastgguf refuses it the same way.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ MODELS = {
                      {"layers": 1}),
 }
 BPE_MODELS = [name for name, (family, _, _) in MODELS.items() if family.startswith(("qwen", "gpt2"))] + ["qwen35moe-mix", "qwen35-mix"]
+# more of the legacy loader's architectures, each shaped by transformers' own reading of its metadata:
+# fused qkv (falcon, bloom: transformers reorders bloom's), layer norms with biases, mamba's state-space
+# tensors (ssm_a = -exp(A_log), a squeezed conv1d), nemotron's norms stored as w + 1
+GENERIC_ARCHS = ["falcon", "bloom", "stablelm", "starcoder2", "mamba", "nemotron"]
+_GENERIC_TYPES = {"attn": Q.Q4_0, "ffn": Q.Q4_1, "ssm_in": Q.Q4_0, "ssm_out": Q.Q4_1, "": Q.Q8_0}
 # on transformers' packed path (its GGUF_ARCHS): a hybrid linear-attention MoE
 _QWEN35MOE_TYPES = {"exps": Q.Q4_0, "shexp": Q.Q4_1, "ssm_out": Q.Q8_0, "attn": Q.Q4_1, "": Q.Q8_0}
 
@@ -83,6 +89,8 @@ def model_dir(tmp_path_factory):
     hf_gguf_models.build(str(directory / "mistral.gguf"), "mistral", layers=1)
     hf_gguf_models.build_t5(str(directory / "t5-mix.gguf"), {"attn_q": Q.Q4_0, "ffn": Q.Q4_1, "attn_o": Q.F16,
                                                              "": Q.Q8_0})
+    for arch in GENERIC_ARCHS:
+        hf_gguf_models.build_generic(str(directory / f"{arch}.gguf"), arch, _GENERIC_TYPES)
     hf_gguf_models.build_qwen35moe(str(directory / "qwen35moe-mix.gguf"), _QWEN35MOE_TYPES)
     hf_gguf_models.build_qwen35moe(str(directory / "qwen35-mix.gguf"), _QWEN35MOE_TYPES, moe=False)
     return directory
@@ -92,7 +100,9 @@ def _load(directory, name, dtype):
     file = f"{name}.gguf"
     config = transformers.AutoConfig.from_pretrained(directory, gguf_file=file)
     tokenizer = transformers.AutoTokenizer.from_pretrained(directory, gguf_file=file)
-    model = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=file, dtype=dtype)
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(directory, gguf_file=file, dtype=dtype,
+                                                                    output_loading_info=True)
+    assert not any(info.values()), info  # every weight from the file: nothing left to random initialisation
     return config, tokenizer, model
 
 
@@ -169,6 +179,32 @@ def test_processor_stored_tensors_in_load_dtype(model_dir, name, stored):
             assert _same_bits(got[key], value)
         else:
             assert _same_bits(got[key], value.to(torch.bfloat16)), key
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("arch", GENERIC_ARCHS)
+def test_other_architectures_same_as_transformers(model_dir, arch, dtype):
+    """falcon, bloom, stablelm, starcoder2, mamba, nemotron: transformers maps every weight of the file (nothing
+    left to random initialisation, which would make the comparison vacuous), and through fastgguf the config,
+    token ids, weights and logits are the same."""
+    file = f"{arch}.gguf"
+    config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=file)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=file)
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=file, dtype=dtype,
+                                                                    output_loading_info=True)
+    assert not any(info.values()), info
+    with integration.enabled():
+        fast_config = transformers.AutoConfig.from_pretrained(model_dir, gguf_file=file)
+        fast_tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir, gguf_file=file)
+        fast_model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, gguf_file=file, dtype=dtype)
+    assert fast_config.to_dict() == config.to_dict()
+    ids = tokenizer(TEXTS[1])["input_ids"]
+    assert fast_tokenizer(TEXTS[1])["input_ids"] == ids and tokenizer.decode(ids) == TEXTS[1]
+    expected, got = model.state_dict(), fast_model.state_dict()
+    assert list(got) == list(expected)
+    for key, value in expected.items():
+        assert _same_bits(got[key], value), key
+    assert _same_bits(_logits(fast_model, ids), _logits(model, ids))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
