@@ -202,11 +202,18 @@ def test_peak_rss_embedding_rows(benchmark):
 
 
 def _best(fn, rounds: int, clock=time.perf_counter) -> float:
-    best = float("inf")
+    return _best_interleaved([fn], rounds, clock)[0]
+
+
+def _best_interleaved(fns, rounds: int, clock=time.perf_counter) -> list[float]:
+    """The best time of each of ``fns`` over ``rounds`` rounds, the functions taking turns in each
+    round (so that a ratio of two compares runs made under the same machine load)."""
+    best = [float("inf")] * len(fns)
     for _ in range(rounds):
-        start = clock()
-        fn()
-        best = min(best, clock() - start)
+        for k, fn in enumerate(fns):
+            start = clock()
+            fn()
+            best[k] = min(best[k], clock() - start)
     return best
 
 
@@ -239,11 +246,13 @@ def main(argv: list[str]) -> None:
           f"{'CPU' if args.cpu_time else 'wall'} time for single-threaded runs; "
           f"fill {n / fill / 1e9:.2f} G elements/s ({4 * n / fill / 1e9:.1f} GB/s)")
     # speedup: wall time of 1 thread / wall time of N threads, always
+    # % fill: against fill timed in the same rounds as the type, turn about (same machine load)
     print(f"{'type':6} {'1 thread G/s':>12} {'% fill':>7} {'N threads G/s':>14} {'speedup':>8} "
           f"{'gguf-py G/s':>12} {'x gguf-py':>10}")
     for qtype in types:
         raw = make_data(qtype, n)
-        one = _best(lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds, clock)
+        fill, one = _best_interleaved(
+            [lambda: out.fill(1.0), lambda: dequantize(raw, qtype, out=out, threads=1)], args.rounds, clock)
         one_wall = one if clock is time.perf_counter else _best(
             lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds)
         many = _best(lambda: dequantize(raw, qtype, out=out, threads=threads), args.rounds)

@@ -51,10 +51,14 @@ def test_many_blocks_match_reference(qtype, cpu_path):
     assert_same_bits(dequantize(raw, qtype, threads=1), reference(qtype, raw))
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["stores", "streaming"])
 @pytest.mark.parametrize("qtype", [T.F16, T.BF16], ids=lambda t: t.name)
-def test_every_16_bit_pattern(qtype, cpu_path):
+def test_every_16_bit_pattern(qtype, stream, cpu_path, monkeypatch):
     # All 65536 encodings, including subnormals, infinities and NaNs with payloads: the same
-    # bits as numpy's float16 -> float32 cast (F16) and a 16-bit shift (BF16).
+    # bits as numpy's float16 -> float32 cast (F16) and a 16-bit shift (BF16), with ordinary
+    # and with non-temporal stores (the large-output loops).
+    if stream:
+        monkeypatch.setattr(dequant, "_STREAM_MIN_BYTES", 0)
     bits = np.arange(1 << 16, dtype=np.uint32).astype("<u2")
     if qtype == T.F16:
         expected = bits.view(np.float16).astype(np.float32)

@@ -246,42 +246,41 @@ static inline __m128i fgg__halves4_to_bits(__m128i h) {   /* h: four fp16 in 32-
     return _mm_or_si128(bits, sign);
 }
 #endif
+#if FGG_HAVE_AVX2 && !FGG_HAVE_F16C
+#error "the AVX2 kernel build needs F16C (-mf16c)"
+#endif
 #if FGG_HAVE_AVX2
-static inline __m256i fgg__halves8_to_bits(__m256i h) {   /* h: eight fp16 in 32-bit lanes */
-    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
-    const __m256i shifted = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x7FFF)), 13);
-    const __m256i is_sub = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x00800000), shifted);
-    const __m256i is_infnan = _mm256_cmpgt_epi32(shifted, _mm256_set1_epi32(0x0F7FFFFF));
-    const __m256i bias = _mm256_set1_epi32(0x38000000);
-    __m256i normal = _mm256_add_epi32(_mm256_add_epi32(shifted, bias), _mm256_and_si256(is_infnan, bias));
-    __m256i sub = _mm256_castps_si256(_mm256_sub_ps(
-        _mm256_castsi256_ps(_mm256_add_epi32(shifted, _mm256_set1_epi32(0x38800000))),
-        _mm256_castsi256_ps(_mm256_set1_epi32(0x38800000))));
-    return _mm256_or_si256(_mm256_blendv_epi8(normal, sub, is_sub), sign);
+/* Eight fp16 (memory order) -> float32 bits with F16C's vcvtph2ps, which is exact for every
+   encoding but signalling NaNs: it sets their quiet bit (float bit 22). Clear it again where the
+   input was a NaN with its quiet bit (fp16 bit 9) clear, so payloads come through bit for bit. */
+static inline __m256i fgg__halves8_f16c(__m128i h) {
+    const __m256i x = _mm256_cvtepu16_epi32(h);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7FFF)), _mm256_set1_epi32(0x7C00));
+    const __m256i signalling = _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x0200)), _mm256_setzero_si256());
+    const __m256i fix = _mm256_and_si256(_mm256_and_si256(nan, signalling), _mm256_set1_epi32(0x00400000));
+    return _mm256_andnot_si256(fix, _mm256_castps_si256(_mm256_cvtph_ps(h)));
+}
+#endif
+#if FGG_HAVE_AVX512
+/* The same for sixteen fp16 (AVX-512F's vcvtph2ps, same rule for signalling NaNs). */
+static inline __m512i fgg__halves16_to_bits(__m256i h) {
+    const __m512i x = _mm512_cvtepu16_epi32(h);
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7FFF)), _mm512_set1_epi32(0x7C00));
+    nan = _mm512_mask_testn_epi32_mask(nan, x, _mm512_set1_epi32(0x0200));
+    const __m512i bits = _mm512_castps_si512(_mm512_cvtph_ps(h));
+    return _mm512_mask_and_epi32(bits, nan, bits, _mm512_set1_epi32(~0x00400000));
 }
 #endif
 static inline void fgg_halves_to_floats(const uint8_t *src, float *dst, ptrdiff_t n) {
     ptrdiff_t i = 0;
 #if FGG_HAVE_AVX512
-    const __m512i bias = _mm512_set1_epi32(0x38000000);
     for (; i + 16 <= n; i += 16) {
-        __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
-        __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
-        __m512i shifted = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x7FFF)), 13);
-        __mmask16 is_sub = _mm512_cmplt_epi32_mask(shifted, _mm512_set1_epi32(0x00800000));
-        __mmask16 is_infnan = _mm512_cmpgt_epi32_mask(shifted, _mm512_set1_epi32(0x0F7FFFFF));
-        __m512i normal = _mm512_add_epi32(shifted, bias);
-        normal = _mm512_mask_add_epi32(normal, is_infnan, normal, bias);
-        __m512i sub = _mm512_castps_si512(_mm512_sub_ps(
-            _mm512_castsi512_ps(_mm512_add_epi32(shifted, _mm512_set1_epi32(0x38800000))),
-            _mm512_castsi512_ps(_mm512_set1_epi32(0x38800000))));
-        __m512i bits = _mm512_or_si512(_mm512_mask_blend_epi32(is_sub, normal, sub), sign);
-        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(bits));
+        __m256i h = _mm256_loadu_si256((const __m256i *)(src + 2 * i));
+        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(fgg__halves16_to_bits(h)));
     }
 #elif FGG_HAVE_AVX2
     for (; i + 8 <= n; i += 8) {
-        __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
-        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_to_bits(h)));
+        _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_f16c(_mm_loadu_si128((const __m128i *)(src + 2 * i)))));
     }
 #elif FGG_HAVE_SSE2
     for (; i + 8 <= n; i += 8) {
@@ -293,6 +292,9 @@ static inline void fgg_halves_to_floats(const uint8_t *src, float *dst, ptrdiff_
     for (; i < n; i++) dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i));
 }
 
+/* How far ahead of the loads the streaming conversions below prefetch their source (bytes). */
+#define FGG_NT_PREFETCH_BYTES 2048
+
 /* The same conversions writing dst with non-temporal stores, straight from the registers (for
    outputs much larger than the caches: no staging copy, no read-for-ownership of dst). dst is
    first brought to a vector boundary with ordinary stores; call fgg_stream_fence () after. */
@@ -303,24 +305,15 @@ static inline void fgg_halves_to_floats_nt(const uint8_t *src, float *dst, ptrdi
     if (((uintptr_t)dst & 3) == 0) {
         while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = fgg_half_to_float(fgg_load_u16le(src + 2 * i)); i++; }
 #if FGG_HAVE_AVX512
-        const __m512i bias = _mm512_set1_epi32(0x38000000);
         for (; i + 16 <= n; i += 16) {
-            __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
-            __m512i sign = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
-            __m512i shifted = _mm512_slli_epi32(_mm512_and_si512(h, _mm512_set1_epi32(0x7FFF)), 13);
-            __mmask16 is_sub = _mm512_cmplt_epi32_mask(shifted, _mm512_set1_epi32(0x00800000));
-            __mmask16 is_infnan = _mm512_cmpgt_epi32_mask(shifted, _mm512_set1_epi32(0x0F7FFFFF));
-            __m512i normal = _mm512_add_epi32(shifted, bias);
-            normal = _mm512_mask_add_epi32(normal, is_infnan, normal, bias);
-            __m512i sub = _mm512_castps_si512(_mm512_sub_ps(
-                _mm512_castsi512_ps(_mm512_add_epi32(shifted, _mm512_set1_epi32(0x38800000))),
-                _mm512_castsi512_ps(_mm512_set1_epi32(0x38800000))));
-            _mm512_stream_ps(dst + i, _mm512_castsi512_ps(_mm512_or_si512(_mm512_mask_blend_epi32(is_sub, normal, sub), sign)));
+            if ((i & 31) == 0) _mm_prefetch((const char *)(src + 2 * i) + FGG_NT_PREFETCH_BYTES, _MM_HINT_NTA);
+            __m256i h = _mm256_loadu_si256((const __m256i *)(src + 2 * i));
+            _mm512_stream_ps(dst + i, _mm512_castsi512_ps(fgg__halves16_to_bits(h)));
         }
 #else
         for (; i + 8 <= n; i += 8) {
-            __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
-            _mm256_stream_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_to_bits(h)));
+            if ((i & 31) == 0) _mm_prefetch((const char *)(src + 2 * i) + FGG_NT_PREFETCH_BYTES, _MM_HINT_NTA);
+            _mm256_stream_ps(dst + i, _mm256_castsi256_ps(fgg__halves8_f16c(_mm_loadu_si128((const __m128i *)(src + 2 * i)))));
         }
 #endif
     }
@@ -335,12 +328,22 @@ static inline void fgg_bf16_to_floats_nt(const uint8_t *src, float *dst, ptrdiff
     if (((uintptr_t)dst & 3) == 0) {
         while (i < n && ((uintptr_t)(dst + i) & (align - 1))) { dst[i] = fgg_bf16_to_float(fgg_load_u16le(src + 2 * i)); i++; }
 #if FGG_HAVE_AVX512
-        for (; i + 16 <= n; i += 16) {
-            __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * i)));
-            _mm512_stream_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+        for (; i + 32 <= n; i += 32) {
+            _mm_prefetch((const char *)(src + 2 * i) + FGG_NT_PREFETCH_BYTES, _MM_HINT_NTA);
+            __m512i h = _mm512_loadu_si512((const void *)(src + 2 * i));
+            /* bf16 -> float: each 16-bit value becomes the high half of its 32-bit lane */
+            __m512i lo = _mm512_unpacklo_epi16(_mm512_setzero_si512(), h);
+            __m512i hi = _mm512_unpackhi_epi16(_mm512_setzero_si512(), h);
+            /* unpack works within 128-bit lanes: lanes (0..3 of lo, hi) hold elements in the order
+               lo0 hi0 lo1 hi1 ...; put them back in memory order with two cross-lane permutes */
+            const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+            const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+            _mm512_stream_si512((void *)(dst + i), _mm512_permutex2var_epi64(lo, first, hi));
+            _mm512_stream_si512((void *)(dst + i + 16), _mm512_permutex2var_epi64(lo, second, hi));
         }
 #else
         for (; i + 8 <= n; i += 8) {
+            if ((i & 31) == 0) _mm_prefetch((const char *)(src + 2 * i) + FGG_NT_PREFETCH_BYTES, _MM_HINT_NTA);
             __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + 2 * i)));
             _mm256_stream_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
         }
