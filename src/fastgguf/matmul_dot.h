@@ -389,8 +389,9 @@ static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
  *
  * The same integers and the same float steps as above, by other instructions: vpdpbusd adds the
  * 4 products of unsigned |w| bytes with x bytes (w's sign moved onto x) straight into an int32
- * lane, which is the lane above before its scale; the scale is then an exact int32 multiply (as
- * madd's was). Two rows of x share one 512-bit vector (row i in the low 256 bits, row i + 1 in
+ * lane, which is the lane above before its scale. For Q4_K and Q6_K (|w| <= 32, |x| <= 127) that
+ * lane is below 2^15 in magnitude, so vpmaddwd with the scale in the low 16 bits of each int32
+ * (0 in the high) multiplies it by the scale exactly, as the madd above did. Two rows of x share one 512-bit vector (row i in the low 256 bits, row i + 1 in
  * the high), so every float step is the 8-lane step above, done for two rows at once; an odd
  * last row uses the 256-bit form. So the VNNI, maddubs and portable kernels give the same bits.
  * Each function is compiled for VNNI by a target attribute: the rest of the avx512 build still
@@ -495,15 +496,16 @@ static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, c
             float d = fgg_mm_h2f(fgg_mm_le16(wb)), dmin = fgg_mm_h2f(fgg_mm_le16(wb + 2));
             fgg_mm_k4_scales(wb + 4, sc, mn);
             for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
-            for (int j = 0; j < 8; j++) {
-                uz[j] = fgg_mm_v2_w(u[j]);
-                s2[j] = _mm512_set1_epi32(sc[j]);
-            }
+            if (np > 0)
+                for (int j = 0; j < 8; j++) {
+                    uz[j] = fgg_mm_v2_w(u[j]);
+                    s2[j] = _mm512_set1_epi32(sc[j]);
+                }
             for (int p = 0; p < np; p++) {
                 const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
                 for (int j = 0; j < 8; j++) {
                     __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uz[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
-                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_mullo_epi32(l, s2[j]), d * x0[j].d, d * x1[j].d);
+                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(l, s2[j]), d * x0[j].d, d * x1[j].d);
                     float mt0 = (dmin * x0[j].d) * (float)(fgg_mm_qsum(&x0[j]) * mn[j]);
                     float mt1 = (dmin * x1[j].d) * (float)(fgg_mm_qsum(&x1[j]) * mn[j]);
                     mins[2 * p] = mins[2 * p] + mt0;
@@ -515,7 +517,7 @@ static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, c
                 for (int j = 0; j < 8; j++) {
                     __m256i l = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[j],
                                                     _mm256_loadu_si256((const __m256i *)xr[j].q));
-                    acc1 = fgg_mm_acc_add(acc1, _mm256_mullo_epi32(l, _mm256_set1_epi32(sc[j])), d * xr[j].d);
+                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(l, _mm256_set1_epi32(sc[j])), d * xr[j].d);
                     float mt = (dmin * xr[j].d) * (float)(fgg_mm_qsum(&xr[j]) * mn[j]);
                     mins[mr - 1] = mins[mr - 1] + mt;
                 }
@@ -539,6 +541,7 @@ static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, c
     fgg_mm_acc acc1 = fgg_mm_acc_zero();
     fgg_mm_w32 u[8];
     __m512i ua[8], s2[8];
+    __m256i s1[8];
     __mmask64 neg[8];
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;
@@ -564,25 +567,27 @@ static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, c
                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
             }
             for (int j = 0; j < 8; j++) {
-                __m512i z = fgg_mm_v2_w(u[j]);
-                ua[j] = _mm512_abs_epi8(z);
-                neg[j] = _mm512_movepi8_mask(z);
-                int a = scales[2 * j], c = scales[2 * j + 1];
-                s2[j] = fgg_mm_v2_w(_mm256_setr_epi32(a, a, a, a, c, c, c, c));
+                int a = scales[2 * j] & 0xffff, c = scales[2 * j + 1] & 0xffff;
+                s1[j] = _mm256_setr_epi32(a, a, a, a, c, c, c, c);
             }
+            if (np > 0)
+                for (int j = 0; j < 8; j++) {
+                    __m512i z = fgg_mm_v2_w(u[j]);
+                    ua[j] = _mm512_abs_epi8(z);
+                    neg[j] = _mm512_movepi8_mask(z);
+                    s2[j] = fgg_mm_v2_w(s1[j]);
+                }
             for (int p = 0; p < np; p++) {
                 const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
                 for (int j = 0; j < 8; j++) {
                     __m512i lz = fgg_mm_v2_dot(ua[j], neg[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
-                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_mullo_epi32(lz, s2[j]), d * x0[j].d, d * x1[j].d);
+                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(lz, s2[j]), d * x0[j].d, d * x1[j].d);
                 }
             }
             if (mr & 1) {
                 const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + 8 * b;
                 for (int j = 0; j < 8; j++)
-                    acc1 = fgg_mm_acc_add(acc1, _mm256_mullo_epi32(fgg_mm_v1_dot(u[j], xr[j].q),
-                                                                   _mm512_castsi512_si256(s2[j])),
-                                          d * xr[j].d);
+                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(fgg_mm_v1_dot(u[j], xr[j].q), s1[j]), d * xr[j].d);
             }
         }
         for (int p = 0; p < np; p++)
