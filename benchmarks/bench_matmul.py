@@ -224,6 +224,11 @@ def transformers_bench(directory: str, new_tokens: int) -> None:
                         "--torch-threads", str(torch_threads)], check=True)
 
 
+def _cols(t: float, t_np: float, q_bytes: int) -> str:
+    """ms, numpy's time / t, GB/s of quantized weights."""
+    return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layers", type=int, default=8)
@@ -267,10 +272,7 @@ def main() -> None:
         for batch in (1, 8):
             xs = inputs(model, batch)
             t_np = best_of(partial(sweep_numpy, dense, xs), args.rounds)
-
-            def cols(t: float) -> str:
-                return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
-
+            cols = partial(_cols, t_np=t_np, q_bytes=q_bytes)
             t_f = best_of(partial(sweep_fastgguf, model, xs, True), args.rounds)
             t_m = best_of(partial(sweep_int, model, xs, False), args.rounds)
             line = (f"{label:8} {q_bytes / 1e6:6.0f} {f_bytes / 1e6:6.0f} {batch:5d} {t_np * 1e3:8.1f} | {cols(t_f)} | "
