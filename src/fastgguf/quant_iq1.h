@@ -93,6 +93,126 @@ static inline float fgg__iq1_absmax(const float *x, int n) {
     return m;
 }
 
+/* IQ1_S's split search over the running sums sx/swt (48 entries, 33..47 copies of entry 32):
+ * every split i1 <= i2 of the 32 sorted values, x_p before x_m, taken as ggml's loop takes them.
+ * For each i1 the splits i2 = i1..32 are scored side by side; when none of them beats the best at
+ * the start (so the best cannot have changed among them), they are skipped, otherwise taken one
+ * by one in ggml's order from the first that beats it. */
+static inline void fgg__iq1_s_splits(const float *sx, const float *swt, float *best_out, float *scale_out,
+                                     int *b1_out, int *b2_out, int *shift_out) {
+    const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
+    float best = *best_out, scale = *scale_out;
+    int b1 = *b1_out, b2 = *b2_out, shift = *shift_out;
+#if FGG_IQ_SIMD
+    /* the third run's terms depend on i2 only: (sx[32] - sx[i2]) * v2 and ((W - W_i2) * v2) * v2 */
+    float cp[48], cm[48], wcp[48], wcm[48];
+    for (int i2 = 0; i2 < 48; ++i2) {
+        float c = sx[32] - sx[i2], wc = swt[32] - swt[i2];
+        cp[i2] = c * vp[2];
+        cm[i2] = c * vm[2];
+        wcp[i2] = wc * vp[2] * vp[2];
+        wcm[i2] = wc * vm[2] * vm[2];
+    }
+    fgg_iq_vi iota;
+    for (int l = 0; l < FGG_IQ_W; ++l) iota[l] = l;
+    const fgg_iq_vf zero = fgg_iq_splat(0.0f);
+    const fgg_iq_vf p1 = fgg_iq_splat(vp[1]), m1 = fgg_iq_splat(vm[1]);
+    for (int i1 = 0; i1 <= 32; ++i1) {
+        const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
+        const fgg_iq_vf ap = fgg_iq_splat(a * vp[0]), am = fgg_iq_splat(a * vm[0]);
+        const fgg_iq_vf wap = fgg_iq_splat(wa * vp[0] * vp[0]), wam = fgg_iq_splat(wa * vm[0] * vm[0]);
+        const fgg_iq_vf s1 = fgg_iq_splat(sx[i1]), w1 = fgg_iq_splat(swt[i1]);
+        const fgg_iq_vf bestv = fgg_iq_splat(best);
+        const fgg_iq_vi lo = (fgg_iq_vi){0} + i1, hi = (fgg_iq_vi){0} + 32;
+        float qxp[48], q2p[48], qxm[48], q2m[48];
+        int32_t hit[48];
+        const int j0 = i1 - i1 % FGG_IQ_W;
+        fgg_iq_vi any = (fgg_iq_vi){0};
+        for (int j = j0; j <= 32; j += FGG_IQ_W) {
+            fgg_iq_vf b = fgg_iq_loadu(sx + j) - s1, wb = fgg_iq_loadu(swt + j) - w1;
+            fgg_iq_vf xp = (ap + b * p1) + fgg_iq_loadu(cp + j);
+            fgg_iq_vf x2p = (wap + wb * p1 * p1) + fgg_iq_loadu(wcp + j);
+            fgg_iq_vf xm = (am + b * m1) + fgg_iq_loadu(cm + j);
+            fgg_iq_vf x2m = (wam + wb * m1 * m1) + fgg_iq_loadu(wcm + j);
+            fgg_iq_vi idx = iota + j;
+            fgg_iq_vi h = (((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m)))
+                        & (idx >= lo) & (idx <= hi);
+            memcpy(qxp + j, &xp, sizeof xp);
+            memcpy(q2p + j, &x2p, sizeof x2p);
+            memcpy(qxm + j, &xm, sizeof xm);
+            memcpy(q2m + j, &x2m, sizeof x2m);
+            memcpy(hit + j, &h, sizeof h);
+            any |= h;
+        }
+        int32_t anys = 0;
+        for (int l = 0; l < FGG_IQ_W; ++l) anys |= any[l];
+        if (!anys) continue;
+        int j = i1;
+        while (!hit[j]) ++j; /* splits before the first hit keep the best as it is */
+        for (; j <= 32; ++j) {
+            if (q2p[j] > 0 && qxp[j] * qxp[j] > best * q2p[j]) {
+                scale = qxp[j] / q2p[j];
+                best = scale * qxp[j];
+                b1 = i1;
+                b2 = j;
+                shift = 1;
+            }
+            if (q2m[j] > 0 && qxm[j] * qxm[j] > best * q2m[j]) {
+                scale = qxm[j] / q2m[j];
+                best = scale * qxm[j];
+                b1 = i1;
+                b2 = j;
+                shift = -1;
+            }
+        }
+    }
+#else
+    for (int i1 = 0; i1 <= 32; ++i1) {
+        const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
+        float qxp[48], q2p[48], qxm[48], q2m[48];
+        int32_t hit[48];
+        const float best0 = best;
+        for (int i2 = 0; i2 < 48; ++i2) { /* lanes outside i1..32 are computed and ignored */
+            float b = sx[i2] - sx[i1], c = sx[32] - sx[i2];
+            float wb = swt[i2] - swt[i1], wc = swt[32] - swt[i2];
+            qxp[i2] = a * vp[0] + b * vp[1] + c * vp[2];
+            q2p[i2] = wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2];
+            qxm[i2] = a * vm[0] + b * vm[1] + c * vm[2];
+            q2m[i2] = wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2];
+            hit[i2] = (((q2p[i2] > 0) & (qxp[i2] * qxp[i2] > best0 * q2p[i2]))
+                       | ((q2m[i2] > 0) & (qxm[i2] * qxm[i2] > best0 * q2m[i2])))
+                    & (i2 >= i1) & (i2 <= 32);
+        }
+        int32_t any = 0;
+        for (int i2 = 0; i2 < 48; ++i2) any |= hit[i2];
+        if (!any) continue;
+        const int m = 33 - i1;
+        float *pqx = qxp + i1, *pq2 = q2p + i1, *mqx = qxm + i1, *mq2 = q2m + i1;
+        for (int j = 0; j < m; ++j) {
+            if (pq2[j] > 0 && pqx[j] * pqx[j] > best * pq2[j]) {
+                scale = pqx[j] / pq2[j];
+                best = scale * pqx[j];
+                b1 = i1;
+                b2 = i1 + j;
+                shift = 1;
+            }
+            if (mq2[j] > 0 && mqx[j] * mqx[j] > best * mq2[j]) {
+                scale = mqx[j] / mq2[j];
+                best = scale * mqx[j];
+                b1 = i1;
+                b2 = i1 + j;
+                shift = -1;
+            }
+        }
+    }
+#endif
+    *best_out = best;
+    *scale_out = scale;
+    *b1_out = b1;
+    *b2_out = b2;
+    *shift_out = shift;
+}
+
 static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw) {
     const fgg_iq2_table *t = &fgg_iq2_tables[3];
     float sigma2 = 2 * fgg__iq2_sumsq(x) / 256;
@@ -125,47 +245,7 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
         float best = -FLT_MAX, scale = 0.0f;
         int b1 = -1, b2 = -1, shift = 0;
         const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
-        /* For each i1, the splits i2 = i1..32 are scored side by side; when none of them beats
-         * the best at the start (so the best cannot have changed among them), they are skipped,
-         * otherwise taken one by one in ggml's order (i2 ascending, x_p before x_m). */
-        for (int i1 = 0; i1 <= 32; ++i1) {
-            const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
-            float qxp[48], q2p[48], qxm[48], q2m[48];
-            int32_t hit[48];
-            const float best0 = best;
-            for (int i2 = 0; i2 < 48; ++i2) { /* lanes outside i1..32 are computed and ignored */
-                float b = sx[i2] - sx[i1], c = sx[32] - sx[i2];
-                float wb = swt[i2] - swt[i1], wc = swt[32] - swt[i2];
-                qxp[i2] = a * vp[0] + b * vp[1] + c * vp[2];
-                q2p[i2] = wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2];
-                qxm[i2] = a * vm[0] + b * vm[1] + c * vm[2];
-                q2m[i2] = wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2];
-                hit[i2] = (((q2p[i2] > 0) & (qxp[i2] * qxp[i2] > best0 * q2p[i2]))
-                           | ((q2m[i2] > 0) & (qxm[i2] * qxm[i2] > best0 * q2m[i2])))
-                        & (i2 >= i1) & (i2 <= 32);
-            }
-            int32_t any = 0;
-            for (int i2 = 0; i2 < 48; ++i2) any |= hit[i2];
-            if (!any) continue;
-            const int m = 33 - i1;
-            float *pqx = qxp + i1, *pq2 = q2p + i1, *mqx = qxm + i1, *mq2 = q2m + i1;
-            for (int j = 0; j < m; ++j) {
-                if (pq2[j] > 0 && pqx[j] * pqx[j] > best * pq2[j]) {
-                    scale = pqx[j] / pq2[j];
-                    best = scale * pqx[j];
-                    b1 = i1;
-                    b2 = i1 + j;
-                    shift = 1;
-                }
-                if (mq2[j] > 0 && mqx[j] * mqx[j] > best * mq2[j]) {
-                    scale = mqx[j] / mq2[j];
-                    best = scale * mqx[j];
-                    b1 = i1;
-                    b2 = i1 + j;
-                    shift = -1;
-                }
-            }
-        }
+        fgg__iq1_s_splits(sx, swt, &best, &scale, &b1, &b2, &shift);
         if (b1 < 0) continue;
         uint8_t L[32];
         for (int j = 0; j < 32; ++j) L[order[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
