@@ -50,12 +50,33 @@ static const float fgg__iq1_xm[3] = {-1 - 0.125f, -0.125f, 1 - 0.125f};
  * glibc's merge-sort qsort gives). Each position's rank is counted directly: the values below
  * it, plus the equal ones before it (n*n comparisons in vectorizable loops). */
 static inline void fgg__iq1_sort(const float *x, int n, int *order) {
+#if FGG_IQ_SIMD
+    /* n is 16 or 32, a multiple of the lane count: the ranks of all positions side by side,
+     * counting over the positions i one at a time */
+    fgg_iq_vi rank[32 / FGG_IQ_W], pos[32 / FGG_IQ_W];
+    fgg_iq_vf xv[32 / FGG_IQ_W];
+    const int nv = n / FGG_IQ_W;
+    for (int v = 0; v < nv; ++v) {
+        rank[v] = (fgg_iq_vi){0};
+        xv[v] = fgg_iq_loadu(x + v * FGG_IQ_W);
+        for (int l = 0; l < FGG_IQ_W; ++l) pos[v][l] = v * FGG_IQ_W + l;
+    }
+    for (int i = 0; i < n; ++i) {
+        const fgg_iq_vf xi = fgg_iq_splat(x[i]);
+        const fgg_iq_vi iv = (fgg_iq_vi){0} + i;
+        for (int v = 0; v < nv; ++v) rank[v] -= (xi < xv[v]) | ((xi == xv[v]) & (iv < pos[v]));
+    }
+    for (int v = 0; v < nv; ++v) {
+        for (int l = 0; l < FGG_IQ_W; ++l) order[rank[v][l]] = v * FGG_IQ_W + l;
+    }
+#else
     for (int j = 0; j < n; ++j) {
         const float xj = x[j];
         int r = 0;
         for (int i = 0; i < n; ++i) r += (x[i] < xj) | ((x[i] == xj) & (i < j));
         order[r] = j;
     }
+#endif
 }
 
 /* The list entry of smallest sum w*(scale*v[l] - x)^2 (ggml's IQ1 neighbour search). */
@@ -113,8 +134,6 @@ static inline void fgg__iq1_s_splits(const float *sx, const float *swt, float *b
         wcp[i2] = wc * vp[2] * vp[2];
         wcm[i2] = wc * vm[2] * vm[2];
     }
-    fgg_iq_vi iota;
-    for (int l = 0; l < FGG_IQ_W; ++l) iota[l] = l;
     const fgg_iq_vf zero = fgg_iq_splat(0.0f);
     const fgg_iq_vf p1 = fgg_iq_splat(vp[1]), m1 = fgg_iq_splat(vm[1]);
     for (int i1 = 0; i1 <= 32; ++i1) {
@@ -123,33 +142,33 @@ static inline void fgg__iq1_s_splits(const float *sx, const float *swt, float *b
         const fgg_iq_vf wap = fgg_iq_splat(wa * vp[0] * vp[0]), wam = fgg_iq_splat(wa * vm[0] * vm[0]);
         const fgg_iq_vf s1 = fgg_iq_splat(sx[i1]), w1 = fgg_iq_splat(swt[i1]);
         const fgg_iq_vf bestv = fgg_iq_splat(best);
-        const fgg_iq_vi lo = (fgg_iq_vi){0} + i1, hi = (fgg_iq_vi){0} + 32;
         float qxp[48], q2p[48], qxm[48], q2m[48];
-        int32_t hit[48];
         const int j0 = i1 - i1 % FGG_IQ_W;
-        fgg_iq_vi any = (fgg_iq_vi){0};
+        uint64_t hits = 0;
         for (int j = j0; j <= 32; j += FGG_IQ_W) {
             fgg_iq_vf b = fgg_iq_loadu(sx + j) - s1, wb = fgg_iq_loadu(swt + j) - w1;
             fgg_iq_vf xp = (ap + b * p1) + fgg_iq_loadu(cp + j);
             fgg_iq_vf x2p = (wap + wb * p1 * p1) + fgg_iq_loadu(wcp + j);
             fgg_iq_vf xm = (am + b * m1) + fgg_iq_loadu(cm + j);
             fgg_iq_vf x2m = (wam + wb * m1 * m1) + fgg_iq_loadu(wcm + j);
-            fgg_iq_vi idx = iota + j;
-            fgg_iq_vi h = (((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m)))
-                        & (idx >= lo) & (idx <= hi);
+            fgg_iq_vi h = ((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m));
             memcpy(qxp + j, &xp, sizeof xp);
             memcpy(q2p + j, &x2p, sizeof x2p);
             memcpy(qxm + j, &xm, sizeof xm);
             memcpy(q2m + j, &x2m, sizeof x2m);
-            memcpy(hit + j, &h, sizeof h);
-            any |= h;
+            hits |= (uint64_t)fgg_iq_bits(h) << j;
         }
-        int32_t anys = 0;
-        for (int l = 0; l < FGG_IQ_W; ++l) anys |= any[l];
-        if (!anys) continue;
-        int j = i1;
-        while (!hit[j]) ++j; /* splits before the first hit keep the best as it is */
-        for (; j <= 32; ++j) {
+        const uint64_t valid = (((uint64_t)2 << 32) - 1) & ~(((uint64_t)1 << i1) - 1); /* i1..32 */
+        hits &= valid;
+        /* A split whose bit is clear does not beat thr (the best when the bits were made), so
+         * it cannot beat any best >= thr either: for q2 > 0, thr*q2 <= best*q2 also after
+         * rounding. Splits with a bit are taken as ggml's loop takes them, in order, x_p before
+         * x_m. Should rounding ever make a new best smaller than thr, the later splits are
+         * scored again against it. */
+        float thr = best;
+        while (hits) {
+            const int j = __builtin_ctzll(hits);
+            hits &= hits - 1;
             if (q2p[j] > 0 && qxp[j] * qxp[j] > best * q2p[j]) {
                 scale = qxp[j] / q2p[j];
                 best = scale * qxp[j];
@@ -163,6 +182,15 @@ static inline void fgg__iq1_s_splits(const float *sx, const float *swt, float *b
                 b1 = i1;
                 b2 = j;
                 shift = -1;
+            }
+            if (best < thr) {
+                thr = best;
+                hits = 0;
+                for (int k = j + 1; k <= 32; ++k) {
+                    int h = (q2p[k] > 0 && qxp[k] * qxp[k] > thr * q2p[k])
+                          || (q2m[k] > 0 && qxm[k] * qxm[k] > thr * q2m[k]);
+                    hits |= (uint64_t)h << k;
+                }
             }
         }
     }
