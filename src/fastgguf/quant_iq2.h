@@ -302,17 +302,24 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
         }
         _mm512_storeu_ps(dv + j, d);
     }
-    for (int j = 0; j < count; j += 16) {
-        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), _mm512_set1_ps(best), _CMP_LT_OQ);
-        if (m) {
-            for (int l = 0; l < 16; ++l) {
-                if (dv[j + l] < best) {
-                    best = dv[j + l];
-                    g = e[j + l];
-                }
+    /* The scalar scan takes each distance below the best so far (from FLT_MAX): it ends on the
+     * first entry holding the smallest distance below FLT_MAX (NaN never taken), or on the first
+     * entry when there is none. min(d, m) keeps m unless d < m, so the lane minima and their
+     * minimum are that distance; its first entry is then found by equality. */
+    __m512 mv = _mm512_set1_ps(FLT_MAX);
+    for (int j = 0; j < count; j += 16) mv = _mm512_min_ps(_mm512_loadu_ps(dv + j), mv);
+    const float mn = _mm512_reduce_min_ps(mv);
+    if (mn < FLT_MAX) {
+        const __m512 mb = _mm512_set1_ps(mn);
+        for (int j = 0; j < count; j += 16) {
+            __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), mb, _CMP_EQ_OQ);
+            if (m) {
+                g = e[j + __builtin_ctz((unsigned)m)];
+                break;
             }
         }
     }
+    (void)best;
 #elif FGG_IQ2_VEC == 8
     const uint16_t *K = t->keys + (e - t->lists);
     __m256 Tv[8];
@@ -327,17 +334,24 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
         }
         _mm256_storeu_ps(dv + j, d);
     }
-    for (int j = 0; j < count; j += 8) {
-        int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), _mm256_set1_ps(best), _CMP_LT_OQ));
-        if (m) {
-            for (int l = 0; l < 8; ++l) {
-                if (dv[j + l] < best) {
-                    best = dv[j + l];
-                    g = e[j + l];
-                }
+    /* the smallest distance below FLT_MAX and its first entry, as in the AVX-512 path */
+    __m256 mv = _mm256_set1_ps(FLT_MAX);
+    for (int j = 0; j < count; j += 8) mv = _mm256_min_ps(_mm256_loadu_ps(dv + j), mv);
+    __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+    m4 = _mm_min_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_min_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float mn = _mm_cvtss_f32(m4);
+    if (mn < FLT_MAX) {
+        const __m256 mb = _mm256_set1_ps(mn);
+        for (int j = 0; j < count; j += 8) {
+            int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), mb, _CMP_EQ_OQ));
+            if (m) {
+                g = e[j + __builtin_ctz((unsigned)m)];
+                break;
             }
         }
     }
+    (void)best;
 #else
     for (int j = 0; j < count; j += 4) {
         const uint8_t *l0 = t->level[e[j]], *l1 = t->level[e[j + 1]];
