@@ -484,7 +484,7 @@ static inline float fgg__iq2_sumsq(const float *x) {
 
 /* Candidate scales of one block, evaluated side by side (the loops over candidates are plain
  * loops the compiler turns into vector code; each candidate's arithmetic is ggml's, in order). */
-#define FGG_IQ2_LANES 24
+#define FGG_IQ2_LANES 32
 
 typedef struct {
     float id[FGG_IQ2_LANES];      /* inverse scale */
@@ -498,8 +498,30 @@ typedef struct {
 /* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes) with C->id set. */
 static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int n, int nc, int lanes,
                                  const float *xv, const float *w, const float *sw) {
+#if FGG_IQ_SIMD
+    lanes = (nc + FGG_IQ_W - 1) / FGG_IQ_W * FGG_IQ_W; /* whole vectors (<= 32) */
+#endif
     for (int c = nc; c < lanes; ++c) C->id[c] = C->id[nc - 1];
     for (int c = 0; c < lanes; ++c) C->scale[c] = 1 / C->id[c];
+#if FGG_IQ_SIMD
+    for (int v = 0; v < lanes; v += FGG_IQ_W) {
+        const fgg_iq_vf idv = fgg_iq_loadu(C->id + v);
+        const fgg_iq_vf half = fgg_iq_splat(0.5f), one = fgg_iq_splat(1.0f), magic = fgg_iq_splat(12582912.0f);
+        fgg_iq_vi key[4] = {{0}, {0}, {0}, {0}};
+        for (int i = 0; i < n; ++i) {
+            fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[i]) - one) + magic;
+            fgg_iq_vi l = ((fgg_iq_vi)val & 0x007fffff) - 0x00400000;
+            const fgg_iq_vi zero = {0}, two = zero + 2;
+            l &= ~(l < zero);
+            const fgg_iq_vi over = l > two;
+            l = (l & ~over) | (two & over);
+            fgg_iq_vf q = __builtin_convertvector(2 * l + 1, fgg_iq_vf);
+            memcpy(C->q[i] + v, &q, sizeof q);
+            key[i / 8] |= l << (2 * (i % 8));
+        }
+        for (int k = 0; k < n / 8; ++k) memcpy(C->key[k] + v, &key[k], sizeof key[k]);
+    }
+#else
     for (int k = 0; k < n / 8; ++k) {
         for (int c = 0; c < lanes; ++c) C->key[k][c] = 0;
     }
@@ -519,6 +541,7 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             key[c] |= l << sh;
         }
     }
+#endif
     for (int k = 0; k < n / 8; ++k) {
         fgg__iq2_spread sp;
         int spread = 0;
@@ -545,6 +568,19 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             for (int i = 0; i < 8; ++i) C->q[8 * k + i][c] = (float)(2 * t->level[g][i] + 1);
         }
     }
+#if FGG_IQ_SIMD
+    for (int v = 0; v < lanes; v += FGG_IQ_W) {
+        fgg_iq_vf sx = fgg_iq_splat(0.0f), s2 = sx;
+        for (int i = 0; i < n; ++i) {
+            const fgg_iq_vf wx = fgg_iq_splat(w[i] * xv[i]), wi = fgg_iq_splat(w[i]);
+            const fgg_iq_vf q = fgg_iq_loadu(C->q[i] + v);
+            sx += wx * q;
+            s2 += wi * q * q;
+        }
+        memcpy(C->sumqx + v, &sx, sizeof sx);
+        memcpy(C->sumq2 + v, &s2, sizeof s2);
+    }
+#else
     for (int c = 0; c < lanes; ++c) C->sumqx[c] = C->sumq2[c] = 0.0f;
     for (int i = 0; i < n; ++i) {
         const float wx = w[i] * xv[i], wi = w[i];
@@ -554,6 +590,7 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             C->sumq2[c] += wi * q[c] * q[c];
         }
     }
+#endif
 }
 
 /* One 16-value block of IQ2_XS / IQ2_S: returns the scale (0 for a block below eps), and the
