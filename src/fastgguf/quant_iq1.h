@@ -94,6 +94,14 @@ static inline int fgg__iq1_neighbour(const fgg_iq2_table *t, const uint16_t *lis
 static inline int fgg__iq1_place(const fgg_iq2_table *t, const float *xb, const float *w, float scale,
                                  const uint8_t *L, int groups, const float *const *v, int *index) {
     int all = 1;
+    for (int k = 0; k < groups; ++k) { /* start the loads of the lists searched below */
+        int g = t->map[fgg__iq2_key(L + 8 * k)];
+        if (g < 0) {
+            const uint16_t *list = t->lists - g - 1;
+            __builtin_prefetch(list);
+            __builtin_prefetch(t->keys + (list - t->lists) + 1);
+        }
+    }
     for (int k = 0; k < groups; ++k) {
         int g = t->map[fgg__iq2_key(L + 8 * k)];
         if (g < 0) {

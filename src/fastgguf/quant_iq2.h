@@ -542,6 +542,17 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
         }
     }
 #endif
+    /* the lists the searches below read (scattered over a few MB): their loads start now */
+    for (int k = 0; k < n / 8; ++k) {
+        for (int c = 0; c < nc; ++c) {
+            int g = t->map[C->key[k][c]];
+            if (g < 0) {
+                const uint16_t *list = t->lists - g - 1;
+                __builtin_prefetch(list);
+                __builtin_prefetch(t->keys + (list - t->lists) + 1);
+            }
+        }
+    }
     for (int k = 0; k < n / 8; ++k) {
         fgg__iq2_spread sp;
         int spread = 0;
