@@ -542,42 +542,33 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
         }
     }
 #endif
-    /* the lists the searches below read (scattered over a few MB): their loads start now */
+    /* The searches of the groups off the grid, gathered first (their list loads start at once)
+     * and then run back to back: they are independent, so their work overlaps. */
+    const uint16_t *slist[4 * FGG_IQ2_LANES];
+    uint8_t sk[4 * FGG_IQ2_LANES], sc[4 * FGG_IQ2_LANES];
+    int ns = 0;
     for (int k = 0; k < n / 8; ++k) {
         for (int c = 0; c < nc; ++c) {
             int g = t->map[C->key[k][c]];
+            C->on[k][c] = g >= 0;
             if (g < 0) {
                 const uint16_t *list = t->lists - g - 1;
                 __builtin_prefetch(list);
                 __builtin_prefetch(t->keys + (list - t->lists) + 1);
+                slist[ns] = list;
+                sk[ns] = (uint8_t)k;
+                sc[ns] = (uint8_t)c;
+                ++ns;
             }
         }
     }
-    for (int k = 0; k < n / 8; ++k) {
-        fgg__iq2_spread sp;
-        int spread = 0;
-        int prev_key = -1;
-        float prev_scale = 0.0f;
-        int prev_g = 0;
-        for (int c = 0; c < nc; ++c) {
-            int u = C->key[k][c];
-            int g = t->map[u];
-            C->on[k][c] = g >= 0;
-            if (g >= 0) continue;
-            if (u == prev_key && C->scale[c] == prev_scale) {
-                g = prev_g; /* same key and scale: the same search */
-            } else {
-                if (!spread) {
-                    fgg__iq2_spread_group(&sp, xv + 8 * k, sw + 8 * k);
-                    spread = 1;
-                }
-                g = fgg__iq2_search(t, t->lists - g - 1, &sp, fgg__iq2_qv, C->scale[c]);
-                prev_key = u;
-                prev_scale = C->scale[c];
-                prev_g = g;
-            }
-            for (int i = 0; i < 8; ++i) C->q[8 * k + i][c] = (float)(2 * t->level[g][i] + 1);
-        }
+    fgg__iq2_spread sp[4];
+    for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&sp[k], xv + 8 * k, sw + 8 * k);
+    int found[4 * FGG_IQ2_LANES];
+    for (int j = 0; j < ns; ++j) found[j] = fgg__iq2_search(t, slist[j], &sp[sk[j]], fgg__iq2_qv, C->scale[sc[j]]);
+    for (int j = 0; j < ns; ++j) {
+        const uint8_t *lv = t->level[found[j]];
+        for (int i = 0; i < 8; ++i) C->q[8 * sk[j] + i][sc[j]] = (float)(2 * lv[i] + 1);
     }
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
