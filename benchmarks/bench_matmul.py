@@ -10,10 +10,11 @@ With pytest-benchmark (``--benchmark-disable`` runs each once on a small model: 
     PYTHONPATH=src python -m pytest benchmarks/bench_matmul.py --benchmark-only \\
         --benchmark-group-by=param:batch --benchmark-columns=min,median,rounds
 
-As a script, the sweep table per type (fastgguf float path, integer path, numpy; GB/s of weight
-bytes read; the machine's read bandwidth; memory of the weights)::
+As a script, the sweep table per type (numpy on the dequantized float32 weights; fastgguf's float
+path; its integer path with maddubs and with AVX-512 VNNI where the CPU has it; "x" = numpy's
+time / this one, GB/s of quantized weight bytes read; the machine's read bandwidth)::
 
-    PYTHONPATH=src python benchmarks/bench_matmul.py [--layers N] [--rounds R]
+    PYTHONPATH=src python benchmarks/bench_matmul.py [--layers N] [--rounds R] [--all-only]
     PYTHONPATH=src python benchmarks/bench_matmul.py --types      # one 4096x4096 weight per type
 
 transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
@@ -88,6 +89,16 @@ def sweep_fastgguf(model, xs, exact=True, threads=None):
                exact=exact, threads=threads)
 
 
+def sweep_int(model, xs, vnni: bool, threads=None):
+    """The integer path with the AVX-512 VNNI kernels on or off (maddubs) in the current build."""
+    kernels = dequant._kernels
+    before = kernels._set_vnni(vnni)
+    try:
+        sweep_fastgguf(model, xs, False, threads)
+    finally:
+        kernels._set_vnni(before)
+
+
 def sweep_numpy(dense, xs):
     for w in dense:
         xs[w.shape[1]] @ w.T
@@ -118,16 +129,20 @@ def model_for(disabled: bool):
 
 
 @pytest.mark.parametrize("batch", [1, 8])
-@pytest.mark.parametrize("engine", ["fastgguf", "fastgguf-int", "numpy"])
+@pytest.mark.parametrize("engine", ["fastgguf", "fastgguf-int", "fastgguf-int-vnni", "numpy"])
 def test_sweep(benchmark, batch, engine):
+    if engine == "fastgguf-int-vnni" and not dequant._kernels.vnni_usable():
+        pytest.skip("no AVX-512 VNNI on this CPU (or not the avx512 build)")
     model, dense = model_for(benchmark.disabled)
     xs = inputs(model, batch)
     benchmark.group = f"batch {batch}"
     benchmark.extra_info.update(weight_bytes=sum(raw.nbytes for _n, _q, raw in model), cpu_path=dequant.cpu_path())
     if engine == "numpy":
         benchmark.pedantic(sweep_numpy, args=(dense, xs), rounds=5, warmup_rounds=1)
-    else:
-        benchmark.pedantic(sweep_fastgguf, args=(model, xs, engine == "fastgguf"), rounds=5, warmup_rounds=1)
+    elif engine == "fastgguf":
+        benchmark.pedantic(sweep_fastgguf, args=(model, xs, True), rounds=5, warmup_rounds=1)
+    else:  # the integer path: maddubs (VNNI off) or VNNI
+        benchmark.pedantic(sweep_int, args=(model, xs, engine == "fastgguf-int-vnni"), rounds=5, warmup_rounds=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,11 +224,17 @@ def transformers_bench(directory: str, new_tokens: int) -> None:
                         "--torch-threads", str(torch_threads)], check=True)
 
 
+def _cols(t: float, t_np: float, q_bytes: int) -> str:
+    """ms, numpy's time / t, GB/s of quantized weights."""
+    return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--types", action="store_true", help="one 4096x4096 weight per type instead of the model")
+    parser.add_argument("--all-only", action="store_true", help="only the whole model's sweep, not per type")
     parser.add_argument("--transformers", action="store_true", help="transformers generate, packed vs dequantized")
     parser.add_argument("--dir", default="/tmp/fgg_lfm2", help="where --transformers keeps its model")
     parser.add_argument("--new-tokens", type=int, default=32)
@@ -237,8 +258,12 @@ def main() -> None:
         for s in shapes:
             groups.setdefault(s[1].name, []).append(s)
         groups["all"] = shapes
-    print(f"{'weights':8} {'MB q':>7} {'MB f32':>7} {'batch':>5} {'numpy ms':>9} {'float ms':>9} {'x':>5} "
-          f"{'GB/s':>5} {'int ms':>8} {'x':>5} {'GB/s':>5}")
+    if args.all_only and not args.types:
+        groups = {"all": groups["all"]}
+    vnni = bool(dequant._kernels.vnni_usable())
+    print(f"int path: maddubs, and VNNI {'too' if vnni else 'not available here'}")
+    print(f"{'weights':8} {'MB q':>6} {'MB f32':>6} {'batch':>5} {'numpy ms':>8} | {'float ms':>8} {'x':>5} {'GB/s':>5} | "
+          f"{'maddubs':>8} {'x':>5} {'GB/s':>5} | {'vnni ms':>8} {'x':>5} {'GB/s':>5} {'v/m':>5}")
     for label, shapes in groups.items():
         model = build_model(shapes)
         q_bytes = sum(raw.nbytes for _n, _q, raw in model)
@@ -247,11 +272,17 @@ def main() -> None:
         for batch in (1, 8):
             xs = inputs(model, batch)
             t_np = best_of(partial(sweep_numpy, dense, xs), args.rounds)
+            cols = partial(_cols, t_np=t_np, q_bytes=q_bytes)
             t_f = best_of(partial(sweep_fastgguf, model, xs, True), args.rounds)
-            t_i = best_of(partial(sweep_fastgguf, model, xs, False), args.rounds)
-            print(f"{label:8} {q_bytes / 1e6:7.0f} {f_bytes / 1e6:7.0f} {batch:5d} {t_np * 1e3:9.1f} {t_f * 1e3:9.1f} "
-                  f"{t_np / t_f:5.2f} {q_bytes / t_f / 1e9:5.1f} {t_i * 1e3:8.1f} {t_np / t_i:5.2f} {q_bytes / t_i / 1e9:5.1f}",
-                  flush=True)
+            t_m = best_of(partial(sweep_int, model, xs, False), args.rounds)
+            line = (f"{label:8} {q_bytes / 1e6:6.0f} {f_bytes / 1e6:6.0f} {batch:5d} {t_np * 1e3:8.1f} | {cols(t_f)} | "
+                    f"{cols(t_m)} | ")
+            if vnni:
+                t_v = best_of(partial(sweep_int, model, xs, True), args.rounds)
+                line += f"{cols(t_v)} {t_m / t_v:5.2f}"
+            else:
+                line += f"{'-':>8} {'-':>5} {'-':>5} {'-':>5}"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Dequantization of the IQ, ternary, FP4 and 1-/2-bit block types.
 
 Every kernel must give the same float32 bits as gguf-py's ``dequantize`` (the
-reference) on random blocks, on blocks gguf-py quantized itself where it can,
-and the values worked out by hand below. Q1_0 and Q2_0, which gguf-py cannot
-dequantize, are checked against a numpy transcription of ggml's definition.
+reference, from ``dequant_refs``) on random blocks, on blocks gguf-py quantized
+itself where it can, and the values worked out by hand below. Q1_0 and Q2_0,
+which gguf-py cannot dequantize, are checked against the numpy transcription of
+ggml's definition in ``dequant_refs``.
 The lookup tables are checked entry by entry against gguf-py's.
 """
 
@@ -21,90 +22,32 @@ import fastgguf
 from fastgguf import GGMLType, dequant
 from fastgguf.types import TYPE_TRAITS
 
+import dequant_refs
 from conftest import assert_same_bits, kernel_modules
+from dequant_refs import IQ_GGUF_PY_TYPES, IQ_NUMPY_TYPES, SCALE_FIELDS, random_tensor_bytes, set_f16_scale
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
-#: Types gguf-py 0.19 dequantizes; its output is the reference.
-GGUF_PY_TYPES = [
-    GGMLType.IQ2_XXS,
-    GGMLType.IQ2_XS,
-    GGMLType.IQ2_S,
-    GGMLType.IQ3_XXS,
-    GGMLType.IQ3_S,
-    GGMLType.IQ1_S,
-    GGMLType.IQ1_M,
-    GGMLType.IQ4_NL,
-    GGMLType.IQ4_XS,
-    GGMLType.TQ1_0,
-    GGMLType.TQ2_0,
-    GGMLType.MXFP4,
-    GGMLType.NVFP4,
-]
-#: Types gguf-py cannot dequantize; checked against ``numpy_reference``.
-GGML_ONLY_TYPES = [GGMLType.Q1_0, GGMLType.Q2_0]
+#: Types gguf-py cannot dequantize; checked against ``dequant_refs.numpy_reference``.
+GGML_ONLY_TYPES = list(IQ_NUMPY_TYPES)
+#: Types gguf-py dequantizes; its output is the reference.
+GGUF_PY_TYPES = list(IQ_GGUF_PY_TYPES)
 #: Types gguf-py can also quantize.
 GGUF_PY_QUANTIZES = [GGMLType.TQ1_0, GGMLType.TQ2_0, GGMLType.MXFP4]
-
-#: Byte offset of the fp16 super-block scale, for types whose random blocks need a finite one.
-FP16_SCALE_AT = {
-    GGMLType.IQ2_XXS: 0,
-    GGMLType.IQ2_XS: 0,
-    GGMLType.IQ2_S: 0,
-    GGMLType.IQ3_XXS: 0,
-    GGMLType.IQ3_S: 0,
-    GGMLType.IQ1_S: 0,
-    GGMLType.IQ4_NL: 0,
-    GGMLType.IQ4_XS: 0,
-    GGMLType.TQ1_0: 52,
-    GGMLType.TQ2_0: 64,
-    GGMLType.Q1_0: 0,
-    GGMLType.Q2_0: 0,
-}
 
 #: Output shapes, in blocks along the last axis: one block, several rows, 3-D.
 SHAPES_IN_BLOCKS = [(1,), (3, 2), (2, 3, 5)]
 
 
 def random_blocks(qtype: GGMLType, n_blocks: int, seed: int) -> np.ndarray:
-    """``n_blocks`` blocks of random bytes whose fp16 scales are finite (random sign, wide exponent range)."""
+    """``n_blocks`` blocks (n_blocks, type_size) of random bytes whose fp16 scales are finite."""
     rng = np.random.default_rng(seed)
-    traits = TYPE_TRAITS[qtype]
-    blocks = rng.integers(0, 256, (n_blocks, traits.type_size), dtype=np.uint8)
-    scale = (rng.standard_normal(n_blocks) * np.exp2(rng.integers(-20, 12, n_blocks))).astype(np.float16)
-    scale = np.where(np.isfinite(scale), scale, np.float16(1.0)).view(np.uint16)
-    if qtype in FP16_SCALE_AT:
-        at = FP16_SCALE_AT[qtype]
-        blocks[:, at : at + 2] = scale.view(np.uint8).reshape(n_blocks, 2)
-    elif qtype == GGMLType.IQ1_M:
-        # The scale's four nibbles sit in the top nibbles of the four trailing uint16.
-        packed = blocks[:, 48:56].copy().view("<u2") & np.uint16(0x0FFF)
-        for k in range(4):
-            packed[:, k] |= ((scale >> (4 * k)) & 0xF) << 12
-        blocks[:, 48:56] = packed.view(np.uint8)
-    return blocks
-
-
-def gguf_py_dequantize(blocks: np.ndarray, qtype: GGMLType) -> np.ndarray:
-    with np.errstate(over="ignore", invalid="ignore"):  # large MXFP4 scales overflow to inf, as in ggml
-        return ref.dequantize(blocks, GGMLQuantizationType(int(qtype))).reshape(-1)
-
-
-def numpy_reference(blocks: np.ndarray, qtype: GGMLType) -> np.ndarray:
-    """Q1_0 / Q2_0 as ggml's ``dequantize_row_q1_0`` / ``_q2_0`` define them."""
-    d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
-    if qtype == GGMLType.Q1_0:
-        bits = np.unpackbits(blocks[:, 2:], axis=1, bitorder="little")
-        return np.where(bits == 1, d, -d).reshape(-1)
-    assert qtype == GGMLType.Q2_0
-    codes = (blocks[:, 2:, None] >> np.array([0, 2, 4, 6], dtype=np.uint8)) & 3
-    return ((codes.reshape(len(blocks), -1).astype(np.int32) - 1).astype(np.float32) * d).reshape(-1)
+    block_size, type_size = TYPE_TRAITS[qtype]
+    return random_tensor_bytes(qtype, n_blocks * block_size, rng).reshape(n_blocks, type_size)
 
 
 def reference(blocks: np.ndarray, qtype: GGMLType) -> np.ndarray:
-    if qtype in GGML_ONLY_TYPES:
-        return numpy_reference(blocks, qtype)
-    return gguf_py_dequantize(blocks, qtype)
+    return dequant_refs.reference(qtype, blocks.reshape(-1))
 
 
 def shape_of(qtype: GGMLType, shape_in_blocks: tuple[int, ...]) -> tuple[int, ...]:
@@ -112,14 +55,6 @@ def shape_of(qtype: GGMLType, shape_in_blocks: tuple[int, ...]) -> tuple[int, ..
 
 
 # --- exactness against the references ----------------------------------------
-
-def cpu_path(request):
-    """Run the test on each kernel build this CPU can run (portable, avx2, avx512): same bits from all."""
-    previous = dequant.cpu_path()
-    dequant.set_cpu_path(request.param)
-    yield request.param
-    dequant.set_cpu_path(previous)
-
 
 @pytest.mark.parametrize("shape_in_blocks", SHAPES_IN_BLOCKS, ids=str)
 @pytest.mark.parametrize("qtype", GGUF_PY_TYPES + GGML_ONLY_TYPES, ids=lambda t: t.name)
@@ -146,7 +81,7 @@ def test_gguf_py_quantized_data_matches(qtype):
     weights = (rng.standard_normal((16, 1024)) * rng.uniform(0.001, 3.0, (16, 1))).astype(np.float32)
     weights[3, :256] = 0.0  # an all-zero block: zero scale
     data = ref.quantize(weights, GGMLQuantizationType(int(qtype)))
-    expected = ref.dequantize(data, GGMLQuantizationType(int(qtype)))
+    expected = reference(data, qtype).reshape(weights.shape)
     actual = fastgguf.dequantize(data, qtype, weights.shape)
     assert_same_bits(actual, expected)
     if qtype != GGMLType.MXFP4:  # sanity: quantization kept the weights' scale (the ternary types' sign)
@@ -158,18 +93,12 @@ def test_non_finite_scales_match_gguf_py(qtype, cpu_path):
     """Infinite and NaN scales propagate as in gguf-py (NaNs compared as equal, not bit for bit)."""
     blocks = random_blocks(qtype, 64, seed=7)
     special = np.array([0x7C00, 0xFC00, 0x7E00, 0x0001, 0x8000], dtype=np.uint16)  # +inf, -inf, NaN, subnormal, -0
-    for i, h in enumerate(special):
-        if qtype in FP16_SCALE_AT:
-            at = FP16_SCALE_AT[qtype]
-            blocks[i, at : at + 2] = np.array([h], "<u2").view(np.uint8)
-        elif qtype == GGMLType.IQ1_M:
-            packed = blocks[i, 48:56].copy().view("<u2") & np.uint16(0x0FFF)
-            packed |= ((h >> np.array([0, 4, 8, 12], dtype=np.uint16)) & 0xF) << 12
-            blocks[i, 48:56] = packed.view(np.uint8)
-        else:  # MXFP4 / NVFP4 scales are 8-bit codes: use the extremes
-            blocks[i, 0] = [0xFF, 0x00, 0x7F, 0x01, 0x80][i]
+    if SCALE_FIELDS[qtype]:
+        set_f16_scale(blocks[: len(special)], qtype, special)
+    else:  # MXFP4 / NVFP4 scales are 8-bit codes: use the extremes
+        blocks[: len(special), 0] = [0xFF, 0x00, 0x7F, 0x01, 0x80]
     actual = fastgguf.dequantize(blocks, qtype, (64 * TYPE_TRAITS[qtype].block_size,))
-    np.testing.assert_array_equal(actual, gguf_py_dequantize(blocks, qtype))
+    np.testing.assert_array_equal(actual, reference(blocks, qtype))
 
 
 @pytest.mark.parametrize("qtype", GGUF_PY_TYPES + GGML_ONLY_TYPES, ids=lambda t: t.name)

@@ -120,6 +120,61 @@ def test_integer_path_error_and_cpu_paths(qtype, m):
         np.testing.assert_array_equal(out, y)  # integer sums are exact, the float steps the same
 
 
+def _int_dot_variants():
+    """(name, kernels, vnni) for every integer dot product this CPU can run: each kernel build,
+    the ones with AVX-512 VNNI both with it and with it switched off."""
+    variants = []
+    for path in dequant.available_cpu_paths():
+        kernels = dequant._load_variant(path)
+        variants.append((path, kernels, False))
+        if kernels.vnni_usable():
+            variants.append((path + "-vnni", kernels, True))
+    return variants
+
+
+@pytest.mark.parametrize("qtype", INT_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("m", [1, 2, 3, 8, 11])
+def test_integer_path_same_bits_with_and_without_vnni(qtype, m):
+    # m covers row pairs, the odd last row, and more than one group of 8 rows; n_blocks = 5 an odd
+    # count of blocks; values include w = -128 (Q8_0) and x at +-127.
+    rng = np.random.default_rng([int(qtype), m, 11])
+    n, k = 7, k_for(qtype, 5)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    x[:, ::32] *= 50.0  # the largest |x| of each block, quantized to +-127
+    outs = {}
+    for name, kernels, vnni in _int_dot_variants():
+        before = kernels._set_vnni(vnni)
+        try:
+            assert kernels.int_dot_isa() == ("vnni" if vnni else "c" if name == "portable" else "maddubs")
+            xq = np.empty((m, k // 32 * kernels.q8_block_bytes()), np.uint8)
+            kernels.quantize_x8(x, xq)
+            out = np.empty((m, n), np.float32)
+            kernels.matmul_rows_int(raw, int(qtype), xq, out, 0, n)
+        finally:
+            kernels._set_vnni(before)
+        outs[name] = out
+    first = outs.pop("portable")
+    assert rel_error(first, reference(x, raw, qtype, n, k)) <= INT_BOUND
+    for name, out in outs.items():
+        np.testing.assert_array_equal(out, first, err_msg=name)
+
+
+def test_vnni_switch_and_detection():
+    for path in dequant.available_cpu_paths():
+        kernels = dequant._load_variant(path)
+        usable = kernels.vnni_usable()
+        before = kernels._set_vnni(True)
+        try:
+            assert (kernels.int_dot_isa() == "vnni") == usable
+            assert kernels._set_vnni(False) == usable
+            assert kernels.int_dot_isa() == ("c" if path == "portable" else "maddubs")
+        finally:
+            kernels._set_vnni(before)
+    # Only the avx512 build has VNNI kernels.
+    assert not dequant._load_variant("portable").vnni_usable()
+
+
 def test_integer_path_falls_back_to_float_for_other_types():
     rng = np.random.default_rng(3)
     raw = random_weights(T.Q5_K, 4, 256, rng)

@@ -25,3 +25,16 @@ static int fgg_cpu_has_avx512(void) {
         && FGG_CPU("avx512vl") && FGG_CPU("avx512dq");
 }
 #endif
+/* AVX-512 VNNI (vpdpbusd on zmm): cpuid leaf 7, subleaf 0, ECX bit 11, on top of the avx512
+ * build's features (whose checks include the OS saving the zmm state). */
+#ifndef FGG_CPU_VNNI_H
+#define FGG_CPU_VNNI_H
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+static int fgg_cpu_has_avx512_vnni(void) {
+    unsigned int a, b, c, d;
+    return fgg_cpu_has_avx512() && __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 11) & 1u);
+}
+#else
+static int fgg_cpu_has_avx512_vnni(void) { return 0; }
+#endif
+#endif

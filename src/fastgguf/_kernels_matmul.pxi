@@ -7,6 +7,8 @@
 # the same columns of every row of x before the next chunk is made. Each (m, n) is computed by
 # one thread in one fixed order, so the result does not depend on the thread split.
 
+from libc.stdlib cimport getenv
+
 cdef extern from "matmul_dot.h" nogil:
     enum: FGG_MM_LANES
     ctypedef struct fgg_mm_q8:
@@ -18,6 +20,12 @@ cdef extern from "matmul_dot.h" nogil:
     void fgg_mm_rows_q4_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q4_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q6_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q8_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q6_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    int fgg_mm_vnni_usable()
+    enum: FGG_MM_INT_SIMD_BUILD
 
 
 cdef enum:
@@ -28,12 +36,57 @@ cdef enum:
     MM_Q8_BYTES = sizeof(fgg_mm_q8)
 
 
+cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
+    if vnni:
+        rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
+        rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
+        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k_vnni
+        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k_vnni
+    else:
+        rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
+        rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
+        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
+        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
+
+
+cdef bint _vnni_on = False
+
+
 cdef void dot_rows(fgg_kernel_row *rows) noexcept:
-    """The table's ``dot`` column: the integer kernels of matmul_dot.h (x as fgg_mm_q8 blocks)."""
-    rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
-    rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
-    rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
-    rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
+    """The table's ``dot`` column: the integer kernels of matmul_dot.h (x as fgg_mm_q8 blocks).
+
+    The AVX-512 VNNI ones where this build has them and the CPU can run them, unless the
+    environment variable ``FASTGGUF_NO_VNNI`` is set (non-empty, not ``0``); else maddubs (AVX2,
+    AVX-512 builds) or plain C. All give the same bits.
+    """
+    global _vnni_on
+    cdef const char *off = getenv(b"FASTGGUF_NO_VNNI")
+    _vnni_on = fgg_mm_vnni_usable() != 0 and (off == NULL or off[0] == 0 or (off[0] == c'0' and off[1] == 0))
+    _set_int_dots(rows, _vnni_on)
+
+
+def int_dot_isa():
+    """The instructions of this build's integer dot products: ``"vnni"``, ``"maddubs"`` or ``"c"``."""
+    _row(FGG_TYPE_Q8_0)  # the table (and the choice) is made on first use
+    if _vnni_on:
+        return "vnni"
+    return "maddubs" if FGG_MM_INT_SIMD_BUILD else "c"
+
+
+def _set_vnni(bint on):
+    """Use the VNNI integer kernels (``on`` and :func:`vnni_usable`) or not; returns the previous
+    state. A switch for tests and benchmarks: not while a matmul of this build runs in another thread."""
+    global _vnni_on
+    _row(FGG_TYPE_Q8_0)
+    cdef bint before = _vnni_on
+    _vnni_on = on and fgg_mm_vnni_usable() != 0
+    _set_int_dots(KERNELS, _vnni_on)
+    return before
+
+
+def vnni_usable():
+    """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""
+    return fgg_mm_vnni_usable() != 0
 
 
 def has_int_dot(int type_id):

@@ -14,8 +14,9 @@ Two paths:
   is a few 1e-7 (bound: 1e-5).
 * the integer path (``exact=False``, Q4_0, Q8_0, Q4_K, Q6_K): ``x`` is rounded to 8-bit blocks of
   32 with one float scale, and each weight block is unpacked once and multiplied with every row
-  in integers (AVX2 ``maddubs`` in the SIMD builds; every build does the same operations, so
-  gives the same bits). Rounding ``x`` costs 5e-3 to 9e-3 relative error (measured), so it is
+  in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in the avx512
+  build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same integer
+  and float operations, so gives the same bits). Rounding ``x`` costs 5e-3 to 9e-3 relative error (measured), so it is
   never the default; other types use the float path.
 """
 

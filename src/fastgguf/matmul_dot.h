@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include "_cpu.h"
 
 #if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
 #include <immintrin.h>
@@ -382,5 +383,234 @@ static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
     }
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* AVX-512 VNNI integer kernels: the avx512 build only, used only where the CPU has avx512_vnni.
+ *
+ * The same integers and the same float steps as above, by other instructions: vpdpbusd adds the
+ * 4 products of unsigned |w| bytes with x bytes (w's sign moved onto x) straight into an int32
+ * lane, which is the lane above before its scale. For Q4_K and Q6_K (|w| <= 32, |x| <= 127) that
+ * lane is below 2^15 in magnitude, so vpmaddwd with the scale in the low 16 bits of each int32
+ * (0 in the high) multiplies it by the scale exactly, as the madd above did. Two rows of x share one 512-bit vector (row i in the low 256 bits, row i + 1 in
+ * the high), so every float step is the 8-lane step above, done for two rows at once; an odd
+ * last row uses the 256-bit form. So the VNNI, maddubs and portable kernels give the same bits.
+ * Each function is compiled for VNNI by a target attribute: the rest of the avx512 build still
+ * runs on AVX-512 CPUs without VNNI, and these run only when fgg_cpu_has_avx512_vnni() says so. */
+#if defined(FGG_MM_INT_SIMD) && defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+#define FGG_MM_HAVE_VNNI 1
+#define FGG_MM_VNNI __attribute__((target("avx512vnni,avx512bw,avx512f,avx512vl,avx512dq")))
+
+/* The same 32 bytes in both halves. */
+static inline FGG_MM_VNNI __m512i fgg_mm_v2_w(__m256i w) { return _mm512_broadcast_i64x4(w); }
+
+/* Block b's 32 bytes of x for two rows: x0 low, x1 high. */
+static inline FGG_MM_VNNI __m512i fgg_mm_v2_x(const int8_t *x0, const int8_t *x1)
+{
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x0)),
+                              _mm256_loadu_si256((const __m256i *)x1), 1);
+}
+
+/* Lanes (before the scale) of a signed weight block against two rows: wa = |w| (both halves),
+ * neg = its bytes that were negative. */
+static inline FGG_MM_VNNI __m512i fgg_mm_v2_dot(__m512i wa, __mmask64 neg, __m512i x)
+{
+    __m512i sx = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, sx);
+}
+
+/* The same for one row (256 bits). */
+static inline FGG_MM_VNNI __m256i fgg_mm_v1_dot(__m256i w, const int8_t *xq)
+{
+    __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), w);
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), sx);
+}
+
+/* acc = acc + (float)l * f, f = f0 in the low 8 lanes, f1 in the high 8. */
+static inline FGG_MM_VNNI __m512 fgg_mm_v2_acc(__m512 acc, __m512i l, float f0, float f1)
+{
+    __m512 f = _mm512_insertf32x8(_mm512_set1_ps(f0), _mm256_set1_ps(f1), 1);
+    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(l), f));
+}
+
+static inline FGG_MM_VNNI void fgg_mm_v2_out(__m512 acc, float *o0, float *o1)
+{
+    *o0 = fgg_mm_acc_sum(_mm512_castps512_ps256(acc));
+    *o1 = fgg_mm_acc_sum(_mm512_extractf32x8_ps(acc, 1));
+}
+
+/* Q8_0 and Q4_0 (scale 1 on both halves; w signed). */
+#define FGG_MM_V_LEGACY(NAME, BYTES, UNPACK)                                                          \
+static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,       \
+                             int m, float *out, ptrdiff_t os)                                        \
+{                                                                                                    \
+    __m512 acc2[4];                                                                                  \
+    fgg_mm_acc acc1 = fgg_mm_acc_zero();                                                             \
+    for (int r0 = 0; r0 < m; r0 += 8) {                                                              \
+        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;                                               \
+        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();                                  \
+        acc1 = fgg_mm_acc_zero();                                                                    \
+        const uint8_t *wb = w;                                                                       \
+        for (ptrdiff_t b = 0; b < nb; b++, wb += (BYTES)) {                                          \
+            float d = fgg_mm_h2f(fgg_mm_le16(wb));                                                   \
+            __m256i q = UNPACK;                                                                      \
+            __m512i qz = fgg_mm_v2_w(q);                                                             \
+            __m512i qa = _mm512_abs_epi8(qz);                                                        \
+            __mmask64 neg = _mm512_movepi8_mask(qz);                                                 \
+            for (int p = 0; p < np; p++) {                                                           \
+                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + b, *x1 = x0 + xs;                      \
+                __m512i l = fgg_mm_v2_dot(qa, neg, fgg_mm_v2_x(x0->q, x1->q));                       \
+                acc2[p] = fgg_mm_v2_acc(acc2[p], l, d * x0->d, d * x1->d);                           \
+            }                                                                                        \
+            if (mr & 1) {                                                                            \
+                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + b;                                    \
+                acc1 = fgg_mm_acc_add(acc1, fgg_mm_v1_dot(q, xr->q), d * xr->d);                     \
+            }                                                                                        \
+        }                                                                                            \
+        for (int p = 0; p < np; p++)                                                                 \
+            fgg_mm_v2_out(acc2[p], &out[(r0 + 2 * p) * os], &out[(r0 + 2 * p + 1) * os]);            \
+        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1);                                  \
+    }                                                                                                \
+}
+
+FGG_MM_V_LEGACY(fgg_mm_rows_q8_0_vnni, 34, fgg_mm_load32(wb + 2))
+FGG_MM_V_LEGACY(fgg_mm_rows_q4_0_vnni, 18, fgg_mm_nibbles16(wb + 2, 8))
+#undef FGG_MM_V_LEGACY
+
+/* Q4_K: the nibbles are unsigned, so they are vpdpbusd's unsigned operand as they are. */
+static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                              int m, float *out, ptrdiff_t os)
+{
+    __m512 acc2[4];
+    fgg_mm_acc acc1 = fgg_mm_acc_zero();
+    float mins[8];
+    uint8_t sc[8], mn[8];
+    fgg_mm_w32 u[8];
+    __m512i uz[8], s2[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;
+        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();
+        acc1 = fgg_mm_acc_zero();
+        for (int i = 0; i < mr; i++) mins[i] = 0.0f;
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
+            float d = fgg_mm_h2f(fgg_mm_le16(wb)), dmin = fgg_mm_h2f(fgg_mm_le16(wb + 2));
+            fgg_mm_k4_scales(wb + 4, sc, mn);
+            for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
+            if (np > 0)
+                for (int j = 0; j < 8; j++) {
+                    uz[j] = fgg_mm_v2_w(u[j]);
+                    s2[j] = _mm512_set1_epi32(sc[j]);
+                }
+            for (int p = 0; p < np; p++) {
+                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
+                for (int j = 0; j < 8; j++) {
+                    __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uz[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
+                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(l, s2[j]), d * x0[j].d, d * x1[j].d);
+                    float mt0 = (dmin * x0[j].d) * (float)(fgg_mm_qsum(&x0[j]) * mn[j]);
+                    float mt1 = (dmin * x1[j].d) * (float)(fgg_mm_qsum(&x1[j]) * mn[j]);
+                    mins[2 * p] = mins[2 * p] + mt0;
+                    mins[2 * p + 1] = mins[2 * p + 1] + mt1;
+                }
+            }
+            if (mr & 1) {
+                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + 8 * b;
+                for (int j = 0; j < 8; j++) {
+                    __m256i l = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[j],
+                                                    _mm256_loadu_si256((const __m256i *)xr[j].q));
+                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(l, _mm256_set1_epi32(sc[j])), d * xr[j].d);
+                    float mt = (dmin * xr[j].d) * (float)(fgg_mm_qsum(&xr[j]) * mn[j]);
+                    mins[mr - 1] = mins[mr - 1] + mt;
+                }
+            }
+        }
+        for (int p = 0; p < np; p++) {
+            float o0, o1;
+            fgg_mm_v2_out(acc2[p], &o0, &o1);
+            out[(r0 + 2 * p) * os] = o0 - mins[2 * p];
+            out[(r0 + 2 * p + 1) * os] = o1 - mins[2 * p + 1];
+        }
+        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1) - mins[mr - 1];
+    }
+}
+
+/* Q6_K: values q - 32 (signed), an int8 scale per 16. */
+static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                              int m, float *out, ptrdiff_t os)
+{
+    __m512 acc2[4];
+    fgg_mm_acc acc1 = fgg_mm_acc_zero();
+    fgg_mm_w32 u[8];
+    __m512i ua[8], s2[8];
+    __m256i s1[8];
+    __mmask64 neg[8];
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;
+        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();
+        acc1 = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
+            const int8_t *scales = (const int8_t *)(wb + 192);
+            float d = fgg_mm_h2f(fgg_mm_le16(wb + 208));
+            __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
+                __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
+                __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
+                __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
+                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
+                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
+                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
+                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
+            }
+            for (int j = 0; j < 8; j++) {
+                int a = scales[2 * j] & 0xffff, c = scales[2 * j + 1] & 0xffff;
+                s1[j] = _mm256_setr_epi32(a, a, a, a, c, c, c, c);
+            }
+            if (np > 0)
+                for (int j = 0; j < 8; j++) {
+                    __m512i z = fgg_mm_v2_w(u[j]);
+                    ua[j] = _mm512_abs_epi8(z);
+                    neg[j] = _mm512_movepi8_mask(z);
+                    s2[j] = fgg_mm_v2_w(s1[j]);
+                }
+            for (int p = 0; p < np; p++) {
+                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
+                for (int j = 0; j < 8; j++) {
+                    __m512i lz = fgg_mm_v2_dot(ua[j], neg[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
+                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(lz, s2[j]), d * x0[j].d, d * x1[j].d);
+                }
+            }
+            if (mr & 1) {
+                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + 8 * b;
+                for (int j = 0; j < 8; j++)
+                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(fgg_mm_v1_dot(u[j], xr[j].q), s1[j]), d * xr[j].d);
+            }
+        }
+        for (int p = 0; p < np; p++)
+            fgg_mm_v2_out(acc2[p], &out[(r0 + 2 * p) * os], &out[(r0 + 2 * p + 1) * os]);
+        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1);
+    }
+}
+#else
+#define FGG_MM_HAVE_VNNI 0
+/* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
+#define fgg_mm_rows_q8_0_vnni fgg_mm_rows_q8_0
+#define fgg_mm_rows_q4_0_vnni fgg_mm_rows_q4_0
+#define fgg_mm_rows_q4_k_vnni fgg_mm_rows_q4_k
+#define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
+#endif
+
+#if defined(FGG_MM_INT_SIMD)
+#define FGG_MM_INT_SIMD_BUILD 1
+#else
+#define FGG_MM_INT_SIMD_BUILD 0
+#endif
+
+/* Whether this build has the VNNI kernels and this CPU (and OS) can run them. */
+static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_has_avx512_vnni(); }
 
 #endif

@@ -125,101 +125,196 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-/* fgg_q_fit_q3 on many groups (see fgg_q_fit_signed8 for how lanes keep the scalar bits). A
- * lane whose pass changed nothing would change nothing in later passes, so the passes run
- * until no lane changes or five have run. */
 #if FGG_IQ_SIMD
-/* FGG_Q3_LANES groups: its passes are one long chain of dependent steps per lane, so twice the
- * vectors of the other fits run side by side */
-#define FGG_Q3_G (2 * FGG_Q_G)
-#define FGG_Q3_LANES (FGG_Q3_G * FGG_Q_W)
-static void fgg__q_fit_q3_w(int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
-    fgg_q_vf8 x[16][FGG_Q3_G], w[16][FGG_Q3_G];
-    fgg_q_vi8 L[16][FGG_Q3_G];
-    fgg_q_vf8 xt[16];
-    for (int h = 0; h < FGG_Q3_G; ++h) {
-        fgg_q_transpose8(n, xs + h * FGG_Q_W, xt);
-        for (int i = 0; i < n; ++i) x[i][h] = xt[i];
-    }
-    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    fgg_q_vf8 amax[FGG_Q3_G] = {zf}, vmax[FGG_Q3_G] = {zf}, iscale[FGG_Q3_G], sumlx[FGG_Q3_G] = {zf}, suml2[FGG_Q3_G] = {zf};
-    fgg_q_vi8 zero[FGG_Q3_G];
-    for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < FGG_Q3_G; ++h) {
-            fgg_q_vf8 a = fgg_q_abs8(x[i][h]);
-            fgg_q_vi8 m = a > amax[h];
-            amax[h] = fgg_q_fsel(m, a, amax[h]);
-            vmax[h] = fgg_q_fsel(m, x[i][h], vmax[h]);
-            w[i][h] = x[i][h] * x[i][h];
-        }
-    }
-    for (int h = 0; h < FGG_Q3_G; ++h) {
-        zero[h] = amax[h] < FGG_Q_EPS;
-        iscale[h] = (float)(-nmax) / vmax[h];
-    }
-    for (int i = 0; i < n; ++i) {
-        for (int h = 0; h < FGG_Q3_G; ++h) {
-            fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
-            L[i][h] = l;
-            fgg_q_vf8 fl = fgg_q_tof8(l);
-            sumlx[h] += w[i][h] * x[i][h] * fl;
-            suml2[h] += w[i][h] * fl * fl;
-        }
-    }
-    for (int pass = 0; pass < 5; ++pass) {
-        fgg_q_vi8 changed = L[0][0] - L[0][0];
-        for (int i = 0; i < n; ++i) {
-            for (int h = 0; h < FGG_Q3_G; ++h) {
-                const fgg_q_vf8 wx = w[i][h] * x[i][h];
-                fgg_q_vf8 fl = fgg_q_tof8(L[i][h]);
-                fgg_q_vf8 slx0 = sumlx[h] - wx * fl;
-                fgg_q_vf8 sl2 = suml2[h] - w[i][h] * fl * fl;
-                fgg_q_vi8 nl = fgg_q_clamp8(fgg_q_round8(x[i][h] * sl2 / slx0), -nmax, nmax - 1);
-                fgg_q_vf8 fn = fgg_q_tof8(nl);
-                fgg_q_vf8 slx = slx0 + wx * fn;
-                sl2 = sl2 + w[i][h] * fn * fn;
-                fgg_q_vi8 upd = (slx0 > 0.0f) & (nl != L[i][h]) & (sl2 > 0.0f) &
-                                (slx * slx * suml2[h] > sumlx[h] * sumlx[h] * sl2);
-                L[i][h] = fgg_q_isel(upd, nl, L[i][h]);
-                sumlx[h] = fgg_q_fsel(upd, slx, sumlx[h]);
-                suml2[h] = fgg_q_fsel(upd, sl2, suml2[h]);
-                changed |= upd;
-            }
-        }
-        int any = 0;
-        for (int k = 0; k < FGG_Q_W; ++k) any |= changed[k];
-        if (!any) break;
-    }
-    for (int h = 0; h < FGG_Q3_G; ++h) {
-        fgg_q_vf8 r = fgg_q_fsel(suml2[h] > 0.0f, sumlx[h] / suml2[h], zf);
-        r = fgg_q_fsel(zero[h], zf, r);
-        for (int k = 0; k < FGG_Q_W; ++k) {
-            out[h * FGG_Q_W + k] = r[k];
-            for (int i = 0; i < n; ++i) Ls[h * FGG_Q_W + k][i] = zero[h][k] ? 0 : (int8_t)(L[i][h][k] + nmax);
-        }
-    }
+/* ---- Q3_K without an importance matrix: the sub-block fits of many super-blocks at once ----
+ * A super-block's 16 groups are the lanes of FGG_Q3_V vectors (its 16 x 16 floats transposed),
+ * and lane k runs group k's scalar sequence of float32 operations (fgg_q_fit_q3) unchanged,
+ * selects standing in for the branches. A pass is a chain of 16 dependent steps per lane, so
+ * FGG_Q3_S super-blocks ("slots") run side by side, and a slot whose lanes all passed without
+ * a change (a lane that changed nothing changes nothing later) or that ran five passes hands in
+ * its scales and takes the next super-block at once.
+ * The new level of a step, clamp(nearest_int(r), -4, 3), is computed in float: t = r + 1.5 * 2^23
+ * rounds r to an integer exactly as fgg_iq_nearest_int does, and clamping t before taking
+ * 1.5 * 2^23 off again is the same clamp, as long as |r| < 2^21. A super-block with a lane that
+ * needed more (|r| >= 2^21, or NaN, in a step that counts) is fitted again by fgg_q_fit_q3.
+ * Only the scales are kept: the final pass requantizes every sub-block whose scale is not zero,
+ * and refits the others (rare) for their levels (fgg__q3k_finish). */
+#define FGG_Q3_V (16 / FGG_Q_W)
+#define FGG_Q3_S (FGG_Q_W == 4 ? 2 : 4)
+
+#if defined(__AVX512F__) && FGG_Q_W == 16
+typedef __mmask16 fgg_q3_m;
+FGG_Q_INL fgg_q3_m fgg__q3_gt(fgg_q_vf8 a, fgg_q_vf8 b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_GT_OQ); }
+FGG_Q_INL fgg_q3_m fgg__q3_ne(fgg_q_vf8 a, fgg_q_vf8 b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NEQ_OQ); }
+FGG_Q_INL fgg_q3_m fgg__q3_nlt(fgg_q_vf8 a, fgg_q_vf8 b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NLT_UQ); }
+FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) {
+    return (fgg_q_vf8)_mm512_mask_blend_ps(m, (__m512)b, (__m512)a);
 }
+FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm512_max_ps((__m512)a, (__m512)b); }
+FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm512_min_ps((__m512)a, (__m512)b); }
+FGG_Q_INL int fgg__q3_any(fgg_q3_m m) { return m != 0; }
+FGG_Q_INL fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return (fgg_q3_m)(a & ~b); } /* a and not b */
+#define FGG_Q3_NONE ((fgg_q3_m)0)
+#else
+typedef fgg_q_vi8 fgg_q3_m;
+FGG_Q_INL fgg_q3_m fgg__q3_gt(fgg_q_vf8 a, fgg_q_vf8 b) { return a > b; }
+FGG_Q_INL fgg_q3_m fgg__q3_ne(fgg_q_vf8 a, fgg_q_vf8 b) { return a != b; } /* never NaN here */
+FGG_Q_INL fgg_q3_m fgg__q3_nlt(fgg_q_vf8 a, fgg_q_vf8 b) { return ~(a < b); }
+FGG_Q_INL fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return a & ~b; }
+#define FGG_Q3_NONE ((fgg_q3_m){0})
+#if defined(__AVX__) && FGG_Q_W == 8
+FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) {
+    return (fgg_q_vf8)_mm256_blendv_ps((__m256)b, (__m256)a, (__m256)m);
+}
+FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm256_max_ps((__m256)a, (__m256)b); }
+FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm256_min_ps((__m256)a, (__m256)b); }
+FGG_Q_INL int fgg__q3_any(fgg_q3_m m) { return _mm256_movemask_ps((__m256)m) != 0; }
+#elif defined(__SSE2__) && FGG_Q_W == 4
+FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(m, a, b); }
+FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm_max_ps((__m128)a, (__m128)b); }
+FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm_min_ps((__m128)a, (__m128)b); }
+FGG_Q_INL int fgg__q3_any(fgg_q3_m m) { return _mm_movemask_ps((__m128)m) != 0; }
+#else
+FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(m, a, b); }
+FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(a > b, a, b); }
+FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(a < b, a, b); }
+FGG_Q_INL int fgg__q3_any(fgg_q3_m m) {
+    int any = 0;
+    for (int k = 0; k < FGG_Q_W; ++k) any |= m[k];
+    return any != 0;
+}
+#endif
 #endif
 
-/* fgg_q_fit_q3 on count groups (n <= 16) */
-static void fgg_q_fit_q3_n(int count, int n, int nmax, const float *const xs[], int8_t *const Ls[], float out[]) {
-#if FGG_IQ_SIMD
-    for (int g0 = 0; g0 < count; g0 += FGG_Q3_LANES) {
-        const float *px[FGG_Q3_LANES];
-        int8_t *pl[FGG_Q3_LANES], spare[16];
-        float o[FGG_Q3_LANES];
-        for (int k = 0; k < FGG_Q3_LANES; ++k) { /* a short tail repeats its last group */
-            const int g = g0 + k < count ? g0 + k : count - 1;
-            px[k] = xs[g];
-            pl[k] = g0 + k < count ? Ls[g] : spare;
+/* in place transpose of the FGG_Q_W x FGG_Q_W tile a[0 .. FGG_Q_W) (vector r = row r), by
+ * exchanging the off-diagonal halves of ever smaller sub-tiles */
+FGG_Q_INL void fgg__q_transpose_tile(fgg_q_vf8 *a) {
+    fgg_q_vi8 c;
+    for (int k = 0; k < FGG_Q_W; ++k) c[k] = k;
+#pragma GCC unroll 4
+    for (int b = 1; b < FGG_Q_W; b *= 2) {
+        const fgg_q_vi8 odd = (c & b) != 0;
+        const fgg_q_vi8 lo = fgg_q_isel(odd, c + (FGG_Q_W - b), c), hi = fgg_q_isel(odd, c + FGG_Q_W, c + b);
+#pragma GCC unroll 16
+        for (int r = 0; r < FGG_Q_W; ++r) {
+            if (r & b) continue;
+            const fgg_q_vf8 p = a[r], q = a[r + b];
+            a[r] = __builtin_shuffle(p, q, lo);
+            a[r + b] = __builtin_shuffle(p, q, hi);
         }
-        fgg__q_fit_q3_w(n, nmax, px, pl, o);
-        for (int k = 0; k < FGG_Q3_LANES && g0 + k < count; ++k) out[g0 + k] = o[k];
     }
-#else
-    for (int k = 0; k < count; ++k) out[k] = fgg_q_fit_q3(n, nmax, xs[k], Ls[k]);
-#endif
 }
+
+/* the 16 groups of 16 floats at x as columns: t[i][v] lane k = x[16 (v FGG_Q_W + k) + i] */
+FGG_Q_INL void fgg__q3_transpose(const float *x, fgg_q_vf8 t[16][FGG_Q3_V]) {
+    for (int gv = 0; gv < FGG_Q3_V; ++gv) {
+        for (int cv = 0; cv < FGG_Q3_V; ++cv) {
+            fgg_q_vf8 a[FGG_Q_W];
+            for (int r = 0; r < FGG_Q_W; ++r) memcpy(&a[r], x + 16 * (gv * FGG_Q_W + r) + cv * FGG_Q_W, sizeof a[r]);
+            fgg__q_transpose_tile(a);
+            for (int r = 0; r < FGG_Q_W; ++r) t[cv * FGG_Q_W + r][gv] = a[r];
+        }
+    }
+}
+
+/* scales[16 b + j] = fgg_q_fit_q3(16, 4, x + 256 b + 16 j, ...) for the nblk super-blocks at x */
+static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
+    enum { V = FGG_Q3_V, S = FGG_Q3_S };
+    fgg_q_vf8 X[S][16][V], W2[S][16][V], W3[S][16][V], Lf[S][16][V]; /* x, w = x^2, w x, level */
+    fgg_q_vf8 sumlx[S][V], suml2[S][V], sq[S][V];                    /* sq = sumlx * sumlx */
+    fgg_q3_m zero[S][V], bad[S][V], changed[S][V];
+    int64_t blk[S];
+    int pass[S], active[S], n_active = 0;
+    int64_t next = 0;
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
+    const fgg_q_vf8 tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(2097152.0f);
+    int8_t spare[16];
+#define FGG__Q3_LOAD(s)                                                                              \
+    do {                                                                                             \
+        active[s] = next < nblk;                                                                     \
+        if (!active[s]) break;                                                                       \
+        ++n_active;                                                                                  \
+        blk[s] = next++;                                                                             \
+        pass[s] = 0;                                                                                 \
+        fgg__q3_transpose(x + 256 * blk[s], X[s]);                                                   \
+        for (int v = 0; v < V; ++v) {                                                                \
+            fgg_q_vf8 amax = zf, vmax = zf, slx = zf, sl2 = zf;                                      \
+            for (int i = 0; i < 16; ++i) {                                                           \
+                const fgg_q_vf8 xi = X[s][i][v], a = fgg_q_abs8(xi);                                 \
+                const fgg_q3_m m = fgg__q3_gt(a, amax);                                              \
+                amax = fgg__q3_sel(m, a, amax);                                                      \
+                vmax = fgg__q3_sel(m, xi, vmax);                                                     \
+                W2[s][i][v] = xi * xi;                                                               \
+                W3[s][i][v] = W2[s][i][v] * xi;                                                      \
+            }                                                                                        \
+            zero[s][v] = fgg__q3_gt(fgg_q_splat8(FGG_Q_EPS), amax);                                  \
+            bad[s][v] = FGG_Q3_NONE;                                                                 \
+            const fgg_q_vf8 iscale = -4.0f / vmax;                                                   \
+            for (int i = 0; i < 16; ++i) {                                                           \
+                const fgg_q_vf8 t = fgg__q3_min(fgg__q3_max(iscale * X[s][i][v] + magic, tlo), thi); \
+                const fgg_q_vf8 fl = t - magic;                                                      \
+                Lf[s][i][v] = fl;                                                                    \
+                slx += W3[s][i][v] * fl;                                                             \
+                sl2 += W2[s][i][v] * fl * fl;                                                        \
+            }                                                                                        \
+            sumlx[s][v] = slx;                                                                       \
+            suml2[s][v] = sl2;                                                                       \
+            sq[s][v] = slx * slx;                                                                    \
+        }                                                                                            \
+    } while (0)
+    for (int s = 0; s < S; ++s) FGG__Q3_LOAD(s);
+    while (n_active) {
+        for (int s = 0; s < S; ++s)
+            for (int v = 0; v < V; ++v) changed[s][v] = FGG_Q3_NONE;
+        for (int i = 0; i < 16; ++i) {
+#pragma GCC unroll 4
+            for (int s = 0; s < S; ++s) {
+                if (!active[s]) continue;
+#pragma GCC unroll 4
+                for (int v = 0; v < V; ++v) {
+                    const fgg_q_vf8 xi = X[s][i][v], w = W2[s][i][v], wx = W3[s][i][v], fl = Lf[s][i][v];
+                    const fgg_q_vf8 slx0 = sumlx[s][v] - wx * fl;
+                    const fgg_q_vf8 sl20 = suml2[s][v] - w * fl * fl;
+                    const fgg_q_vf8 r = xi * sl20 / slx0;
+                    const fgg_q_vf8 fn = fgg__q3_min(fgg__q3_max(r + magic, tlo), thi) - magic;
+                    const fgg_q3_m pos = fgg__q3_gt(slx0, zf);
+                    bad[s][v] |= pos & fgg__q3_nlt(fgg_q_abs8(r), big);
+                    const fgg_q_vf8 slx = slx0 + wx * fn;
+                    const fgg_q_vf8 sl2 = sl20 + w * fn * fn;
+                    const fgg_q_vf8 ss = slx * slx;
+                    const fgg_q3_m upd = pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf) &
+                                         fgg__q3_gt(ss * suml2[s][v], sq[s][v] * sl2);
+                    Lf[s][i][v] = fgg__q3_sel(upd, fn, fl);
+                    sumlx[s][v] = fgg__q3_sel(upd, slx, sumlx[s][v]);
+                    suml2[s][v] = fgg__q3_sel(upd, sl2, suml2[s][v]);
+                    sq[s][v] = fgg__q3_sel(upd, ss, sq[s][v]);
+                    changed[s][v] |= upd;
+                }
+            }
+        }
+        for (int s = 0; s < S; ++s) {
+            if (!active[s]) continue;
+            int any = 0;
+            for (int v = 0; v < V; ++v) any |= fgg__q3_any(changed[s][v]);
+            if (any && ++pass[s] < 5) continue;
+            float *out = scales + 16 * blk[s];
+            int redo = 0;
+            for (int v = 0; v < V; ++v) {
+                fgg_q_vf8 d = fgg__q3_sel(fgg__q3_gt(suml2[s][v], zf), sumlx[s][v] / suml2[s][v], zf);
+                d = fgg__q3_sel(zero[s][v], zf, d);
+                memcpy(out + v * FGG_Q_W, &d, sizeof d);
+                redo |= fgg__q3_any(fgg__q3_andnot(bad[s][v], zero[s][v]));
+            }
+            if (redo) {
+                for (int j = 0; j < 16; ++j) out[j] = fgg_q_fit_q3(16, 4, x + 256 * blk[s] + 16 * j, spare);
+            }
+            --n_active;
+            FGG__Q3_LOAD(s);
+        }
+    }
+#undef FGG__Q3_LOAD
+}
+#endif
 
 /* four 2-bit planes: byte l of each 32-byte group holds levels l, l+32, l+64, l+96 of 128 */
 static inline void fgg__q_pack2(uint8_t *qs, const uint8_t *L) {
@@ -305,97 +400,129 @@ static inline void fgg__q3k_put_scale(uint8_t *sc, int j, int l) {
     sc[j % 4 + 8] = (uint8_t)(sc[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
 }
 
-static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L) {
+/* The final pass against the fp16 super-block scale and the 6-bit sub-block scales already in
+ * blk, and the packing. A sub-block whose scale is zero keeps the levels of its fit: L holds
+ * them (refit = 0), or they are refitted here (refit = 1: the fits kept only the scales). */
+static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L, int refit) {
     uint8_t *hmask = blk, *qs = blk + 32, *sc = blk + 96;
     const float d = fgg_q_half_to_float((uint16_t)(blk[108] | (blk[109] << 8)));
     for (int j = 0; j < 16; ++j) {
         int s = j < 8 ? (sc[j] & 0xf) : (sc[j - 8] >> 4);
         s = (int8_t)((s | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
         const float dj = d * (float)s;
-        if (dj == 0.0f) continue;
+        if (dj == 0.0f) {
+            if (refit) fgg_q_fit_q3(16, 4, x + 16 * j, L + 16 * j);
+            continue;
+        }
         fgg_q_requant(x + 16 * j, 16, 0.0f, dj, -4, 3, 4, (uint8_t *)L + 16 * j);
     }
-    /* level bit 2 of element 32 b + m goes to bit b of hmask[m] (branch-free: the bit is random) */
+    /* level bit 2 of element 32 b + m goes to bit b of hmask[m]; bits 0-1 to the 2-bit planes */
+#if FGG_IQ_SIMD
+    typedef uint8_t v16 __attribute__((vector_size(16)));
+    for (int h = 0; h < 32; h += 16) {
+        v16 hm = {0}, q0 = {0}, q1 = {0};
+        for (int b = 0; b < 8; ++b) {
+            v16 l;
+            memcpy(&l, L + 32 * b + h, 16);
+            hm |= ((l >> 2) & 1) << b;
+            if (b < 4) q0 |= (l & 3) << (2 * b);
+            else q1 |= (l & 3) << (2 * (b - 4));
+        }
+        memcpy(hmask + h, &hm, 16);
+        memcpy(qs + h, &q0, 16);
+        memcpy(qs + 32 + h, &q1, 16);
+    }
+#else
     memset(hmask, 0, 32);
     uint8_t U[256];
     for (int b = 0; b < 8; ++b) {
         for (int m = 0; m < 32; ++m) {
             const uint8_t l = (uint8_t)L[32 * b + m];
-            const uint8_t hi = (uint8_t)(l > 3);
-            hmask[m] = (uint8_t)(hmask[m] | (hi << b));
-            U[32 * b + m] = (uint8_t)(l - 4 * hi);
+            hmask[m] = (uint8_t)(hmask[m] | ((l >> 2) << b));
+            U[32 * b + m] = (uint8_t)(l & 3);
         }
     }
     fgg__q_pack2(qs, U);
+#endif
 }
 
-/* One Q3_K super-block. Without an importance matrix (qw NULL) the caller has run the sub-block
- * fits (L, scales: see fgg__q3k_rows); with one, they run here. */
-static void fgg__q3k_block(const float *x, uint8_t *blk, const float *qw, int8_t *L, float *scales) {
+/* One Q3_K super-block without an importance matrix, from its 16 sub-block fits' scales */
+static void fgg__q3k_plain_block(const float *x, uint8_t *blk, const float *scales, int8_t *L) {
     uint8_t *sc = blk + 96;
     memset(sc, 0, 12);
-    if (!qw) {
-        float max_scale = 0.0f, amax = 0.0f;
-        for (int j = 0; j < 16; ++j) {
-            float a = fabsf(scales[j]);
-            if (a > amax) { amax = a; max_scale = scales[j]; }
-        }
-        uint16_t hd = 0;
-        if (max_scale != 0.0f) {
-            const float iscale = -32.0f / max_scale;
-            for (int j = 0; j < 16; ++j) {
-                int l = (int8_t)fgg_iq_nearest_int(iscale * scales[j]);
-                l = fgg_q_clampi(l, -32, 31) + 32;
-                fgg__q3k_put_scale(sc, j, l);
-            }
-            hd = fgg_iq_fp16(1.0f / iscale);
-        }
-        fgg_q_put16(blk + 108, hd);
-    } else {
-        float w[256], sw[16];
-        const float *xs[16], *ws[16];
-        int8_t *Ls16[16];
-        int8_t Ls[16];
-        const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
-        fgg_q_rms_weights(256, qw, x, sigma2, w);
-        for (int j = 0; j < 16; ++j) {
-            float s = 0.0f;
-            for (int i = 0; i < 16; ++i) s += w[16 * j + i];
-            sw[j] = s;
-            xs[j] = x + 16 * j;
-            ws[j] = w + 16 * j;
-            Ls16[j] = L + 16 * j;
-        }
-        fgg_q_fit_signed_n(16, 16, 4, xs, ws, Ls16, scales);
-        const float d_block = fgg_q_fit_signed(16, 32, scales, Ls, sw);
-        for (int j = 0; j < 16; ++j) fgg__q3k_put_scale(sc, j, Ls[j]);
-        fgg_q_put16(blk + 108, fgg_iq_fp16(d_block));
+    float max_scale = 0.0f, amax = 0.0f;
+    for (int j = 0; j < 16; ++j) {
+        float a = fabsf(scales[j]);
+        if (a > amax) { amax = a; max_scale = scales[j]; }
     }
-    fgg__q3k_finish(x, blk, L);
+    uint16_t hd = 0;
+    if (max_scale != 0.0f) {
+        const float iscale = -32.0f / max_scale;
+        for (int j = 0; j < 16; ++j) {
+            int l = (int8_t)fgg_iq_nearest_int(iscale * scales[j]);
+            l = fgg_q_clampi(l, -32, 31) + 32;
+            fgg__q3k_put_scale(sc, j, l);
+        }
+        hd = fgg_iq_fp16(1.0f / iscale);
+    }
+    fgg_q_put16(blk + 108, hd);
+    fgg__q3k_finish(x, blk, L, 1);
 }
 
-/* Q3_K rows: without an importance matrix, the sub-block fits of two super-blocks run together */
+/* One Q3_K super-block with importance weights qw */
+static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw) {
+    uint8_t *sc = blk + 96;
+    memset(sc, 0, 12);
+    int8_t L[256];
+    float w[256], sw[16], scales[16];
+    const float *xs[16], *ws[16];
+    int8_t *Ls16[16];
+    int8_t Ls[16];
+    const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
+    fgg_q_rms_weights(256, qw, x, sigma2, w);
+    for (int j = 0; j < 16; ++j) {
+        float s = 0.0f;
+        for (int i = 0; i < 16; ++i) s += w[16 * j + i];
+        sw[j] = s;
+        xs[j] = x + 16 * j;
+        ws[j] = w + 16 * j;
+        Ls16[j] = L + 16 * j;
+    }
+    fgg_q_fit_signed_n(16, 16, 4, xs, ws, Ls16, scales);
+    const float d_block = fgg_q_fit_signed(16, 32, scales, Ls, sw);
+    for (int j = 0; j < 16; ++j) fgg__q3k_put_scale(sc, j, Ls[j]);
+    fgg_q_put16(blk + 108, fgg_iq_fp16(d_block));
+    fgg__q3k_finish(x, blk, L, 0);
+}
+
+/* Q3_K rows. Without an importance matrix, the rows are one run of super-blocks, fitted
+ * FGG_Q3_CHUNK at a time (fgg__q3k_fit_plain), then finished one by one. */
+#define FGG_Q3_CHUNK 64
 static void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
     const int64_t nb = n_per_row / 256;
-    int8_t L[512];
-    float scales[32];
-    const float *xs[32];
-    int8_t *Ls[32];
-    for (int j = 0; j < 32; ++j) Ls[j] = L + 16 * j;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t i = 0; i < nb; i += 2) {
-            const int count = nb - i >= 2 ? 2 : 1;
-            const float *x = src + r * n_per_row + 256 * i;
-            uint8_t *blk = dst + (size_t)(r * nb + i) * 110;
-            if (!imatrix) {
-                for (int j = 0; j < 16 * count; ++j) xs[j] = x + 16 * j;
-                fgg_q_fit_q3_n(16 * count, 16, 4, xs, Ls, scales);
+    if (imatrix) {
+        for (int64_t r = 0; r < n_rows; ++r) {
+            for (int64_t i = 0; i < nb; ++i) {
+                fgg__q3k_imat_block(src + r * n_per_row + 256 * i, dst + (size_t)(r * nb + i) * 110,
+                                    imatrix + 256 * i);
             }
-            for (int b = 0; b < count; ++b) {
-                fgg__q3k_block(x + 256 * b, blk + 110 * (size_t)b, imatrix ? imatrix + 256 * (i + b) : NULL,
-                               L + 256 * b, scales + 16 * b);
-            }
+        }
+        return;
+    }
+    const int64_t total = n_rows * nb;
+    float scales[16 * FGG_Q3_CHUNK];
+    int8_t L[256];
+    for (int64_t b0 = 0; b0 < total; b0 += FGG_Q3_CHUNK) {
+        const int64_t count = total - b0 < FGG_Q3_CHUNK ? total - b0 : FGG_Q3_CHUNK;
+        const float *x = src + 256 * b0;
+#if FGG_IQ_SIMD
+        fgg__q3k_fit_plain(x, count, scales);
+#else
+        for (int64_t j = 0; j < 16 * count; ++j) scales[j] = fgg_q_fit_q3(16, 4, x + 16 * j, L);
+#endif
+        for (int64_t b = 0; b < count; ++b) {
+            fgg__q3k_plain_block(x + 256 * b, dst + (size_t)(b0 + b) * 110, scales + 16 * b, L);
         }
     }
 }
