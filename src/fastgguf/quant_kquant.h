@@ -154,6 +154,7 @@ FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_m
 FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm512_min_ps((__m512)a, (__m512)b); }
 FGG_Q_INL int fgg__q3_any(fgg_q3_m m) { return m != 0; }
 FGG_Q_INL fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return (fgg_q3_m)(a & ~b); } /* a and not b */
+FGG_Q_INL void fgg__q3_store_sel(fgg_q_vf8 *p, fgg_q3_m m, fgg_q_vf8 a) { _mm512_mask_store_ps(p, m, (__m512)a); }
 #define FGG_Q3_NONE ((fgg_q3_m)0)
 #else
 typedef fgg_q_vi8 fgg_q3_m;
@@ -162,6 +163,7 @@ FGG_Q_INL fgg_q3_m fgg__q3_ne(fgg_q_vf8 a, fgg_q_vf8 b) { return a != b; } /* ne
 FGG_Q_INL fgg_q3_m fgg__q3_nlt(fgg_q_vf8 a, fgg_q_vf8 b) { return ~(a < b); }
 FGG_Q_INL fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return a & ~b; }
 #define FGG_Q3_NONE ((fgg_q3_m){0})
+#define fgg__q3_store_sel(p, m, a) (*(p) = fgg__q3_sel((m), (a), *(p))) /* *p = a in the lanes of m */
 #if defined(__AVX__) && FGG_Q_W == 8
 FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) {
     return (fgg_q_vf8)_mm256_blendv_ps((__m256)b, (__m256)a, (__m256)m);
@@ -221,6 +223,7 @@ FGG_Q_INL void fgg__q3_transpose(const float *x, fgg_q_vf8 t[16][FGG_Q3_V]) {
 static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
     enum { V = FGG_Q3_V, S = FGG_Q3_S };
     fgg_q_vf8 X[S][16][V], W2[S][16][V], W3[S][16][V], Lf[S][16][V]; /* x, w = x^2, w x, level */
+    fgg_q_vf8 A[S][16][V], B[S][16][V]; /* the level's terms of the sums: w x l, w l l */
     fgg_q_vf8 sumlx[S][V], suml2[S][V], sq[S][V];                    /* sq = sumlx * sumlx */
     fgg_q3_m zero[S][V], bad[S][V], changed[S][V];
     int64_t blk[S];
@@ -254,8 +257,10 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
                 const fgg_q_vf8 t = fgg__q3_min(fgg__q3_max(iscale * X[s][i][v] + magic, tlo), thi); \
                 const fgg_q_vf8 fl = t - magic;                                                      \
                 Lf[s][i][v] = fl;                                                                    \
-                slx += W3[s][i][v] * fl;                                                             \
-                sl2 += W2[s][i][v] * fl * fl;                                                        \
+                A[s][i][v] = W3[s][i][v] * fl;                                                       \
+                B[s][i][v] = W2[s][i][v] * fl * fl;                                                  \
+                slx += A[s][i][v];                                                                   \
+                sl2 += B[s][i][v];                                                                   \
             }                                                                                        \
             sumlx[s][v] = slx;                                                                       \
             suml2[s][v] = sl2;                                                                       \
@@ -273,18 +278,21 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
 #pragma GCC unroll 4
                 for (int v = 0; v < V; ++v) {
                     const fgg_q_vf8 xi = X[s][i][v], w = W2[s][i][v], wx = W3[s][i][v], fl = Lf[s][i][v];
-                    const fgg_q_vf8 slx0 = sumlx[s][v] - wx * fl;
-                    const fgg_q_vf8 sl20 = suml2[s][v] - w * fl * fl;
+                    const fgg_q_vf8 slx0 = sumlx[s][v] - A[s][i][v];
+                    const fgg_q_vf8 sl20 = suml2[s][v] - B[s][i][v];
                     const fgg_q_vf8 r = xi * sl20 / slx0;
                     const fgg_q_vf8 fn = fgg__q3_min(fgg__q3_max(r + magic, tlo), thi) - magic;
                     const fgg_q3_m pos = fgg__q3_gt(slx0, zf);
                     bad[s][v] |= pos & fgg__q3_nlt(fgg_q_abs8(r), big);
-                    const fgg_q_vf8 slx = slx0 + wx * fn;
-                    const fgg_q_vf8 sl2 = sl20 + w * fn * fn;
+                    const fgg_q_vf8 a = wx * fn, b = w * fn * fn;
+                    const fgg_q_vf8 slx = slx0 + a;
+                    const fgg_q_vf8 sl2 = sl20 + b;
                     const fgg_q_vf8 ss = slx * slx;
                     const fgg_q3_m upd = pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf) &
                                          fgg__q3_gt(ss * suml2[s][v], sq[s][v] * sl2);
-                    Lf[s][i][v] = fgg__q3_sel(upd, fn, fl);
+                    fgg__q3_store_sel(&Lf[s][i][v], upd, fn);
+                    fgg__q3_store_sel(&A[s][i][v], upd, a);
+                    fgg__q3_store_sel(&B[s][i][v], upd, b);
                     sumlx[s][v] = fgg__q3_sel(upd, slx, sumlx[s][v]);
                     suml2[s][v] = fgg__q3_sel(upd, sl2, suml2[s][v]);
                     sq[s][v] = fgg__q3_sel(upd, ss, sq[s][v]);
