@@ -50,12 +50,33 @@ static const float fgg__iq1_xm[3] = {-1 - 0.125f, -0.125f, 1 - 0.125f};
  * glibc's merge-sort qsort gives). Each position's rank is counted directly: the values below
  * it, plus the equal ones before it (n*n comparisons in vectorizable loops). */
 static inline void fgg__iq1_sort(const float *x, int n, int *order) {
+#if FGG_IQ_SIMD
+    /* n is 16 or 32, a multiple of the lane count: the ranks of all positions side by side,
+     * counting over the positions i one at a time */
+    fgg_iq_vi rank[32 / FGG_IQ_W], pos[32 / FGG_IQ_W];
+    fgg_iq_vf xv[32 / FGG_IQ_W];
+    const int nv = n / FGG_IQ_W;
+    for (int v = 0; v < nv; ++v) {
+        rank[v] = (fgg_iq_vi){0};
+        xv[v] = fgg_iq_loadu(x + v * FGG_IQ_W);
+        for (int l = 0; l < FGG_IQ_W; ++l) pos[v][l] = v * FGG_IQ_W + l;
+    }
+    for (int i = 0; i < n; ++i) {
+        const fgg_iq_vf xi = fgg_iq_splat(x[i]);
+        const fgg_iq_vi iv = (fgg_iq_vi){0} + i;
+        for (int v = 0; v < nv; ++v) rank[v] -= (xi < xv[v]) | ((xi == xv[v]) & (iv < pos[v]));
+    }
+    for (int v = 0; v < nv; ++v) {
+        for (int l = 0; l < FGG_IQ_W; ++l) order[rank[v][l]] = v * FGG_IQ_W + l;
+    }
+#else
     for (int j = 0; j < n; ++j) {
         const float xj = x[j];
         int r = 0;
         for (int i = 0; i < n; ++i) r += (x[i] < xj) | ((x[i] == xj) & (i < j));
         order[r] = j;
     }
+#endif
 }
 
 /* The list entry of smallest sum w*(scale*v[l] - x)^2 (ggml's IQ1 neighbour search). */
@@ -73,6 +94,14 @@ static inline int fgg__iq1_neighbour(const fgg_iq2_table *t, const uint16_t *lis
 static inline int fgg__iq1_place(const fgg_iq2_table *t, const float *xb, const float *w, float scale,
                                  const uint8_t *L, int groups, const float *const *v, int *index) {
     int all = 1;
+    for (int k = 0; k < groups; ++k) { /* start the loads of the lists searched below */
+        int g = t->map[fgg__iq2_key(L + 8 * k)];
+        if (g < 0) {
+            const uint16_t *list = t->lists - g - 1;
+            __builtin_prefetch(list);
+            __builtin_prefetch(t->keys + (list - t->lists) + 1);
+        }
+    }
     for (int k = 0; k < groups; ++k) {
         int g = t->map[fgg__iq2_key(L + 8 * k)];
         if (g < 0) {
@@ -91,6 +120,133 @@ static inline float fgg__iq1_absmax(const float *x, int n) {
         m = m > a ? m : a;
     }
     return m;
+}
+
+/* IQ1_S's split search over the running sums sx/swt (48 entries, 33..47 copies of entry 32):
+ * every split i1 <= i2 of the 32 sorted values, x_p before x_m, taken as ggml's loop takes them.
+ * For each i1 the splits i2 = i1..32 are scored side by side; when none of them beats the best at
+ * the start (so the best cannot have changed among them), they are skipped, otherwise taken one
+ * by one in ggml's order from the first that beats it. */
+static inline void fgg__iq1_s_splits(const float *sx, const float *swt, float *best_out, float *scale_out,
+                                     int *b1_out, int *b2_out, int *shift_out) {
+    const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
+    float best = *best_out, scale = *scale_out;
+    int b1 = *b1_out, b2 = *b2_out, shift = *shift_out;
+#if FGG_IQ_SIMD
+    /* the third run's terms depend on i2 only: (sx[32] - sx[i2]) * v2 and ((W - W_i2) * v2) * v2 */
+    float cp[48], cm[48], wcp[48], wcm[48];
+    for (int i2 = 0; i2 < 48; ++i2) {
+        float c = sx[32] - sx[i2], wc = swt[32] - swt[i2];
+        cp[i2] = c * vp[2];
+        cm[i2] = c * vm[2];
+        wcp[i2] = wc * vp[2] * vp[2];
+        wcm[i2] = wc * vm[2] * vm[2];
+    }
+    const fgg_iq_vf zero = fgg_iq_splat(0.0f);
+    const fgg_iq_vf p1 = fgg_iq_splat(vp[1]), m1 = fgg_iq_splat(vm[1]);
+    for (int i1 = 0; i1 <= 32; ++i1) {
+        const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
+        const fgg_iq_vf ap = fgg_iq_splat(a * vp[0]), am = fgg_iq_splat(a * vm[0]);
+        const fgg_iq_vf wap = fgg_iq_splat(wa * vp[0] * vp[0]), wam = fgg_iq_splat(wa * vm[0] * vm[0]);
+        const fgg_iq_vf s1 = fgg_iq_splat(sx[i1]), w1 = fgg_iq_splat(swt[i1]);
+        const fgg_iq_vf bestv = fgg_iq_splat(best);
+        float qxp[48], q2p[48], qxm[48], q2m[48];
+        const int j0 = i1 - i1 % FGG_IQ_W;
+        uint64_t hits = 0;
+        for (int j = j0; j <= 32; j += FGG_IQ_W) {
+            fgg_iq_vf b = fgg_iq_loadu(sx + j) - s1, wb = fgg_iq_loadu(swt + j) - w1;
+            fgg_iq_vf xp = (ap + b * p1) + fgg_iq_loadu(cp + j);
+            fgg_iq_vf x2p = (wap + wb * p1 * p1) + fgg_iq_loadu(wcp + j);
+            fgg_iq_vf xm = (am + b * m1) + fgg_iq_loadu(cm + j);
+            fgg_iq_vf x2m = (wam + wb * m1 * m1) + fgg_iq_loadu(wcm + j);
+            fgg_iq_vi h = ((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m));
+            memcpy(qxp + j, &xp, sizeof xp);
+            memcpy(q2p + j, &x2p, sizeof x2p);
+            memcpy(qxm + j, &xm, sizeof xm);
+            memcpy(q2m + j, &x2m, sizeof x2m);
+            hits |= (uint64_t)fgg_iq_bits(h) << j;
+        }
+        const uint64_t valid = (((uint64_t)2 << 32) - 1) & ~(((uint64_t)1 << i1) - 1); /* i1..32 */
+        hits &= valid;
+        /* A split whose bit is clear does not beat thr (the best when the bits were made), so
+         * it cannot beat any best >= thr either: for q2 > 0, thr*q2 <= best*q2 also after
+         * rounding. Splits with a bit are taken as ggml's loop takes them, in order, x_p before
+         * x_m. Should rounding ever make a new best smaller than thr, the later splits are
+         * scored again against it. */
+        float thr = best;
+        while (hits) {
+            const int j = __builtin_ctzll(hits);
+            hits &= hits - 1;
+            if (q2p[j] > 0 && qxp[j] * qxp[j] > best * q2p[j]) {
+                scale = qxp[j] / q2p[j];
+                best = scale * qxp[j];
+                b1 = i1;
+                b2 = j;
+                shift = 1;
+            }
+            if (q2m[j] > 0 && qxm[j] * qxm[j] > best * q2m[j]) {
+                scale = qxm[j] / q2m[j];
+                best = scale * qxm[j];
+                b1 = i1;
+                b2 = j;
+                shift = -1;
+            }
+            if (best < thr) {
+                thr = best;
+                hits = 0;
+                for (int k = j + 1; k <= 32; ++k) {
+                    int h = (q2p[k] > 0 && qxp[k] * qxp[k] > thr * q2p[k])
+                          || (q2m[k] > 0 && qxm[k] * qxm[k] > thr * q2m[k]);
+                    hits |= (uint64_t)h << k;
+                }
+            }
+        }
+    }
+#else
+    for (int i1 = 0; i1 <= 32; ++i1) {
+        const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
+        float qxp[48], q2p[48], qxm[48], q2m[48];
+        int32_t hit[48];
+        const float best0 = best;
+        for (int i2 = 0; i2 < 48; ++i2) { /* lanes outside i1..32 are computed and ignored */
+            float b = sx[i2] - sx[i1], c = sx[32] - sx[i2];
+            float wb = swt[i2] - swt[i1], wc = swt[32] - swt[i2];
+            qxp[i2] = a * vp[0] + b * vp[1] + c * vp[2];
+            q2p[i2] = wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2];
+            qxm[i2] = a * vm[0] + b * vm[1] + c * vm[2];
+            q2m[i2] = wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2];
+            hit[i2] = (((q2p[i2] > 0) & (qxp[i2] * qxp[i2] > best0 * q2p[i2]))
+                       | ((q2m[i2] > 0) & (qxm[i2] * qxm[i2] > best0 * q2m[i2])))
+                    & (i2 >= i1) & (i2 <= 32);
+        }
+        int32_t any = 0;
+        for (int i2 = 0; i2 < 48; ++i2) any |= hit[i2];
+        if (!any) continue;
+        const int m = 33 - i1;
+        float *pqx = qxp + i1, *pq2 = q2p + i1, *mqx = qxm + i1, *mq2 = q2m + i1;
+        for (int j = 0; j < m; ++j) {
+            if (pq2[j] > 0 && pqx[j] * pqx[j] > best * pq2[j]) {
+                scale = pqx[j] / pq2[j];
+                best = scale * pqx[j];
+                b1 = i1;
+                b2 = i1 + j;
+                shift = 1;
+            }
+            if (mq2[j] > 0 && mqx[j] * mqx[j] > best * mq2[j]) {
+                scale = mqx[j] / mq2[j];
+                best = scale * mqx[j];
+                b1 = i1;
+                b2 = i1 + j;
+                shift = -1;
+            }
+        }
+    }
+#endif
+    *best_out = best;
+    *scale_out = scale;
+    *b1_out = b1;
+    *b2_out = b2;
+    *shift_out = shift;
 }
 
 static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw) {
@@ -125,47 +281,7 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
         float best = -FLT_MAX, scale = 0.0f;
         int b1 = -1, b2 = -1, shift = 0;
         const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
-        /* For each i1, the splits i2 = i1..32 are scored side by side; when none of them beats
-         * the best at the start (so the best cannot have changed among them), they are skipped,
-         * otherwise taken one by one in ggml's order (i2 ascending, x_p before x_m). */
-        for (int i1 = 0; i1 <= 32; ++i1) {
-            const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
-            float qxp[48], q2p[48], qxm[48], q2m[48];
-            int32_t hit[48];
-            const float best0 = best;
-            for (int i2 = 0; i2 < 48; ++i2) { /* lanes outside i1..32 are computed and ignored */
-                float b = sx[i2] - sx[i1], c = sx[32] - sx[i2];
-                float wb = swt[i2] - swt[i1], wc = swt[32] - swt[i2];
-                qxp[i2] = a * vp[0] + b * vp[1] + c * vp[2];
-                q2p[i2] = wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2];
-                qxm[i2] = a * vm[0] + b * vm[1] + c * vm[2];
-                q2m[i2] = wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2];
-                hit[i2] = (((q2p[i2] > 0) & (qxp[i2] * qxp[i2] > best0 * q2p[i2]))
-                           | ((q2m[i2] > 0) & (qxm[i2] * qxm[i2] > best0 * q2m[i2])))
-                        & (i2 >= i1) & (i2 <= 32);
-            }
-            int32_t any = 0;
-            for (int i2 = 0; i2 < 48; ++i2) any |= hit[i2];
-            if (!any) continue;
-            const int m = 33 - i1;
-            float *pqx = qxp + i1, *pq2 = q2p + i1, *mqx = qxm + i1, *mq2 = q2m + i1;
-            for (int j = 0; j < m; ++j) {
-                if (pq2[j] > 0 && pqx[j] * pqx[j] > best * pq2[j]) {
-                    scale = pqx[j] / pq2[j];
-                    best = scale * pqx[j];
-                    b1 = i1;
-                    b2 = i1 + j;
-                    shift = 1;
-                }
-                if (mq2[j] > 0 && mqx[j] * mqx[j] > best * mq2[j]) {
-                    scale = mqx[j] / mq2[j];
-                    best = scale * mqx[j];
-                    b1 = i1;
-                    b2 = i1 + j;
-                    shift = -1;
-                }
-            }
-        }
+        fgg__iq1_s_splits(sx, swt, &best, &scale, &b1, &b2, &shift);
         if (b1 < 0) continue;
         uint8_t L[32];
         for (int j = 0; j < 32; ++j) L[order[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);

@@ -302,17 +302,24 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
         }
         _mm512_storeu_ps(dv + j, d);
     }
-    for (int j = 0; j < count; j += 16) {
-        __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), _mm512_set1_ps(best), _CMP_LT_OQ);
-        if (m) {
-            for (int l = 0; l < 16; ++l) {
-                if (dv[j + l] < best) {
-                    best = dv[j + l];
-                    g = e[j + l];
-                }
+    /* The scalar scan takes each distance below the best so far (from FLT_MAX): it ends on the
+     * first entry holding the smallest distance below FLT_MAX (NaN never taken), or on the first
+     * entry when there is none. min(d, m) keeps m unless d < m, so the lane minima and their
+     * minimum are that distance; its first entry is then found by equality. */
+    __m512 mv = _mm512_set1_ps(FLT_MAX);
+    for (int j = 0; j < count; j += 16) mv = _mm512_min_ps(_mm512_loadu_ps(dv + j), mv);
+    const float mn = _mm512_reduce_min_ps(mv);
+    if (mn < FLT_MAX) {
+        const __m512 mb = _mm512_set1_ps(mn);
+        for (int j = 0; j < count; j += 16) {
+            __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), mb, _CMP_EQ_OQ);
+            if (m) {
+                g = e[j + __builtin_ctz((unsigned)m)];
+                break;
             }
         }
     }
+    (void)best;
 #elif FGG_IQ2_VEC == 8
     const uint16_t *K = t->keys + (e - t->lists);
     __m256 Tv[8];
@@ -327,17 +334,24 @@ static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, 
         }
         _mm256_storeu_ps(dv + j, d);
     }
-    for (int j = 0; j < count; j += 8) {
-        int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), _mm256_set1_ps(best), _CMP_LT_OQ));
-        if (m) {
-            for (int l = 0; l < 8; ++l) {
-                if (dv[j + l] < best) {
-                    best = dv[j + l];
-                    g = e[j + l];
-                }
+    /* the smallest distance below FLT_MAX and its first entry, as in the AVX-512 path */
+    __m256 mv = _mm256_set1_ps(FLT_MAX);
+    for (int j = 0; j < count; j += 8) mv = _mm256_min_ps(_mm256_loadu_ps(dv + j), mv);
+    __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
+    m4 = _mm_min_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_min_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float mn = _mm_cvtss_f32(m4);
+    if (mn < FLT_MAX) {
+        const __m256 mb = _mm256_set1_ps(mn);
+        for (int j = 0; j < count; j += 8) {
+            int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), mb, _CMP_EQ_OQ));
+            if (m) {
+                g = e[j + __builtin_ctz((unsigned)m)];
+                break;
             }
         }
     }
+    (void)best;
 #else
     for (int j = 0; j < count; j += 4) {
         const uint8_t *l0 = t->level[e[j]], *l1 = t->level[e[j + 1]];
@@ -470,7 +484,7 @@ static inline float fgg__iq2_sumsq(const float *x) {
 
 /* Candidate scales of one block, evaluated side by side (the loops over candidates are plain
  * loops the compiler turns into vector code; each candidate's arithmetic is ggml's, in order). */
-#define FGG_IQ2_LANES 24
+#define FGG_IQ2_LANES 32
 
 typedef struct {
     float id[FGG_IQ2_LANES];      /* inverse scale */
@@ -484,8 +498,30 @@ typedef struct {
 /* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes) with C->id set. */
 static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int n, int nc, int lanes,
                                  const float *xv, const float *w, const float *sw) {
+#if FGG_IQ_SIMD
+    lanes = (nc + FGG_IQ_W - 1) / FGG_IQ_W * FGG_IQ_W; /* whole vectors (<= 32) */
+#endif
     for (int c = nc; c < lanes; ++c) C->id[c] = C->id[nc - 1];
     for (int c = 0; c < lanes; ++c) C->scale[c] = 1 / C->id[c];
+#if FGG_IQ_SIMD
+    for (int v = 0; v < lanes; v += FGG_IQ_W) {
+        const fgg_iq_vf idv = fgg_iq_loadu(C->id + v);
+        const fgg_iq_vf half = fgg_iq_splat(0.5f), one = fgg_iq_splat(1.0f), magic = fgg_iq_splat(12582912.0f);
+        fgg_iq_vi key[4] = {{0}, {0}, {0}, {0}};
+        for (int i = 0; i < n; ++i) {
+            fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[i]) - one) + magic;
+            fgg_iq_vi l = ((fgg_iq_vi)val & 0x007fffff) - 0x00400000;
+            const fgg_iq_vi zero = {0}, two = zero + 2;
+            l &= ~(l < zero);
+            const fgg_iq_vi over = l > two;
+            l = (l & ~over) | (two & over);
+            fgg_iq_vf q = __builtin_convertvector(2 * l + 1, fgg_iq_vf);
+            memcpy(C->q[i] + v, &q, sizeof q);
+            key[i / 8] |= l << (2 * (i % 8));
+        }
+        for (int k = 0; k < n / 8; ++k) memcpy(C->key[k] + v, &key[k], sizeof key[k]);
+    }
+#else
     for (int k = 0; k < n / 8; ++k) {
         for (int c = 0; c < lanes; ++c) C->key[k][c] = 0;
     }
@@ -505,32 +541,48 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             key[c] |= l << sh;
         }
     }
+#endif
+    /* The searches of the groups off the grid, gathered first (their list loads start at once)
+     * and then run back to back: they are independent, so their work overlaps. */
+    const uint16_t *slist[4 * FGG_IQ2_LANES];
+    uint8_t sk[4 * FGG_IQ2_LANES], sc[4 * FGG_IQ2_LANES];
+    int ns = 0;
     for (int k = 0; k < n / 8; ++k) {
-        fgg__iq2_spread sp;
-        int spread = 0;
-        int prev_key = -1;
-        float prev_scale = 0.0f;
-        int prev_g = 0;
         for (int c = 0; c < nc; ++c) {
-            int u = C->key[k][c];
-            int g = t->map[u];
+            int g = t->map[C->key[k][c]];
             C->on[k][c] = g >= 0;
-            if (g >= 0) continue;
-            if (u == prev_key && C->scale[c] == prev_scale) {
-                g = prev_g; /* same key and scale: the same search */
-            } else {
-                if (!spread) {
-                    fgg__iq2_spread_group(&sp, xv + 8 * k, sw + 8 * k);
-                    spread = 1;
-                }
-                g = fgg__iq2_search(t, t->lists - g - 1, &sp, fgg__iq2_qv, C->scale[c]);
-                prev_key = u;
-                prev_scale = C->scale[c];
-                prev_g = g;
+            if (g < 0) {
+                const uint16_t *list = t->lists - g - 1;
+                __builtin_prefetch(list);
+                __builtin_prefetch(t->keys + (list - t->lists) + 1);
+                slist[ns] = list;
+                sk[ns] = (uint8_t)k;
+                sc[ns] = (uint8_t)c;
+                ++ns;
             }
-            for (int i = 0; i < 8; ++i) C->q[8 * k + i][c] = (float)(2 * t->level[g][i] + 1);
         }
     }
+    fgg__iq2_spread sp[4];
+    for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&sp[k], xv + 8 * k, sw + 8 * k);
+    int found[4 * FGG_IQ2_LANES];
+    for (int j = 0; j < ns; ++j) found[j] = fgg__iq2_search(t, slist[j], &sp[sk[j]], fgg__iq2_qv, C->scale[sc[j]]);
+    for (int j = 0; j < ns; ++j) {
+        const uint8_t *lv = t->level[found[j]];
+        for (int i = 0; i < 8; ++i) C->q[8 * sk[j] + i][sc[j]] = (float)(2 * lv[i] + 1);
+    }
+#if FGG_IQ_SIMD
+    for (int v = 0; v < lanes; v += FGG_IQ_W) {
+        fgg_iq_vf sx = fgg_iq_splat(0.0f), s2 = sx;
+        for (int i = 0; i < n; ++i) {
+            const fgg_iq_vf wx = fgg_iq_splat(w[i] * xv[i]), wi = fgg_iq_splat(w[i]);
+            const fgg_iq_vf q = fgg_iq_loadu(C->q[i] + v);
+            sx += wx * q;
+            s2 += wi * q * q;
+        }
+        memcpy(C->sumqx + v, &sx, sizeof sx);
+        memcpy(C->sumq2 + v, &s2, sizeof s2);
+    }
+#else
     for (int c = 0; c < lanes; ++c) C->sumqx[c] = C->sumq2[c] = 0.0f;
     for (int i = 0; i < n; ++i) {
         const float wx = w[i] * xv[i], wi = w[i];
@@ -540,6 +592,7 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             C->sumq2[c] += wi * q[c] * q[c];
         }
     }
+#endif
 }
 
 /* One 16-value block of IQ2_XS / IQ2_S: returns the scale (0 for a block below eps), and the

@@ -111,4 +111,33 @@ FGG_IQ_INLINE fgg_iq_vf fgg_iq_loadu(const float *p) {
 }
 #endif
 
+
+/* ---- appended by quant-iq2 ----
+ *   fgg_iq_bits (m)            bit l set when lane l of the comparison mask m is true (lanes of
+ *                              fgg_iq_vi; a movemask where the ISA has one) */
+#if FGG_IQ_SIMD
+#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
+#include <immintrin.h>
+#endif
+FGG_IQ_INLINE unsigned fgg_iq_bits(fgg_iq_vi m) {
+#if FGG_IQ_W == 16 && defined(__AVX512F__)
+    __m512i v;
+    memcpy(&v, &m, sizeof v);
+    return (unsigned)_mm512_test_epi32_mask(v, v);
+#elif FGG_IQ_W == 8 && defined(__AVX__)
+    __m256 v;
+    memcpy(&v, &m, sizeof v);
+    return (unsigned)_mm256_movemask_ps(v);
+#elif FGG_IQ_W == 4 && defined(__SSE2__)
+    __m128 v;
+    memcpy(&v, &m, sizeof v);
+    return (unsigned)_mm_movemask_ps(v);
+#else
+    unsigned b = 0;
+    for (int l = 0; l < FGG_IQ_W; ++l) b |= (unsigned)(m[l] != 0) << l;
+    return b;
+#endif
+}
+#endif
+
 #endif /* FGG_QUANT_IQ_COMMON_H */
