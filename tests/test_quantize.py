@@ -315,13 +315,19 @@ QUANT_A_TYPES = [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1, T.Q2_K, T.Q3_K,
 
 
 def edge_rows(rng: np.random.Generator, n_per_row: int) -> np.ndarray:
-    """Rows with what the scale and rounding rules are sensitive to: exact zeros, ties, outliers, one sign."""
-    x = rng.standard_normal((6, n_per_row)).astype(np.float32)
+    """Rows with what the scale and rounding rules are sensitive to: exact zeros, ties, outliers, one
+    sign, +m and -m both the largest magnitude of a block (the first decides). (Signed zeros are
+    test_hand_signed_zeros': gguf-py's numpy min/max resolve them otherwise than ggml's scans.)"""
+    x = rng.standard_normal((7, n_per_row)).astype(np.float32)
     x[1] *= np.float32(1e-3)
     x[2, ::3] = 0.0
     x[3] = np.round(x[3] * 4) / 4
     x[4, rng.integers(0, n_per_row, 8)] *= np.float32(50.0)
     x[5] = np.abs(x[5])
+    blocks = x[6].reshape(-1, 32)  # a view: every 32 values get +5 and -5 in a random order
+    for block in blocks:
+        i, j = rng.choice(32, 2, replace=False)
+        block[i], block[j] = 5.0, -5.0
     return x
 
 
@@ -351,6 +357,22 @@ def test_hand_q4_0(cpu_path):
     # the first value of largest magnitude is -8, so d = -8 / -8 = 1 and the level trunc(x + 8.5) is x + 8
     x = np.array([j - 8 for j in range(16)] + [7 - j for j in range(16)], np.float32)
     assert list(quantize(x, T.Q4_0)) == _fp16_bytes(1.0) + [j | ((15 - j) << 4) for j in range(16)]
+
+
+@pytest.mark.parametrize("first_zero", [-0.0, 0.0])
+def test_hand_signed_zeros(first_zero, cpu_path):
+    # ggml's scans keep the first of equal extremes. Q4_0: the "largest" of an all-zero block is
+    # its initial +0, so d = +0 / -8 = -0. Q4_1: the minimum is the first zero, with its sign,
+    # and d = max - min is +0 for either order of the zeros.
+    x = np.full(32, -first_zero, np.float32)
+    x[0] = first_zero
+    assert list(quantize(x, T.Q4_0)) == [0x00, 0x80] + [0x88] * 16
+    sign = 0x80 if np.signbit(first_zero) else 0x00
+    assert list(quantize(x, T.Q4_1)) == [0, 0, 0, sign] + [0] * 16
+    assert list(quantize(x, T.Q5_1))[:4] == [0, 0, 0, sign]
+    y = np.zeros(32, np.float32)
+    y[9], y[0], y[5] = 1.0, first_zero, -first_zero  # min = the first zero; d = 1 / 15
+    assert list(quantize(y, T.Q4_1))[2:4] == [0, sign]
 
 
 def test_hand_q1_0(cpu_path):

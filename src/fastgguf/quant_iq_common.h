@@ -29,6 +29,9 @@
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(FGG_NO_SIMD)
 #define FGG_IQ_SIMD 1
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 #else
 #define FGG_IQ_SIMD 0
 #endif
@@ -46,6 +49,10 @@ static inline uint16_t fgg_iq_fp16(float f) {
     uint16_t sign = (uint16_t)((w >> 16) & 0x8000u);
     uint32_t mag = w & 0x7fffffffu;
     if (mag > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);   /* NaN */
+#if FGG_IQ_SIMD && defined(__F16C__)
+    /* the same bits for every non-NaN float (checked over all 2^32 patterns), in one instruction */
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#else
     if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  /* >= 65520 rounds to inf */
     if (mag < 0x38800000u) {
         /* below 2^-14: an fp16 subnormal, a count of 2^-24 units. The scaling is exact and
@@ -63,6 +70,7 @@ static inline uint16_t fgg_iq_fp16(float f) {
     uint32_t rest = mant & 0x1fffu;
     if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h; /* a carry moves into the exponent */
     return (uint16_t)(sign | h);
+#endif
 }
 
 static inline void fgg_iq_store_u16le(uint8_t *p, uint16_t v) {

@@ -711,7 +711,30 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
         return;
     }
     const float iscale = -127.0f / vmax;
-#if FGG_IQ_SIMD
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    /* levels in -128..127 (nearest_int's wrap included), packed in order; each group's sum by
+     * psadbw on the levels biased to unsigned */
+    const __m256 vs = _mm256_set1_ps(iscale), magic = _mm256_set1_ps(12582912.0f);
+    for (int j = 0; j < 256; j += 32) {
+        __m256i t[4];
+        for (int c = 0; c < 4; ++c) {
+            __m256i bits = _mm256_castps_si256(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * c), vs), magic));
+            __m256i l = _mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)),
+                                         _mm256_set1_epi32(0x00400000));
+            l = _mm256_min_epi32(l, _mm256_set1_epi32(127));
+            t[c] = _mm256_srai_epi32(_mm256_slli_epi32(l, 24), 24); /* the int8_t store keeps the low byte */
+        }
+        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(t[0], t[1]), _mm256_packs_epi32(t[2], t[3]));
+        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(q + j), b);
+        __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(b, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
+        for (int g = 0; g < 2; ++g) { /* 64-bit lanes 2g, 2g + 1 hold the two halves of group j/16 + g */
+            int s = (int)(_mm256_extract_epi64(sad, 2 * g) + _mm256_extract_epi64(sad, 2 * g + 1)) - 16 * 128;
+            blk[260 + 2 * (j / 16 + g)] = (uint8_t)s;
+            blk[261 + 2 * (j / 16 + g)] = (uint8_t)((unsigned)s >> 8);
+        }
+    }
+#elif FGG_IQ_SIMD
     for (int j = 0; j < 256; j += FGG_Q_W) {
         fgg_q_vf8 v;
         memcpy(&v, x + j, sizeof v);
@@ -724,12 +747,14 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
         q[j] = (int8_t)(v < 127 ? v : 127);
     }
 #endif
+#if !(FGG_IQ_SIMD && defined(__AVX2__))
     for (int j = 0; j < 16; ++j) {
         int s = 0;
         for (int i = 0; i < 16; ++i) s += q[16 * j + i];
         blk[260 + 2 * j] = (uint8_t)s;
         blk[261 + 2 * j] = (uint8_t)((unsigned)s >> 8);
     }
+#endif
     const float d = 1.0f / iscale;
     memcpy(blk, &d, 4); /* little-endian hosts (the kernels' byte order) */
 }

@@ -155,26 +155,19 @@ FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
         t[i] = v;
     }
 }
-/* largest lane (exact in any order: the lanes hold no NaN), by halving */
+/* largest lane (exact in any order: the lanes hold no NaN; the sign of a zero result is either) */
 FGG_Q_INL float fgg_q_hmax(fgg_q_vf8 m) {
 #if FGG_Q_W == 16
     return _mm512_reduce_max_ps((__m512)m);
+#elif FGG_Q_W == 8 && defined(__AVX__)
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128((__m256)m), _mm256_extractf128_ps((__m256)m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
 #endif
     float a[FGG_Q_W];
     memcpy(a, &m, sizeof a);
     for (int w = FGG_Q_W / 2; w >= 1; w /= 2)
         for (int k = 0; k < w; ++k) a[k] = a[k + w] > a[k] ? a[k + w] : a[k];
-    return a[0];
-}
-/* smallest lane, by halving */
-FGG_Q_INL int32_t fgg_q_hmin_i(fgg_q_vi8 m) {
-#if FGG_Q_W == 16
-    return _mm512_reduce_min_epi32((__m512i)m);
-#endif
-    int32_t a[FGG_Q_W];
-    memcpy(a, &m, sizeof a);
-    for (int w = FGG_Q_W / 2; w >= 1; w /= 2)
-        for (int k = 0; k < w; ++k) a[k] = a[k + w] < a[k] ? a[k + w] : a[k];
     return a[0];
 }
 #endif
@@ -219,7 +212,27 @@ static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t
  * of nibble pairs (level i low, level i + 16 high), else 32 bytes. */
 static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
                                         int nib, uint8_t *out) {
-#if FGG_IQ_SIMD
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    /* 8 lanes x 4, packed to 32 bytes in order; the packs saturate nothing (lanes hold bytes) */
+    __m256i t[4];
+    for (int c = 0; c < 4; ++c) {
+        __m256 v = _mm256_loadu_ps(x + 8 * c);
+        v = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(v, _mm256_set1_ps(sub)), _mm256_set1_ps(id)),
+                          _mm256_set1_ps(off));
+        __m256i l = _mm256_cvttps_epi32(v);
+        if (wrap8) l = _mm256_min_epi32(_mm256_srai_epi32(_mm256_slli_epi32(l, 24), 24), _mm256_set1_epi32(hi));
+        t[c] = _mm256_and_si256(l, _mm256_set1_epi32(0xff));
+    }
+    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(t[0], t[1]), _mm256_packus_epi32(t[2], t[3]));
+    b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if (nib) {
+        __m128i low = _mm256_castsi256_si128(b), high = _mm256_extracti128_si256(b, 1);
+        high = _mm_slli_epi16(_mm_and_si128(high, _mm_set1_epi8(0x0f)), 4);
+        _mm_storeu_si128((__m128i *)out, _mm_or_si128(low, high));
+    } else {
+        _mm256_storeu_si256((__m256i *)out, b);
+    }
+#elif FGG_IQ_SIMD
     fgg_q_vi8 t[32 / FGG_Q_W];
     for (int c = 0; c < 32 / FGG_Q_W; ++c) {
         fgg_q_vf8 v;
@@ -272,28 +285,26 @@ static inline void fgg_q_requant(const float *x, int n, float add, float d, int 
 /* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
 static inline float fgg_q_signed_amax(const float *x, int n) {
 #if FGG_IQ_SIMD
-    fgg_q_vf8 m = fgg_q_splat8(0.0f);
-    fgg_q_vi8 idx = fgg_q_round8(m), pos = idx;
-    for (int k = 0; k < FGG_Q_W; ++k) pos[k] = k;
-    for (int i = 0; i < n; i += FGG_Q_W, pos += FGG_Q_W) { /* each lane keeps its first maximum */
+    /* the extremes decide it unless +m and -m both occur; then the first of them does */
+    fgg_q_vf8 up, lo;
+    memcpy(&up, x, sizeof up);
+    lo = up;
+    for (int i = FGG_Q_W; i < n; i += FGG_Q_W) {
         fgg_q_vf8 v;
         memcpy(&v, x + i, sizeof v);
-        v = fgg_q_abs8(v);
-        fgg_q_vi8 gt = v > m;
-        m = fgg_q_fsel(gt, v, m);
-        idx = fgg_q_isel(gt, pos, idx);
+        up = fgg_q_fsel(v > up, v, up);
+        lo = fgg_q_fsel(v < lo, v, lo);
     }
-    const float amax = fgg_q_hmax(m);
-    if (amax == 0.0f) return 0.0f;
-    /* the smallest index among the lanes that hold the maximum */
-    return x[fgg_q_hmin_i(fgg_q_isel(m == amax, idx, idx - idx + n))];
-#else
+    const float top = fgg_q_hmax(up), neg_bottom = fgg_q_hmax(-lo);
+    if (top > neg_bottom) return top;
+    if (neg_bottom > top) return -neg_bottom;
+    if (top == 0.0f) return 0.0f;
+#endif
     float amax = 0.0f, vmax = 0.0f;
     for (int i = 0; i < n; ++i) {
         if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); vmax = x[i]; }
     }
     return vmax;
-#endif
 }
 
 /* Symmetric search: the scale d with levels l in [-nmax, nmax-1] (stored as l + nmax in L) that
@@ -650,6 +661,16 @@ static void fgg_q_fit_affine_n(int count, int n, int nmax, const float *const xs
 /* ---- Q4_0 / Q5_0: d = (signed value of largest magnitude) / -2^(bits-1) ---- */
 
 static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t *lv) {
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    const __m256i L = _mm256_loadu_si256((const __m256i *)lv);
+    const uint32_t bits = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(L, 3)); /* bit 4 of each level */
+    const __m128i m = _mm_set1_epi8(0x0f);
+    const __m128i low = _mm_and_si128(_mm256_castsi256_si128(L), m);
+    const __m128i high = _mm_slli_epi16(_mm_and_si128(_mm256_extracti128_si256(L, 1), m), 4);
+    _mm_storeu_si128((__m128i *)qs, _mm_or_si128(low, high));
+    qh4[0] = (uint8_t)bits; qh4[1] = (uint8_t)(bits >> 8); qh4[2] = (uint8_t)(bits >> 16); qh4[3] = (uint8_t)(bits >> 24);
+    return;
+#endif
     uint32_t qh = 0;
     for (int j = 0; j < 16; ++j) {
         qs[j] = (uint8_t)((lv[j] & 0x0f) | ((lv[j + 16] & 0x0f) << 4));
@@ -761,10 +782,8 @@ static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *out, f
         lo = fgg_q_fsel(v < lo, v, lo);
         up = fgg_q_fsel(v > up, v, up);
     }
-    for (int k = 0; k < FGG_Q_W; ++k) {
-        if (lo[k] < vmin) vmin = lo[k];
-        if (up[k] > vmax) vmax = up[k];
-    }
+    vmin = -fgg_q_hmax(-lo);
+    vmax = fgg_q_hmax(up);
     if (vmin == 0.0f || vmax == 0.0f)
 #endif
     {
