@@ -144,10 +144,78 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
     return used == capacity ? 0 : -1;
 }
 
+#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+/* AVX2: IQ3_S's neighbour lists again, 8 entries per chunk, each coordinate's 2l+1 as 8 bytes, so
+ * that one candidate's distances to 8 entries fill a vector (for runs of few candidates, where
+ * one candidate per lane leaves most lanes idle). */
+#define FGG_IQ3_S_BYLIST 1
+#define FGG_IQ3_S_CHUNKS 6400
+#define FGG_IQ3_S_MAX_CHUNKS 8 /* longest list / 8, checked when building */
+static uint8_t fgg_iq3_s_chunks[FGG_IQ3_S_CHUNKS][4][8];
+static int32_t fgg_iq3_s_chunk_at[4096]; /* u off the grid -> first chunk of its list */
+
+static int fgg_iq3_s_build_chunks(const fgg_iq3_table *t) {
+    int used = 0;
+    for (int u = 0; u < 4096; ++u) {
+        if (t->map[u] >= 0) continue;
+        const uint16_t *list = t->lists - t->map[u] - 1;
+        const int n = list[0], nc = (n + 7) / 8;
+        if (nc > FGG_IQ3_S_MAX_CHUNKS || used + nc > FGG_IQ3_S_CHUNKS) return -1;
+        fgg_iq3_s_chunk_at[u] = used;
+        for (int j = 0; j < 8 * nc; ++j)
+            for (int i = 0; i < 4; ++i)
+                fgg_iq3_s_chunks[used + j / 8][i][j % 8] = (uint8_t)(j < n ? t->q[list[1 + j]][i] : 0);
+        used += nc;
+    }
+    return 0;
+}
+
+/* fgg_iq3_neighbour for one candidate, 8 list entries per vector: the same distances, then the
+ * first entry of the smallest one below FLT_MAX (what the scalar strict-less scan keeps; NaN
+ * and padding lanes never win), else the first entry. */
+FGG_IQ_INLINE int fgg_iq3_s_neighbour_bylist(int u, const uint16_t *list, const __m256 x[4],
+                                             const __m256 sw[4], float scale) {
+    const int n = list[0];
+    const uint8_t (*ch)[4][8] = fgg_iq3_s_chunks + fgg_iq3_s_chunk_at[u];
+    const __m256 vs = _mm256_set1_ps(scale), inf = _mm256_set1_ps(INFINITY);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 d2s[FGG_IQ3_S_MAX_CHUNKS], low = inf;
+    const int nc = (n + 7) / 8;
+    for (int c = 0; c < nc; ++c) {
+        __m256 d2 = _mm256_setzero_ps();
+        for (int i = 0; i < 4; ++i) {
+            __m128i qb = _mm_loadl_epi64((const __m128i *)ch[c][i]);
+            __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(qb));
+            __m256 diff = _mm256_sub_ps(_mm256_mul_ps(vs, q), x[i]);
+            __m256 term = _mm256_mul_ps(_mm256_mul_ps(sw[i], diff), diff);
+            d2 = i ? _mm256_add_ps(d2, term) : term;
+        }
+        __m256 valid = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * c), lane)),
+                                     _mm256_cmp_ps(d2, d2, _CMP_ORD_Q));
+        d2 = _mm256_blendv_ps(inf, d2, valid);
+        d2s[c] = d2;
+        low = _mm256_min_ps(low, d2);
+    }
+    low = _mm256_min_ps(low, _mm256_permute2f128_ps(low, low, 1));
+    low = _mm256_min_ps(low, _mm256_shuffle_ps(low, low, 0x4e));
+    low = _mm256_min_ps(low, _mm256_shuffle_ps(low, low, 0xb1));
+    if (!(_mm256_cvtss_f32(low) < FLT_MAX)) return list[1];
+    for (int c = 0;; ++c) {
+        unsigned eq = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d2s[c], low, _CMP_EQ_OQ));
+        if (eq) return list[1 + 8 * c + __builtin_ctz(eq)];
+    }
+}
+#else
+#define FGG_IQ3_S_BYLIST 0
+#endif
+
 static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]) {
     if (fgg_iq3_ready) return fgg_iq3_ready > 0 ? 0 : -1;
     int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS) == 0
           && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
+#if FGG_IQ3_S_BYLIST
+    ok = ok && fgg_iq3_s_build_chunks(&fgg_iq3_tables[1]) == 0;
+#endif
     fgg_iq3_ready = ok ? 1 : -1;
     return ok ? 0 : -1;
 }
@@ -207,8 +275,15 @@ static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const fl
     }
     int g = t->map[u];
     *on_grid = g >= 0;
-    if (g < 0) g = fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
-    return g;
+    if (g >= 0) return g;
+#if FGG_IQ3_S_BYLIST
+    if (t->n == 512) {
+        const __m256 xv[4] = {_mm256_set1_ps(x[0]), _mm256_set1_ps(x[1]), _mm256_set1_ps(x[2]), _mm256_set1_ps(x[3])};
+        const __m256 wv[4] = {_mm256_set1_ps(sw[0]), _mm256_set1_ps(sw[1]), _mm256_set1_ps(sw[2]), _mm256_set1_ps(sw[3])};
+        return fgg_iq3_s_neighbour_bylist(u, t->lists - g - 1, xv, wv, scale);
+    }
+#endif
+    return fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
 }
 
 /* Weighted fit of the 32 values to the levels of 8 grid points: sumqx, sumq2. */
@@ -284,7 +359,7 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     for (int k = 0; k < 8; ++k) {
         /* grid keys of group k for every candidate, one candidate per lane */
         int32_t uc[32];
-        for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+        for (int c = 0; c < ncand; c += FGG_IQ3_CL) {
             fgg_iq3_vf vid;
             memcpy(&vid, ids + c, sizeof vid);
             fgg_iq3_vi u = {0};
@@ -318,7 +393,21 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
                 }
                 c = e;
                 continue;
-            } else {
+            }
+#if FGG_IQ3_S_BYLIST
+            if (is_s && e - c <= 3) {
+                const uint16_t *list = t->lists - g - 1;
+                const __m256 xv[4] = {_mm256_set1_ps(xval[4 * k]), _mm256_set1_ps(xval[4 * k + 1]),
+                                      _mm256_set1_ps(xval[4 * k + 2]), _mm256_set1_ps(xval[4 * k + 3])};
+                const __m256 wv[4] = {_mm256_set1_ps(sw[4 * k]), _mm256_set1_ps(sw[4 * k + 1]),
+                                      _mm256_set1_ps(sw[4 * k + 2]), _mm256_set1_ps(sw[4 * k + 3])};
+                for (int cc = c; cc < e; ++cc) {
+                    gt[cc][k] = fgg_iq3_s_neighbour_bylist(u, list, xv, wv, scs[cc]);
+                    ont[cc][k] = 0;
+                }
+            } else
+#endif
+            {
                 const uint16_t *list = t->lists - g - 1;
                 fgg_iq3_vf vs;
                 memcpy(&vs, scs + c, sizeof vs);
@@ -357,7 +446,7 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     for (int i = 0; i < 32; ++i)
         for (int c = ncand; c < 32; ++c) qt[i][c] = 0;
     float sx[32], s2[32];
-    for (int c = 0; c < 32; c += FGG_IQ3_CL) {
+    for (int c = 0; c < ncand; c += FGG_IQ3_CL) {
         fgg_iq3_vf sumqx = {0}, sumq2 = {0};
         for (int i = 0; i < 32; ++i) {
             fgg_iq3_vf q;
