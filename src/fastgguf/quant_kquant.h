@@ -322,6 +322,67 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
     }
 #undef FGG__Q3_LOAD
 }
+
+/* The scales of fgg_q_fit_signed(16, nmax, x + 16 j, ., w + 16 j) for the 16 groups of one
+ * super-block (w NULL: weights x^2), with lanes as groups (x and w transposed); the levels are
+ * not kept (the callers refit a super-block whose final pass needs them). The clamped level is
+ * computed in float as in fgg__q3k_fit_plain: every product iscale * x is within +-(nmax + 1),
+ * the lanes of a group below FGG_Q_EPS excepted, and those are discarded. wsum (if not NULL)
+ * gets the groups' weight sums, left to right. */
+static void fgg__q_fit_signed16(int nmax, const float *x, const float *w, float *scales, float *wsum) {
+    enum { V = FGG_Q3_V };
+    fgg_q_vf8 X[16][V], W[16][V], WX[16][V];
+    fgg__q3_transpose(x, X);
+    if (w) fgg__q3_transpose(w, W);
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
+    const fgg_q_vf8 tlo = magic - (float)nmax, thi = magic + (float)(nmax - 1);
+    fgg_q_vf8 amax[V], vmax[V], scale[V], best[V];
+    for (int v = 0; v < V; ++v) {
+        amax[v] = vmax[v] = zf;
+        fgg_q_vf8 s = zf;
+        for (int i = 0; i < 16; ++i) {
+            const fgg_q_vf8 xi = X[i][v], a = fgg_q_abs8(xi);
+            const fgg_q3_m m = fgg__q3_gt(a, amax[v]);
+            amax[v] = fgg__q3_sel(m, a, amax[v]);
+            vmax[v] = fgg__q3_sel(m, xi, vmax[v]);
+            if (!w) W[i][v] = xi * xi;
+            WX[i][v] = W[i][v] * xi; /* (w x) l, as the scalar sums group it */
+            s += W[i][v];
+        }
+        if (wsum) memcpy(wsum + v * FGG_Q_W, &s, sizeof s);
+    }
+    /* trial 0 is the plain -nmax / max, then -(nmax + 0.1 is) / max for is = -9..9 but 0 */
+    for (int t = 0; t < 19; ++t) {
+        const int is = t == 0 ? 0 : (t <= 9 ? t - 10 : t - 9);
+        const float num = is == 0 ? (float)(-nmax) : -((float)nmax + 0.1f * (float)is);
+        fgg_q_vf8 iscale[V], slx[V], sl2[V];
+        for (int v = 0; v < V; ++v) {
+            iscale[v] = num / vmax[v];
+            slx[v] = sl2[v] = zf;
+        }
+        for (int i = 0; i < 16; ++i) {
+            for (int v = 0; v < V; ++v) {
+                const fgg_q_vf8 fl = fgg__q3_min(fgg__q3_max(iscale[v] * X[i][v] + magic, tlo), thi) - magic;
+                slx[v] += WX[i][v] * fl;
+                sl2[v] += W[i][v] * fl * fl;
+            }
+        }
+        for (int v = 0; v < V; ++v) {
+            if (t == 0) {
+                scale[v] = fgg_q_fsel(sl2[v] != 0.0f, slx[v] / sl2[v], zf);
+                best[v] = scale[v] * slx[v];
+            } else {
+                const fgg_q3_m upd = fgg__q3_gt(sl2[v], zf) & fgg__q3_gt(slx[v] * slx[v], best[v] * sl2[v]);
+                scale[v] = fgg__q3_sel(upd, slx[v] / sl2[v], scale[v]);
+                best[v] = fgg__q3_sel(upd, scale[v] * slx[v], best[v]);
+            }
+        }
+    }
+    for (int v = 0; v < V; ++v) {
+        const fgg_q_vf8 r = fgg__q3_sel(fgg__q3_gt(fgg_q_splat8(FGG_Q_EPS), amax[v]), zf, scale[v]);
+        memcpy(scales + v * FGG_Q_W, &r, sizeof r);
+    }
+}
 #endif
 
 /* four 2-bit planes: byte l of each 32-byte group holds levels l, l+32, l+64, l+96 of 128 */
@@ -664,7 +725,11 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         ws[j] = qw ? qw + 16 * j : NULL;
         Ls16[j] = L + 16 * j;
     }
+#if FGG_IQ_SIMD
+    fgg__q_fit_signed16(32, x, qw, scales, NULL);
+#else
     fgg_q_fit_signed_n(16, 16, 32, xs, ws, Ls16, scales);
+#endif
     for (int j = 0; j < 16; ++j) {
         float a = fabsf(scales[j]);
         if (a > max_abs) { max_abs = a; max_scale = scales[j]; }
@@ -683,6 +748,53 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         sc[j] = (int8_t)(l < 127 ? l : 127);
     }
     const float d = fgg_q_half_to_float(hd);
+#if FGG_IQ_SIMD
+    /* a sub-block whose scale comes out zero keeps the levels of its fit: refit those */
+    int n_refit = 0;
+    for (int j = 0; j < 16; ++j) {
+        if (d * (float)sc[j] == 0.0f) {
+            xs[n_refit] = xs[j];
+            ws[n_refit] = ws[j];
+            Ls16[n_refit++] = Ls16[j];
+        }
+    }
+    if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 32, xs, ws, Ls16, scales);
+#endif
+#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+    /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the nibble
+     * and 2-bit planes with byte-safe 16-bit shifts (levels are below 64) */
+    uint8_t U[256];
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    for (int j = 0; j < 16; j += 2) {
+        __m256i t[4];
+        for (int c = 0; c < 4; ++c) {
+            const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 16 * j + 8 * c), _mm256_set1_ps(d * (float)sc[j + c / 2]));
+            __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
+            l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+            l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(31)), _mm256_set1_epi32(-32));
+            t[c] = _mm256_add_epi32(l, _mm256_set1_epi32(32));
+        }
+        __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(t[0], t[1]), _mm256_packus_epi32(t[2], t[3]));
+        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(U + 16 * j), b);
+        for (int h = 0; h < 2; ++h) {
+            if (d * (float)sc[j + h] == 0.0f) memcpy(U + 16 * (j + h), L + 16 * (j + h), 16);
+        }
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    for (int j = 0; j < 256; j += 128) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(U + j)), b = _mm256_loadu_si256((const __m256i *)(U + j + 32));
+        const __m256i c = _mm256_loadu_si256((const __m256i *)(U + j + 64)), e = _mm256_loadu_si256((const __m256i *)(U + j + 96));
+        _mm256_storeu_si256((__m256i *)ql, _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(c, m4), 4)));
+        _mm256_storeu_si256((__m256i *)(ql + 32), _mm256_or_si256(_mm256_and_si256(b, m4), _mm256_slli_epi16(_mm256_and_si256(e, m4), 4)));
+        const __m256i h = _mm256_or_si256(_mm256_or_si256(_mm256_srli_epi16(_mm256_and_si256(a, m30), 4),
+                                                          _mm256_srli_epi16(_mm256_and_si256(b, m30), 2)),
+                                          _mm256_or_si256(_mm256_and_si256(c, m30), _mm256_slli_epi16(_mm256_and_si256(e, m30), 2)));
+        _mm256_storeu_si256((__m256i *)qh, h);
+        ql += 64;
+        qh += 32;
+    }
+#else
     for (int j = 0; j < 16; ++j) {
         const float dj = d * (float)sc[j];
         if (dj == 0.0f) continue;
@@ -699,6 +811,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         ql += 64;
         qh += 32;
     }
+#endif
 }
 
 /* ------------------------------------------------------------------ Q8_K (292 bytes: f32 d, 256 q, 16 sums) */
