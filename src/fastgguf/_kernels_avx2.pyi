@@ -66,6 +66,15 @@ def quantize_into(
 
 # fastgguf.matmul's drivers (_kernels_matmul.pxi).
 
+def int_dot_isa() -> str:
+    """The instructions of this build's integer dot products: ``"vnni"``, ``"maddubs"`` or ``"c"``."""
+
+def vnni_usable() -> bool:
+    """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""
+
+def _set_vnni(on: bool) -> bool:
+    """Use the VNNI integer kernels or not (tests and benchmarks); returns the previous state."""
+
 def has_int_dot(type_id: int) -> bool:
     """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build."""
 
