@@ -58,10 +58,11 @@ def quantize_into(
     dst: npt.NDArray[np.uint8],
     type_id: int,
     imatrix: npt.NDArray[np.float32] | None = None,
-) -> None:
+) -> int:
     """Quantize the rows of C-contiguous 2-D float32 ``src`` into 2-D uint8 ``dst`` (one row of
     blocks per row) with the GIL released. Raises ValueError on a shape or imatrix mismatch,
-    NotImplementedError for a type without a quantizer. ``src`` must be finite (unchecked).
+    NotImplementedError for a type without a quantizer. Returns -1, or the first row holding a
+    NaN or an infinity (the rows before it are written, it and those after it are not).
     """
 
 # fastgguf.matmul's drivers (_kernels_matmul.pxi).
