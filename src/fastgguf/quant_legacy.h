@@ -296,8 +296,7 @@ static inline float fgg_q_signed_amax(const float *x, int n) {
         lo = fgg_q_fsel(v < lo, v, lo);
     }
     const float top = fgg_q_hmax(up), neg_bottom = fgg_q_hmax(-lo);
-    if (top > neg_bottom) return top;
-    if (neg_bottom > top) return -neg_bottom;
+    if (__builtin_expect(top != neg_bottom, 1)) return top > neg_bottom ? top : -neg_bottom; /* no branch */
     if (top == 0.0f) return 0.0f;
 #endif
     float amax = 0.0f, vmax = 0.0f;
