@@ -69,6 +69,16 @@ static inline uint64_t fgg_lanes_minus(uint64_t x, uint64_t amount) {
 static inline float fgg_bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t fgg_float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fgg_load_f32le(const uint8_t *p) { return fgg_bits_to_float(fgg_load_u32le(p)); }
+/* no NaN or infinity among n floats: the largest magnitude's bits stay below the exponent's all-ones
+   (an unsigned max, which the compiler vectorizes; no early exit, the rows checked are short) */
+static inline int fgg_all_finite(const float *x, int64_t n) {
+    uint32_t top = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t m = fgg_float_to_bits(x[i]) & 0x7fffffffu;
+        top = m > top ? m : top;
+    }
+    return top < 0x7f800000u;
+}
 
 /* fp16 -> fp32 without branches or selects (masks only, so loops over it vectorize) and
    without producing or consuming float subnormals (so a DAZ/FTZ mode set by some other

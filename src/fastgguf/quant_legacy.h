@@ -296,8 +296,7 @@ static inline float fgg_q_signed_amax(const float *x, int n) {
         lo = fgg_q_fsel(v < lo, v, lo);
     }
     const float top = fgg_q_hmax(up), neg_bottom = fgg_q_hmax(-lo);
-    if (top > neg_bottom) return top;
-    if (neg_bottom > top) return -neg_bottom;
+    if (__builtin_expect(top != neg_bottom, 1)) return top > neg_bottom ? top : -neg_bottom; /* no branch */
     if (top == 0.0f) return 0.0f;
 #endif
     float amax = 0.0f, vmax = 0.0f;
@@ -833,10 +832,40 @@ static void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, in
 /* ---- Q8_0 / Q8_1: d = amax / 127, q = round-half-away(x / d) (the importance matrix is unused) ---- */
 
 static inline float fgg__q_block_q8(const float *x, int8_t *q) {
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4], m = _mm256_setzero_ps();
+    for (int c = 0; c < 4; ++c) {
+        v[c] = _mm256_loadu_ps(x + 8 * c);
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[c]));
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    const float d = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1))) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f), half = _mm256_set1_ps(0.5f);
+    __m256i t[4];
+    for (int c = 0; c < 4; ++c) {
+        /* roundf: to nearest even, then a tie (v - r = +-0.5, exact) moves away from zero */
+        const __m256 s = _mm256_mul_ps(v[c], id);
+        const __m256 r = _mm256_round_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 mag = _mm256_andnot_ps(sign, s);
+        const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(s, r)), half, _CMP_EQ_OQ);
+        const __m256 rmag = _mm256_andnot_ps(sign, r);
+        /* a tie rounded to even went toward zero exactly when |r| < |s| */
+        const __m256 bump = _mm256_and_ps(_mm256_and_ps(tie, _mm256_cmp_ps(rmag, mag, _CMP_LT_OQ)),
+                                          _mm256_or_ps(_mm256_and_ps(sign, s), _mm256_set1_ps(1.0f)));
+        /* the int8_t store keeps the low byte (0 for the inf/NaN of a subnormal block's 1/d, as in C) */
+        t[c] = _mm256_srai_epi32(_mm256_slli_epi32(_mm256_cvtps_epi32(_mm256_add_ps(r, bump)), 24), 24);
+    }
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(t[0], t[1]), _mm256_packs_epi32(t[2], t[3]));
+    _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    return d;
+#else
     const float d = fgg_q_amax(x, 32) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     fgg_q_round_scaled_i8(x, 32, id, q);
     return d;
+#endif
 }
 
 static void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
