@@ -285,11 +285,10 @@ static inline void fgg_q_requant(const float *x, int n, float add, float d, int 
 /* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
 static inline float fgg_q_signed_amax(const float *x, int n) {
 #if FGG_IQ_SIMD
-    /* the extremes decide it unless +m and -m both occur; then the first of them does */
-    fgg_q_vf8 up, lo;
-    memcpy(&up, x, sizeof up);
-    lo = up;
-    for (int i = FGG_Q_W; i < n; i += FGG_Q_W) {
+    /* the extremes decide it unless +m and -m both occur; then the first of them does. Starting
+     * from zero, as the scan does, a NaN (a callee may pass one) is never taken, as in the scan. */
+    fgg_q_vf8 up = fgg_q_splat8(0.0f), lo = up;
+    for (int i = 0; i < n; i += FGG_Q_W) {
         fgg_q_vf8 v;
         memcpy(&v, x + i, sizeof v);
         up = fgg_q_fsel(v > up, v, up);
