@@ -140,7 +140,7 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * Only the scales are kept: the final pass requantizes every sub-block whose scale is not zero,
  * and refits the others (rare) for their levels (fgg__q3k_finish). */
 #define FGG_Q3_V (16 / FGG_Q_W)
-#define FGG_Q3_S (FGG_Q_W == 4 ? 2 : 4)
+#define FGG_Q3_S (FGG_Q_W == 16 ? 4 : 2) /* with 8 lanes, more slots spill their sums to the stack */
 
 #if defined(__AVX512F__) && FGG_Q_W == 16
 typedef __mmask16 fgg_q3_m;
@@ -224,7 +224,7 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
     enum { V = FGG_Q3_V, S = FGG_Q3_S };
     fgg_q_vf8 X[S][16][V], W2[S][16][V], W3[S][16][V], Lf[S][16][V]; /* x, w = x^2, w x, level */
     fgg_q_vf8 A[S][16][V], B[S][16][V]; /* the level's terms of the sums: w x l, w l l */
-    fgg_q_vf8 sumlx[S][V], suml2[S][V], sq[S][V];                    /* sq = sumlx * sumlx */
+    fgg_q_vf8 sumlx[S][V], suml2[S][V];
     fgg_q3_m zero[S][V], bad[S][V], changed[S][V];
     int64_t blk[S];
     int pass[S], active[S], n_active = 0;
@@ -264,7 +264,6 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
             }                                                                                        \
             sumlx[s][v] = slx;                                                                       \
             suml2[s][v] = sl2;                                                                       \
-            sq[s][v] = slx * slx;                                                                    \
         }                                                                                            \
     } while (0)
     for (int s = 0; s < S; ++s) FGG__Q3_LOAD(s);
@@ -289,13 +288,12 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
                     const fgg_q_vf8 sl2 = sl20 + b;
                     const fgg_q_vf8 ss = slx * slx;
                     const fgg_q3_m upd = pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf) &
-                                         fgg__q3_gt(ss * suml2[s][v], sq[s][v] * sl2);
+                                         fgg__q3_gt(ss * suml2[s][v], sumlx[s][v] * sumlx[s][v] * sl2);
                     fgg__q3_store_sel(&Lf[s][i][v], upd, fn);
                     fgg__q3_store_sel(&A[s][i][v], upd, a);
                     fgg__q3_store_sel(&B[s][i][v], upd, b);
                     sumlx[s][v] = fgg__q3_sel(upd, slx, sumlx[s][v]);
                     suml2[s][v] = fgg__q3_sel(upd, sl2, suml2[s][v]);
-                    sq[s][v] = fgg__q3_sel(upd, ss, sq[s][v]);
                     changed[s][v] |= upd;
                 }
             }
