@@ -133,11 +133,12 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * FGG_Q3_S super-blocks ("slots") run side by side, and a slot whose lanes all passed without
  * a change (a lane that changed nothing changes nothing later) or that ran five passes hands in
  * its scales and takes the next super-block at once.
- * The new level of a step, clamp(nearest_int(r), -4, 3), is computed in float: t = r + 1.5 * 2^23
- * rounds r to an integer exactly as fgg_iq_nearest_int does, and clamping t before taking
- * 1.5 * 2^23 off again is the same clamp, as long as |r| < 2^21. A super-block with a lane that
- * needed more (|r| >= 2^21, or NaN, in a step that counts) is fitted again by fgg_q_fit_q3.
- * Only the scales are kept: the final pass requantizes every sub-block whose scale is not zero,
+ * The levels are clamped and rounded in float. For |r| < 2^22, clamp(nearest_int(r), -4, 3) is
+ * the integer nearest (ties to even) to clamp(r, -4, 3), and fgg__q3_round finds it; a super-block
+ * with a lane that needed more (|r| >= 2^22, or NaN, in a step that counts) is fitted again by
+ * fgg_q_fit_q3. The clamp comes first because it is the shorter path: a pass is a chain of
+ * dependent steps. A level's terms of the sums, w x l and w l l, are recomputed when needed
+ * rather than kept. Only the scales are kept: the final pass requantizes every sub-block whose scale is not zero,
  * and refits the others (rare) for their levels (fgg__q3k_finish). */
 #define FGG_Q3_V (16 / FGG_Q_W)
 #define FGG_Q3_S (FGG_Q_W == 16 ? 4 : 2) /* with 8 lanes, more slots spill their sums to the stack */
@@ -188,6 +189,15 @@ FGG_Q_INL int fgg__q3_any(fgg_q3_m m) {
 #endif
 #endif
 
+/* nearest integer, ties to even, per lane, for |t| < 2^22 */
+FGG_Q_INL fgg_q_vf8 fgg__q3_round(fgg_q_vf8 t) {
+#if defined(__AVX__) && FGG_Q_W == 8
+    return (fgg_q_vf8)_mm256_round_ps((__m256)t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+    return (t + 12582912.0f) - 12582912.0f;
+#endif
+}
+
 /* in place transpose of the FGG_Q_W x FGG_Q_W tile a[0 .. FGG_Q_W) (vector r = row r), by
  * exchanging the off-diagonal halves of ever smaller sub-tiles */
 FGG_Q_INL void fgg__q_transpose_tile(fgg_q_vf8 *a) {
@@ -223,14 +233,14 @@ FGG_Q_INL void fgg__q3_transpose(const float *x, fgg_q_vf8 t[16][FGG_Q3_V]) {
 static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
     enum { V = FGG_Q3_V, S = FGG_Q3_S };
     fgg_q_vf8 X[S][16][V], W2[S][16][V], W3[S][16][V], Lf[S][16][V]; /* x, w = x^2, w x, level */
-    fgg_q_vf8 A[S][16][V], B[S][16][V]; /* the level's terms of the sums: w x l, w l l */
     fgg_q_vf8 sumlx[S][V], suml2[S][V];
     fgg_q3_m zero[S][V], bad[S][V], changed[S][V];
     int64_t blk[S];
     int pass[S], active[S], n_active = 0;
     int64_t next = 0;
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
-    const fgg_q_vf8 tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(2097152.0f);
+    const fgg_q_vf8 tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(4194304.0f);
+    const fgg_q_vf8 lo = fgg_q_splat8(-4.0f), hi = fgg_q_splat8(3.0f);
     int8_t spare[16];
 #define FGG__Q3_LOAD(s)                                                                              \
     do {                                                                                             \
@@ -257,10 +267,8 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
                 const fgg_q_vf8 t = fgg__q3_min(fgg__q3_max(iscale * X[s][i][v] + magic, tlo), thi); \
                 const fgg_q_vf8 fl = t - magic;                                                      \
                 Lf[s][i][v] = fl;                                                                    \
-                A[s][i][v] = W3[s][i][v] * fl;                                                       \
-                B[s][i][v] = W2[s][i][v] * fl * fl;                                                  \
-                slx += A[s][i][v];                                                                   \
-                sl2 += B[s][i][v];                                                                   \
+                slx += W3[s][i][v] * fl;                                                             \
+                sl2 += W2[s][i][v] * fl * fl;                                                        \
             }                                                                                        \
             sumlx[s][v] = slx;                                                                       \
             suml2[s][v] = sl2;                                                                       \
@@ -277,21 +285,19 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
 #pragma GCC unroll 4
                 for (int v = 0; v < V; ++v) {
                     const fgg_q_vf8 xi = X[s][i][v], w = W2[s][i][v], wx = W3[s][i][v], fl = Lf[s][i][v];
-                    const fgg_q_vf8 slx0 = sumlx[s][v] - A[s][i][v];
-                    const fgg_q_vf8 sl20 = suml2[s][v] - B[s][i][v];
+                    const fgg_q_vf8 slx0 = sumlx[s][v] - wx * fl;
+                    const fgg_q_vf8 sl20 = suml2[s][v] - w * fl * fl;
                     const fgg_q_vf8 r = xi * sl20 / slx0;
-                    const fgg_q_vf8 fn = fgg__q3_min(fgg__q3_max(r + magic, tlo), thi) - magic;
+                    const fgg_q_vf8 fn = fgg__q3_round(fgg__q3_min(fgg__q3_max(r, lo), hi));
                     const fgg_q3_m pos = fgg__q3_gt(slx0, zf);
                     bad[s][v] |= pos & fgg__q3_nlt(fgg_q_abs8(r), big);
                     const fgg_q_vf8 a = wx * fn, b = w * fn * fn;
                     const fgg_q_vf8 slx = slx0 + a;
                     const fgg_q_vf8 sl2 = sl20 + b;
                     const fgg_q_vf8 ss = slx * slx;
-                    const fgg_q3_m upd = pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf) &
+                    const fgg_q3_m upd = (pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf)) &
                                          fgg__q3_gt(ss * suml2[s][v], sumlx[s][v] * sumlx[s][v] * sl2);
                     fgg__q3_store_sel(&Lf[s][i][v], upd, fn);
-                    fgg__q3_store_sel(&A[s][i][v], upd, a);
-                    fgg__q3_store_sel(&B[s][i][v], upd, b);
                     sumlx[s][v] = fgg__q3_sel(upd, slx, sumlx[s][v]);
                     suml2[s][v] = fgg__q3_sel(upd, sl2, suml2[s][v]);
                     changed[s][v] |= upd;
