@@ -16,9 +16,24 @@ static inline float fgg__q_amax_scale(const float *x, int n, float *id) {
     return amax;
 }
 
-/* trit of x * id: -1, 0, 1 -> 0, 1, 2 */
+/* C's (int)lroundf(v) and (int)roundf(v) as gcc compiles them for x86-64, where ggml-base is
+ * built. They differ only where v has no int value: for a block of subnormals 1 / amax is inf,
+ * and v is +-inf or NaN (0 * inf). lroundf then gives LONG_MIN (glibc converts with cvttss2si),
+ * whose low 32 bits are 0; the cast of roundf's float gives INT_MIN ("integer indefinite"). */
+static inline int fgg__q_lroundf_int(float v) {
+    if (fabsf(v) < 4194304.0f) return fgg_q_round_away(v);
+    if (fabsf(v) < 9223372036854775808.0f) return (int)(uint32_t)(uint64_t)(int64_t)roundf(v); /* low 32 bits */
+    return 0;
+}
+
+static inline int fgg__q_roundf_int(float v) {
+    if (fabsf(v) < 4194304.0f) return fgg_q_round_away(v);
+    return fabsf(v) < 2147483648.0f ? (int)roundf(v) : INT32_MIN;
+}
+
+/* trit of x * id: -1, 0, 1 -> 0, 1, 2 (ggml: lroundf(x * id) + 1) */
 static inline int fgg__q_trit(float v) {
-    return fgg_q_round_away(v) + 1;
+    return fgg__q_lroundf_int(v) + 1;
 }
 
 /* base-3 number of the trits of x[0], x[stride], ... (count of them), the first most significant */
@@ -234,7 +249,7 @@ static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, in
         for (int b = 0; b < 16; ++b) {
             unsigned byte = 0;
             for (int k = 0; k < 4; ++k) {
-                int q = fgg_q_clampi(fgg_q_round_away(x[4 * b + k] * id) + 1, 0, 3);
+                const int q = fgg_q_clampi(fgg__q_roundf_int(x[4 * b + k] * id) + 1, 0, 3);
                 byte |= (unsigned)q << (2 * k);
             }
             blk[2 + b] = (uint8_t)byte;
