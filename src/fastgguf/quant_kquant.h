@@ -561,12 +561,13 @@ static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L, int refit) 
     /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the bit
      * planes with byte-safe 16-bit shifts of masked bits */
     uint8_t U[256];
+    float dj[16];
+    for (int j = 0; j < 16; ++j) dj[j] = d * (float)fgg__q3k_get_scale(sc, j);
     const __m256 magic = _mm256_set1_ps(12582912.0f);
     for (int j = 0; j < 16; j += 2) {
-        const float dj[2] = {d * (float)fgg__q3k_get_scale(sc, j), d * (float)fgg__q3k_get_scale(sc, j + 1)};
         __m256i t[4];
         for (int c = 0; c < 4; ++c) {
-            const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 16 * j + 8 * c), _mm256_set1_ps(dj[c / 2]));
+            const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 16 * j + 8 * c), _mm256_set1_ps(dj[j + c / 2]));
             __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
             l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
             l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(3)), _mm256_set1_epi32(-4));
@@ -576,7 +577,7 @@ static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L, int refit) 
         b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
         _mm256_storeu_si256((__m256i *)(U + 16 * j), b);
         for (int h = 0; h < 2; ++h) {
-            if (dj[h] != 0.0f) continue;
+            if (dj[j + h] != 0.0f) continue;
             if (refit) fgg_q_fit_q3(16, 4, x + 16 * (j + h), L + 16 * (j + h));
             memcpy(U + 16 * (j + h), L + 16 * (j + h), 16);
         }
