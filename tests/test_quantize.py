@@ -39,8 +39,8 @@ plain_type_ids = pytest.mark.parametrize(
 BLOCK_TYPES = [t for t in QUANTIZE_TYPES if TYPE_TRAITS[t].block_size > 1]
 
 
-def vectors(qtype: T) -> dict:
-    with np.load(DATA / f"{qtype.name}.npz") as f:
+def vectors(qtype: T, kind: str = "") -> dict:
+    with np.load(DATA / kind / f"{qtype.name}.npz") as f:
         return {k: f[k] for k in f.files}
 
 
@@ -73,6 +73,25 @@ def test_matches_ggml_vectors(qtype, cpu_path):
     if "q" in ref:  # absent for the types ggml quantizes only with an importance matrix
         np.testing.assert_array_equal(quantize(x, qtype, threads=1), ref["q"])
     np.testing.assert_array_equal(quantize(x, qtype, imatrix=imatrix, threads=1), ref["q_imatrix"])
+
+
+#: Types with ggml's bytes for inputs at the edges of float32 (not the IQ types: ggml aborts on
+#: some of those inputs for them; tests/test_quantize.py::test_extreme_finite_inputs covers them).
+EXTREME_TYPES = sorted((T[p.stem] for p in (DATA / "extreme").glob("*.npz")), key=int)
+
+
+def test_extreme_vectors_cover_the_non_iq_types():
+    assert set(EXTREME_TYPES) == {t for t in QUANTIZE_TYPES if TYPE_TRAITS[t].block_size > 1
+                                  and not t.name.startswith("IQ")}
+
+
+@pytest.mark.parametrize("qtype", EXTREME_TYPES, ids=lambda t: t.name)
+def test_matches_ggml_on_extreme_inputs(qtype, cpu_path):
+    ref = vectors(qtype, "extreme")
+    x = ref["x"]
+    np.testing.assert_array_equal(quantize(x, qtype, threads=1), ref["q"])
+    for imatrix, expected in zip(ref["imatrices"], ref["q_imatrix"], strict=True):
+        np.testing.assert_array_equal(quantize(x, qtype, imatrix=imatrix, threads=1), expected)
 
 
 @pytest.mark.parametrize("qtype", [t for t in QUANTIZE_TYPES if t in GGUF_PY_QUANTIZERS], ids=lambda t: t.name)

@@ -43,6 +43,24 @@ static inline unsigned fgg__q_trits(const float *x, int stride, int count, float
     return t;
 }
 
+#if FGG_IQ_SIMD && defined(__AVX2__)
+/* trits of x[0..8) * id as int32 lanes, for a finite id (then |x * id| <= 1: lroundf is roundf) */
+static inline __m256i fgg__q_trits8_avx2(const float *x, __m256 id) {
+    const __m256 r = fgg_q_round_away_avx2(_mm256_mul_ps(_mm256_loadu_ps(x), id));
+    return _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(1));
+}
+
+/* base-3 numbers of 5 trits (x[k stride], k = 0..4, the first most significant) in 8 lanes, then
+ * ceil(t * 256 / 243) by a multiply and shift (exact for every t <= 242, below 2^32) */
+static inline __m256i fgg__q_tq1_bytes8_avx2(const float *x, int stride, __m256 id) {
+    __m256i t = fgg__q_trits8_avx2(x, id);
+    for (int k = 1; k < 5; ++k)
+        t = _mm256_add_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(3)), fgg__q_trits8_avx2(x + k * stride, id));
+    t = _mm256_add_epi32(_mm256_slli_epi32(t, 8), _mm256_set1_epi32(242));
+    return _mm256_srli_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(69043)), 24);
+}
+#endif
+
 /* 256 elements -> 48 bytes of five trits (first 160 as 32 columns, then 80 as 16 columns),
  * 4 bytes of four trits (the last 16), fp16 amax. A byte holds ceil(t * 256 / 243), where t is
  * the base-3 number of its trits, most significant first. */
@@ -55,8 +73,22 @@ static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 54 * i;
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
-        for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
-        for (int m = 0; m < 16; ++m) blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
+#if FGG_IQ_SIMD && defined(__AVX2__)
+        if (isfinite(id)) {
+            const __m256 vid = _mm256_set1_ps(id);
+            __m256i b[6];
+            for (int g = 0; g < 4; ++g) b[g] = fgg__q_tq1_bytes8_avx2(x + 8 * g, 32, vid);
+            for (int g = 0; g < 2; ++g) b[4 + g] = fgg__q_tq1_bytes8_avx2(x + 160 + 8 * g, 16, vid);
+            _mm256_storeu_si256((__m256i *)blk, fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
+            _mm_storeu_si128((__m128i *)(blk + 32),
+                             _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(b[4], b[5], b[4], b[5])));
+        } else
+#endif
+        {
+            for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
+            for (int m = 0; m < 16; ++m)
+                blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
+        }
         for (int m = 0; m < 4; ++m) {
             const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
             blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
@@ -75,6 +107,24 @@ static void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 66 * i;
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
+        fgg_q_put16(blk + 64, fgg_iq_fp16(d));
+#if FGG_IQ_SIMD && defined(__AVX2__)
+        if (isfinite(id)) {
+            const __m256 vid = _mm256_set1_ps(id);
+            for (int h = 0; h < 2; ++h) {
+                __m256i b[4];
+                for (int g = 0; g < 4; ++g) {
+                    const float *c = x + 128 * h + 8 * g;
+                    b[g] = _mm256_or_si256(
+                        _mm256_or_si256(fgg__q_trits8_avx2(c, vid), _mm256_slli_epi32(fgg__q_trits8_avx2(c + 32, vid), 2)),
+                        _mm256_or_si256(_mm256_slli_epi32(fgg__q_trits8_avx2(c + 64, vid), 4),
+                                        _mm256_slli_epi32(fgg__q_trits8_avx2(c + 96, vid), 6)));
+                }
+                _mm256_storeu_si256((__m256i *)(blk + 32 * h), fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
+            }
+            continue;
+        }
+#endif
         for (int h = 0; h < 2; ++h) {
             for (int m = 0; m < 32; ++m) {
                 unsigned q = 0;
@@ -82,7 +132,6 @@ static void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, i
                 blk[32 * h + m] = (uint8_t)q;
             }
         }
-        fgg_q_put16(blk + 64, fgg_iq_fp16(d));
     }
 }
 
