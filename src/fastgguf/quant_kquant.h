@@ -133,13 +133,15 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * FGG_Q3_S super-blocks ("slots") run side by side, and a slot whose lanes all passed without
  * a change (a lane that changed nothing changes nothing later) or that ran five passes hands in
  * its scales and takes the next super-block at once.
- * The levels are clamped and rounded in float. For |r| < 2^22, clamp(nearest_int(r), -4, 3) is
- * the integer nearest (ties to even) to clamp(r, -4, 3), and fgg__q3_round finds it; a super-block
- * with a lane that needed more (|r| >= 2^22, or NaN, in a step that counts) is fitted again by
- * fgg_q_fit_q3. The clamp comes first because it is the shorter path: a pass is a chain of
- * dependent steps. A level's terms of the sums, w x l and w l l, are recomputed when needed
- * rather than kept. Only the scales are kept: the final pass requantizes every sub-block whose scale is not zero,
- * and refits the others (rare) for their levels (fgg__q3k_finish). */
+ * The levels are computed in float. The first ones, clamp(nearest_int(iscale x), -4, 3) with
+ * |iscale x| <= 5: t = iscale x + 1.5 * 2^23 rounds as fgg_iq_nearest_int does, and clamping t
+ * before taking 1.5 * 2^23 off is the same clamp. A step's new level from r: for |r| < 2^22,
+ * clamp(nearest_int(r), -4, 3) is clamp(r, -4, 3) rounded to nearest even (fgg__q3_round), the
+ * shorter dependent path; a super-block with a lane that needed more (|r| >= 2^22, or NaN, in a
+ * step that counts) is fitted again by fgg_q_fit_q3. A level's terms of the sums, w x l and
+ * w l l, are recomputed when needed rather than kept. Only the scales are kept: the final pass
+ * requantizes every sub-block whose scale is not zero, and refits the others (rare) for their
+ * levels (fgg__q3k_finish). */
 #define FGG_Q3_V (16 / FGG_Q_W)
 #define FGG_Q3_S (FGG_Q_W == 16 ? 4 : 2) /* with 8 lanes, more slots spill their sums to the stack */
 
@@ -330,10 +332,10 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
 /* The scales of fgg_q_fit_signed(16, nmax, x + 16 j, ., w + 16 j) for the 16 groups of one
  * super-block, with lanes as groups: X and W are x and w transposed by fgg__q3_transpose
  * (w_given 0: W is filled with x^2). The levels are not kept (the callers refit a sub-block
- * whose final pass needs them). The clamped level is computed in float as in
- * fgg__q3k_fit_plain: every product iscale * x is within +-(nmax + 1), the lanes of a group
- * below FGG_Q_EPS excepted, and those are discarded. wsum (if not NULL) gets the groups'
- * weight sums, left to right. */
+ * whose final pass needs them). The levels are clamped in float as fgg__q3k_fit_plain's first
+ * ones: every product iscale * x is within +-(nmax + 1), the lanes of a group below FGG_Q_EPS
+ * excepted, and those are discarded. wsum (if not NULL) gets the groups' weight sums, left to
+ * right. */
 static void fgg__q_fit_signed16(int nmax, const fgg_q_vf8 X[16][FGG_Q3_V], fgg_q_vf8 W[16][FGG_Q3_V], int w_given,
                                 float *scales, float *wsum) {
     enum { V = FGG_Q3_V };
@@ -703,7 +705,7 @@ static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw, f
         ws[n_refit] = w + 16 * j;
         Ls16[n_refit++] = L + 16 * j;
     }
-    if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 4, xs, ws, Ls16, scales);
+    if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 4, xs, ws, Ls16, scales); /* the scales are done with */
 #endif
     fgg__q3k_finish(x, blk, L, 0);
 }
@@ -915,7 +917,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
             Ls16[n_refit++] = Ls16[j];
         }
     }
-    if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 32, xs, ws, Ls16, scales);
+    if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 32, xs, ws, Ls16, scales); /* the scales are done with */
 #endif
 #if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
     /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the nibble
