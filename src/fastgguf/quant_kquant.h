@@ -135,10 +135,11 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * its scales and takes the next super-block at once.
  * The levels are computed in float. The first ones, clamp(nearest_int(iscale x), -4, 3) with
  * |iscale x| <= 5: t = iscale x + 1.5 * 2^23 rounds as fgg_iq_nearest_int does, and clamping t
- * before taking 1.5 * 2^23 off is the same clamp. A step's new level from r: for |r| < 2^22,
+ * before taking 1.5 * 2^23 off is the same clamp. A step's new level from r: for |r| < 2^21,
  * clamp(nearest_int(r), -4, 3) is clamp(r, -4, 3) rounded to nearest even (fgg__q3_round), the
- * shorter dependent path; a super-block with a lane that needed more (|r| >= 2^22, or NaN, in a
- * step that counts) is fitted again by fgg_q_fit_q3. A level's terms of the sums, w x l and
+ * shorter dependent path (nearest_int's sum r + 1.5 * 2^23 stays below 2^24, where its bits
+ * stop meaning r rounded); a super-block with a lane that needed more (|r| >= 2^21, or NaN, in
+ * a step that counts) is fitted again by fgg_q_fit_q3. A level's terms of the sums, w x l and
  * w l l, are recomputed when needed rather than kept. Only the scales are kept: the final pass
  * requantizes every sub-block whose scale is not zero, and refits the others (rare) for their
  * levels (fgg__q3k_finish). */
@@ -191,7 +192,7 @@ FGG_Q_INL int fgg__q3_any(fgg_q3_m m) {
 #endif
 #endif
 
-/* nearest integer, ties to even, per lane, for |t| < 2^22 */
+/* nearest integer, ties to even, per lane, for |t| < 2^21 */
 FGG_Q_INL fgg_q_vf8 fgg__q3_round(fgg_q_vf8 t) {
 #if defined(__AVX__) && FGG_Q_W == 8
     return (fgg_q_vf8)_mm256_round_ps((__m256)t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -241,7 +242,7 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
     int pass[S], active[S], n_active = 0;
     int64_t next = 0;
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
-    const fgg_q_vf8 tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(4194304.0f);
+    const fgg_q_vf8 tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(2097152.0f);
     const fgg_q_vf8 lo = fgg_q_splat8(-4.0f), hi = fgg_q_splat8(3.0f);
     int8_t spare[16];
 #define FGG__Q3_LOAD(s)                                                                              \
