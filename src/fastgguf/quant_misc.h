@@ -295,6 +295,27 @@ static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, in
         const float amax = fgg_q_amax(x, 64);
         const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
         fgg_q_put16(blk, fgg_iq_fp16(amax));
+#if FGG_IQ_SIMD && defined(__AVX2__)
+        if (isfinite(id)) { /* then |x * id| <= 1: the level is roundf's, clamped */
+            const __m256 vid = _mm256_set1_ps(id);
+            __m256i q[8];
+            for (int c = 0; c < 8; ++c) {
+                const __m256i r = _mm256_cvtps_epi32(fgg_q_round_away_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * c), vid)));
+                q[c] = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, _mm256_set1_epi32(1)), _mm256_setzero_si256()),
+                                        _mm256_set1_epi32(3));
+            }
+            /* 4 levels per byte, element j in bits 2 (j % 4): byte pairs q0 + 4 q1, then q01 + 16 q23 */
+            __m256i w[2];
+            for (int h = 0; h < 2; ++h) {
+                const __m256i lv = fgg_q_pack_bytes_avx2(q[4 * h], q[4 * h + 1], q[4 * h + 2], q[4 * h + 3]);
+                const __m256i pairs = _mm256_maddubs_epi16(lv, _mm256_set1_epi16(0x0401));
+                w[h] = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00100001));
+            }
+            const __m256i z = _mm256_setzero_si256();
+            _mm_storeu_si128((__m128i *)(blk + 2), _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(w[0], w[1], z, z)));
+            continue;
+        }
+#endif
         for (int b = 0; b < 16; ++b) {
             unsigned byte = 0;
             for (int k = 0; k < 4; ++k) {
