@@ -18,7 +18,10 @@ threads over 1::
 
     PYTHONPATH=src python benchmarks/bench_quantize.py \\
         --ggml /path/build-portable/src/libggml-base.so,/path/build-native/src/libggml-base.so \\
-        [TYPE ...] [--rows 64] [--n-per-row 4096] [--repeat 3]
+        [TYPE ...] [--rows 64] [--n-per-row 4096] [--repeat 3] [--markdown]
+
+``--markdown`` prints the README's table instead: one row per type, plain and imatrix side by
+side, × = speedup over the last ggml given.
 
 Other quantizer families add their types to ``QUANT_TYPES`` (and to ``GGUF_PY_TYPES`` when
 gguf-py has them); everything else is driven by those lists.
@@ -131,6 +134,34 @@ def load_ggml(path: str):
     return GGML(path)
 
 
+def markdown_head(n_libs: int) -> str:
+    """The header of the --markdown table (the README's)."""
+    libs = [f"ggml #{i + 1}" for i in range(n_libs)]
+    part = ["fastgguf", *libs] + (["×"] if n_libs else [])
+    head = ["type", *(f"{c}" for c in part), "gguf-py", *(f"imatrix: {c}" for c in part), "2 thr / 1 (plain / imatrix)", "bit-exact (plain / imatrix)"]
+    return "| " + " | ".join(head) + " |\n|" + "---|" + "---:|" * (len(head) - 2) + ":---:|"
+
+
+def markdown_cells(ours: float, theirs: list[float], cols: list[str], n: int) -> list[str]:
+    """M elements/s of fastgguf and each ggml, the ratio to the last ggml, gguf-py, 2 thr/1, bit-exact."""
+    def fmt(seconds: float) -> str:
+        rate = n / seconds / 1e6
+        return f"{rate:.0f}" if rate >= 100 else f"{rate:.1f}"
+    cells = [fmt(ours)] + [fmt(t) for t in theirs] + ([f"{theirs[-1] / ours:.1f}×"] if theirs else [])
+    return cells + [c.strip() for c in cols[-3:]]
+
+
+def markdown_row(name: str, cells: dict[str, list[str]], n_libs: int) -> str:
+    """One row: plain then imatrix figures (a dash where ggml needs an imatrix), gguf-py from plain."""
+    width = 1 + n_libs + (1 if n_libs else 0)
+    plain = cells.get("plain", ["-"] * (width + 3))
+    both = cells.get("imatrix", plain)
+    exact = f"{plain[-1]} / {both[-1]}" if "plain" in cells else f"- / {both[-1]}"
+    threads = f"{plain[-2]} / {both[-2]}" if "plain" in cells else f"- / {both[-2]}"
+    row = [name, *plain[:width], plain[-3], *both[:width], threads, exact]
+    return "| " + " | ".join(row) + " |"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the per-type table; see the module docstring."""
     parser = argparse.ArgumentParser(description="fastgguf vs ggml vs gguf-py quantization speed")
@@ -139,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=64)
     parser.add_argument("--n-per-row", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--markdown", action="store_true",
+                        help="one table row per type, plain and imatrix side by side, x = fastgguf / last ggml")
     args = parser.parse_intermixed_args(argv)
     types = [T[name.upper()] for name in args.types] or QUANT_TYPES
     libs = [load_ggml(p) for p in args.ggml.split(",") if p]
@@ -150,16 +183,19 @@ def main(argv: list[str] | None = None) -> int:
 
     head = ["type", "imatrix", "fastgguf"] + [f"ggml#{i + 1}" for i in range(len(libs))]
     head += ["gguf-py", "2 thr/1", "bit-exact"]
-    print(" ".join(f"{h:>9}" for h in head))
+    if args.markdown:
+        print(markdown_head(len(libs)))
+    else:
+        print(" ".join(f"{h:>9}" for h in head))
     for qtype in types:
+        cells: dict[str, list[str]] = {}
         for qw in (None, imatrix):
             if qw is None and qtype.name in NEEDS_IMATRIX:
                 continue
             ours = best_time(partial(fastgguf.quantize, x, qtype, imatrix=qw, threads=1), args.repeat)
             two = best_time(partial(fastgguf.quantize, x, qtype, imatrix=qw, threads=2), args.repeat)
-            cols = [qtype.name, "no" if qw is None else "yes", rate(ours)]
-            for lib in libs:
-                cols.append(rate(best_time(partial(lib.quantize, qtype.name, x, qw), args.repeat)))
+            theirs = [best_time(partial(lib.quantize, qtype.name, x, qw), args.repeat) for lib in libs]
+            cols = [qtype.name, "no" if qw is None else "yes", rate(ours)] + [rate(t) for t in theirs]
             if qw is None and qtype in GGUF_PY_TYPES:
                 cols.append(rate(best_time(partial(gguf_py_quantize, x, qtype), 1)))
             else:
@@ -170,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
                 cols.append("yes" if same else "NO")
             else:
                 cols.append("-")
-            print(" ".join(f"{c:>9}" for c in cols), flush=True)
+            if args.markdown:
+                cells["imatrix" if qw is not None else "plain"] = markdown_cells(ours, theirs, cols, n)
+            else:
+                print(" ".join(f"{c:>9}" for c in cols), flush=True)
+        if args.markdown:
+            print(markdown_row(qtype.name, cells, len(libs)), flush=True)
     print(f"\n{args.rows} rows x {args.n_per_row}, M elements/s, single thread unless noted; "
           f"ggml#i = {', '.join(args.ggml.split(',')) or 'none'}")
     return 0

@@ -39,8 +39,8 @@ plain_type_ids = pytest.mark.parametrize(
 BLOCK_TYPES = [t for t in QUANTIZE_TYPES if TYPE_TRAITS[t].block_size > 1]
 
 
-def vectors(qtype: T) -> dict:
-    with np.load(DATA / f"{qtype.name}.npz") as f:
+def vectors(qtype: T, kind: str = "") -> dict:
+    with np.load(DATA / kind / f"{qtype.name}.npz") as f:
         return {k: f[k] for k in f.files}
 
 
@@ -73,6 +73,25 @@ def test_matches_ggml_vectors(qtype, cpu_path):
     if "q" in ref:  # absent for the types ggml quantizes only with an importance matrix
         np.testing.assert_array_equal(quantize(x, qtype, threads=1), ref["q"])
     np.testing.assert_array_equal(quantize(x, qtype, imatrix=imatrix, threads=1), ref["q_imatrix"])
+
+
+#: Types with ggml's bytes for inputs at the edges of float32 (not the IQ types: ggml aborts on
+#: some of those inputs for them; tests/test_quantize.py::test_extreme_finite_inputs covers them).
+EXTREME_TYPES = sorted((T[p.stem] for p in (DATA / "extreme").glob("*.npz")), key=int)
+
+
+def test_extreme_vectors_cover_the_non_iq_types():
+    assert set(EXTREME_TYPES) == {t for t in QUANTIZE_TYPES if TYPE_TRAITS[t].block_size > 1
+                                  and not t.name.startswith("IQ")}
+
+
+@pytest.mark.parametrize("qtype", EXTREME_TYPES, ids=lambda t: t.name)
+def test_matches_ggml_on_extreme_inputs(qtype, cpu_path):
+    ref = vectors(qtype, "extreme")
+    x = ref["x"]
+    np.testing.assert_array_equal(quantize(x, qtype, threads=1), ref["q"])
+    for imatrix, expected in zip(ref["imatrices"], ref["q_imatrix"], strict=True):
+        np.testing.assert_array_equal(quantize(x, qtype, imatrix=imatrix, threads=1), expected)
 
 
 @pytest.mark.parametrize("qtype", [t for t in QUANTIZE_TYPES if t in GGUF_PY_QUANTIZERS], ids=lambda t: t.name)
@@ -223,6 +242,22 @@ def test_non_finite_input_names_the_row(qtype, bad):
         quantize(x, qtype)
 
 
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_K, T.F16], ids=lambda t: t.name)
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_first_non_finite_row_among_threads(qtype, threads, cpu_path):
+    # rows are checked by the kernel as each thread's chunk is quantized: the first bad row of
+    # all chunks is named, whichever thread finds it; a subnormal or FLT_MAX is finite
+    x = np.random.default_rng(5).standard_normal((40, 1024)).astype(np.float32)
+    x[1, 0], x[2, 5] = np.float32(1e-45), np.finfo(np.float32).max
+    for bad_rows in ([39], [17, 38], [25, 9, 30]):
+        y = x.copy()
+        for i, r in enumerate(bad_rows):
+            y[r, (37 * i) % 1024] = [np.nan, np.inf, -np.inf][i % 3]
+        with pytest.raises(ValueError, match=f"non-finite value in row {min(bad_rows)}$"):
+            quantize(y, qtype, threads=threads)
+    quantize(x, qtype, threads=threads)
+
+
 @plain_type_ids
 def test_bad_shapes_and_dtypes(qtype):
     with pytest.raises(ValueError, match="1-D or 2-D"):
@@ -296,6 +331,12 @@ def test_bad_threads(threads, error):
 def test_module_level_checks(path):
     module = dequant.kernel_modules()[path]
     x = np.zeros((2, 64), np.float32)
+    out = np.full((3, 128), 7, np.uint8)
+    y = np.ones((3, 64), np.float32)
+    assert module.quantize_into(y, out, int(T.F16)) == -1
+    y[1, 63], out[:] = np.inf, 7
+    assert module.quantize_into(y, out, int(T.F16)) == 1  # row 0 written, rows 1 and 2 not
+    assert (out[0] != 7).all() and (out[1:] == 7).all()
     with pytest.raises(ValueError, match="output shape"):
         module.quantize_into(x, np.zeros((2, 127), np.uint8), int(T.F16))
     with pytest.raises(ValueError, match="unknown"):

@@ -39,6 +39,15 @@ conversions, only when named). Each ``<out>/<TYPE>.npz`` (default ``tests/data/q
 ``ggml_commit``
     the ggml commit the library was built from (a string, given by ``--commit``).
 
+With ``--extreme`` it writes ``<out>/extreme/<TYPE>.npz`` instead, for the non-IQ block types
+(ggml aborts on such inputs for some IQ types): ``x`` holds finite rows at the edges of float32
+(all smallest subnormals, +-FLT_MAX, one FLT_MAX among 1e-30s, one subnormal among zeros, random
+exponents from 1e-45 to 1e38, gaussians times 1e30 and 1e-40), ``imatrices`` three extreme
+importance matrices (all 1e30; 1e-38 and zeros; random exponents), ``q`` the bytes without an
+importance matrix and ``q_imatrix`` one ``(rows, row_bytes)`` per importance matrix. Where a
+scale's inverse overflows to inf, ggml's bytes come from what gcc's x86-64 code does with the
+resulting inf/NaN (C leaves those conversions undefined); fastgguf reproduces that too.
+
 The inputs are generated from a fixed seed, so rerunning the script against the same library
 rewrites identical files.
 """
@@ -104,6 +113,28 @@ def make_imatrix(n: int, rng: np.random.Generator) -> np.ndarray:
     return w.astype(np.float32)
 
 
+def extreme_rows(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Finite rows at the edges of float32 (``(8, n)``); see the module docstring."""
+    largest, smallest = np.finfo(np.float32).max, np.finfo(np.float32).smallest_subnormal
+    rows = np.zeros((8, n), np.float32)
+    rows[0] = smallest
+    rows[1] = np.where(np.arange(n) % 2, largest, -largest)
+    rows[2] = largest
+    rows[3] = 1e-30
+    rows[3, 0] = largest
+    rows[4, -1] = -smallest
+    rows[5] = rng.choice([-1, 1], n) * 10.0 ** rng.uniform(-45, 38, n)
+    rows[6] = rng.standard_normal(n) * 1e30
+    rows[7] = rng.standard_normal(n) * 1e-40
+    return rows
+
+
+def extreme_imatrices(n: int, rng: np.random.Generator) -> np.ndarray:
+    """Three importance matrices at the edges of float32 (``(3, n)``)."""
+    return np.array([np.full(n, 1e30), np.where(np.arange(n) % 3, 0.0, 1e-38), 10.0 ** rng.uniform(-38, 38, n)],
+                    np.float32)
+
+
 class GGML:
     """The few entry points of libggml-base the vectors need."""
 
@@ -165,6 +196,16 @@ def vectors_for(ggml: GGML, name: str, commit: str) -> dict[str, np.ndarray]:
     return arrays
 
 
+def extreme_vectors_for(ggml: GGML, name: str, commit: str) -> dict[str, np.ndarray]:
+    """The arrays of one type's ``extreme/<TYPE>.npz`` file."""
+    type_id, block = TYPES[name]
+    rng = np.random.default_rng([SEED, type_id, 1])
+    x = extreme_rows(2 * max(block, 256), rng)
+    imatrices = extreme_imatrices(x.shape[1], rng)
+    return {"x": x, "imatrices": imatrices, "ggml_commit": np.array(commit), "q": ggml.quantize(name, x, None),
+            "q_imatrix": np.stack([ggml.quantize(name, x, qw) for qw in imatrices])}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -173,21 +214,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("types", nargs="*", help=f"types to write (default: all of {', '.join(TYPES)})")
     parser.add_argument("--commit", required=True, help="ggml commit id the library was built from")
     parser.add_argument("--out", default=os.path.join("tests", "data", "quantize"), help="output folder")
+    parser.add_argument("--extreme", action="store_true", help="write extreme/<TYPE>.npz (non-IQ types)")
     args = parser.parse_intermixed_args(argv)
     library, types = args.library, list(args.types)
     if args.lib:  # then the first positional argument is a type
         library, types = args.lib, ([args.library] if args.library else []) + types
     if not library:
         parser.error("the library path is required")
-    names = [t.upper() for t in types] or [t for t, (_, block) in TYPES.items() if block > 1]
+    names = [t.upper() for t in types] or [t for t, (_, block) in TYPES.items()
+                                           if block > 1 and not (args.extreme and t.startswith("IQ"))]
     unknown = [t for t in names if t not in TYPES]
     if unknown:
         parser.error(f"unknown type(s): {', '.join(unknown)}")
     ggml = GGML(library)
-    os.makedirs(args.out, exist_ok=True)
+    out = os.path.join(args.out, "extreme") if args.extreme else args.out
+    os.makedirs(out, exist_ok=True)
     for name in names:
-        path = os.path.join(args.out, f"{name}.npz")
-        np.savez_compressed(path, **vectors_for(ggml, name, args.commit))
+        path = os.path.join(out, f"{name}.npz")
+        arrays = extreme_vectors_for(ggml, name, args.commit) if args.extreme else vectors_for(ggml, name, args.commit)
+        np.savez_compressed(path, **arrays)
         print(f"{path}: {os.path.getsize(path)} bytes")
     return 0
 

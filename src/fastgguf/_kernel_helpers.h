@@ -69,6 +69,31 @@ static inline uint64_t fgg_lanes_minus(uint64_t x, uint64_t amount) {
 static inline float fgg_bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static inline uint32_t fgg_float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fgg_load_f32le(const uint8_t *p) { return fgg_bits_to_float(fgg_load_u32le(p)); }
+/* no NaN or infinity among n floats: the largest magnitude's bits stay below the exponent's all-ones
+   (an unsigned max, which the compiler vectorizes; no early exit, the rows checked are short) */
+static inline int fgg_all_finite(const float *x, int64_t n) {
+    uint32_t top = 0;
+    int64_t i = 0;
+#if FGG_HAVE_AVX2
+    /* four independent maxima of 8 lanes: the loads, not one chain of maxima, set the pace */
+    const __m256i mag = _mm256_set1_epi32(0x7fffffff);
+    __m256i m0 = _mm256_setzero_si256(), m1 = m0, m2 = m0, m3 = m0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm256_max_epu32(m0, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i)), mag));
+        m1 = _mm256_max_epu32(m1, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 8)), mag));
+        m2 = _mm256_max_epu32(m2, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 16)), mag));
+        m3 = _mm256_max_epu32(m3, _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(x + i + 24)), mag));
+    }
+    uint32_t lanes[8];
+    _mm256_storeu_si256((__m256i *)lanes, _mm256_max_epu32(_mm256_max_epu32(m0, m1), _mm256_max_epu32(m2, m3)));
+    for (int k = 0; k < 8; ++k) top = lanes[k] > top ? lanes[k] : top;
+#endif
+    for (; i < n; ++i) {
+        uint32_t m = fgg_float_to_bits(x[i]) & 0x7fffffffu;
+        top = m > top ? m : top;
+    }
+    return top < 0x7f800000u;
+}
 
 /* fp16 -> fp32 without branches or selects (masks only, so loops over it vectorize) and
    without producing or consuming float subnormals (so a DAZ/FTZ mode set by some other

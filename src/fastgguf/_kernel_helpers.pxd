@@ -15,6 +15,7 @@
 #   fgg_halves_to_floats_nt / fgg_bf16_to_floats_nt (src, dst, n)
 #                                                the same (and bf16) with non-temporal stores
 #   fgg_float_to_bits (f)                        reinterpret 32 bits
+#   fgg_all_finite (x, n)                        no NaN or infinity among n floats (quantize's input check)
 #   fgg_half_to_float_scale (h)                  fp16 -> float32 for a value that only feeds
 #                                                arithmetic (block scales): F16C where built with it
 #                                                (a signalling NaN comes out quiet, as any
@@ -32,7 +33,7 @@
 #   fgg_stream_copy (dst, src, n)        copy n floats with non-temporal stores (bypassing the
 #                                        cache); fgg_stream_fence () after the last one
 
-from libc.stdint cimport int8_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 cdef extern from "_kernel_helpers.h":
     uint32_t fgg_bswap32(uint32_t x) noexcept nogil
@@ -42,6 +43,7 @@ cdef extern from "_kernel_helpers.h":
     uint64_t fgg_load_u64le(const uint8_t *p) noexcept nogil
     uint32_t fgg_float_to_bits(float f) noexcept nogil
     float fgg_load_f32le(const uint8_t *p) noexcept nogil
+    bint fgg_all_finite(const float *x, int64_t n) noexcept nogil
     float fgg_half_to_float(uint16_t h) noexcept nogil
     float fgg_bf16_to_float(uint16_t h) noexcept nogil
     float fgg_half_to_float_scale(uint16_t h) noexcept nogil

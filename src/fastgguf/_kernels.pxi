@@ -332,9 +332,10 @@ def quantize_into(const float[:, ::1] src not None, uint8_t[:, ::1] dst not None
     """Quantize the rows of ``src`` (float32, C-contiguous) into ``dst`` with the GIL released.
 
     ``dst`` must have one row per row of ``src`` of exactly ``n_per_row / block_size * type_size``
-    bytes. ``imatrix``: None or ``n_per_row`` importance weights (finite, >= 0). The values of
-    ``src`` must be finite (fastgguf.quantize checks; this function only checks shapes and the
-    weights, which are small).
+    bytes. ``imatrix``: None or ``n_per_row`` importance weights (finite, >= 0). Rows are checked
+    for non-finite values a few at a time, just before they are quantized (while they are in
+    cache). Returns -1 when every row was quantized, else the index of the first row with a NaN or
+    an infinity: the rows before it are written, it and the rows after it are not.
 
     Raises
     ------
@@ -366,10 +367,22 @@ def quantize_into(const float[:, ::1] src not None, uint8_t[:, ::1] dst not None
         if n_per_row:
             weights = &imatrix[0]
     if n_rows == 0 or n_per_row == 0:
-        return
+        return -1
     cdef fgg_quantize_fn quantize = row.quantize
+    # rows per check-then-quantize step: about 16 KiB of input, so the quantizer reads it from L1
+    cdef Py_ssize_t step = max(1, 4096 // n_per_row), r0 = 0, r1, r, bad = -1
     with nogil:
-        quantize(&src[0, 0], &dst[0, 0], n_rows, n_per_row, weights)
+        while r0 < n_rows and bad < 0:
+            r1 = min(n_rows, r0 + step)
+            for r in range(r0, r1):
+                if not fgg_all_finite(&src[r, 0], n_per_row):
+                    bad = r
+                    r1 = r
+                    break
+            if r1 > r0:
+                quantize(&src[r0, 0], &dst[r0, 0], r1 - r0, n_per_row, weights)
+            r0 = r1
+    return bad
 
 
 cdef extern from "_prefault.h":

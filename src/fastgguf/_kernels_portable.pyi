@@ -58,13 +58,23 @@ def quantize_into(
     dst: npt.NDArray[np.uint8],
     type_id: int,
     imatrix: npt.NDArray[np.float32] | None = None,
-) -> None:
+) -> int:
     """Quantize the rows of C-contiguous 2-D float32 ``src`` into 2-D uint8 ``dst`` (one row of
     blocks per row) with the GIL released. Raises ValueError on a shape or imatrix mismatch,
-    NotImplementedError for a type without a quantizer. ``src`` must be finite (unchecked).
+    NotImplementedError for a type without a quantizer. Returns -1, or the first row holding a
+    NaN or an infinity (the rows before it are written, it and those after it are not).
     """
 
 # fastgguf.matmul's drivers (_kernels_matmul.pxi).
+
+def int_dot_isa() -> str:
+    """The instructions of this build's integer dot products: ``"vnni"``, ``"maddubs"`` or ``"c"``."""
+
+def vnni_usable() -> bool:
+    """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""
+
+def _set_vnni(on: bool) -> bool:
+    """Use the VNNI integer kernels or not (tests and benchmarks); returns the previous state."""
 
 def has_int_dot(type_id: int) -> bool:
     """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build."""

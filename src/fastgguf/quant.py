@@ -123,7 +123,9 @@ def quantize(
         Number of threads the rows are split over; ``None`` uses
         :func:`fastgguf.dequant.get_num_threads`. The bytes do not depend on it.
     out : numpy.ndarray, optional
-        A writable C-contiguous uint8 array of the result's shape, filled and returned.
+        A writable C-contiguous uint8 array of the result's shape, filled and returned. After a
+        ValueError for a non-finite value in ``x`` its contents are unspecified (rows are checked
+        as they are quantized).
 
     Returns
     -------
@@ -159,9 +161,6 @@ def quantize(
     weights = _check_imatrix(imatrix, n_per_row)
     if weights is None and qtype in _IMATRIX_REQUIRED:
         raise ValueError(f"quantizing to {qtype.name} needs an importance matrix (imatrix=), as in ggml")
-    finite_rows = np.isfinite(rows).all(axis=1)
-    if not finite_rows.all():
-        raise ValueError(f"x has a non-finite value in row {int(np.flatnonzero(~finite_rows)[0])}")
     row_bytes = n_per_row // block_size * type_size
     result_shape = (row_bytes,) if values.ndim == 1 else (n_rows, row_bytes)
     if out is None:
@@ -172,15 +171,24 @@ def quantize(
             raise ValueError("out overlaps x")
     dst = result.reshape(n_rows, row_bytes)
     n_chunks = max(1, min(n_threads, n_rows, rows.size // _MIN_ELEMENTS_PER_THREAD))
+    # The kernels check each row for NaN/inf just before quantizing it (while it is in cache) and
+    # return the first bad row of their chunk, or -1.
+    first_bad: list[int] = []
     tasks = []
     for k in range(n_chunks):
         r0, r1 = n_rows * k // n_chunks, n_rows * (k + 1) // n_chunks
         if r1 > r0:
-            tasks.append(_bind(kernels.quantize_into, rows[r0:r1], dst[r0:r1], int(qtype), weights))
+            tasks.append(_chunk(kernels.quantize_into, rows[r0:r1], dst[r0:r1], int(qtype), weights, r0, first_bad))
     if tasks:
         _run_chunks(tasks)
+    if first_bad:
+        raise ValueError(f"x has a non-finite value in row {min(first_bad)}")
     return result
 
 
-def _bind(fn, *args):
-    return lambda: fn(*args)
+def _chunk(quantize_into, rows, dst, type_id, weights, r0, first_bad):
+    def run() -> None:
+        bad = quantize_into(rows, dst, type_id, weights)
+        if bad >= 0:
+            first_bad.append(r0 + bad)
+    return run

@@ -133,14 +133,18 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * FGG_Q3_S super-blocks ("slots") run side by side, and a slot whose lanes all passed without
  * a change (a lane that changed nothing changes nothing later) or that ran five passes hands in
  * its scales and takes the next super-block at once.
- * The new level of a step, clamp(nearest_int(r), -4, 3), is computed in float: t = r + 1.5 * 2^23
- * rounds r to an integer exactly as fgg_iq_nearest_int does, and clamping t before taking
- * 1.5 * 2^23 off again is the same clamp, as long as |r| < 2^21. A super-block with a lane that
- * needed more (|r| >= 2^21, or NaN, in a step that counts) is fitted again by fgg_q_fit_q3.
- * Only the scales are kept: the final pass requantizes every sub-block whose scale is not zero,
- * and refits the others (rare) for their levels (fgg__q3k_finish). */
+ * The levels are computed in float. The first ones, clamp(nearest_int(iscale x), -4, 3) with
+ * |iscale x| <= 5: t = iscale x + 1.5 * 2^23 rounds as fgg_iq_nearest_int does, and clamping t
+ * before taking 1.5 * 2^23 off is the same clamp. A step's new level from r: for |r| < 2^21,
+ * clamp(nearest_int(r), -4, 3) is clamp(r, -4, 3) rounded to nearest even (fgg__q3_round), the
+ * shorter dependent path (nearest_int's sum r + 1.5 * 2^23 stays below 2^24, where its bits
+ * stop meaning r rounded); a super-block with a lane that needed more (|r| >= 2^21, or NaN, in
+ * a step that counts) is fitted again by fgg_q_fit_q3. A level's terms of the sums, w x l and
+ * w l l, are recomputed when needed rather than kept. Only the scales are kept: the final pass
+ * requantizes every sub-block whose scale is not zero, and refits the others (rare) for their
+ * levels (fgg__q3k_finish). */
 #define FGG_Q3_V (16 / FGG_Q_W)
-#define FGG_Q3_S (FGG_Q_W == 4 ? 2 : 4)
+#define FGG_Q3_S (FGG_Q_W == 16 ? 4 : 2) /* with 8 lanes, more slots spill their sums to the stack */
 
 #if defined(__AVX512F__) && FGG_Q_W == 16
 typedef __mmask16 fgg_q3_m;
@@ -188,6 +192,15 @@ FGG_Q_INL int fgg__q3_any(fgg_q3_m m) {
 #endif
 #endif
 
+/* nearest integer, ties to even, per lane, for |t| < 2^21 */
+FGG_Q_INL fgg_q_vf8 fgg__q3_round(fgg_q_vf8 t) {
+#if defined(__AVX__) && FGG_Q_W == 8
+    return (fgg_q_vf8)_mm256_round_ps((__m256)t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+    return (t + 12582912.0f) - 12582912.0f;
+#endif
+}
+
 /* in place transpose of the FGG_Q_W x FGG_Q_W tile a[0 .. FGG_Q_W) (vector r = row r), by
  * exchanging the off-diagonal halves of ever smaller sub-tiles */
 FGG_Q_INL void fgg__q_transpose_tile(fgg_q_vf8 *a) {
@@ -223,14 +236,14 @@ FGG_Q_INL void fgg__q3_transpose(const float *x, fgg_q_vf8 t[16][FGG_Q3_V]) {
 static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
     enum { V = FGG_Q3_V, S = FGG_Q3_S };
     fgg_q_vf8 X[S][16][V], W2[S][16][V], W3[S][16][V], Lf[S][16][V]; /* x, w = x^2, w x, level */
-    fgg_q_vf8 A[S][16][V], B[S][16][V]; /* the level's terms of the sums: w x l, w l l */
-    fgg_q_vf8 sumlx[S][V], suml2[S][V], sq[S][V];                    /* sq = sumlx * sumlx */
+    fgg_q_vf8 sumlx[S][V], suml2[S][V];
     fgg_q3_m zero[S][V], bad[S][V], changed[S][V];
     int64_t blk[S];
     int pass[S], active[S], n_active = 0;
     int64_t next = 0;
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
     const fgg_q_vf8 tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(2097152.0f);
+    const fgg_q_vf8 lo = fgg_q_splat8(-4.0f), hi = fgg_q_splat8(3.0f);
     int8_t spare[16];
 #define FGG__Q3_LOAD(s)                                                                              \
     do {                                                                                             \
@@ -257,14 +270,11 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
                 const fgg_q_vf8 t = fgg__q3_min(fgg__q3_max(iscale * X[s][i][v] + magic, tlo), thi); \
                 const fgg_q_vf8 fl = t - magic;                                                      \
                 Lf[s][i][v] = fl;                                                                    \
-                A[s][i][v] = W3[s][i][v] * fl;                                                       \
-                B[s][i][v] = W2[s][i][v] * fl * fl;                                                  \
-                slx += A[s][i][v];                                                                   \
-                sl2 += B[s][i][v];                                                                   \
+                slx += W3[s][i][v] * fl;                                                             \
+                sl2 += W2[s][i][v] * fl * fl;                                                        \
             }                                                                                        \
             sumlx[s][v] = slx;                                                                       \
             suml2[s][v] = sl2;                                                                       \
-            sq[s][v] = slx * slx;                                                                    \
         }                                                                                            \
     } while (0)
     for (int s = 0; s < S; ++s) FGG__Q3_LOAD(s);
@@ -278,24 +288,21 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
 #pragma GCC unroll 4
                 for (int v = 0; v < V; ++v) {
                     const fgg_q_vf8 xi = X[s][i][v], w = W2[s][i][v], wx = W3[s][i][v], fl = Lf[s][i][v];
-                    const fgg_q_vf8 slx0 = sumlx[s][v] - A[s][i][v];
-                    const fgg_q_vf8 sl20 = suml2[s][v] - B[s][i][v];
+                    const fgg_q_vf8 slx0 = sumlx[s][v] - wx * fl;
+                    const fgg_q_vf8 sl20 = suml2[s][v] - w * fl * fl;
                     const fgg_q_vf8 r = xi * sl20 / slx0;
-                    const fgg_q_vf8 fn = fgg__q3_min(fgg__q3_max(r + magic, tlo), thi) - magic;
+                    const fgg_q_vf8 fn = fgg__q3_round(fgg__q3_min(fgg__q3_max(r, lo), hi));
                     const fgg_q3_m pos = fgg__q3_gt(slx0, zf);
                     bad[s][v] |= pos & fgg__q3_nlt(fgg_q_abs8(r), big);
                     const fgg_q_vf8 a = wx * fn, b = w * fn * fn;
                     const fgg_q_vf8 slx = slx0 + a;
                     const fgg_q_vf8 sl2 = sl20 + b;
                     const fgg_q_vf8 ss = slx * slx;
-                    const fgg_q3_m upd = pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf) &
-                                         fgg__q3_gt(ss * suml2[s][v], sq[s][v] * sl2);
+                    const fgg_q3_m upd = (pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf)) &
+                                         fgg__q3_gt(ss * suml2[s][v], sumlx[s][v] * sumlx[s][v] * sl2);
                     fgg__q3_store_sel(&Lf[s][i][v], upd, fn);
-                    fgg__q3_store_sel(&A[s][i][v], upd, a);
-                    fgg__q3_store_sel(&B[s][i][v], upd, b);
                     sumlx[s][v] = fgg__q3_sel(upd, slx, sumlx[s][v]);
                     suml2[s][v] = fgg__q3_sel(upd, sl2, suml2[s][v]);
-                    sq[s][v] = fgg__q3_sel(upd, ss, sq[s][v]);
                     changed[s][v] |= upd;
                 }
             }
@@ -321,6 +328,140 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
         }
     }
 #undef FGG__Q3_LOAD
+}
+
+/* The scales of fgg_q_fit_signed(16, nmax, x + 16 j, ., w + 16 j) for the 16 groups of one
+ * super-block, with lanes as groups: X and W are x and w transposed by fgg__q3_transpose
+ * (w_given 0: W is filled with x^2). The levels are not kept (the callers refit a sub-block
+ * whose final pass needs them). The levels are clamped in float as fgg__q3k_fit_plain's first
+ * ones: every product iscale * x is within +-(nmax + 1), the lanes of a group below FGG_Q_EPS
+ * excepted, and those are discarded. wsum (if not NULL) gets the groups' weight sums, left to
+ * right. */
+static void fgg__q_fit_signed16(int nmax, const fgg_q_vf8 X[16][FGG_Q3_V], fgg_q_vf8 W[16][FGG_Q3_V], int w_given,
+                                float *scales, float *wsum) {
+    enum { V = FGG_Q3_V };
+    fgg_q_vf8 WX[16][V];
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
+    const fgg_q_vf8 tlo = magic - (float)nmax, thi = magic + (float)(nmax - 1);
+    fgg_q_vf8 amax[V], vmax[V], scale[V], best[V];
+    for (int v = 0; v < V; ++v) {
+        amax[v] = vmax[v] = zf;
+        fgg_q_vf8 s = zf;
+        for (int i = 0; i < 16; ++i) {
+            const fgg_q_vf8 xi = X[i][v], a = fgg_q_abs8(xi);
+            const fgg_q3_m m = fgg__q3_gt(a, amax[v]);
+            amax[v] = fgg__q3_sel(m, a, amax[v]);
+            vmax[v] = fgg__q3_sel(m, xi, vmax[v]);
+            if (!w_given) W[i][v] = xi * xi;
+            WX[i][v] = W[i][v] * xi; /* (w x) l, as the scalar sums group it */
+            s += W[i][v];
+        }
+        if (wsum) memcpy(wsum + v * FGG_Q_W, &s, sizeof s);
+    }
+    /* trial 0 is the plain -nmax / max, then -(nmax + 0.1 is) / max for is = -9..9 but 0 */
+    for (int t = 0; t < 19; ++t) {
+        const int is = t == 0 ? 0 : (t <= 9 ? t - 10 : t - 9);
+        const float num = is == 0 ? (float)(-nmax) : -((float)nmax + 0.1f * (float)is);
+        fgg_q_vf8 iscale[V], slx[V], sl2[V];
+        for (int v = 0; v < V; ++v) {
+            iscale[v] = num / vmax[v];
+            slx[v] = sl2[v] = zf;
+        }
+        for (int i = 0; i < 16; ++i) {
+            for (int v = 0; v < V; ++v) {
+                const fgg_q_vf8 fl = fgg__q3_min(fgg__q3_max(iscale[v] * X[i][v] + magic, tlo), thi) - magic;
+                slx[v] += WX[i][v] * fl;
+                sl2[v] += W[i][v] * fl * fl;
+            }
+        }
+        for (int v = 0; v < V; ++v) {
+            if (t == 0) {
+                scale[v] = fgg_q_fsel(sl2[v] != 0.0f, slx[v] / sl2[v], zf);
+                best[v] = scale[v] * slx[v];
+            } else {
+                const fgg_q3_m upd = fgg__q3_gt(sl2[v], zf) & fgg__q3_gt(slx[v] * slx[v], best[v] * sl2[v]);
+                scale[v] = fgg__q3_sel(upd, slx[v] / sl2[v], scale[v]);
+                best[v] = fgg__q3_sel(upd, scale[v] * slx[v], best[v]);
+            }
+        }
+    }
+    for (int v = 0; v < V; ++v) {
+        const fgg_q_vf8 r = fgg__q3_sel(fgg__q3_gt(fgg_q_splat8(FGG_Q_EPS), amax[v]), zf, scale[v]);
+        memcpy(scales + v * FGG_Q_W, &r, sizeof r);
+    }
+}
+
+/* fgg_q_fit_signed(16, nmax, x, L, w) with lanes as its 19 trials: the sums of all trials at
+ * once, then the choice among them in trial order, as the scalar fit makes it */
+static float fgg__q_fit_signed_trials(int nmax, const float *x, int8_t *L, const float *w) {
+    enum { T = (19 + FGG_Q_W - 1) / FGG_Q_W };
+    const float vmax = fgg_q_signed_amax(x, 16);
+    if (fabsf(vmax) < FGG_Q_EPS) {
+        memset(L, 0, 16);
+        return 0.0f;
+    }
+    float num[T * FGG_Q_W], sx[T * FGG_Q_W], s2[T * FGG_Q_W];
+    for (int t = 0; t < T * FGG_Q_W; ++t) { /* trial 0, then is = -9..9 but 0; spare lanes repeat trial 0 */
+        const int is = t == 0 || t >= 19 ? 0 : (t <= 9 ? t - 10 : t - 9);
+        num[t] = is == 0 ? (float)(-nmax) : -((float)nmax + 0.1f * (float)is);
+    }
+    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
+    fgg_q_vf8 iscale[T], slx[T], sl2[T];
+    for (int k = 0; k < T; ++k) {
+        memcpy(&iscale[k], num + k * FGG_Q_W, sizeof iscale[k]);
+        iscale[k] = iscale[k] / vmax;
+        slx[k] = sl2[k] = zf;
+    }
+    for (int i = 0; i < 16; ++i) {
+        const fgg_q_vf8 xi = fgg_q_splat8(x[i]), wi = fgg_q_splat8(w[i]), wxi = fgg_q_splat8(w[i] * x[i]);
+        for (int k = 0; k < T; ++k) {
+            const fgg_q_vf8 fl = fgg_q_tof8(fgg_q_clamp8(fgg_q_round8(iscale[k] * xi), -nmax, nmax - 1));
+            slx[k] += wxi * fl;
+            sl2[k] += wi * fl * fl;
+        }
+    }
+    memcpy(sx, slx, sizeof slx);
+    memcpy(s2, sl2, sizeof sl2);
+    int win = 0;
+    float scale = s2[0] != 0.0f ? sx[0] / s2[0] : 0.0f;
+    float best = scale * sx[0];
+    for (int t = 1; t < 19; ++t) {
+        if (s2[t] > 0.0f && sx[t] * sx[t] > best * s2[t]) {
+            win = t;
+            scale = sx[t] / s2[t];
+            best = scale * sx[t];
+        }
+    }
+    const float iscale_win = num[win] / vmax;
+    for (int i = 0; i < 16; ++i) L[i] = (int8_t)(fgg_q_clampi(fgg_iq_nearest_int(iscale_win * x[i]), -nmax, nmax - 1) + nmax);
+    return scale;
+}
+
+/* lane-wise sqrtf (IEEE correctly rounded in every branch) */
+FGG_Q_INL fgg_q_vf8 fgg__q_sqrt8(fgg_q_vf8 v) {
+#if FGG_Q_W == 16
+    return (fgg_q_vf8)_mm512_sqrt_ps((__m512)v);
+#elif FGG_Q_W == 8 && defined(__AVX__)
+    return (fgg_q_vf8)_mm256_sqrt_ps((__m256)v);
+#elif FGG_Q_W == 4 && defined(__SSE2__)
+    return (fgg_q_vf8)_mm_sqrt_ps((__m128)v);
+#else
+    for (int k = 0; k < FGG_Q_W; ++k) v[k] = sqrtf(v[k]);
+    return v;
+#endif
+}
+
+/* sums of squares (left to right, as fgg_q_sumsq) of the FGG_Q_W super-blocks at x, one per
+ * lane: the blocks' FGG_Q_W x FGG_Q_W tiles transposed, so each lane's chain runs in order */
+FGG_Q_INL fgg_q_vf8 fgg__q_sumsq256_lanes(const float *x) {
+    fgg_q_vf8 acc = fgg_q_splat8(0.0f);
+    for (int c = 0; c < 256; c += FGG_Q_W) {
+        fgg_q_vf8 a[FGG_Q_W];
+        for (int r = 0; r < FGG_Q_W; ++r) memcpy(&a[r], x + 256 * r + c, sizeof a[r]);
+        fgg__q_transpose_tile(a);
+        for (int k = 0; k < FGG_Q_W; ++k) acc += a[k] * a[k];
+    }
+    return acc;
 }
 #endif
 
@@ -408,16 +549,56 @@ static inline void fgg__q3k_put_scale(uint8_t *sc, int j, int l) {
     sc[j % 4 + 8] = (uint8_t)(sc[j % 4 + 8] | ((l >> 4) << (2 * (j / 4))));
 }
 
+static inline int fgg__q3k_get_scale(const uint8_t *sc, int j) {
+    const int s = j < 8 ? (sc[j] & 0xf) : (sc[j - 8] >> 4);
+    return (int8_t)((s | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
+}
+
 /* The final pass against the fp16 super-block scale and the 6-bit sub-block scales already in
  * blk, and the packing. A sub-block whose scale is zero keeps the levels of its fit: L holds
  * them (refit = 0), or they are refitted here (refit = 1: the fits kept only the scales). */
 static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L, int refit) {
     uint8_t *hmask = blk, *qs = blk + 32, *sc = blk + 96;
     const float d = fgg_q_half_to_float((uint16_t)(blk[108] | (blk[109] << 8)));
+#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+    /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the bit
+     * planes with byte-safe 16-bit shifts of masked bits */
+    uint8_t U[256];
+    float dj[16];
+    for (int j = 0; j < 16; ++j) dj[j] = d * (float)fgg__q3k_get_scale(sc, j);
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    for (int j = 0; j < 16; j += 2) {
+        __m256i t[4];
+        for (int c = 0; c < 4; ++c) {
+            const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 16 * j + 8 * c), _mm256_set1_ps(dj[j + c / 2]));
+            __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
+            l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+            l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(3)), _mm256_set1_epi32(-4));
+            t[c] = _mm256_add_epi32(l, _mm256_set1_epi32(4));
+        }
+        __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(t[0], t[1]), _mm256_packus_epi32(t[2], t[3]));
+        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(U + 16 * j), b);
+        for (int h = 0; h < 2; ++h) {
+            if (dj[j + h] != 0.0f) continue;
+            if (refit) fgg_q_fit_q3(16, 4, x + 16 * (j + h), L + 16 * (j + h));
+            memcpy(U + 16 * (j + h), L + 16 * (j + h), 16);
+        }
+    }
+    const __m256i bit2 = _mm256_set1_epi8(4), low2 = _mm256_set1_epi8(3);
+    __m256i hm = _mm256_setzero_si256(), q[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 8
+    for (int b = 0; b < 8; ++b) {
+        const __m256i l = _mm256_loadu_si256((const __m256i *)(U + 32 * b)), h = _mm256_and_si256(l, bit2);
+        hm = _mm256_or_si256(hm, b < 2 ? _mm256_srli_epi16(h, 2 - b) : _mm256_slli_epi16(h, b - 2));
+        q[b / 4] = _mm256_or_si256(q[b / 4], _mm256_slli_epi16(_mm256_and_si256(l, low2), 2 * (b % 4)));
+    }
+    _mm256_storeu_si256((__m256i *)hmask, hm);
+    _mm256_storeu_si256((__m256i *)qs, q[0]);
+    _mm256_storeu_si256((__m256i *)(qs + 32), q[1]);
+#else
     for (int j = 0; j < 16; ++j) {
-        int s = j < 8 ? (sc[j] & 0xf) : (sc[j - 8] >> 4);
-        s = (int8_t)((s | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
-        const float dj = d * (float)s;
+        const float dj = d * (float)fgg__q3k_get_scale(sc, j);
         if (dj == 0.0f) {
             if (refit) fgg_q_fit_q3(16, 4, x + 16 * j, L + 16 * j);
             continue;
@@ -452,6 +633,7 @@ static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L, int refit) 
     }
     fgg__q_pack2(qs, U);
 #endif
+#endif
 }
 
 /* One Q3_K super-block without an importance matrix, from its 16 sub-block fits' scales */
@@ -477,16 +659,25 @@ static void fgg__q3k_plain_block(const float *x, uint8_t *blk, const float *scal
     fgg__q3k_finish(x, blk, L, 1);
 }
 
-/* One Q3_K super-block with importance weights qw */
-static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw) {
+/* One Q3_K super-block with importance weights qw; sumsq = fgg_q_sumsq(x, 256) */
+static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw, float sumsq) {
     uint8_t *sc = blk + 96;
     memset(sc, 0, 12);
     int8_t L[256];
     float w[256], sw[16], scales[16];
+    int8_t Ls[16];
+    const float sigma2 = 2.0f * sumsq / 256.0f;
+#if FGG_IQ_SIMD
+    fgg_q_vf8 X[16][FGG_Q3_V], W[16][FGG_Q3_V];
+    fgg__q3_transpose(x, X);
+    fgg__q3_transpose(qw, W);
+    for (int i = 0; i < 16; ++i)
+        for (int v = 0; v < FGG_Q3_V; ++v) W[i][v] = W[i][v] * fgg__q_sqrt8(sigma2 + X[i][v] * X[i][v]);
+    fgg__q_fit_signed16(4, X, W, 1, scales, sw);
+    const float d_block = fgg__q_fit_signed_trials(32, scales, Ls, sw);
+#else
     const float *xs[16], *ws[16];
     int8_t *Ls16[16];
-    int8_t Ls[16];
-    const float sigma2 = 2.0f * fgg_q_sumsq(x, 256) / 256.0f;
     fgg_q_rms_weights(256, qw, x, sigma2, w);
     for (int j = 0; j < 16; ++j) {
         float s = 0.0f;
@@ -498,27 +689,54 @@ static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw) {
     }
     fgg_q_fit_signed_n(16, 16, 4, xs, ws, Ls16, scales);
     const float d_block = fgg_q_fit_signed(16, 32, scales, Ls, sw);
+#endif
     for (int j = 0; j < 16; ++j) fgg__q3k_put_scale(sc, j, Ls[j]);
-    fgg_q_put16(blk + 108, fgg_iq_fp16(d_block));
+    const uint16_t hd = fgg_iq_fp16(d_block);
+    fgg_q_put16(blk + 108, hd);
+#if FGG_IQ_SIMD
+    /* the fits kept only the scales: a sub-block whose scale comes out zero is refitted for its levels */
+    const float d = fgg_q_half_to_float(hd);
+    const float *xs[16], *ws[16];
+    int8_t *Ls16[16];
+    int n_refit = 0;
+    for (int j = 0; j < 16; ++j) {
+        if (d * (float)fgg__q3k_get_scale(sc, j) != 0.0f) continue;
+        fgg_q_rms_weights(16, qw + 16 * j, x + 16 * j, sigma2, w + 16 * j);
+        xs[n_refit] = x + 16 * j;
+        ws[n_refit] = w + 16 * j;
+        Ls16[n_refit++] = L + 16 * j;
+    }
+    if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 4, xs, ws, Ls16, scales); /* the scales are done with */
+#endif
     fgg__q3k_finish(x, blk, L, 0);
 }
 
-/* Q3_K rows. Without an importance matrix, the rows are one run of super-blocks, fitted
- * FGG_Q3_CHUNK at a time (fgg__q3k_fit_plain), then finished one by one. */
+/* Q3_K rows, one run of super-blocks. Without an importance matrix, fitted FGG_Q3_CHUNK at a
+ * time (fgg__q3k_fit_plain), then finished one by one; with one, the sums of squares of
+ * FGG_Q_W super-blocks are taken together (one dependent chain per lane). */
 #define FGG_Q3_CHUNK 64
 static void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
     const int64_t nb = n_per_row / 256;
+    const int64_t total = n_rows * nb;
     if (imatrix) {
-        for (int64_t r = 0; r < n_rows; ++r) {
-            for (int64_t i = 0; i < nb; ++i) {
-                fgg__q3k_imat_block(src + r * n_per_row + 256 * i, dst + (size_t)(r * nb + i) * 110,
-                                    imatrix + 256 * i);
+        for (int64_t b0 = 0; b0 < total;) {
+            float sumsq[16];
+            int count = 1;
+#if FGG_IQ_SIMD
+            if (total - b0 >= FGG_Q_W) {
+                const fgg_q_vf8 s = fgg__q_sumsq256_lanes(src + 256 * b0);
+                memcpy(sumsq, &s, sizeof s);
+                count = FGG_Q_W;
+            } else
+#endif
+                sumsq[0] = fgg_q_sumsq(src + 256 * b0, 256);
+            for (int b = 0; b < count; ++b, ++b0) {
+                fgg__q3k_imat_block(src + 256 * b0, dst + (size_t)b0 * 110, imatrix + 256 * (b0 % nb), sumsq[b]);
             }
         }
         return;
     }
-    const int64_t total = n_rows * nb;
     float scales[16 * FGG_Q3_CHUNK];
     int8_t L[256];
     for (int64_t b0 = 0; b0 < total; b0 += FGG_Q3_CHUNK) {
@@ -664,7 +882,14 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         ws[j] = qw ? qw + 16 * j : NULL;
         Ls16[j] = L + 16 * j;
     }
+#if FGG_IQ_SIMD
+    fgg_q_vf8 X[16][FGG_Q3_V], W[16][FGG_Q3_V];
+    fgg__q3_transpose(x, X);
+    if (qw) fgg__q3_transpose(qw, W);
+    fgg__q_fit_signed16(32, X, W, qw != NULL, scales, NULL);
+#else
     fgg_q_fit_signed_n(16, 16, 32, xs, ws, Ls16, scales);
+#endif
     for (int j = 0; j < 16; ++j) {
         float a = fabsf(scales[j]);
         if (a > max_abs) { max_abs = a; max_scale = scales[j]; }
@@ -683,6 +908,53 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         sc[j] = (int8_t)(l < 127 ? l : 127);
     }
     const float d = fgg_q_half_to_float(hd);
+#if FGG_IQ_SIMD
+    /* a sub-block whose scale comes out zero keeps the levels of its fit: refit those */
+    int n_refit = 0;
+    for (int j = 0; j < 16; ++j) {
+        if (d * (float)sc[j] == 0.0f) {
+            xs[n_refit] = xs[j];
+            ws[n_refit] = ws[j];
+            Ls16[n_refit++] = Ls16[j];
+        }
+    }
+    if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 32, xs, ws, Ls16, scales); /* the scales are done with */
+#endif
+#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+    /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the nibble
+     * and 2-bit planes with byte-safe 16-bit shifts (levels are below 64) */
+    uint8_t U[256];
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    for (int j = 0; j < 16; j += 2) {
+        __m256i t[4];
+        for (int c = 0; c < 4; ++c) {
+            const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 16 * j + 8 * c), _mm256_set1_ps(d * (float)sc[j + c / 2]));
+            __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
+            l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+            l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(31)), _mm256_set1_epi32(-32));
+            t[c] = _mm256_add_epi32(l, _mm256_set1_epi32(32));
+        }
+        __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(t[0], t[1]), _mm256_packus_epi32(t[2], t[3]));
+        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256((__m256i *)(U + 16 * j), b);
+        for (int h = 0; h < 2; ++h) {
+            if (d * (float)sc[j + h] == 0.0f) memcpy(U + 16 * (j + h), L + 16 * (j + h), 16);
+        }
+    }
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    for (int j = 0; j < 256; j += 128) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(U + j)), b = _mm256_loadu_si256((const __m256i *)(U + j + 32));
+        const __m256i c = _mm256_loadu_si256((const __m256i *)(U + j + 64)), e = _mm256_loadu_si256((const __m256i *)(U + j + 96));
+        _mm256_storeu_si256((__m256i *)ql, _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_slli_epi16(_mm256_and_si256(c, m4), 4)));
+        _mm256_storeu_si256((__m256i *)(ql + 32), _mm256_or_si256(_mm256_and_si256(b, m4), _mm256_slli_epi16(_mm256_and_si256(e, m4), 4)));
+        const __m256i h = _mm256_or_si256(_mm256_or_si256(_mm256_srli_epi16(_mm256_and_si256(a, m30), 4),
+                                                          _mm256_srli_epi16(_mm256_and_si256(b, m30), 2)),
+                                          _mm256_or_si256(_mm256_and_si256(c, m30), _mm256_slli_epi16(_mm256_and_si256(e, m30), 2)));
+        _mm256_storeu_si256((__m256i *)qh, h);
+        ql += 64;
+        qh += 32;
+    }
+#else
     for (int j = 0; j < 16; ++j) {
         const float dj = d * (float)sc[j];
         if (dj == 0.0f) continue;
@@ -699,6 +971,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         ql += 64;
         qh += 32;
     }
+#endif
 }
 
 /* ------------------------------------------------------------------ Q8_K (292 bytes: f32 d, 256 q, 16 sums) */

@@ -172,6 +172,27 @@ FGG_Q_INL float fgg_q_hmax(fgg_q_vf8 m) {
 }
 #endif
 
+#if FGG_IQ_SIMD && defined(__AVX2__)
+/* roundf per lane (half away from zero), exact: to nearest even, then a tie (|s - r| = 0.5,
+ * exact) that went toward zero moves one away. Lanes hold finite values. */
+static inline __m256 fgg_q_round_away_avx2(__m256 s) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 r = _mm256_round_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(s, r)), _mm256_set1_ps(0.5f), _CMP_EQ_OQ);
+    const __m256 toward_zero = _mm256_cmp_ps(_mm256_andnot_ps(sign, r), _mm256_andnot_ps(sign, s), _CMP_LT_OQ);
+    const __m256 one_away = _mm256_or_ps(_mm256_and_ps(sign, s), _mm256_set1_ps(1.0f));
+    return _mm256_add_ps(r, _mm256_and_ps(_mm256_and_ps(tie, toward_zero), one_away));
+}
+
+/* the low bytes of 4 x 8 int32 lanes (each in -128..255 as wanted) as 32 bytes in order */
+static inline __m256i fgg_q_pack_bytes_avx2(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i m = _mm256_set1_epi32(0xff);
+    __m256i p = _mm256_packus_epi16(_mm256_packus_epi32(_mm256_and_si256(a, m), _mm256_and_si256(b, m)),
+                                    _mm256_packus_epi32(_mm256_and_si256(c, m), _mm256_and_si256(d, m)));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+#endif
+
 /* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
 static inline float fgg_q_amax(const float *x, int n) {
 #if FGG_IQ_SIMD
@@ -285,19 +306,17 @@ static inline void fgg_q_requant(const float *x, int n, float add, float d, int 
 /* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
 static inline float fgg_q_signed_amax(const float *x, int n) {
 #if FGG_IQ_SIMD
-    /* the extremes decide it unless +m and -m both occur; then the first of them does */
-    fgg_q_vf8 up, lo;
-    memcpy(&up, x, sizeof up);
-    lo = up;
-    for (int i = FGG_Q_W; i < n; i += FGG_Q_W) {
+    /* the extremes decide it unless +m and -m both occur; then the first of them does. Starting
+     * from zero, as the scan does, a NaN (a callee may pass one) is never taken, as in the scan. */
+    fgg_q_vf8 up = fgg_q_splat8(0.0f), lo = up;
+    for (int i = 0; i < n; i += FGG_Q_W) {
         fgg_q_vf8 v;
         memcpy(&v, x + i, sizeof v);
         up = fgg_q_fsel(v > up, v, up);
         lo = fgg_q_fsel(v < lo, v, lo);
     }
     const float top = fgg_q_hmax(up), neg_bottom = fgg_q_hmax(-lo);
-    if (top > neg_bottom) return top;
-    if (neg_bottom > top) return -neg_bottom;
+    if (__builtin_expect(top != neg_bottom, 1)) return top > neg_bottom ? top : -neg_bottom; /* no branch */
     if (top == 0.0f) return 0.0f;
 #endif
     float amax = 0.0f, vmax = 0.0f;
@@ -833,10 +852,29 @@ static void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, in
 /* ---- Q8_0 / Q8_1: d = amax / 127, q = round-half-away(x / d) (the importance matrix is unused) ---- */
 
 static inline float fgg__q_block_q8(const float *x, int8_t *q) {
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 v[4], m = _mm256_setzero_ps();
+    for (int c = 0; c < 4; ++c) {
+        v[c] = _mm256_loadu_ps(x + 8 * c);
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[c]));
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    const float d = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1))) / 127.0f;
+    const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+    __m256i t[4];
+    for (int c = 0; c < 4; ++c) /* the int8_t store keeps the low byte (cvtps gives 0x80000000, low byte 0,
+                                 * for the inf/NaN of a subnormal block's 1/d, as C's conversion does) */
+        t[c] = _mm256_cvtps_epi32(fgg_q_round_away_avx2(_mm256_mul_ps(v[c], id)));
+    _mm256_storeu_si256((__m256i *)q, fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]));
+    return d;
+#else
     const float d = fgg_q_amax(x, 32) / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     fgg_q_round_scaled_i8(x, 32, id, q);
     return d;
+#endif
 }
 
 static void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,

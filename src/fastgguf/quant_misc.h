@@ -16,9 +16,24 @@ static inline float fgg__q_amax_scale(const float *x, int n, float *id) {
     return amax;
 }
 
-/* trit of x * id: -1, 0, 1 -> 0, 1, 2 */
+/* C's (int)lroundf(v) and (int)roundf(v) as gcc compiles them for x86-64, where ggml-base is
+ * built. They differ only where v has no int value: for a block of subnormals 1 / amax is inf,
+ * and v is +-inf or NaN (0 * inf). lroundf then gives LONG_MIN (glibc converts with cvttss2si),
+ * whose low 32 bits are 0; the cast of roundf's float gives INT_MIN ("integer indefinite"). */
+static inline int fgg__q_lroundf_int(float v) {
+    if (fabsf(v) < 4194304.0f) return fgg_q_round_away(v);
+    if (fabsf(v) < 9223372036854775808.0f) return (int)(uint32_t)(uint64_t)(int64_t)roundf(v); /* low 32 bits */
+    return 0;
+}
+
+static inline int fgg__q_roundf_int(float v) {
+    if (fabsf(v) < 4194304.0f) return fgg_q_round_away(v);
+    return fabsf(v) < 2147483648.0f ? (int)roundf(v) : INT32_MIN;
+}
+
+/* trit of x * id: -1, 0, 1 -> 0, 1, 2 (ggml: lroundf(x * id) + 1) */
 static inline int fgg__q_trit(float v) {
-    return fgg_q_round_away(v) + 1;
+    return fgg__q_lroundf_int(v) + 1;
 }
 
 /* base-3 number of the trits of x[0], x[stride], ... (count of them), the first most significant */
@@ -27,6 +42,24 @@ static inline unsigned fgg__q_trits(const float *x, int stride, int count, float
     for (int n = 0; n < count; ++n) t = t * 3u + (unsigned)fgg__q_trit(x[stride * n] * id);
     return t;
 }
+
+#if FGG_IQ_SIMD && defined(__AVX2__)
+/* trits of x[0..8) * id as int32 lanes, for a finite id (then |x * id| <= 1: lroundf is roundf) */
+static inline __m256i fgg__q_trits8_avx2(const float *x, __m256 id) {
+    const __m256 r = fgg_q_round_away_avx2(_mm256_mul_ps(_mm256_loadu_ps(x), id));
+    return _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(1));
+}
+
+/* base-3 numbers of 5 trits (x[k stride], k = 0..4, the first most significant) in 8 lanes, then
+ * ceil(t * 256 / 243) by a multiply and shift (exact for every t <= 242, below 2^32) */
+static inline __m256i fgg__q_tq1_bytes8_avx2(const float *x, int stride, __m256 id) {
+    __m256i t = fgg__q_trits8_avx2(x, id);
+    for (int k = 1; k < 5; ++k)
+        t = _mm256_add_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(3)), fgg__q_trits8_avx2(x + k * stride, id));
+    t = _mm256_add_epi32(_mm256_slli_epi32(t, 8), _mm256_set1_epi32(242));
+    return _mm256_srli_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(69043)), 24);
+}
+#endif
 
 /* 256 elements -> 48 bytes of five trits (first 160 as 32 columns, then 80 as 16 columns),
  * 4 bytes of four trits (the last 16), fp16 amax. A byte holds ceil(t * 256 / 243), where t is
@@ -40,8 +73,22 @@ static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 54 * i;
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
-        for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
-        for (int m = 0; m < 16; ++m) blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
+#if FGG_IQ_SIMD && defined(__AVX2__)
+        if (isfinite(id)) {
+            const __m256 vid = _mm256_set1_ps(id);
+            __m256i b[6];
+            for (int g = 0; g < 4; ++g) b[g] = fgg__q_tq1_bytes8_avx2(x + 8 * g, 32, vid);
+            for (int g = 0; g < 2; ++g) b[4 + g] = fgg__q_tq1_bytes8_avx2(x + 160 + 8 * g, 16, vid);
+            _mm256_storeu_si256((__m256i *)blk, fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
+            _mm_storeu_si128((__m128i *)(blk + 32),
+                             _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(b[4], b[5], b[4], b[5])));
+        } else
+#endif
+        {
+            for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
+            for (int m = 0; m < 16; ++m)
+                blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
+        }
         for (int m = 0; m < 4; ++m) {
             const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
             blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
@@ -60,6 +107,24 @@ static void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 66 * i;
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
+        fgg_q_put16(blk + 64, fgg_iq_fp16(d));
+#if FGG_IQ_SIMD && defined(__AVX2__)
+        if (isfinite(id)) {
+            const __m256 vid = _mm256_set1_ps(id);
+            for (int h = 0; h < 2; ++h) {
+                __m256i b[4];
+                for (int g = 0; g < 4; ++g) {
+                    const float *c = x + 128 * h + 8 * g;
+                    b[g] = _mm256_or_si256(
+                        _mm256_or_si256(fgg__q_trits8_avx2(c, vid), _mm256_slli_epi32(fgg__q_trits8_avx2(c + 32, vid), 2)),
+                        _mm256_or_si256(_mm256_slli_epi32(fgg__q_trits8_avx2(c + 64, vid), 4),
+                                        _mm256_slli_epi32(fgg__q_trits8_avx2(c + 96, vid), 6)));
+                }
+                _mm256_storeu_si256((__m256i *)(blk + 32 * h), fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
+            }
+            continue;
+        }
+#endif
         for (int h = 0; h < 2; ++h) {
             for (int m = 0; m < 32; ++m) {
                 unsigned q = 0;
@@ -67,7 +132,6 @@ static void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, i
                 blk[32 * h + m] = (uint8_t)q;
             }
         }
-        fgg_q_put16(blk + 64, fgg_iq_fp16(d));
     }
 }
 
@@ -231,10 +295,31 @@ static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, in
         const float amax = fgg_q_amax(x, 64);
         const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
         fgg_q_put16(blk, fgg_iq_fp16(amax));
+#if FGG_IQ_SIMD && defined(__AVX2__)
+        if (isfinite(id)) { /* then |x * id| <= 1: the level is roundf's, clamped */
+            const __m256 vid = _mm256_set1_ps(id);
+            __m256i q[8];
+            for (int c = 0; c < 8; ++c) {
+                const __m256i r = _mm256_cvtps_epi32(fgg_q_round_away_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * c), vid)));
+                q[c] = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, _mm256_set1_epi32(1)), _mm256_setzero_si256()),
+                                        _mm256_set1_epi32(3));
+            }
+            /* 4 levels per byte, element j in bits 2 (j % 4): byte pairs q0 + 4 q1, then q01 + 16 q23 */
+            __m256i w[2];
+            for (int h = 0; h < 2; ++h) {
+                const __m256i lv = fgg_q_pack_bytes_avx2(q[4 * h], q[4 * h + 1], q[4 * h + 2], q[4 * h + 3]);
+                const __m256i pairs = _mm256_maddubs_epi16(lv, _mm256_set1_epi16(0x0401));
+                w[h] = _mm256_madd_epi16(pairs, _mm256_set1_epi32(0x00100001));
+            }
+            const __m256i z = _mm256_setzero_si256();
+            _mm_storeu_si128((__m128i *)(blk + 2), _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(w[0], w[1], z, z)));
+            continue;
+        }
+#endif
         for (int b = 0; b < 16; ++b) {
             unsigned byte = 0;
             for (int k = 0; k < 4; ++k) {
-                int q = fgg_q_clampi(fgg_q_round_away(x[4 * b + k] * id) + 1, 0, 3);
+                const int q = fgg_q_clampi(fgg__q_roundf_int(x[4 * b + k] * id) + 1, 0, 3);
                 byte |= (unsigned)q << (2 * k);
             }
             blk[2 + b] = (uint8_t)byte;
