@@ -554,6 +554,23 @@ static inline int fgg__q3k_get_scale(const uint8_t *sc, int j) {
     return (int8_t)((s | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
 }
 
+#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+/* Q3_K's and Q6_K's final levels of two sub-blocks of 16 (scales d0, d1):
+ * clamp(nearest_int(x / d), -nmax, nmax - 1) + nmax as 32 bytes at U, in order */
+static inline void fgg__q_k_levels32_avx2(const float *x, float d0, float d1, int nmax, uint8_t *U) {
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    __m256i t[4];
+    for (int c = 0; c < 4; ++c) {
+        const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 8 * c), _mm256_set1_ps(c < 2 ? d0 : d1));
+        __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
+        l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+        l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(nmax - 1)), _mm256_set1_epi32(-nmax));
+        t[c] = _mm256_add_epi32(l, _mm256_set1_epi32(nmax));
+    }
+    _mm256_storeu_si256((__m256i *)U, fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]));
+}
+#endif
+
 /* The final pass against the fp16 super-block scale and the 6-bit sub-block scales already in
  * blk, and the packing. A sub-block whose scale is zero keeps the levels of its fit: L holds
  * them (refit = 0), or they are refitted here (refit = 1: the fits kept only the scales). */
@@ -566,19 +583,8 @@ static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L, int refit) 
     uint8_t U[256];
     float dj[16];
     for (int j = 0; j < 16; ++j) dj[j] = d * (float)fgg__q3k_get_scale(sc, j);
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
     for (int j = 0; j < 16; j += 2) {
-        __m256i t[4];
-        for (int c = 0; c < 4; ++c) {
-            const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 16 * j + 8 * c), _mm256_set1_ps(dj[j + c / 2]));
-            __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
-            l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
-            l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(3)), _mm256_set1_epi32(-4));
-            t[c] = _mm256_add_epi32(l, _mm256_set1_epi32(4));
-        }
-        __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(t[0], t[1]), _mm256_packus_epi32(t[2], t[3]));
-        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(U + 16 * j), b);
+        fgg__q_k_levels32_avx2(x + 16 * j, dj[j], dj[j + 1], 4, U + 16 * j);
         for (int h = 0; h < 2; ++h) {
             if (dj[j + h] != 0.0f) continue;
             if (refit) fgg_q_fit_q3(16, 4, x + 16 * (j + h), L + 16 * (j + h));
@@ -924,19 +930,8 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
     /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the nibble
      * and 2-bit planes with byte-safe 16-bit shifts (levels are below 64) */
     uint8_t U[256];
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
     for (int j = 0; j < 16; j += 2) {
-        __m256i t[4];
-        for (int c = 0; c < 4; ++c) {
-            const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 16 * j + 8 * c), _mm256_set1_ps(d * (float)sc[j + c / 2]));
-            __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
-            l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
-            l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(31)), _mm256_set1_epi32(-32));
-            t[c] = _mm256_add_epi32(l, _mm256_set1_epi32(32));
-        }
-        __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(t[0], t[1]), _mm256_packus_epi32(t[2], t[3]));
-        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256((__m256i *)(U + 16 * j), b);
+        fgg__q_k_levels32_avx2(x + 16 * j, d * (float)sc[j], d * (float)sc[j + 1], 32, U + 16 * j);
         for (int h = 0; h < 2; ++h) {
             if (d * (float)sc[j + h] == 0.0f) memcpy(U + 16 * (j + h), L + 16 * (j + h), 16);
         }
