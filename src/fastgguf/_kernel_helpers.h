@@ -70,7 +70,7 @@ static inline float fgg_bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); 
 static inline uint32_t fgg_float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline float fgg_load_f32le(const uint8_t *p) { return fgg_bits_to_float(fgg_load_u32le(p)); }
 /* no NaN or infinity among n floats: the largest magnitude's bits stay below the exponent's all-ones
-   (an unsigned max, which the compiler vectorizes; no early exit, the rows checked are short) */
+   (an unsigned max; no early exit, the rows checked are short) */
 static inline int fgg_all_finite(const float *x, int64_t n) {
     uint32_t top = 0;
     int64_t i = 0;

@@ -330,6 +330,12 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
 #undef FGG__Q3_LOAD
 }
 
+/* fgg_q_fit_signed's trial t (0..18) numerator: -nmax first, then -(nmax + 0.1 is) for is = -9..9 but 0 */
+static inline float fgg__q_signed_trial_num(int nmax, int t) {
+    const int is = t == 0 ? 0 : (t <= 9 ? t - 10 : t - 9);
+    return is == 0 ? (float)(-nmax) : -((float)nmax + 0.1f * (float)is);
+}
+
 /* The scales of fgg_q_fit_signed(16, nmax, x + 16 j, ., w + 16 j) for the 16 groups of one
  * super-block, with lanes as groups: X and W are x and w transposed by fgg__q3_transpose
  * (w_given 0: W is filled with x^2). The levels are not kept (the callers refit a sub-block
@@ -345,7 +351,7 @@ static void fgg__q_fit_signed16(int nmax, const fgg_q_vf8 X[16][FGG_Q3_V], fgg_q
     const fgg_q_vf8 tlo = magic - (float)nmax, thi = magic + (float)(nmax - 1);
     fgg_q_vf8 amax[V], vmax[V], scale[V], best[V];
     for (int v = 0; v < V; ++v) {
-        amax[v] = vmax[v] = zf;
+        amax[v] = vmax[v] = scale[v] = best[v] = zf; /* scale and best: set by trial 0 */
         fgg_q_vf8 s = zf;
         for (int i = 0; i < 16; ++i) {
             const fgg_q_vf8 xi = X[i][v], a = fgg_q_abs8(xi);
@@ -358,10 +364,8 @@ static void fgg__q_fit_signed16(int nmax, const fgg_q_vf8 X[16][FGG_Q3_V], fgg_q
         }
         if (wsum) memcpy(wsum + v * FGG_Q_W, &s, sizeof s);
     }
-    /* trial 0 is the plain -nmax / max, then -(nmax + 0.1 is) / max for is = -9..9 but 0 */
     for (int t = 0; t < 19; ++t) {
-        const int is = t == 0 ? 0 : (t <= 9 ? t - 10 : t - 9);
-        const float num = is == 0 ? (float)(-nmax) : -((float)nmax + 0.1f * (float)is);
+        const float num = fgg__q_signed_trial_num(nmax, t);
         fgg_q_vf8 iscale[V], slx[V], sl2[V];
         for (int v = 0; v < V; ++v) {
             iscale[v] = num / vmax[v];
@@ -401,10 +405,7 @@ static float fgg__q_fit_signed_trials(int nmax, const float *x, int8_t *L, const
         return 0.0f;
     }
     float num[T * FGG_Q_W], sx[T * FGG_Q_W], s2[T * FGG_Q_W];
-    for (int t = 0; t < T * FGG_Q_W; ++t) { /* trial 0, then is = -9..9 but 0; spare lanes repeat trial 0 */
-        const int is = t == 0 || t >= 19 ? 0 : (t <= 9 ? t - 10 : t - 9);
-        num[t] = is == 0 ? (float)(-nmax) : -((float)nmax + 0.1f * (float)is);
-    }
+    for (int t = 0; t < T * FGG_Q_W; ++t) num[t] = fgg__q_signed_trial_num(nmax, t < 19 ? t : 0); /* spare lanes: trial 0 */
     const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
     fgg_q_vf8 iscale[T], slx[T], sl2[T];
     for (int k = 0; k < T; ++k) {
@@ -558,13 +559,11 @@ static inline int fgg__q3k_get_scale(const uint8_t *sc, int j) {
 /* Q3_K's and Q6_K's final levels of two sub-blocks of 16 (scales d0, d1):
  * clamp(nearest_int(x / d), -nmax, nmax - 1) + nmax as 32 bytes at U, in order */
 static inline void fgg__q_k_levels32_avx2(const float *x, float d0, float d1, int nmax, uint8_t *U) {
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
     __m256i t[4];
     for (int c = 0; c < 4; ++c) {
         const __m256 q = _mm256_div_ps(_mm256_loadu_ps(x + 8 * c), _mm256_set1_ps(c < 2 ? d0 : d1));
-        __m256i l = _mm256_castps_si256(_mm256_add_ps(q, magic));
-        l = _mm256_sub_epi32(_mm256_and_si256(l, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
-        l = _mm256_max_epi32(_mm256_min_epi32(l, _mm256_set1_epi32(nmax - 1)), _mm256_set1_epi32(-nmax));
+        const __m256i l = _mm256_max_epi32(_mm256_min_epi32(fgg_q_nearest_int_avx2(q), _mm256_set1_epi32(nmax - 1)),
+                                           _mm256_set1_epi32(-nmax));
         t[c] = _mm256_add_epi32(l, _mm256_set1_epi32(nmax));
     }
     _mm256_storeu_si256((__m256i *)U, fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]));
@@ -982,18 +981,13 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
 #if FGG_IQ_SIMD && defined(__AVX2__)
     /* levels in -128..127 (nearest_int's wrap included), packed in order; each group's sum by
      * psadbw on the levels biased to unsigned */
-    const __m256 vs = _mm256_set1_ps(iscale), magic = _mm256_set1_ps(12582912.0f);
+    const __m256 vs = _mm256_set1_ps(iscale);
     for (int j = 0; j < 256; j += 32) {
         __m256i t[4];
-        for (int c = 0; c < 4; ++c) {
-            __m256i bits = _mm256_castps_si256(_mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * c), vs), magic));
-            __m256i l = _mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)),
-                                         _mm256_set1_epi32(0x00400000));
-            l = _mm256_min_epi32(l, _mm256_set1_epi32(127));
-            t[c] = _mm256_srai_epi32(_mm256_slli_epi32(l, 24), 24); /* the int8_t store keeps the low byte */
-        }
-        __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(t[0], t[1]), _mm256_packs_epi32(t[2], t[3]));
-        b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        for (int c = 0; c < 4; ++c) /* the int8_t store keeps the low byte */
+            t[c] = _mm256_min_epi32(fgg_q_nearest_int_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * c), vs)),
+                                    _mm256_set1_epi32(127));
+        const __m256i b = fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]);
         _mm256_storeu_si256((__m256i *)(q + j), b);
         __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(b, _mm256_set1_epi8((char)0x80)), _mm256_setzero_si256());
         for (int g = 0; g < 2; ++g) { /* 64-bit lanes 2g, 2g + 1 hold the two halves of group j/16 + g */

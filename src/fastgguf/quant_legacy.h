@@ -155,14 +155,20 @@ FGG_Q_INL void fgg_q_transpose8(int n, const float *const p[], fgg_q_vf8 *t) {
         t[i] = v;
     }
 }
+#if defined(__AVX__)
+/* largest of 8 lanes (exact in any order: the lanes hold no NaN; the sign of a zero result is either) */
+FGG_Q_INL float fgg_q_hmax256(__m256 m) {
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+}
+#endif
 /* largest lane (exact in any order: the lanes hold no NaN; the sign of a zero result is either) */
 FGG_Q_INL float fgg_q_hmax(fgg_q_vf8 m) {
 #if FGG_Q_W == 16
     return _mm512_reduce_max_ps((__m512)m);
 #elif FGG_Q_W == 8 && defined(__AVX__)
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128((__m256)m), _mm256_extractf128_ps((__m256)m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    return _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1)));
+    return fgg_q_hmax256((__m256)m);
 #endif
     float a[FGG_Q_W];
     memcpy(a, &m, sizeof a);
@@ -182,6 +188,12 @@ static inline __m256 fgg_q_round_away_avx2(__m256 s) {
     const __m256 toward_zero = _mm256_cmp_ps(_mm256_andnot_ps(sign, r), _mm256_andnot_ps(sign, s), _CMP_LT_OQ);
     const __m256 one_away = _mm256_or_ps(_mm256_and_ps(sign, s), _mm256_set1_ps(1.0f));
     return _mm256_add_ps(r, _mm256_and_ps(_mm256_and_ps(tie, toward_zero), one_away));
+}
+
+/* fgg_iq_nearest_int per lane (the 1.5 * 2^23 trick, wrap included) */
+static inline __m256i fgg_q_nearest_int_avx2(__m256 v) {
+    const __m256i bits = _mm256_castps_si256(_mm256_add_ps(v, _mm256_set1_ps(12582912.0f)));
+    return _mm256_sub_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
 }
 
 /* the low bytes of 4 x 8 int32 lanes (each in -128..255 as wanted) as 32 bytes in order */
@@ -234,18 +246,16 @@ static inline void fgg_q_round_scaled_i8(const float *x, int n, float id, int8_t
 static inline void fgg_q_trunc_levels32(const float *x, float sub, float id, float off, int hi, int wrap8,
                                         int nib, uint8_t *out) {
 #if FGG_IQ_SIMD && defined(__AVX2__)
-    /* 8 lanes x 4, packed to 32 bytes in order; the packs saturate nothing (lanes hold bytes) */
+    /* 8 lanes x 4, their low bytes packed to 32 bytes in order */
     __m256i t[4];
     for (int c = 0; c < 4; ++c) {
         __m256 v = _mm256_loadu_ps(x + 8 * c);
         v = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(v, _mm256_set1_ps(sub)), _mm256_set1_ps(id)),
                           _mm256_set1_ps(off));
         __m256i l = _mm256_cvttps_epi32(v);
-        if (wrap8) l = _mm256_min_epi32(_mm256_srai_epi32(_mm256_slli_epi32(l, 24), 24), _mm256_set1_epi32(hi));
-        t[c] = _mm256_and_si256(l, _mm256_set1_epi32(0xff));
+        t[c] = wrap8 ? _mm256_min_epi32(_mm256_srai_epi32(_mm256_slli_epi32(l, 24), 24), _mm256_set1_epi32(hi)) : l;
     }
-    __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(t[0], t[1]), _mm256_packus_epi32(t[2], t[3]));
-    b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i b = fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]);
     if (nib) {
         __m128i low = _mm256_castsi256_si128(b), high = _mm256_extracti128_si256(b, 1);
         high = _mm_slli_epi16(_mm_and_si128(high, _mm_set1_epi8(0x0f)), 4);
@@ -859,9 +869,7 @@ static inline float fgg__q_block_q8(const float *x, int8_t *q) {
         v[c] = _mm256_loadu_ps(x + 8 * c);
         m = _mm256_max_ps(m, _mm256_andnot_ps(sign, v[c]));
     }
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    const float d = _mm_cvtss_f32(_mm_max_ss(h, _mm_shuffle_ps(h, h, 1))) / 127.0f;
+    const float d = fgg_q_hmax256(m) / 127.0f;
     const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
     __m256i t[4];
     for (int c = 0; c < 4; ++c) /* the int8_t store keeps the low byte (cvtps gives 0x80000000, low byte 0,
