@@ -435,7 +435,10 @@ def _process_tensors(legacy, model, processor, tensor_key_mapping, parsed, tenso
         if name not in tensor_key_mapping:
             continue
         if weights is not array:
-            tensor = from_numpy(np.ascontiguousarray(weights))
+            # the layout transformers' np.copy gives (a transpose stays column-major): torch picks its
+            # matmul kernels by strides, so another layout can change the logits' bits
+            dense = weights.flags.c_contiguous or weights.flags.f_contiguous
+            tensor = from_numpy(weights if dense and weights.flags.writeable else np.copy(weights))
         if torch_dtype is not None and tensor.dtype != torch_dtype:
             tensor = tensor.to(torch_dtype)
         tensors[tensor_key_mapping[name]] = tensor
