@@ -416,6 +416,29 @@ def test_hand_signed_zeros(first_zero, cpu_path):
     assert list(quantize(y, T.Q4_1))[2:4] == [0, sign]
 
 
+def tricky_blocks(rng: np.random.Generator, n_blocks: int) -> np.ndarray:
+    """32-value blocks where a tie or the sign of a zero decides a scale or a minimum, in a random order."""
+    kinds = [
+        lambda: rng.standard_normal(32),
+        lambda: np.zeros(32),  # all +0
+        lambda: rng.choice([0.0, -0.0], 32),  # zeros of both signs
+        lambda: np.where(rng.random(32) < 0.5, 0.0, rng.random(32) + 0.1),  # min is a zero
+        lambda: np.where(rng.random(32) < 0.5, -0.0, -(rng.random(32) + 0.1)),  # max is a zero
+        lambda: rng.permutation(np.r_[5.0, -5.0, rng.uniform(-4.9, 4.9, 30)]),  # +m and -m
+        lambda: rng.permutation(np.r_[-5.0, 5.0, -5.0, np.zeros(29)]),
+        lambda: np.full(32, rng.standard_normal()),  # one value: max - min = 0
+    ]
+    return np.concatenate([kinds[k]() for k in rng.integers(0, len(kinds), n_blocks)]).astype(np.float32)
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1], ids=lambda t: t.name)
+def test_many_blocks_equal_one_block_at_a_time(qtype, cpu_path):
+    # the SIMD builds quantize 8 blocks side by side; a lone block takes the one-block path
+    x = tricky_blocks(np.random.default_rng(int(qtype)), 8 * 40 + 3)
+    one_at_a_time = np.concatenate([quantize(block, qtype) for block in x.reshape(-1, 32)])
+    np.testing.assert_array_equal(quantize(x, qtype), one_at_a_time)
+
+
 def test_hand_q1_0(cpu_path):
     # d = mean |x|; bit j % 8 of byte j // 8 says x[j] >= 0, which -0.0 is
     x = np.where(np.arange(128) % 2 == 0, 1.0, -1.0).astype(np.float32)

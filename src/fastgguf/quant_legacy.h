@@ -179,15 +179,13 @@ FGG_Q_INL float fgg_q_hmax(fgg_q_vf8 m) {
 #endif
 
 #if FGG_IQ_SIMD && defined(__AVX2__)
-/* roundf per lane (half away from zero), exact: to nearest even, then a tie (|s - r| = 0.5,
- * exact) that went toward zero moves one away. Lanes hold finite values. */
-static inline __m256 fgg_q_round_away_avx2(__m256 s) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256 r = _mm256_round_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 tie = _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(s, r)), _mm256_set1_ps(0.5f), _CMP_EQ_OQ);
-    const __m256 toward_zero = _mm256_cmp_ps(_mm256_andnot_ps(sign, r), _mm256_andnot_ps(sign, s), _CMP_LT_OQ);
-    const __m256 one_away = _mm256_or_ps(_mm256_and_ps(sign, s), _mm256_set1_ps(1.0f));
-    return _mm256_add_ps(r, _mm256_and_ps(_mm256_and_ps(tie, toward_zero), one_away));
+/* (int)roundf per lane (half away from zero), exact for every float: truncate v + copysign(0.5 - 2^-25, v).
+ * Below 0.5 the sum stays below the next integer; from 0.5 up it reaches it (a tie rounds the sum
+ * up to even); from 2^23 up v is whole and the sum rounds back to v. Inf, NaN and |v| >= 2^31 give
+ * INT_MIN, as cvtps does. */
+static inline __m256i fgg_q_lround_avx2(__m256 v) {
+    const __m256 below_half = _mm256_castsi256_ps(_mm256_set1_epi32(0x3effffff));
+    return _mm256_cvttps_epi32(_mm256_add_ps(v, _mm256_or_ps(below_half, _mm256_and_ps(v, _mm256_set1_ps(-0.0f)))));
 }
 
 /* fgg_iq_nearest_int per lane (the 1.5 * 2^23 trick, wrap included) */
@@ -202,6 +200,39 @@ static inline __m256i fgg_q_pack_bytes_avx2(__m256i a, __m256i b, __m256i c, __m
     __m256i p = _mm256_packus_epi16(_mm256_packus_epi32(_mm256_and_si256(a, m), _mm256_and_si256(b, m)),
                                     _mm256_packus_epi32(_mm256_and_si256(c, m), _mm256_and_si256(d, m)));
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+#endif
+
+#if FGG_IQ_SIMD && defined(__AVX2__)
+/* ---- Eight 32-value blocks side by side: lane b of a per-block vector belongs to block b, so the
+ * per-block scalar steps (scale, inverse, fp16) run once per 8 blocks ---- */
+enum { FGG_Q_TREE_MAX, FGG_Q_TREE_MIN };
+
+/* lane b = the largest (smallest) lane of m[b], by a transposing tree: exact in any order, as the
+ * lanes hold no NaN; only the sign of a zero result may differ from a scan */
+static inline __m256 fgg_q_tree8_avx2(const __m256 m[8], int op) {
+#define FGG_Q_TREE_OP(a, b) (op == FGG_Q_TREE_MAX ? _mm256_max_ps(a, b) : _mm256_min_ps(a, b))
+    __m256 p[4], q[2];
+    for (int k = 0; k < 4; ++k) /* per 128-bit half: [A01, A23, B01, B23] */
+        p[k] = FGG_Q_TREE_OP(_mm256_shuffle_ps(m[2 * k], m[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm256_shuffle_ps(m[2 * k], m[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    for (int k = 0; k < 2; ++k) /* per half: [A, B, C, D] of that half's four lanes */
+        q[k] = FGG_Q_TREE_OP(_mm256_shuffle_ps(p[2 * k], p[2 * k + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm256_shuffle_ps(p[2 * k], p[2 * k + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return FGG_Q_TREE_OP(_mm256_permute2f128_ps(q[0], q[1], 0x20), _mm256_permute2f128_ps(q[0], q[1], 0x31));
+#undef FGG_Q_TREE_OP
+}
+
+/* 1 / d per lane, 0 where d is 0 (ggml's id) */
+static inline __m256 fgg_q_inverse_or_zero_avx2(__m256 d) {
+    return _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), d), _mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_UQ));
+}
+
+/* fp16 of the 8 lanes (no NaN) to p[b * stride], little-endian */
+static inline void fgg_q_put16x8_avx2(uint8_t *p, size_t stride, __m256 v) {
+    uint16_t h[8];
+    _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    for (int b = 0; b < 8; ++b) fgg_q_put16(p + b * stride, h[b]);
 }
 #endif
 
@@ -313,6 +344,25 @@ static inline void fgg_q_requant(const float *x, int n, float add, float d, int 
 #endif
 }
 
+/* The scans that the vector paths fall back to where a tie or the sign of a zero decides */
+static inline float fgg_q_signed_amax_scan(const float *x, int n) {
+    float amax = 0.0f, vmax = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); vmax = x[i]; }
+    }
+    return vmax;
+}
+
+static inline void fgg_q_minmax_scan(const float *x, int n, float *vmin, float *vmax) {
+    float lo = FLT_MAX, up = -FLT_MAX;
+    for (int j = 0; j < n; ++j) {
+        if (x[j] < lo) lo = x[j];
+        if (x[j] > up) up = x[j];
+    }
+    *vmin = lo;
+    *vmax = up;
+}
+
 /* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
 static inline float fgg_q_signed_amax(const float *x, int n) {
 #if FGG_IQ_SIMD
@@ -329,11 +379,7 @@ static inline float fgg_q_signed_amax(const float *x, int n) {
     if (__builtin_expect(top != neg_bottom, 1)) return top > neg_bottom ? top : -neg_bottom; /* no branch */
     if (top == 0.0f) return 0.0f;
 #endif
-    float amax = 0.0f, vmax = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        if (fabsf(x[i]) > amax) { amax = fabsf(x[i]); vmax = x[i]; }
-    }
-    return vmax;
+    return fgg_q_signed_amax_scan(x, n);
 }
 
 /* Symmetric search: the scale d with levels l in [-nmax, nmax-1] (stored as l + nmax in L) that
@@ -689,15 +735,21 @@ static void fgg_q_fit_affine_n(int count, int n, int nmax, const float *const xs
 
 /* ---- Q4_0 / Q5_0: d = (signed value of largest magnitude) / -2^(bits-1) ---- */
 
-static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t *lv) {
 #if FGG_IQ_SIMD && defined(__AVX2__)
-    const __m256i L = _mm256_loadu_si256((const __m256i *)lv);
+/* 32 levels (0..31) in L: the low nibbles to qs (level j, level j + 16 in one byte), bit 4 to qh4 */
+static inline void fgg__q_store_q5_avx2(uint8_t *qs, uint8_t *qh4, __m256i L) {
     const uint32_t bits = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(L, 3)); /* bit 4 of each level */
     const __m128i m = _mm_set1_epi8(0x0f);
     const __m128i low = _mm_and_si128(_mm256_castsi256_si128(L), m);
     const __m128i high = _mm_slli_epi16(_mm_and_si128(_mm256_extracti128_si256(L, 1), m), 4);
     _mm_storeu_si128((__m128i *)qs, _mm_or_si128(low, high));
     qh4[0] = (uint8_t)bits; qh4[1] = (uint8_t)(bits >> 8); qh4[2] = (uint8_t)(bits >> 16); qh4[3] = (uint8_t)(bits >> 24);
+}
+#endif
+
+static inline void fgg__q_store_q5_high(uint8_t *qs, uint8_t *qh4, const uint8_t *lv) {
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    fgg__q_store_q5_avx2(qs, qh4, _mm256_loadu_si256((const __m256i *)lv));
     return;
 #endif
     uint32_t qh = 0;
@@ -766,36 +818,6 @@ static void fgg__q_rows_legacy_w(const float *src, uint8_t *dst, int64_t n_rows,
     }
 }
 
-static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) {
-    if (imatrix) {
-        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 4);
-        return;
-    }
-    const int64_t nb = n_rows * (n_per_row / 32);
-    for (int64_t i = 0; i < nb; ++i) {
-        uint8_t *blk = dst + 18 * i;
-        float d = fgg__q_block_sym(src + 32 * i, 8, blk + 2);
-        fgg_q_put16(blk, fgg_iq_fp16(d));
-    }
-}
-
-static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) {
-    if (imatrix) {
-        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 5);
-        return;
-    }
-    const int64_t nb = n_rows * (n_per_row / 32);
-    uint8_t lv[32];
-    for (int64_t i = 0; i < nb; ++i) {
-        uint8_t *blk = dst + 22 * i;
-        float d = fgg__q_block_sym(src + 32 * i, 16, lv);
-        fgg_q_put16(blk, fgg_iq_fp16(d));
-        fgg__q_store_q5_high(blk + 6, blk + 2, lv);
-    }
-}
-
 /* ---- Q4_1 / Q5_1: d = (max - min) / (2^bits - 1), offset min ---- */
 
 /* One block of Q4_1 (bits 4: out gets packed nibbles) or Q5_1 (bits 5: 32 levels) */
@@ -815,19 +837,122 @@ static inline void fgg__q_block_affine(const float *x, int bits, uint8_t *out, f
     vmax = fgg_q_hmax(up);
     if (vmin == 0.0f || vmax == 0.0f)
 #endif
-    {
-        vmin = FLT_MAX;
-        vmax = -FLT_MAX;
-        for (int j = 0; j < 32; ++j) {
-            if (x[j] < vmin) vmin = x[j];
-            if (x[j] > vmax) vmax = x[j];
-        }
-    }
+        fgg_q_minmax_scan(x, 32, &vmin, &vmax);
     const float d = (vmax - vmin) / (float)((1 << bits) - 1);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     fgg_q_trunc_levels32(x, vmin, id, 0.5f, 15, bits == 4, bits == 4, out);
     *d_out = d;
     *m_out = vmin;
+}
+
+#if FGG_IQ_SIMD && defined(__AVX2__)
+/* Eight blocks of Q4_0 / Q5_0 (signed: d = signed largest magnitude / -2^(bits-1)) or Q4_1 / Q5_1
+ * (affine: d = (max - min) / (2^bits - 1), offset min) without importance weights: the extremes
+ * of 8 blocks reduce together, then each block's levels take the scalar rule
+ * (int)((x - sub) * id + off), kept in 0..hi (a NaN/inf product's INT_MIN keeps its low byte, 0). */
+static void fgg__q_legacy8_avx2(const float *x, uint8_t *y, int affine, int bits) {
+    const int half = 1 << (bits - 1);
+    const size_t bsz = (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
+    const int hi = affine ? (bits == 4 ? 15 : 255) : 2 * half - 1; /* Q5_1 keeps the low byte */
+    __m256 up[8], lo[8];
+    for (int b = 0; b < 8; ++b) {
+        up[b] = affine ? _mm256_set1_ps(-FLT_MAX) : _mm256_setzero_ps(); /* the scans' starts */
+        lo[b] = affine ? _mm256_set1_ps(FLT_MAX) : _mm256_setzero_ps();
+        for (int c = 0; c < 4; ++c) {
+            const __m256 v = _mm256_loadu_ps(x + 32 * b + 8 * c);
+            up[b] = _mm256_max_ps(v, up[b]); /* v > up ? v : up */
+            lo[b] = _mm256_min_ps(v, lo[b]);
+        }
+    }
+    const __m256 top = fgg_q_tree8_avx2(up, FGG_Q_TREE_MAX), bottom = fgg_q_tree8_avx2(lo, FGG_Q_TREE_MIN);
+    const __m256 zero = _mm256_setzero_ps(), neg_bottom = _mm256_sub_ps(zero, bottom);
+    float vmax[8], vmin[8];
+    int scan;
+    if (affine) { /* a zero extreme's sign is the first zero's */
+        _mm256_storeu_ps(vmax, top);
+        _mm256_storeu_ps(vmin, bottom);
+        scan = _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(top, zero, _CMP_EQ_OQ), _mm256_cmp_ps(bottom, zero, _CMP_EQ_OQ)));
+    } else { /* +m and -m both largest: the first of them */
+        _mm256_storeu_ps(vmax, _mm256_blendv_ps(bottom, top, _mm256_cmp_ps(top, neg_bottom, _CMP_GT_OQ)));
+        scan = _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(top, neg_bottom, _CMP_EQ_OQ), _mm256_cmp_ps(top, zero, _CMP_NEQ_OQ)));
+    }
+    for (int b = 0; scan; ++b, scan >>= 1) {
+        if (!(scan & 1)) continue;
+        if (affine) fgg_q_minmax_scan(x + 32 * b, 32, &vmin[b], &vmax[b]);
+        else vmax[b] = fgg_q_signed_amax_scan(x + 32 * b, 32);
+    }
+    const __m256 vmax8 = _mm256_loadu_ps(vmax);
+    const __m256 d = affine ? _mm256_div_ps(_mm256_sub_ps(vmax8, _mm256_loadu_ps(vmin)), _mm256_set1_ps((float)((1 << bits) - 1)))
+                            : _mm256_div_ps(vmax8, _mm256_set1_ps((float)(-half)));
+    float id[8];
+    _mm256_storeu_ps(id, fgg_q_inverse_or_zero_avx2(d));
+    fgg_q_put16x8_avx2(y, bsz, d);
+    if (affine) fgg_q_put16x8_avx2(y + 2, bsz, _mm256_loadu_ps(vmin));
+    const __m256 off = _mm256_set1_ps(affine ? 0.5f : (float)half + 0.5f);
+    const __m256i top_level = _mm256_set1_epi32(hi), zero_i = _mm256_setzero_si256();
+    uint8_t *const qs0 = y + (affine ? 4 : 2) + (bits == 5 ? 4 : 0);
+    for (int b = 0; b < 8; b += 2) { /* two blocks: 32 bytes of nibble pairs when bits = 4 */
+        __m256i l[2][4];
+        for (int k = 0; k < 2; ++k) {
+            const __m256 idb = _mm256_set1_ps(id[b + k]), sub = _mm256_set1_ps(affine ? vmin[b + k] : 0.0f);
+            for (int c = 0; c < 4; ++c) {
+                __m256 v = _mm256_loadu_ps(x + 32 * (b + k) + 8 * c);
+                if (affine) v = _mm256_sub_ps(v, sub); /* (x - 0 is x, so the signed types skip it) */
+                const __m256i t = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v, idb), off));
+                l[k][c] = _mm256_max_epi32(_mm256_min_epi32(t, top_level), zero_i);
+            }
+        }
+        if (bits == 4) {
+            const __m256i nib = fgg_q_pack_bytes_avx2(
+                _mm256_or_si256(l[0][0], _mm256_slli_epi32(l[0][2], 4)), _mm256_or_si256(l[0][1], _mm256_slli_epi32(l[0][3], 4)),
+                _mm256_or_si256(l[1][0], _mm256_slli_epi32(l[1][2], 4)), _mm256_or_si256(l[1][1], _mm256_slli_epi32(l[1][3], 4)));
+            _mm_storeu_si128((__m128i *)(qs0 + b * bsz), _mm256_castsi256_si128(nib));
+            _mm_storeu_si128((__m128i *)(qs0 + (b + 1) * bsz), _mm256_extracti128_si256(nib, 1));
+        } else {
+            for (int k = 0; k < 2; ++k)
+                fgg__q_store_q5_avx2(qs0 + (b + k) * bsz, qs0 - 4 + (b + k) * bsz,
+                                     fgg_q_pack_bytes_avx2(l[k][0], l[k][1], l[k][2], l[k][3]));
+        }
+    }
+}
+#endif
+
+static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    if (imatrix) {
+        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 4);
+        return;
+    }
+    const int64_t nb = n_rows * (n_per_row / 32);
+    int64_t i = 0;
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 18 * i, 0, 4);
+#endif
+    for (; i < nb; ++i) {
+        uint8_t *blk = dst + 18 * i;
+        float d = fgg__q_block_sym(src + 32 * i, 8, blk + 2);
+        fgg_q_put16(blk, fgg_iq_fp16(d));
+    }
+}
+
+static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                              const float *imatrix) {
+    if (imatrix) {
+        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 5);
+        return;
+    }
+    const int64_t nb = n_rows * (n_per_row / 32);
+    uint8_t lv[32];
+    int64_t i = 0;
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 22 * i, 0, 5);
+#endif
+    for (; i < nb; ++i) {
+        uint8_t *blk = dst + 22 * i;
+        float d = fgg__q_block_sym(src + 32 * i, 16, lv);
+        fgg_q_put16(blk, fgg_iq_fp16(d));
+        fgg__q_store_q5_high(blk + 6, blk + 2, lv);
+    }
 }
 
 static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
@@ -839,7 +964,11 @@ static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, i
     const size_t bsz = bits == 4 ? 20 : 24;
     const int64_t nb = n_rows * (n_per_row / 32);
     uint8_t lv[32];
-    for (int64_t i = 0; i < nb; ++i) {
+    int64_t i = 0;
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + (size_t)i * bsz, 1, bits);
+#endif
+    for (; i < nb; ++i) {
         uint8_t *blk = dst + (size_t)i * bsz;
         float d, m;
         fgg__q_block_affine(src + 32 * i, bits, bits == 4 ? blk + 4 : lv, &d, &m);
@@ -874,7 +1003,7 @@ static inline float fgg__q_block_q8(const float *x, int8_t *q) {
     __m256i t[4];
     for (int c = 0; c < 4; ++c) /* the int8_t store keeps the low byte (cvtps gives 0x80000000, low byte 0,
                                  * for the inf/NaN of a subnormal block's 1/d, as C's conversion does) */
-        t[c] = _mm256_cvtps_epi32(fgg_q_round_away_avx2(_mm256_mul_ps(v[c], id)));
+        t[c] = fgg_q_lround_avx2(_mm256_mul_ps(v[c], id));
     _mm256_storeu_si256((__m256i *)q, fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]));
     return d;
 #else
@@ -885,11 +1014,38 @@ static inline float fgg__q_block_q8(const float *x, int8_t *q) {
 #endif
 }
 
+#if FGG_IQ_SIMD && defined(__AVX2__)
+/* Eight blocks of Q8_0: the largest magnitudes reduce together, d = amax / 127 and its inverse
+ * once per 8 blocks, then each block's levels as in fgg__q_block_q8 */
+static void fgg__q_q8_0_blocks8_avx2(const float *x, uint8_t *y) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 m[8];
+    for (int b = 0; b < 8; ++b) {
+        m[b] = _mm256_setzero_ps();
+        for (int c = 0; c < 4; ++c) m[b] = _mm256_max_ps(m[b], _mm256_andnot_ps(sign, _mm256_loadu_ps(x + 32 * b + 8 * c)));
+    }
+    const __m256 d = _mm256_div_ps(fgg_q_tree8_avx2(m, FGG_Q_TREE_MAX), _mm256_set1_ps(127.0f));
+    float id[8];
+    _mm256_storeu_ps(id, fgg_q_inverse_or_zero_avx2(d));
+    fgg_q_put16x8_avx2(y, 34, d);
+    for (int b = 0; b < 8; ++b) {
+        const __m256 idb = _mm256_set1_ps(id[b]);
+        __m256i t[4];
+        for (int c = 0; c < 4; ++c) t[c] = fgg_q_lround_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * b + 8 * c), idb));
+        _mm256_storeu_si256((__m256i *)(y + 34 * b + 2), fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]));
+    }
+}
+#endif
+
 static void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
     (void)imatrix;
     const int64_t nb = n_rows * (n_per_row / 32);
-    for (int64_t i = 0; i < nb; ++i) {
+    int64_t i = 0;
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    for (; i + 8 <= nb; i += 8) fgg__q_q8_0_blocks8_avx2(src + 32 * i, dst + 34 * i);
+#endif
+    for (; i < nb; ++i) {
         uint8_t *blk = dst + 34 * i;
         float d = fgg__q_block_q8(src + 32 * i, (int8_t *)(blk + 2));
         fgg_q_put16(blk, fgg_iq_fp16(d));

@@ -46,8 +46,7 @@ static inline unsigned fgg__q_trits(const float *x, int stride, int count, float
 #if FGG_IQ_SIMD && defined(__AVX2__)
 /* trits of x[0..8) * id as int32 lanes, for a finite id (then |x * id| <= 1: lroundf is roundf) */
 static inline __m256i fgg__q_trits8_avx2(const float *x, __m256 id) {
-    const __m256 r = fgg_q_round_away_avx2(_mm256_mul_ps(_mm256_loadu_ps(x), id));
-    return _mm256_add_epi32(_mm256_cvtps_epi32(r), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(fgg_q_lround_avx2(_mm256_mul_ps(_mm256_loadu_ps(x), id)), _mm256_set1_epi32(1));
 }
 
 /* base-3 numbers of 5 trits (x[k stride], k = 0..4, the first most significant) in 8 lanes, then
@@ -300,7 +299,7 @@ static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, in
             const __m256 vid = _mm256_set1_ps(id);
             __m256i q[8];
             for (int c = 0; c < 8; ++c) {
-                const __m256i r = _mm256_cvtps_epi32(fgg_q_round_away_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * c), vid)));
+                const __m256i r = fgg_q_lround_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * c), vid));
                 q[c] = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, _mm256_set1_epi32(1)), _mm256_setzero_si256()),
                                         _mm256_set1_epi32(3));
             }
