@@ -239,14 +239,20 @@ static inline void fgg_q_put16x8_avx2(uint8_t *p, size_t stride, __m256 v) {
 /* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
 static inline float fgg_q_amax(const float *x, int n) {
 #if FGG_IQ_SIMD
-    fgg_q_vf8 m = fgg_q_splat8(0.0f);
-    for (int i = 0; i < n; i += FGG_Q_W) {
-        fgg_q_vf8 v;
-        memcpy(&v, x + i, sizeof v);
-        v = fgg_q_abs8(v);
-        m = fgg_q_fsel(v > m, v, m);
+    /* four chains of maxima where n allows (one chain's latency, not the loads, would set the pace) */
+    fgg_q_vf8 m[4] = {fgg_q_splat8(0.0f), fgg_q_splat8(0.0f), fgg_q_splat8(0.0f), fgg_q_splat8(0.0f)};
+    const int chains = n % (4 * FGG_Q_W) == 0 ? 4 : 1;
+    for (int i = 0; i < n; i += chains * FGG_Q_W) {
+        for (int k = 0; k < chains; ++k) {
+            fgg_q_vf8 v;
+            memcpy(&v, x + i + k * FGG_Q_W, sizeof v);
+            v = fgg_q_abs8(v);
+            m[k] = fgg_q_fsel(v > m[k], v, m[k]);
+        }
     }
-    return fgg_q_hmax(m);
+    m[0] = fgg_q_fsel(m[1] > m[0], m[1], m[0]);
+    m[2] = fgg_q_fsel(m[3] > m[2], m[3], m[2]);
+    return fgg_q_hmax(fgg_q_fsel(m[2] > m[0], m[2], m[0]));
 #else
     float r = 0.0f;
     for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;

@@ -54,9 +54,25 @@ static inline __m256i fgg__q_trits8_avx2(const float *x, __m256 id) {
 static inline __m256i fgg__q_tq1_bytes8_avx2(const float *x, int stride, __m256 id) {
     __m256i t = fgg__q_trits8_avx2(x, id);
     for (int k = 1; k < 5; ++k)
-        t = _mm256_add_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(3)), fgg__q_trits8_avx2(x + k * stride, id));
+        t = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(t, 1), t), fgg__q_trits8_avx2(x + k * stride, id)); /* 3t + trit */
     t = _mm256_add_epi32(_mm256_slli_epi32(t, 8), _mm256_set1_epi32(242));
     return _mm256_srli_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(69043)), 24);
+}
+
+/* the 4 bytes of the last 16 values: byte m holds the trits of x[m], x[m + 4], x[m + 8], x[m + 12]
+ * and a fifth, zero trit */
+static inline uint32_t fgg__q_tq1_tail4_avx2(const float *x, __m256 id) {
+    const __m256i a = fgg__q_trits8_avx2(x, id), b = fgg__q_trits8_avx2(x + 8, id);
+    const __m128i part[4] = {_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1),
+                             _mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)};
+    __m128i t = part[0];
+    for (int k = 1; k < 5; ++k) { /* 3t + trit; the fifth trit is 0 */
+        t = _mm_add_epi32(_mm_slli_epi32(t, 1), t);
+        if (k < 4) t = _mm_add_epi32(t, part[k]);
+    }
+    t = _mm_add_epi32(_mm_slli_epi32(t, 8), _mm_set1_epi32(242));
+    t = _mm_srli_epi32(_mm_mullo_epi32(t, _mm_set1_epi32(69043)), 24);
+    return (uint32_t)_mm_cvtsi128_si32(_mm_shuffle_epi8(t, _mm_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1)));
 }
 #endif
 
@@ -81,16 +97,18 @@ static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, i
             _mm256_storeu_si256((__m256i *)blk, fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
             _mm_storeu_si128((__m128i *)(blk + 32),
                              _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(b[4], b[5], b[4], b[5])));
+            const uint32_t tail = fgg__q_tq1_tail4_avx2(x + 240, vid);
+            memcpy(blk + 48, &tail, 4);
         } else
 #endif
         {
             for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
             for (int m = 0; m < 16; ++m)
                 blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
-        }
-        for (int m = 0; m < 4; ++m) {
-            const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
-            blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
+            for (int m = 0; m < 4; ++m) {
+                const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
+                blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
+            }
         }
         fgg_q_put16(blk + 52, fgg_iq_fp16(d));
     }
