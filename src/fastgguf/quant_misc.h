@@ -59,6 +59,30 @@ static inline __m256i fgg__q_tq1_bytes8_avx2(const float *x, int stride, __m256 
     return _mm256_srli_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(69043)), 24);
 }
 
+#if defined(__AVX512BW__)
+/* (int)roundf per lane, as fgg_q_lround_avx2 */
+static inline __m512i fgg_q_lround_avx512(__m512 v) {
+    const __m512i below_half = _mm512_set1_epi32(0x3effffff), sign = _mm512_set1_epi32((int)0x80000000u);
+    return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_castsi512_ps(_mm512_or_si512(below_half, _mm512_and_si512(_mm512_castps_si512(v), sign)))));
+}
+
+/* trits of x[0..16) * id, as fgg__q_trits8_avx2 */
+static inline __m512i fgg__q_trits16_avx512(const float *x, __m512 id) {
+    return _mm512_add_epi32(fgg_q_lround_avx512(_mm512_mul_ps(_mm512_loadu_ps(x), id)), _mm512_set1_epi32(1));
+}
+#endif
+
+#if defined(__AVX512BW__)
+/* fgg__q_tq1_bytes8_avx2 on 16 lanes */
+static inline __m512i fgg__q_tq1_bytes16_avx512(const float *x, int stride, __m512 id) {
+    __m512i t = fgg__q_trits16_avx512(x, id);
+    for (int k = 1; k < 5; ++k)
+        t = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(t, 1), t), fgg__q_trits16_avx512(x + k * stride, id));
+    t = _mm512_add_epi32(_mm512_slli_epi32(t, 8), _mm512_set1_epi32(242));
+    return _mm512_srli_epi32(_mm512_mullo_epi32(t, _mm512_set1_epi32(69043)), 24);
+}
+#endif
+
 /* the 4 bytes of the last 16 values: byte m holds the trits of x[m], x[m + 4], x[m + 8], x[m + 12]
  * and a fifth, zero trit */
 static inline uint32_t fgg__q_tq1_tail4_avx2(const float *x, __m256 id) {
@@ -91,12 +115,18 @@ static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, i
 #if FGG_IQ_SIMD && defined(__AVX2__)
         if (isfinite(id)) {
             const __m256 vid = _mm256_set1_ps(id);
+#if defined(__AVX512BW__)
+            const __m512 vid16 = _mm512_set1_ps(id);
+            for (int g = 0; g < 2; ++g) _mm_storeu_si128((__m128i *)(blk + 16 * g), _mm512_cvtepi32_epi8(fgg__q_tq1_bytes16_avx512(x + 16 * g, 32, vid16)));
+            _mm_storeu_si128((__m128i *)(blk + 32), _mm512_cvtepi32_epi8(fgg__q_tq1_bytes16_avx512(x + 160, 16, vid16)));
+#else
             __m256i b[6];
             for (int g = 0; g < 4; ++g) b[g] = fgg__q_tq1_bytes8_avx2(x + 8 * g, 32, vid);
             for (int g = 0; g < 2; ++g) b[4 + g] = fgg__q_tq1_bytes8_avx2(x + 160 + 8 * g, 16, vid);
             _mm256_storeu_si256((__m256i *)blk, fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
             _mm_storeu_si128((__m128i *)(blk + 32),
                              _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(b[4], b[5], b[4], b[5])));
+#endif
             const uint32_t tail = fgg__q_tq1_tail4_avx2(x + 240, vid);
             memcpy(blk + 48, &tail, 4);
         } else
@@ -125,7 +155,20 @@ static void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, i
         float id;
         const float d = fgg__q_amax_scale(x, 256, &id);
         fgg_q_put16(blk + 64, fgg_iq_fp16(d));
-#if FGG_IQ_SIMD && defined(__AVX2__)
+#if FGG_IQ_SIMD && defined(__AVX512BW__)
+        if (isfinite(id)) {
+            const __m512 vid = _mm512_set1_ps(id);
+            for (int h = 0; h < 2; ++h) {
+                for (int g = 0; g < 2; ++g) { /* bytes 16 g .. 16 g + 15 of half h */
+                    const float *p = x + 128 * h + 16 * g;
+                    __m512i b = fgg__q_trits16_avx512(p + 96, vid);
+                    for (int n = 2; n >= 0; --n) b = _mm512_or_si512(_mm512_slli_epi32(b, 2), fgg__q_trits16_avx512(p + 32 * n, vid));
+                    _mm_storeu_si128((__m128i *)(blk + 32 * h + 16 * g), _mm512_cvtepi32_epi8(b));
+                }
+            }
+            continue;
+        }
+#elif FGG_IQ_SIMD && defined(__AVX2__)
         if (isfinite(id)) {
             const __m256 vid = _mm256_set1_ps(id);
             for (int h = 0; h < 2; ++h) {
