@@ -258,6 +258,28 @@ def test_first_non_finite_row_among_threads(qtype, threads, cpu_path):
     quantize(x, qtype, threads=threads)
 
 
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0], ids=lambda t: t.name)
+def test_non_finite_found_while_quantizing(qtype, cpu_path):
+    # these types find NaN/inf as they quantize (a NaN or inf level's product is NaN): one bad value
+    # anywhere in a row, in a block quantized 8 at a time or in a row's last blocks, among tricky
+    # blocks; blocks of subnormals (1/d infinite) are finite
+    rng = np.random.default_rng(int(qtype))
+    n_per_row = 256 * 3 if qtype in (T.TQ1_0, T.TQ2_0) else 32 * 19
+    x = tricky_blocks(rng, 6 * n_per_row // 32).reshape(6, n_per_row)
+    x[1, :64] = np.float32(1e-39) * rng.integers(-3, 4, 64)
+    expected = quantize(x, qtype)
+    for column in [0, 5, 255, 256 + 31, n_per_row - 40, n_per_row - 2]:
+        for bad in ([np.nan], [np.inf], [-np.inf], [np.inf, -np.inf]):
+            y = x.copy()
+            y[4, column:column + len(bad)] = bad
+            y[5, 3] = np.nan
+            with pytest.raises(ValueError, match="non-finite value in row 4$"):
+                quantize(y, qtype)
+    out = np.empty_like(expected)
+    assert quantize(x, qtype, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+
+
 @plain_type_ids
 def test_bad_shapes_and_dtypes(qtype):
     with pytest.raises(ValueError, match="1-D or 2-D"):

@@ -358,6 +358,8 @@ cdef extern from "quant_misc.h":
                            const float *imatrix) noexcept nogil
     void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                            const float *imatrix) noexcept nogil
+    int64_t fgg_quantize_checked_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
+    int64_t fgg_quantize_checked_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
     void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                            const float *imatrix) noexcept nogil
     void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
@@ -434,6 +436,8 @@ cdef void iq_rows(fgg_kernel_row *rows) noexcept nogil:
                                             quantize=fgg_quantize_tq1_0, dot=NULL)
     rows[FGG_TYPE_TQ2_0] = fgg_kernel_row(dequantize=dequant_tq2_0, byteswap=swap_block_fields,
                                             quantize=fgg_quantize_tq2_0, dot=NULL)
+    QUANTIZE_CHECKED[FGG_TYPE_TQ1_0] = fgg_quantize_checked_tq1_0
+    QUANTIZE_CHECKED[FGG_TYPE_TQ2_0] = fgg_quantize_checked_tq2_0
     rows[FGG_TYPE_MXFP4] = fgg_kernel_row(dequantize=dequant_mxfp4, byteswap=swap_block_fields,
                                             quantize=fgg_quantize_mxfp4, dot=NULL)
     rows[FGG_TYPE_NVFP4] = fgg_kernel_row(dequantize=dequant_nvfp4, byteswap=swap_block_fields,

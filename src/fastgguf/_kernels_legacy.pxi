@@ -120,6 +120,11 @@ cdef extern from "quant_legacy.h":
                            const float *imatrix) noexcept nogil
     void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                            const float *imatrix) noexcept nogil
+    int64_t fgg_quantize_checked_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
+    int64_t fgg_quantize_checked_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
+    int64_t fgg_quantize_checked_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
+    int64_t fgg_quantize_checked_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
+    int64_t fgg_quantize_checked_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
 
 cdef void legacy_rows(fgg_kernel_row *rows) noexcept nogil:
     """This family's rows of the kernel table."""
@@ -135,3 +140,8 @@ cdef void legacy_rows(fgg_kernel_row *rows) noexcept nogil:
                                             quantize=fgg_quantize_q8_0, dot=NULL)
     rows[FGG_TYPE_Q8_1] = fgg_kernel_row(dequantize=dequant_q8_1, byteswap=swap_block_fields,
                                             quantize=fgg_quantize_q8_1, dot=NULL)
+    QUANTIZE_CHECKED[FGG_TYPE_Q4_0] = fgg_quantize_checked_q4_0
+    QUANTIZE_CHECKED[FGG_TYPE_Q4_1] = fgg_quantize_checked_q4_1
+    QUANTIZE_CHECKED[FGG_TYPE_Q5_0] = fgg_quantize_checked_q5_0
+    QUANTIZE_CHECKED[FGG_TYPE_Q5_1] = fgg_quantize_checked_q5_1
+    QUANTIZE_CHECKED[FGG_TYPE_Q8_0] = fgg_quantize_checked_q8_0

@@ -236,28 +236,49 @@ static inline void fgg_q_put16x8_avx2(uint8_t *p, size_t stride, __m256 v) {
 }
 #endif
 
-/* largest |x[i]| of n (a multiple of 16) finite floats; the maximum is exact in any order */
-static inline float fgg_q_amax(const float *x, int n) {
+/* The largest |x[i]| bits of n (a multiple of 16) floats: for finite values their integer order is
+ * the float order (so the maximum is exact in any order); NaN and infinities give
+ * FGG_Q_INF_BITS or more. Four chains of maxima where n allows (one chain's latency, not the
+ * loads, would set the pace). */
+#define FGG_Q_INF_BITS 0x7f800000u
+static inline uint32_t fgg_q_amax_bits(const float *x, int n) {
 #if FGG_IQ_SIMD
-    /* four chains of maxima where n allows (one chain's latency, not the loads, would set the pace) */
-    fgg_q_vf8 m[4] = {fgg_q_splat8(0.0f), fgg_q_splat8(0.0f), fgg_q_splat8(0.0f), fgg_q_splat8(0.0f)};
+    const fgg_q_vi8 zero = {0};
+    fgg_q_vi8 m[4] = {zero, zero, zero, zero};
     const int chains = n % (4 * FGG_Q_W) == 0 ? 4 : 1;
     for (int i = 0; i < n; i += chains * FGG_Q_W) {
         for (int k = 0; k < chains; ++k) {
-            fgg_q_vf8 v;
+            fgg_q_vi8 v;
             memcpy(&v, x + i + k * FGG_Q_W, sizeof v);
-            v = fgg_q_abs8(v);
-            m[k] = fgg_q_fsel(v > m[k], v, m[k]);
+            v &= 0x7fffffff; /* as int32: >= 0, so the signed maximum is the unsigned one */
+            m[k] = fgg_q_isel(v > m[k], v, m[k]);
         }
     }
-    m[0] = fgg_q_fsel(m[1] > m[0], m[1], m[0]);
-    m[2] = fgg_q_fsel(m[3] > m[2], m[3], m[2]);
-    return fgg_q_hmax(fgg_q_fsel(m[2] > m[0], m[2], m[0]));
+    m[0] = fgg_q_isel(m[1] > m[0], m[1], m[0]);
+    m[2] = fgg_q_isel(m[3] > m[2], m[3], m[2]);
+    m[0] = fgg_q_isel(m[2] > m[0], m[2], m[0]);
+    int32_t lanes[FGG_Q_W], top = 0;
+    memcpy(lanes, &m[0], sizeof lanes);
+    for (int k = 0; k < FGG_Q_W; ++k) top = lanes[k] > top ? lanes[k] : top;
+    return (uint32_t)top;
 #else
-    float r = 0.0f;
-    for (int i = 0; i < n; ++i) r = fabsf(x[i]) > r ? fabsf(x[i]) : r;
-    return r;
+    uint32_t top = 0;
+    for (int i = 0; i < n; ++i) {
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        b &= 0x7fffffffu;
+        top = b > top ? b : top;
+    }
+    return top;
 #endif
+}
+
+/* largest |x[i]| of n (a multiple of 16) finite floats */
+static inline float fgg_q_amax(const float *x, int n) {
+    const uint32_t bits = fgg_q_amax_bits(x, n);
+    float r;
+    memcpy(&r, &bits, sizeof r);
+    return r;
 }
 
 /* q[i] = round-half-away(x[i] * id) as int8, n a multiple of 16 */
@@ -866,13 +887,16 @@ static inline void fgg__q_extremes32_avx2(const float *x, __m256 start_up, __m25
 }
 
 /* The 32 levels (int)((x - sub) * id + off) of one block kept in 0..hi, as bytes in order (a
- * NaN/inf product's INT_MIN becomes 0, its low byte); subtract = 0 skips x - 0, which is x */
-static inline __m256i fgg__q_levels32_avx2(const float *x, int subtract, float sub, float id, float off, int hi) {
+ * NaN/inf product's INT_MIN becomes 0, its low byte); subtract = 0 skips x - 0, which is x.
+ * lowest: the smallest level before that (INT_MIN for a NaN/inf product: see fgg__q_rows_checked) */
+static inline __m256i fgg__q_levels32_avx2(const float *x, int subtract, float sub, float id, float off, int hi,
+                                           __m256i *lowest) {
     __m256i l[4];
     for (int c = 0; c < 4; ++c) {
         __m256 v = _mm256_loadu_ps(x + 8 * c);
         if (subtract) v = _mm256_sub_ps(v, _mm256_set1_ps(sub));
         const __m256i t = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(id)), _mm256_set1_ps(off)));
+        *lowest = _mm256_min_epi32(*lowest, t);
         l[c] = _mm256_max_epi32(_mm256_min_epi32(t, _mm256_set1_epi32(hi)), _mm256_setzero_si256());
     }
     const __m256i p = _mm256_packus_epi16(_mm256_packus_epi32(l[0], l[1]), _mm256_packus_epi32(l[2], l[3]));
@@ -882,7 +906,7 @@ static inline __m256i fgg__q_levels32_avx2(const float *x, int subtract, float s
 /* Eight blocks of Q4_0 / Q5_0 (signed: d = signed largest magnitude / -2^(bits-1)) or Q4_1 / Q5_1
  * (affine: d = (max - min) / (2^bits - 1), offset min) without importance weights: the extremes
  * of 8 blocks reduce together, d, 1/d and fp16 run once per 8 blocks, then each block's levels */
-static void fgg__q_legacy8_avx2(const float *x, uint8_t *y, int affine, int bits) {
+static void fgg__q_legacy8_avx2(const float *x, uint8_t *y, int affine, int bits, __m256i *lowest) {
     const int half = 1 << (bits - 1);
     const size_t bsz = (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
     const int hi = affine ? (bits == 4 ? 15 : 255) : 2 * half - 1; /* Q5_1 keeps the low byte */
@@ -916,14 +940,16 @@ static void fgg__q_legacy8_avx2(const float *x, uint8_t *y, int affine, int bits
     fgg_q_put16x8_avx2(y, bsz, d);
     if (affine) fgg_q_put16x8_avx2(y + 2, bsz, _mm256_loadu_ps(vmin));
     const float off = affine ? 0.5f : (float)half + 0.5f;
+    __m256i low = *lowest; /* (a local: not a chain through memory) */
     for (int b = 0; b < 8; ++b) {
         uint8_t *qs = y + b * bsz + (affine ? 4 : 2) + (bits == 5 ? 4 : 0);
-        const __m256i L = fgg__q_levels32_avx2(x + 32 * b, affine, affine ? vmin[b] : 0.0f, id[b], off, hi);
+        const __m256i L = fgg__q_levels32_avx2(x + 32 * b, affine, affine ? vmin[b] : 0.0f, id[b], off, hi, &low);
         if (bits == 4) /* level j low, level j + 16 high (levels <= 15: the shift leaks nothing) */
             _mm_storeu_si128((__m128i *)qs, _mm_or_si128(_mm256_castsi256_si128(L), _mm_slli_epi16(_mm256_extracti128_si256(L, 1), 4)));
         else
             fgg__q_store_q5_avx2(qs, qs - 4, L);
     }
+    *lowest = low;
 }
 #endif
 
@@ -936,7 +962,8 @@ static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, in
     const int64_t nb = n_rows * (n_per_row / 32);
     int64_t i = 0;
 #if FGG_IQ_SIMD && defined(__AVX2__)
-    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 18 * i, 0, 4);
+    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
+    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 18 * i, 0, 4, &lowest);
 #endif
     for (; i < nb; ++i) {
         uint8_t *blk = dst + 18 * i;
@@ -955,7 +982,8 @@ static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, in
     uint8_t lv[32];
     int64_t i = 0;
 #if FGG_IQ_SIMD && defined(__AVX2__)
-    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 22 * i, 0, 5);
+    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
+    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 22 * i, 0, 5, &lowest);
 #endif
     for (; i < nb; ++i) {
         uint8_t *blk = dst + 22 * i;
@@ -976,7 +1004,8 @@ static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, i
     uint8_t lv[32];
     int64_t i = 0;
 #if FGG_IQ_SIMD && defined(__AVX2__)
-    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + (size_t)i * bsz, 1, bits);
+    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
+    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + (size_t)i * bsz, 1, bits, &lowest);
 #endif
     for (; i < nb; ++i) {
         uint8_t *blk = dst + (size_t)i * bsz;
@@ -1026,8 +1055,9 @@ static inline float fgg__q_block_q8(const float *x, int8_t *q) {
 
 #if FGG_IQ_SIMD && defined(__AVX2__)
 /* Eight blocks of Q8_0: the largest magnitudes reduce together, d = amax / 127 and its inverse
- * once per 8 blocks, then each block's levels as in fgg__q_block_q8 */
-static void fgg__q_q8_0_blocks8_avx2(const float *x, uint8_t *y) {
+ * once per 8 blocks, then each block's levels as in fgg__q_block_q8 (lowest: as in
+ * fgg__q_levels32_avx2) */
+static void fgg__q_q8_0_blocks8_avx2(const float *x, uint8_t *y, __m256i *lowest) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 m[8];
     for (int b = 0; b < 8; ++b) {
@@ -1038,12 +1068,17 @@ static void fgg__q_q8_0_blocks8_avx2(const float *x, uint8_t *y) {
     float id[8];
     _mm256_storeu_ps(id, fgg_q_inverse_or_zero_avx2(d));
     fgg_q_put16x8_avx2(y, 34, d);
+    __m256i low = *lowest;
     for (int b = 0; b < 8; ++b) {
         const __m256 idb = _mm256_set1_ps(id[b]);
         __m256i t[4];
-        for (int c = 0; c < 4; ++c) t[c] = fgg_q_lround_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * b + 8 * c), idb));
+        for (int c = 0; c < 4; ++c) {
+            t[c] = fgg_q_lround_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * b + 8 * c), idb));
+            low = _mm256_min_epi32(low, t[c]);
+        }
         _mm256_storeu_si256((__m256i *)(y + 34 * b + 2), fgg_q_pack_bytes_avx2(t[0], t[1], t[2], t[3]));
     }
+    *lowest = low;
 }
 #endif
 
@@ -1053,7 +1088,8 @@ static void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, in
     const int64_t nb = n_rows * (n_per_row / 32);
     int64_t i = 0;
 #if FGG_IQ_SIMD && defined(__AVX2__)
-    for (; i + 8 <= nb; i += 8) fgg__q_q8_0_blocks8_avx2(src + 32 * i, dst + 34 * i);
+    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
+    for (; i + 8 <= nb; i += 8) fgg__q_q8_0_blocks8_avx2(src + 32 * i, dst + 34 * i, &lowest);
 #endif
     for (; i < nb; ++i) {
         uint8_t *blk = dst + 34 * i;
@@ -1075,6 +1111,71 @@ static void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, in
         fgg_q_put16(blk, fgg_iq_fp16(d));
         fgg_q_put16(blk + 2, fgg_iq_fp16((float)sum * d));
     }
+}
+
+/* ---- Quantizing and checking in one pass ----
+ * fgg_quantize_checked_<type>(src, dst, n_rows, n_per_row) is fgg_quantize_<type> without an
+ * importance matrix for src that may hold NaN or infinities: it returns the first row holding one
+ * (that row written in part, the rows after it not at all), or -1. No separate pass reads the
+ * input: a NaN or an infinity makes its own level's product NaN (an infinity makes d infinite and
+ * 1/d zero), which converts to INT_MIN; the few rows where that happens otherwise (1/d infinite,
+ * a block of subnormals) are told apart by a look at their values. */
+
+/* the largest |x| bits of n floats, any n */
+static inline uint32_t fgg_q_mag_bits(const float *x, int64_t n) {
+    uint32_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        b &= 0x7fffffffu;
+        m = b > m ? b : m;
+    }
+    return m;
+}
+
+typedef void (*fgg_q_rows_fn)(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix);
+
+/* bits 4 / 5: Q4_0, Q5_0 (affine 0) or Q4_1, Q5_1 (affine 1); bits 8: Q8_0. quantize: the type's
+ * fgg_quantize_<type>, for the blocks past a row's last 8. */
+static int64_t fgg__q_rows_checked(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, int affine,
+                                   int bits, fgg_q_rows_fn quantize) {
+    const int64_t nb = n_per_row / 32;
+    const size_t bsz = bits == 8 ? 34 : (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
+    for (int64_t r = 0; r < n_rows; ++r) {
+        const float *x = src + r * n_per_row;
+        uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
+        int64_t i = 0;
+#if FGG_IQ_SIMD && defined(__AVX2__)
+        __m256i lowest = _mm256_setzero_si256();
+        for (; i + 8 <= nb; i += 8) {
+            if (bits == 8) fgg__q_q8_0_blocks8_avx2(x + 32 * i, y + bsz * (size_t)i, &lowest);
+            else fgg__q_legacy8_avx2(x + 32 * i, y + bsz * (size_t)i, affine, bits, &lowest);
+        }
+        const int maybe = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(lowest, _mm256_set1_epi32(INT32_MIN))));
+        if (maybe && fgg_q_mag_bits(x, 32 * i) >= FGG_Q_INF_BITS) return r;
+#endif
+        if (i < nb) { /* the last blocks (all of them without AVX2): checked first */
+            if (fgg_q_mag_bits(x + 32 * i, 32 * (nb - i)) >= FGG_Q_INF_BITS) return r;
+            quantize(x + 32 * i, y + bsz * (size_t)i, 1, 32 * (nb - i), NULL);
+        }
+    }
+    return -1;
+}
+
+static int64_t fgg_quantize_checked_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
+    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 0, 4, fgg_quantize_q4_0);
+}
+static int64_t fgg_quantize_checked_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
+    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 1, 4, fgg_quantize_q4_1);
+}
+static int64_t fgg_quantize_checked_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
+    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 0, 5, fgg_quantize_q5_0);
+}
+static int64_t fgg_quantize_checked_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
+    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 1, 5, fgg_quantize_q5_1);
+}
+static int64_t fgg_quantize_checked_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
+    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 0, 8, fgg_quantize_q8_0);
 }
 
 #endif /* FGG_QUANT_LEGACY_H */

@@ -10,12 +10,6 @@
 
 /* ------------------------------------------------------------------ TQ1_0 / TQ2_0 */
 
-static inline float fgg__q_amax_scale(const float *x, int n, float *id) {
-    const float amax = fgg_q_amax(x, n);
-    *id = amax != 0.0f ? 1.0f / amax : 0.0f;
-    return amax;
-}
-
 /* C's (int)lroundf(v) and (int)roundf(v) as gcc compiles them for x86-64, where ggml-base is
  * built. They differ only where v has no int value: for a block of subnormals 1 / amax is inf,
  * and v is +-inf or NaN (0 * inf). lroundf then gives LONG_MIN (glibc converts with cvttss2si),
@@ -103,96 +97,119 @@ static inline uint32_t fgg__q_tq1_tail4_avx2(const float *x, __m256 id) {
 /* 256 elements -> 48 bytes of five trits (first 160 as 32 columns, then 80 as 16 columns),
  * 4 bytes of four trits (the last 16), fp16 amax. A byte holds ceil(t * 256 / 243), where t is
  * the base-3 number of its trits, most significant first. */
-static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                               const float *imatrix) {
-    (void)imatrix;
-    const int64_t nb = n_rows * (n_per_row / 256);
-    for (int64_t i = 0; i < nb; ++i) {
-        const float *x = src + 256 * i;
-        uint8_t *blk = dst + 54 * i;
-        float id;
-        const float d = fgg__q_amax_scale(x, 256, &id);
+static void fgg__q_tq1_block(const float *x, uint8_t *blk, float d) {
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
 #if FGG_IQ_SIMD && defined(__AVX2__)
-        if (isfinite(id)) {
-            const __m256 vid = _mm256_set1_ps(id);
+    if (isfinite(id)) {
+        const __m256 vid = _mm256_set1_ps(id);
 #if defined(__AVX512BW__)
-            const __m512 vid16 = _mm512_set1_ps(id);
-            for (int g = 0; g < 2; ++g) _mm_storeu_si128((__m128i *)(blk + 16 * g), _mm512_cvtepi32_epi8(fgg__q_tq1_bytes16_avx512(x + 16 * g, 32, vid16)));
-            _mm_storeu_si128((__m128i *)(blk + 32), _mm512_cvtepi32_epi8(fgg__q_tq1_bytes16_avx512(x + 160, 16, vid16)));
+        const __m512 vid16 = _mm512_set1_ps(id);
+        for (int g = 0; g < 2; ++g) _mm_storeu_si128((__m128i *)(blk + 16 * g), _mm512_cvtepi32_epi8(fgg__q_tq1_bytes16_avx512(x + 16 * g, 32, vid16)));
+        _mm_storeu_si128((__m128i *)(blk + 32), _mm512_cvtepi32_epi8(fgg__q_tq1_bytes16_avx512(x + 160, 16, vid16)));
 #else
-            __m256i b[6];
-            for (int g = 0; g < 4; ++g) b[g] = fgg__q_tq1_bytes8_avx2(x + 8 * g, 32, vid);
-            for (int g = 0; g < 2; ++g) b[4 + g] = fgg__q_tq1_bytes8_avx2(x + 160 + 8 * g, 16, vid);
-            _mm256_storeu_si256((__m256i *)blk, fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
-            _mm_storeu_si128((__m128i *)(blk + 32),
-                             _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(b[4], b[5], b[4], b[5])));
+        __m256i b[6];
+        for (int g = 0; g < 4; ++g) b[g] = fgg__q_tq1_bytes8_avx2(x + 8 * g, 32, vid);
+        for (int g = 0; g < 2; ++g) b[4 + g] = fgg__q_tq1_bytes8_avx2(x + 160 + 8 * g, 16, vid);
+        _mm256_storeu_si256((__m256i *)blk, fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
+        _mm_storeu_si128((__m128i *)(blk + 32),
+                         _mm256_castsi256_si128(fgg_q_pack_bytes_avx2(b[4], b[5], b[4], b[5])));
 #endif
-            const uint32_t tail = fgg__q_tq1_tail4_avx2(x + 240, vid);
-            memcpy(blk + 48, &tail, 4);
-        } else
+        const uint32_t tail = fgg__q_tq1_tail4_avx2(x + 240, vid);
+        memcpy(blk + 48, &tail, 4);
+    } else
 #endif
-        {
-            for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
-            for (int m = 0; m < 16; ++m)
-                blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
-            for (int m = 0; m < 4; ++m) {
-                const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
-                blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
-            }
+    {
+        for (int m = 0; m < 32; ++m) blk[m] = (uint8_t)((fgg__q_trits(x + m, 32, 5, id) * 256u + 242u) / 243u);
+        for (int m = 0; m < 16; ++m)
+            blk[32 + m] = (uint8_t)((fgg__q_trits(x + 160 + m, 16, 5, id) * 256u + 242u) / 243u);
+        for (int m = 0; m < 4; ++m) {
+            const unsigned t = 3u * fgg__q_trits(x + 240 + m, 4, 4, id); /* a fifth, zero trit */
+            blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
         }
-        fgg_q_put16(blk + 52, fgg_iq_fp16(d));
     }
+    fgg_q_put16(blk + 52, fgg_iq_fp16(d));
 }
 
 /* 256 elements -> 64 bytes of four 2-bit trits (element m + 32 n of each 128 in bits 2n), fp16 amax */
+static void fgg__q_tq2_block(const float *x, uint8_t *blk, float d) {
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    fgg_q_put16(blk + 64, fgg_iq_fp16(d));
+#if FGG_IQ_SIMD && defined(__AVX512BW__)
+    if (isfinite(id)) {
+        const __m512 vid = _mm512_set1_ps(id);
+        for (int h = 0; h < 2; ++h) {
+            for (int g = 0; g < 2; ++g) { /* bytes 16 g .. 16 g + 15 of half h */
+                const float *p = x + 128 * h + 16 * g;
+                __m512i b = fgg__q_trits16_avx512(p + 96, vid);
+                for (int n = 2; n >= 0; --n) b = _mm512_or_si512(_mm512_slli_epi32(b, 2), fgg__q_trits16_avx512(p + 32 * n, vid));
+                _mm_storeu_si128((__m128i *)(blk + 32 * h + 16 * g), _mm512_cvtepi32_epi8(b));
+            }
+        }
+        return;
+    }
+#elif FGG_IQ_SIMD && defined(__AVX2__)
+    if (isfinite(id)) {
+        const __m256 vid = _mm256_set1_ps(id);
+        for (int h = 0; h < 2; ++h) {
+            __m256i b[4];
+            for (int g = 0; g < 4; ++g) {
+                const float *c = x + 128 * h + 8 * g;
+                b[g] = _mm256_or_si256(
+                    _mm256_or_si256(fgg__q_trits8_avx2(c, vid), _mm256_slli_epi32(fgg__q_trits8_avx2(c + 32, vid), 2)),
+                    _mm256_or_si256(_mm256_slli_epi32(fgg__q_trits8_avx2(c + 64, vid), 4),
+                                    _mm256_slli_epi32(fgg__q_trits8_avx2(c + 96, vid), 6)));
+            }
+            _mm256_storeu_si256((__m256i *)(blk + 32 * h), fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
+        }
+        return;
+    }
+#endif
+    for (int h = 0; h < 2; ++h) {
+        for (int m = 0; m < 32; ++m) {
+            unsigned q = 0;
+            for (int n = 0; n < 4; ++n) q += ((unsigned)fgg__q_trit(x[128 * h + m + 32 * n] * id) & 3u) << (2 * n);
+            blk[32 * h + m] = (uint8_t)q;
+        }
+    }
+}
+
+/* Rows of TQ1_0 (54-byte blocks) or TQ2_0 (66): d = the block's largest magnitude. check: return
+ * the first row holding a NaN or an infinity (seen in d's bits; that row written in part, the rows
+ * after it not at all), or -1; else every row is written and -1 returned */
+static int64_t fgg__q_tq_rows(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, size_t bsz,
+                              void (*block)(const float *, uint8_t *, float), int check) {
+    const int64_t nb = n_per_row / 256;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        for (int64_t i = 0; i < nb; ++i) {
+            const float *x = src + r * n_per_row + 256 * i;
+            const uint32_t bits = fgg_q_amax_bits(x, 256);
+            if (check && bits >= FGG_Q_INF_BITS) return r;
+            float d;
+            memcpy(&d, &bits, sizeof d);
+            block(x, dst + (size_t)(r * nb + i) * bsz, d);
+        }
+    }
+    return -1;
+}
+
+static void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                               const float *imatrix) {
+    (void)imatrix;
+    fgg__q_tq_rows(src, dst, n_rows, n_per_row, 54, fgg__q_tq1_block, 0);
+}
+
 static void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                const float *imatrix) {
     (void)imatrix;
-    const int64_t nb = n_rows * (n_per_row / 256);
-    for (int64_t i = 0; i < nb; ++i) {
-        const float *x = src + 256 * i;
-        uint8_t *blk = dst + 66 * i;
-        float id;
-        const float d = fgg__q_amax_scale(x, 256, &id);
-        fgg_q_put16(blk + 64, fgg_iq_fp16(d));
-#if FGG_IQ_SIMD && defined(__AVX512BW__)
-        if (isfinite(id)) {
-            const __m512 vid = _mm512_set1_ps(id);
-            for (int h = 0; h < 2; ++h) {
-                for (int g = 0; g < 2; ++g) { /* bytes 16 g .. 16 g + 15 of half h */
-                    const float *p = x + 128 * h + 16 * g;
-                    __m512i b = fgg__q_trits16_avx512(p + 96, vid);
-                    for (int n = 2; n >= 0; --n) b = _mm512_or_si512(_mm512_slli_epi32(b, 2), fgg__q_trits16_avx512(p + 32 * n, vid));
-                    _mm_storeu_si128((__m128i *)(blk + 32 * h + 16 * g), _mm512_cvtepi32_epi8(b));
-                }
-            }
-            continue;
-        }
-#elif FGG_IQ_SIMD && defined(__AVX2__)
-        if (isfinite(id)) {
-            const __m256 vid = _mm256_set1_ps(id);
-            for (int h = 0; h < 2; ++h) {
-                __m256i b[4];
-                for (int g = 0; g < 4; ++g) {
-                    const float *c = x + 128 * h + 8 * g;
-                    b[g] = _mm256_or_si256(
-                        _mm256_or_si256(fgg__q_trits8_avx2(c, vid), _mm256_slli_epi32(fgg__q_trits8_avx2(c + 32, vid), 2)),
-                        _mm256_or_si256(_mm256_slli_epi32(fgg__q_trits8_avx2(c + 64, vid), 4),
-                                        _mm256_slli_epi32(fgg__q_trits8_avx2(c + 96, vid), 6)));
-                }
-                _mm256_storeu_si256((__m256i *)(blk + 32 * h), fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
-            }
-            continue;
-        }
-#endif
-        for (int h = 0; h < 2; ++h) {
-            for (int m = 0; m < 32; ++m) {
-                unsigned q = 0;
-                for (int n = 0; n < 4; ++n) q += ((unsigned)fgg__q_trit(x[128 * h + m + 32 * n] * id) & 3u) << (2 * n);
-                blk[32 * h + m] = (uint8_t)q;
-            }
-        }
-    }
+    fgg__q_tq_rows(src, dst, n_rows, n_per_row, 66, fgg__q_tq2_block, 0);
+}
+
+static int64_t fgg_quantize_checked_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
+    return fgg__q_tq_rows(src, dst, n_rows, n_per_row, 54, fgg__q_tq1_block, 1);
+}
+
+static int64_t fgg_quantize_checked_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
+    return fgg__q_tq_rows(src, dst, n_rows, n_per_row, 66, fgg__q_tq2_block, 1);
 }
 
 /* ------------------------------------------------------------------ MXFP4 / NVFP4 */
