@@ -38,41 +38,44 @@ static inline unsigned fgg__q_trits(const float *x, int stride, int count, float
 }
 
 #if FGG_IQ_SIMD && defined(__AVX2__)
-/* trits of x[0..8) * id as int32 lanes, for a finite id (then |x * id| <= 1: lroundf is roundf) */
-static inline __m256i fgg__q_trits8_avx2(const float *x, __m256 id) {
-    return _mm256_add_epi32(fgg_q_lround_avx2(_mm256_mul_ps(_mm256_loadu_ps(x), id)), _mm256_set1_epi32(1));
+/* roundf of x[0..8) * id as int32 lanes, for a finite id (then |x * id| <= 1, so lroundf is roundf
+ * and it is 1 from 0.5 up, -1 from -0.5 down, else 0): the two compare masks (-1) subtracted */
+static inline __m256i fgg__q_round_unit8_avx2(const float *x, __m256 id) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x), id);
+    return _mm256_sub_epi32(_mm256_castps_si256(_mm256_cmp_ps(v, _mm256_set1_ps(-0.5f), _CMP_LE_OQ)),
+                            _mm256_castps_si256(_mm256_cmp_ps(v, _mm256_set1_ps(0.5f), _CMP_GE_OQ)));
 }
 
-/* base-3 numbers of 5 trits (x[k stride], k = 0..4, the first most significant) in 8 lanes, then
- * ceil(t * 256 / 243) by a multiply and shift (exact for every t <= 242, below 2^32) */
+/* trits (roundf + 1) of x[0..8) * id */
+static inline __m256i fgg__q_trits8_avx2(const float *x, __m256 id) {
+    return _mm256_add_epi32(fgg__q_round_unit8_avx2(x, id), _mm256_set1_epi32(1));
+}
+
+/* base-3 numbers of 5 trits (x[k stride], k = 0..4, the first most significant) in 8 lanes (the
+ * roundings in base 3, plus 121 for the five +1), then ceil(t * 256 / 243) by a multiply and
+ * shift (exact for every t <= 242, below 2^32) */
 static inline __m256i fgg__q_tq1_bytes8_avx2(const float *x, int stride, __m256 id) {
-    __m256i t = fgg__q_trits8_avx2(x, id);
+    __m256i t = fgg__q_round_unit8_avx2(x, id);
     for (int k = 1; k < 5; ++k)
-        t = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(t, 1), t), fgg__q_trits8_avx2(x + k * stride, id)); /* 3t + trit */
-    t = _mm256_add_epi32(_mm256_slli_epi32(t, 8), _mm256_set1_epi32(242));
+        t = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(t, 1), t), fgg__q_round_unit8_avx2(x + k * stride, id)); /* 3t + r */
+    t = _mm256_add_epi32(_mm256_slli_epi32(t, 8), _mm256_set1_epi32(121 * 256 + 242));
     return _mm256_srli_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(69043)), 24);
 }
 
 #if defined(__AVX512BW__)
-/* (int)roundf per lane, as fgg_q_lround_avx2 */
-static inline __m512i fgg_q_lround_avx512(__m512 v) {
-    const __m512i below_half = _mm512_set1_epi32(0x3effffff), sign = _mm512_set1_epi32((int)0x80000000u);
-    return _mm512_cvttps_epi32(_mm512_add_ps(v, _mm512_castsi512_ps(_mm512_or_si512(below_half, _mm512_and_si512(_mm512_castps_si512(v), sign)))));
+/* fgg__q_round_unit8_avx2 on 16 lanes */
+static inline __m512i fgg__q_round_unit16_avx512(const float *x, __m512 id) {
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x), id);
+    const __m512i up = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(v, _mm512_set1_ps(0.5f), _CMP_GE_OQ), _mm512_set1_epi32(1));
+    return _mm512_mask_mov_epi32(up, _mm512_cmp_ps_mask(v, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), _mm512_set1_epi32(-1));
 }
 
-/* trits of x[0..16) * id, as fgg__q_trits8_avx2 */
-static inline __m512i fgg__q_trits16_avx512(const float *x, __m512 id) {
-    return _mm512_add_epi32(fgg_q_lround_avx512(_mm512_mul_ps(_mm512_loadu_ps(x), id)), _mm512_set1_epi32(1));
-}
-#endif
-
-#if defined(__AVX512BW__)
 /* fgg__q_tq1_bytes8_avx2 on 16 lanes */
 static inline __m512i fgg__q_tq1_bytes16_avx512(const float *x, int stride, __m512 id) {
-    __m512i t = fgg__q_trits16_avx512(x, id);
+    __m512i t = fgg__q_round_unit16_avx512(x, id);
     for (int k = 1; k < 5; ++k)
-        t = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(t, 1), t), fgg__q_trits16_avx512(x + k * stride, id));
-    t = _mm512_add_epi32(_mm512_slli_epi32(t, 8), _mm512_set1_epi32(242));
+        t = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(t, 1), t), fgg__q_round_unit16_avx512(x + k * stride, id));
+    t = _mm512_add_epi32(_mm512_slli_epi32(t, 8), _mm512_set1_epi32(121 * 256 + 242));
     return _mm512_srli_epi32(_mm512_mullo_epi32(t, _mm512_set1_epi32(69043)), 24);
 }
 #endif
@@ -140,9 +143,9 @@ static void fgg__q_tq2_block(const float *x, uint8_t *blk, float d) {
         for (int h = 0; h < 2; ++h) {
             for (int g = 0; g < 2; ++g) { /* bytes 16 g .. 16 g + 15 of half h */
                 const float *p = x + 128 * h + 16 * g;
-                __m512i b = fgg__q_trits16_avx512(p + 96, vid);
-                for (int n = 2; n >= 0; --n) b = _mm512_or_si512(_mm512_slli_epi32(b, 2), fgg__q_trits16_avx512(p + 32 * n, vid));
-                _mm_storeu_si128((__m128i *)(blk + 32 * h + 16 * g), _mm512_cvtepi32_epi8(b));
+                __m512i b = fgg__q_round_unit16_avx512(p + 96, vid); /* sum of 4^n (r_n + 1): 4^n r_n + 85 */
+                for (int n = 2; n >= 0; --n) b = _mm512_add_epi32(_mm512_slli_epi32(b, 2), fgg__q_round_unit16_avx512(p + 32 * n, vid));
+                _mm_storeu_si128((__m128i *)(blk + 32 * h + 16 * g), _mm512_cvtepi32_epi8(_mm512_add_epi32(b, _mm512_set1_epi32(85))));
             }
         }
         return;
@@ -154,10 +157,9 @@ static void fgg__q_tq2_block(const float *x, uint8_t *blk, float d) {
             __m256i b[4];
             for (int g = 0; g < 4; ++g) {
                 const float *c = x + 128 * h + 8 * g;
-                b[g] = _mm256_or_si256(
-                    _mm256_or_si256(fgg__q_trits8_avx2(c, vid), _mm256_slli_epi32(fgg__q_trits8_avx2(c + 32, vid), 2)),
-                    _mm256_or_si256(_mm256_slli_epi32(fgg__q_trits8_avx2(c + 64, vid), 4),
-                                    _mm256_slli_epi32(fgg__q_trits8_avx2(c + 96, vid), 6)));
+                b[g] = fgg__q_round_unit8_avx2(c + 96, vid); /* sum of 4^n (r_n + 1): 4^n r_n + 85 */
+                for (int n = 2; n >= 0; --n) b[g] = _mm256_add_epi32(_mm256_slli_epi32(b[g], 2), fgg__q_round_unit8_avx2(c + 32 * n, vid));
+                b[g] = _mm256_add_epi32(b[g], _mm256_set1_epi32(85));
             }
             _mm256_storeu_si256((__m256i *)(blk + 32 * h), fgg_q_pack_bytes_avx2(b[0], b[1], b[2], b[3]));
         }
