@@ -886,21 +886,23 @@ static inline void fgg__q_extremes32_avx2(const float *x, __m256 start_up, __m25
     *lo = l;
 }
 
-/* The 32 levels (int)((x - sub) * id + off) of one block kept in 0..hi, as bytes in order (a
- * NaN/inf product's INT_MIN becomes 0, its low byte); subtract = 0 skips x - 0, which is x.
- * lowest: the smallest level before that (INT_MIN for a NaN/inf product: see fgg__q_rows_checked) */
+/* The 32 levels (int)((x - sub) * id + off) of one block kept in 0..hi, as bytes in order;
+ * subtract = 0 skips x - 0, which is x. A level is 0..2^bits or, for a NaN/inf product, INT_MIN
+ * (whose low byte, 0, ggml stores): the signed pack to 16 bits makes that -32768, kept in lowest
+ * (see fgg__q_rows_checked), and the unsigned pack to bytes 0 */
 static inline __m256i fgg__q_levels32_avx2(const float *x, int subtract, float sub, float id, float off, int hi,
                                            __m256i *lowest) {
-    __m256i l[4];
+    __m256i t[4];
     for (int c = 0; c < 4; ++c) {
         __m256 v = _mm256_loadu_ps(x + 8 * c);
         if (subtract) v = _mm256_sub_ps(v, _mm256_set1_ps(sub));
-        const __m256i t = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(id)), _mm256_set1_ps(off)));
-        *lowest = _mm256_min_epi32(*lowest, t);
-        l[c] = _mm256_max_epi32(_mm256_min_epi32(t, _mm256_set1_epi32(hi)), _mm256_setzero_si256());
+        t[c] = _mm256_cvttps_epi32(_mm256_add_ps(_mm256_mul_ps(v, _mm256_set1_ps(id)), _mm256_set1_ps(off)));
     }
-    const __m256i p = _mm256_packus_epi16(_mm256_packus_epi32(l[0], l[1]), _mm256_packus_epi32(l[2], l[3]));
-    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i w0 = _mm256_packs_epi32(t[0], t[1]), w1 = _mm256_packs_epi32(t[2], t[3]);
+    *lowest = _mm256_min_epi16(*lowest, _mm256_min_epi16(w0, w1));
+    __m256i b = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(w0, w1), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if (hi < 255) b = _mm256_min_epu8(b, _mm256_set1_epi8((char)hi));
+    return b;
 }
 
 /* Eight blocks of Q4_0 / Q5_0 (signed: d = signed largest magnitude / -2^(bits-1)) or Q4_1 / Q5_1
@@ -1151,7 +1153,8 @@ static int64_t fgg__q_rows_checked(const float *src, uint8_t *dst, int64_t n_row
             if (bits == 8) fgg__q_q8_0_blocks8_avx2(x + 32 * i, y + bsz * (size_t)i, &lowest);
             else fgg__q_legacy8_avx2(x + 32 * i, y + bsz * (size_t)i, affine, bits, &lowest);
         }
-        const int maybe = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(lowest, _mm256_set1_epi32(INT32_MIN))));
+        /* an int16 -32768 in lowest: an INT_MIN level (Q8_0's int32 INT_MIN has it as its upper half) */
+        const int maybe = _mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, _mm256_set1_epi16(INT16_MIN)));
         if (maybe && fgg_q_mag_bits(x, 32 * i) >= FGG_Q_INF_BITS) return r;
 #endif
         if (i < nb) { /* the last blocks (all of them without AVX2): checked first */
