@@ -123,6 +123,15 @@ FGG_Q_INL fgg_q_vf8 fgg_q_fsel(fgg_q_vi8 m, fgg_q_vf8 a, fgg_q_vf8 b) {
 FGG_Q_INL fgg_q_vi8 fgg_q_isel(fgg_q_vi8 m, fgg_q_vi8 a, fgg_q_vi8 b) {
     return (m & a) | (~m & b);
 }
+FGG_Q_INL fgg_q_vi8 fgg_q_maxi8(fgg_q_vi8 a, fgg_q_vi8 b) { /* (gcc leaves a select on int lanes as compare + blend) */
+#if FGG_Q_W == 16
+    return (fgg_q_vi8)_mm512_max_epi32((__m512i)a, (__m512i)b);
+#elif FGG_Q_W == 8 && defined(__AVX2__)
+    return (fgg_q_vi8)_mm256_max_epi32((__m256i)a, (__m256i)b);
+#else
+    return fgg_q_isel(a > b, a, b);
+#endif
+}
 FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane */
     fgg_q_vi8 bits = (fgg_q_vi8)(v + 12582912.0f);
     return (bits & 0x007fffff) - 0x00400000;
@@ -250,13 +259,10 @@ static inline uint32_t fgg_q_amax_bits(const float *x, int n) {
         for (int k = 0; k < chains; ++k) {
             fgg_q_vi8 v;
             memcpy(&v, x + i + k * FGG_Q_W, sizeof v);
-            v &= 0x7fffffff; /* as int32: >= 0, so the signed maximum is the unsigned one */
-            m[k] = fgg_q_isel(v > m[k], v, m[k]);
+            m[k] = fgg_q_maxi8(m[k], v & 0x7fffffff); /* as int32: >= 0, so the signed maximum is the unsigned one */
         }
     }
-    m[0] = fgg_q_isel(m[1] > m[0], m[1], m[0]);
-    m[2] = fgg_q_isel(m[3] > m[2], m[3], m[2]);
-    m[0] = fgg_q_isel(m[2] > m[0], m[2], m[0]);
+    m[0] = fgg_q_maxi8(fgg_q_maxi8(m[0], m[1]), fgg_q_maxi8(m[2], m[3]));
     int32_t lanes[FGG_Q_W], top = 0;
     memcpy(lanes, &m[0], sizeof lanes);
     for (int k = 0; k < FGG_Q_W; ++k) top = lanes[k] > top ? lanes[k] : top;
