@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
             theirs = [best_time(partial(lib.quantize, qtype.name, x, qw), args.repeat) for lib in libs]
             cols = [qtype.name, "no" if qw is None else "yes", rate(ours)] + [rate(t) for t in theirs]
             if qw is None and qtype in GGUF_PY_TYPES:
-                cols.append(rate(best_time(partial(gguf_py_quantize, x, qtype), 1)))
+                cols.append(rate(best_time(partial(gguf_py_quantize, x, qtype), min(3, args.repeat))))
             else:
                 cols.append("-")
             cols.append(f"{ours / two:8.2f}")

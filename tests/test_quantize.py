@@ -152,6 +152,7 @@ def test_round_trip_of_exact_values(qtype):
 @plain_type_ids
 def test_same_bytes_for_any_thread_count(qtype, cpu_path, monkeypatch):
     monkeypatch.setattr(quant, "_MIN_ELEMENTS_PER_THREAD", 1)
+    monkeypatch.setattr(quant, "_MIN_ELEMENTS_PER_THREAD_FAST", 1)
     x = sample(qtype, n_rows=13, seed=3)
     expected = quantize(x, qtype, threads=1)
     for threads in (2, 3, 8, 32):
@@ -244,9 +245,11 @@ def test_non_finite_input_names_the_row(qtype, bad):
 
 @pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_K, T.F16], ids=lambda t: t.name)
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_first_non_finite_row_among_threads(qtype, threads, cpu_path):
+def test_first_non_finite_row_among_threads(qtype, threads, cpu_path, monkeypatch):
     # rows are checked by the kernel as each thread's chunk is quantized: the first bad row of
     # all chunks is named, whichever thread finds it; a subnormal or FLT_MAX is finite
+    monkeypatch.setattr(quant, "_MIN_ELEMENTS_PER_THREAD", 1)
+    monkeypatch.setattr(quant, "_MIN_ELEMENTS_PER_THREAD_FAST", 1)
     x = np.random.default_rng(5).standard_normal((40, 1024)).astype(np.float32)
     x[1, 0], x[2, 5] = np.float32(1e-45), np.finfo(np.float32).max
     for bad_rows in ([39], [17, 38], [25, 9, 30]):

@@ -22,8 +22,16 @@ __all__ = ["has_quantize", "quantize", "requires_imatrix", "supported_types"]
 #: Types ggml refuses to quantize without an importance matrix (too few bits to pick blocks blind).
 _IMATRIX_REQUIRED = frozenset({GGMLType.IQ2_XXS, GGMLType.IQ2_XS, GGMLType.IQ1_S})
 
-#: Below this many input elements per thread, extra threads cost more than they save.
+#: Below this many input elements per thread, extra threads cost more than they save (waking a
+#: pool thread takes tens of microseconds).
 _MIN_ELEMENTS_PER_THREAD = 1 << 16
+#: The same for the types quantized at a billion elements a second or more: 2^16 of them take
+#: about as long as the wake-up.
+_MIN_ELEMENTS_PER_THREAD_FAST = 1 << 20
+_FAST_TYPES = frozenset({
+    GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1,
+    GGMLType.Q8_0, GGMLType.Q8_1, GGMLType.Q8_K, GGMLType.TQ1_0, GGMLType.TQ2_0, GGMLType.Q2_0,
+})
 
 _FLOAT_INPUTS = (np.float32, np.float16, np.float64)
 
@@ -170,7 +178,8 @@ def quantize(
         if np.may_share_memory(result, rows):
             raise ValueError("out overlaps x")
     dst = result.reshape(n_rows, row_bytes)
-    n_chunks = max(1, min(n_threads, n_rows, rows.size // _MIN_ELEMENTS_PER_THREAD))
+    per_thread = _MIN_ELEMENTS_PER_THREAD_FAST if qtype in _FAST_TYPES and weights is None else _MIN_ELEMENTS_PER_THREAD
+    n_chunks = max(1, min(n_threads, n_rows, rows.size // per_thread))
     # The kernels check each row for NaN/inf just before quantizing it (while it is in cache) and
     # return the first bad row of their chunk, or -1.
     first_bad: list[int] = []
