@@ -411,7 +411,24 @@ static inline void fgg_q_minmax_scan(const float *x, int n, float *vmin, float *
 
 /* the first x[i] of largest magnitude, with its sign (+0 when all are zero), n a multiple of 16 */
 static inline float fgg_q_signed_amax(const float *x, int n) {
-#if FGG_IQ_SIMD
+#if FGG_IQ_SIMD && defined(__AVX2__)
+    /* 8 lanes in the AVX-512 build too (see fgg_q_amax_bits); four chains of extremes where n allows */
+    const int chains = n % 32 == 0 ? 4 : 1;
+    __m256 up[4], lo[4];
+    for (int k = 0; k < 4; ++k) up[k] = lo[k] = _mm256_setzero_ps();
+    for (int i = 0; i < n; i += 8 * chains) {
+        for (int k = 0; k < chains; ++k) {
+            const __m256 v = _mm256_loadu_ps(x + i + 8 * k);
+            up[k] = _mm256_max_ps(v, up[k]); /* v > up ? v : up */
+            lo[k] = _mm256_min_ps(v, lo[k]);
+        }
+    }
+    const float top = fgg_q_hmax256(_mm256_max_ps(_mm256_max_ps(up[0], up[1]), _mm256_max_ps(up[2], up[3])));
+    const float neg_bottom = fgg_q_hmax256(_mm256_sub_ps(_mm256_setzero_ps(),
+                                                         _mm256_min_ps(_mm256_min_ps(lo[0], lo[1]), _mm256_min_ps(lo[2], lo[3]))));
+    if (__builtin_expect(top != neg_bottom, 1)) return top > neg_bottom ? top : -neg_bottom; /* no branch */
+    if (top == 0.0f) return 0.0f;
+#elif FGG_IQ_SIMD
     /* the extremes decide it unless +m and -m both occur; then the first of them does. Starting
      * from zero, as the scan does, a NaN (a callee may pass one) is never taken, as in the scan. */
     fgg_q_vf8 up = fgg_q_splat8(0.0f), lo = up;
