@@ -245,11 +245,24 @@ static inline void fgg_q_put16x8_avx2(uint8_t *p, size_t stride, __m256 v) {
 }
 #endif
 
+#define FGG_Q_INF_BITS 0x7f800000u /* |x| bits from here up: an infinity or a NaN */
+
+/* the largest |x| bits of n floats, any n (scalar) */
+static inline uint32_t fgg_q_mag_bits(const float *x, int64_t n) {
+    uint32_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        uint32_t b;
+        memcpy(&b, x + i, sizeof b);
+        b &= 0x7fffffffu;
+        m = b > m ? b : m;
+    }
+    return m;
+}
+
 /* The largest |x[i]| bits of n (a multiple of 16) floats: for finite values their integer order is
  * the float order (so the maximum is exact in any order); NaN and infinities give
  * FGG_Q_INF_BITS or more. Four chains of maxima where n allows (one chain's latency, not the
  * loads, would set the pace). */
-#define FGG_Q_INF_BITS 0x7f800000u
 static inline uint32_t fgg_q_amax_bits(const float *x, int n) {
 #if FGG_IQ_SIMD && defined(__AVX2__)
     /* 8 lanes in the AVX-512 build too: its 16-lane form between the 8-lane steps of TQ1_0/TQ2_0
@@ -281,14 +294,7 @@ static inline uint32_t fgg_q_amax_bits(const float *x, int n) {
     for (int k = 0; k < FGG_Q_W; ++k) top = lanes[k] > top ? lanes[k] : top;
     return (uint32_t)top;
 #else
-    uint32_t top = 0;
-    for (int i = 0; i < n; ++i) {
-        uint32_t b;
-        memcpy(&b, x + i, sizeof b);
-        b &= 0x7fffffffu;
-        top = b > top ? b : top;
-    }
-    return top;
+    return fgg_q_mag_bits(x, n);
 #endif
 }
 
@@ -1158,18 +1164,6 @@ static void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, in
  * input: a NaN or an infinity makes its own level's product NaN (an infinity makes d infinite and
  * 1/d zero), which converts to INT_MIN; the few rows where that happens otherwise (1/d infinite,
  * a block of subnormals) are told apart by a look at their values. */
-
-/* the largest |x| bits of n floats, any n */
-static inline uint32_t fgg_q_mag_bits(const float *x, int64_t n) {
-    uint32_t m = 0;
-    for (int64_t i = 0; i < n; ++i) {
-        uint32_t b;
-        memcpy(&b, x + i, sizeof b);
-        b &= 0x7fffffffu;
-        m = b > m ? b : m;
-    }
-    return m;
-}
 
 typedef void (*fgg_q_rows_fn)(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix);
 
