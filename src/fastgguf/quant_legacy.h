@@ -13,6 +13,10 @@
  *                            const float *imatrix)
  * src holds n_rows * n_per_row finite floats, n_per_row a multiple of the block size; imatrix
  * is NULL or n_per_row weights >= 0 (the same for every row). Rows are written back to back.
+ * Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 also have fgg_quantize_checked_<type> (no imatrix), which finds
+ * NaN/inf in src as it quantizes ("Quantizing and checking in one pass" below). With AVX2 they
+ * quantize 8 blocks side by side (the extremes of 8 blocks reduce together, so the scale, its
+ * inverse and fp16 are computed once per 8 blocks); each block's bytes are still its own.
  *
  * Shared pieces (prefix fgg_q_):
  *   fgg_q_half_to_float (h)     IEEE fp16 bits -> float32 (exact)
