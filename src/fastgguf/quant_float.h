@@ -12,6 +12,12 @@
 #define FGG_QUANT_FLOAT_H
 #include <stdint.h>
 #include <string.h>
+#if !defined(FGG_NO_SIMD) && defined(__AVX2__) && defined(__F16C__)
+#include <immintrin.h>
+#define FGG_QF_F16C 1
+#else
+#define FGG_QF_F16C 0
+#endif
 
 static inline uint32_t fgg__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
@@ -45,10 +51,42 @@ static inline uint16_t fgg_float_to_bf16(float f) {
     return (uint16_t)((w + 0x7FFFu + ((w >> 16) & 1u)) >> 16);
 }
 
+#if FGG_QF_F16C /* (AVX2 and F16C) */
+/* 8 halves of x[0..8) as ggml's conversion: F16C's rounding is the same for every float but NaN
+ * (checked over all 2^32), where F16C keeps the payload and ggml writes 0x7E00 with the sign */
+static inline __m128i fgg__f16x8(const float *x) {
+    const __m256 v = _mm256_loadu_ps(x);
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    const __m128i nan16 = _mm_packs_epi32(_mm256_castsi256_si128(_mm256_castps_si256(nan)),
+                                          _mm256_extracti128_si256(_mm256_castps_si256(nan), 1));
+    const __m128i quiet = _mm_or_si128(_mm_and_si128(h, _mm_set1_epi16((short)0x8000)), _mm_set1_epi16(0x7E00));
+    return _mm_blendv_epi8(h, quiet, nan16);
+}
+
+/* 16 bfloat16 of x[0..16) as fgg_float_to_bf16 */
+static inline __m256i fgg__bf16x16(const float *x) {
+    __m256i r[2];
+    for (int k = 0; k < 2; ++k) {
+        const __m256 v = _mm256_loadu_ps(x + 8 * k);
+        const __m256i w = _mm256_castps_si256(v);
+        const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(w, 16), _mm256_set1_epi32(1));
+        const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(w, _mm256_set1_epi32(0x7FFF)), odd), 16);
+        const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(w, 16), _mm256_set1_epi32(0x0040));
+        r[k] = _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    }
+    return _mm256_permute4x64_epi64(_mm256_packus_epi32(r[0], r[1]), _MM_SHUFFLE(3, 1, 2, 0)); /* all <= 0xFFFF */
+}
+#endif
+
 static void fgg_quantize_f32(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                              const float *imatrix) {
     int64_t i, n = n_rows * n_per_row;
     (void)imatrix;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(dst, src, (size_t)n * 4); /* the bytes are already little-endian */
+    return;
+#endif
     for (i = 0; i < n; i++) {
         const uint32_t u = fgg__f32_bits(src[i]);
         dst[4 * i] = (uint8_t)u;
@@ -60,9 +98,12 @@ static void fgg_quantize_f32(const float *src, uint8_t *dst, int64_t n_rows, int
 
 static void fgg_quantize_f16(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                              const float *imatrix) {
-    int64_t i, n = n_rows * n_per_row;
+    int64_t i = 0, n = n_rows * n_per_row;
     (void)imatrix;
-    for (i = 0; i < n; i++) {
+#if FGG_QF_F16C
+    for (; i + 8 <= n; i += 8) _mm_storeu_si128((__m128i *)(dst + 2 * i), fgg__f16x8(src + i));
+#endif
+    for (; i < n; i++) {
         const uint16_t h = fgg_float_to_half(src[i]);
         dst[2 * i] = (uint8_t)h;
         dst[2 * i + 1] = (uint8_t)(h >> 8);
@@ -71,9 +112,12 @@ static void fgg_quantize_f16(const float *src, uint8_t *dst, int64_t n_rows, int
 
 static void fgg_quantize_bf16(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
-    int64_t i, n = n_rows * n_per_row;
+    int64_t i = 0, n = n_rows * n_per_row;
     (void)imatrix;
-    for (i = 0; i < n; i++) {
+#if FGG_QF_F16C
+    for (; i + 16 <= n; i += 16) _mm256_storeu_si256((__m256i *)(dst + 2 * i), fgg__bf16x16(src + i));
+#endif
+    for (; i < n; i++) {
         const uint16_t h = fgg_float_to_bf16(src[i]);
         dst[2 * i] = (uint8_t)h;
         dst[2 * i + 1] = (uint8_t)(h >> 8);
