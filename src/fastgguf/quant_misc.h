@@ -200,20 +200,27 @@ static inline uint8_t fgg__q_e2m1_code(float x, float e) {
     return best;
 }
 
-/* codes[i] = fgg__q_e2m1_code(x[i], e) for n (a multiple of 8) elements, one element per lane */
+/* codes[i] = fgg__q_e2m1_code(x[i], e) for n (a multiple of 8) elements, one element per lane.
+ * Only the 8 magnitudes need trying, against |x|: a code of the other sign is never nearer, and
+ * where it ties (the zeros) the first code, the positive one, wins; the error of code c + 8 for
+ * x < 0, |-v e - x|, is the same float as |v e - |x||. The sign bit joins unless the code is 0. */
 static inline void fgg__q_e2m1_codes(const float *x, int n, float e, uint8_t *codes) {
 #if FGG_IQ_SIMD
+    fgg_q_vf8 value[8];
+    for (int c = 0; c < 8; ++c) value[c] = fgg_q_splat8((float)fgg_q_e2m1x2[c] * e);
     for (int i = 0; i < n; i += FGG_Q_W) {
         fgg_q_vf8 v;
         memcpy(&v, x + i, sizeof v);
-        fgg_q_vf8 best_err = fgg_q_abs8(fgg_q_splat8((float)fgg_q_e2m1x2[0] * e) - v);
+        const fgg_q_vf8 a = fgg_q_abs8(v);
+        fgg_q_vf8 best_err = fgg_q_abs8(value[0] - a);
         fgg_q_vi8 best = fgg_q_round8(fgg_q_splat8(0.0f));
-        for (int c = 1; c < 16; ++c) {
-            fgg_q_vf8 err = fgg_q_abs8(fgg_q_splat8((float)fgg_q_e2m1x2[c] * e) - v);
-            fgg_q_vi8 m = err < best_err;
+        for (int c = 1; c < 8; ++c) {
+            const fgg_q_vf8 err = fgg_q_abs8(value[c] - a);
+            const fgg_q_vi8 m = err < best_err;
             best = fgg_q_isel(m, best - best + c, best);
             best_err = fgg_q_fsel(m, err, best_err);
         }
+        best |= (v < 0.0f) & (best != 0) & 8;
         fgg_q_store_bytes(codes + i, best);
     }
 #else
