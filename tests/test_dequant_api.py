@@ -325,9 +325,13 @@ def test_unknown_and_removed_types(type_id, word):
         dequantize(bytes(18), type_id)
 
 
-def test_type_must_be_integer():
+def test_type_by_id_or_name():
+    block = bytes([0, 0x3C]) + bytes(range(16))  # d = 1
+    np.testing.assert_array_equal(dequantize(block, "q4_0"), dequantize(block, GGMLType.Q4_0))
     with pytest.raises(TypeError):
-        dequantize(bytes(18), "Q4_0")
+        dequantize(block, 2.0)
+    with pytest.raises(GGUFError, match="unknown ggml tensor type name 'Q4_9'"):
+        dequantize(block, "Q4_9")
 
 
 def test_type_without_kernel_names_itself(monkeypatch):

@@ -58,7 +58,8 @@ def row_bytes(qtype: T, n_per_row: int) -> int:
 def test_every_listed_type_is_supported():
     assert set(QUANTIZE_TYPES) == set(quant.supported_types())
     assert all(quant.has_quantize(t) for t in QUANTIZE_TYPES)
-    assert not quant.has_quantize(T.I32) and not quant.has_quantize(4) and not quant.has_quantize("F16")
+    assert not quant.has_quantize(T.I32) and not quant.has_quantize(4) and not quant.has_quantize(b"F16")
+    assert quant.has_quantize("F16") and not quant.has_quantize("I32")
     assert fastgguf.quantize is quant.quantize and "quantize" in fastgguf.__all__
 
 
@@ -221,10 +222,19 @@ def test_type_without_quantizer():
         quantize(np.zeros(4, np.float32), T.I32)
 
 
-@pytest.mark.parametrize("bad, error", [("F16", TypeError), (4, ValueError), (1000, ValueError), (1.0, TypeError)])
+@pytest.mark.parametrize("bad, error", [("Q9_K", ValueError), (4, ValueError), (1000, ValueError), (1.0, TypeError),
+                                        (b"F16", TypeError)])
 def test_bad_type(bad, error):
     with pytest.raises(error):
         quantize(np.zeros(4, np.float32), bad)
+
+
+def test_type_by_name():
+    x = np.random.default_rng(0).standard_normal((2, 256)).astype(np.float32)
+    np.testing.assert_array_equal(quantize(x, "q4_k"), quantize(x, T.Q4_K))
+    assert quant.requires_imatrix("IQ1_S") and quant.has_quantize("Q8_0") and not quant.has_quantize("NOPE")
+    np.testing.assert_array_equal(dequantize(quantize(x, "Q8_0").reshape(-1), "Q8_0", shape=x.shape),
+                                  dequantize(quantize(x, T.Q8_0).reshape(-1), T.Q8_0, shape=x.shape))
 
 
 @pytest.mark.parametrize("qtype", BLOCK_TYPES, ids=lambda t: t.name)

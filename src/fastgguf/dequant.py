@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _kernels_portable
 from .errors import GGUFError
-from .types import REMOVED_TYPE_IDS, TYPE_TRAITS, GGMLType
+from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = [
     "available_cpu_paths",
@@ -193,19 +193,10 @@ def _run_chunks(tasks: list) -> None:
 # Types
 
 
-def _resolve_type(type_: Any) -> GGMLType:
-    try:
-        type_id = operator.index(type_)
-    except TypeError:
-        raise TypeError(f"type must be a GGMLType or an int, not {type(type_).__name__}") from None
-    try:
-        return GGMLType(type_id)
-    except ValueError:
-        state = "removed" if type_id in REMOVED_TYPE_IDS else "unknown"
-        raise GGUFError(f"{state} ggml tensor type id {type_id}") from None
+_resolve_type = resolve_type  # (matmul.py reaches it here)
 
 
-def has_kernel(type_: GGMLType | int) -> bool:
+def has_kernel(type_: GGMLType | int | str) -> bool:
     """Whether :func:`dequantize` can convert tensors of ``type_`` (little-endian data)."""
     try:
         qtype = _resolve_type(type_)
@@ -214,7 +205,7 @@ def has_kernel(type_: GGMLType | int) -> bool:
     return bool(_kernels.has_kernel(int(qtype)))
 
 
-def has_byteswap(type_: GGMLType | int) -> bool:
+def has_byteswap(type_: GGMLType | int | str) -> bool:
     """Whether :func:`dequantize` can convert big-endian (``byteorder=">"``) tensors of ``type_``."""
     return has_kernel(type_) and bool(_kernels.has_byteswap(int(type_)))
 
@@ -310,7 +301,7 @@ def _check_out(out: Any, n_elements: int) -> np.ndarray:
 
 def dequantize(
     data: Any,
-    type: GGMLType | int,  # noqa: A002 - the GGUF word for it
+    type: GGMLType | int | str,  # noqa: A002 - the GGUF word for it
     shape: Any = None,
     *,
     rows: slice | Any | None = None,
@@ -325,7 +316,7 @@ def dequantize(
     data : bytes-like or numpy.ndarray
         The tensor's bytes (``bytes``, ``memoryview``, ``mmap``, a uint8 array, ...); read in
         place, never copied. Must be C-contiguous.
-    type : GGMLType or int
+    type : GGMLType, int or str
         ggml tensor type of the data.
     shape : sequence of int, optional
         Tensor shape in numpy order (the last dimension is ggml's ``ne0``, the contiguous one).
@@ -535,7 +526,7 @@ class RowBlocks:
                 self._cast = np.empty(n_elements, self.dtype)
         return self._buffer, (None if self.dtype == np.float32 else self._cast)
 
-    def iter(self, data: Any, type: GGMLType | int, shape: Any = None, *,  # noqa: A002 - as dequantize
+    def iter(self, data: Any, type: GGMLType | int | str, shape: Any = None, *,  # noqa: A002 - as dequantize
              rows: slice | Any | None = None, byteorder: str = "<") -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(first, block)``: the result's rows ``first ...`` as a ``(n, ne0)`` array of ``dtype``.
 
@@ -571,7 +562,7 @@ class RowBlocks:
             yield first, block.reshape(last - first, ne0)
 
 
-def dequantize_as(data: Any, type: GGMLType | int, shape: Any = None, *,  # noqa: A002 - as dequantize
+def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  # noqa: A002 - as dequantize
                   dtype: Any = None, rows: slice | Any | None = None, out: np.ndarray | None = None,
                   threads: int | None = None, byteorder: str = "<") -> np.ndarray:
     """:func:`dequantize` into any ``dtype``, through a small float32 buffer (never a float32 copy of the whole).

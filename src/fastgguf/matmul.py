@@ -138,7 +138,7 @@ def _quantize_x(kernels, x2d: np.ndarray) -> np.ndarray:
 def matmul(
     x: Any,
     weight: Any,
-    type: GGMLType | int | None = None,  # noqa: A002 - the GGUF word for it
+    type: GGMLType | int | str | None = None,  # noqa: A002 - the GGUF word for it
     *,
     out: np.ndarray | None = None,
     threads: int | None = None,
@@ -153,7 +153,7 @@ def matmul(
     weight : TensorInfo or numpy.ndarray
         A 2-D tensor of shape ``(N, K)`` from :func:`fastgguf.open`, or a C-contiguous uint8 array
         of shape ``(N, row_bytes)`` holding N rows of ``type`` blocks.
-    type : GGMLType or int, optional
+    type : GGMLType, int or str, optional
         Tensor type of a raw ``weight``; required then, optional (must agree) for a TensorInfo.
     out : numpy.ndarray, optional
         Writable C-contiguous float32 array of the result's shape, filled and returned.
@@ -201,7 +201,7 @@ def matmul_id(
     x: Any,
     weights: Any,
     ids: Any,
-    type: GGMLType | int | None = None,  # noqa: A002
+    type: GGMLType | int | str | None = None,  # noqa: A002
     *,
     out: np.ndarray | None = None,
     threads: int | None = None,
@@ -271,7 +271,7 @@ def matmul_id(
 def take_rows(
     weight: Any,
     indices: Any,
-    type: GGMLType | int | None = None,  # noqa: A002
+    type: GGMLType | int | str | None = None,  # noqa: A002
     *,
     dtype: Any = None,
     threads: int | None = None,
@@ -284,7 +284,7 @@ def take_rows(
         2-D tensor ``(N, K)``, or a uint8 array ``(N, row_bytes)`` of ``type`` blocks.
     indices : array_like of int
         Row indices of any shape (negative ones count from the end).
-    type : GGMLType or int, optional
+    type : GGMLType, int or str, optional
         As for :func:`matmul`.
     dtype : numpy dtype or str
         float32 (default) or any other (float16, ``"bfloat16"`` through ``ml_dtypes``, ...),

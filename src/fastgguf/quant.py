@@ -8,14 +8,13 @@ on every CPU path. Types whose quantizer has not landed yet raise :class:`NotImp
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import numpy as np
 
 from . import dequant
 from .dequant import _check_thread_count, _run_chunks, get_num_threads
-from .types import REMOVED_TYPE_IDS, TYPE_TRAITS, GGMLType
+from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = ["has_quantize", "quantize", "requires_imatrix", "supported_types"]
 
@@ -36,22 +35,10 @@ _FAST_TYPES = frozenset({
 _FLOAT_INPUTS = (np.float32, np.float16, np.float64)
 
 
-def _resolve_type(type_: Any) -> GGMLType:
-    try:
-        type_id = operator.index(type_)
-    except TypeError:
-        raise TypeError(f"type must be a GGMLType or an int, not {type(type_).__name__}") from None
-    try:
-        return GGMLType(type_id)
-    except ValueError:
-        state = "removed" if type_id in REMOVED_TYPE_IDS else "unknown"
-        raise ValueError(f"{state} ggml tensor type id {type_id}") from None
-
-
-def has_quantize(type_: GGMLType | int) -> bool:
+def has_quantize(type_: GGMLType | int | str) -> bool:
     """Whether :func:`quantize` can produce tensors of ``type_``."""
     try:
-        qtype = _resolve_type(type_)
+        qtype = resolve_type(type_)
     except (TypeError, ValueError):
         return False
     return bool(dequant._kernels.has_quantize(int(qtype)))
@@ -62,9 +49,9 @@ def supported_types() -> tuple[GGMLType, ...]:
     return tuple(t for t in GGMLType if dequant._kernels.has_quantize(int(t)))
 
 
-def requires_imatrix(type_: GGMLType | int) -> bool:
+def requires_imatrix(type_: GGMLType | int | str) -> bool:
     """Whether quantizing to ``type_`` needs an importance matrix (as in ggml: IQ2_XXS, IQ2_XS, IQ1_S)."""
-    return _resolve_type(type_) in _IMATRIX_REQUIRED
+    return resolve_type(type_) in _IMATRIX_REQUIRED
 
 
 def _as_float32(x: Any) -> np.ndarray:
@@ -108,7 +95,7 @@ def _check_out(out: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 def quantize(
     x: Any,
-    type: GGMLType | int,  # noqa: A002 - the GGUF word for it
+    type: GGMLType | int | str,  # noqa: A002 - the GGUF word for it
     *,
     imatrix: Any = None,
     threads: int | None = None,
@@ -121,7 +108,7 @@ def quantize(
     x : numpy.ndarray
         Values, 1-D (one row) or 2-D ``(rows, n_per_row)``; float32, or float16 / bfloat16 /
         float64 (converted to float32 first). Every value must be finite.
-    type : GGMLType or int
+    type : GGMLType, int or str
         ggml tensor type to produce. ``n_per_row`` must be a multiple of its block size.
     imatrix : numpy.ndarray, optional
         Importance weights, one per column (``n_per_row`` finite values >= 0), as ggml's
@@ -153,7 +140,7 @@ def quantize(
     TypeError
         ``x``, ``imatrix`` or ``out`` of the wrong kind or dtype; ``type`` or ``threads`` not an int.
     """
-    qtype = _resolve_type(type)
+    qtype = resolve_type(type)
     kernels = dequant._kernels
     if not kernels.has_quantize(int(qtype)):
         raise NotImplementedError(f"quantization to {qtype.name} is not implemented yet")

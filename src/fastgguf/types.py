@@ -6,8 +6,11 @@ nothing else hard-codes them.
 
 from __future__ import annotations
 
+import operator
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from .errors import GGUFError
 
 __all__ = [
     "GGMLType",
@@ -15,6 +18,7 @@ __all__ = [
     "TypeTraits",
     "TYPE_TRAITS",
     "REMOVED_TYPE_IDS",
+    "resolve_type",
     "traits_of",
 ]
 
@@ -146,3 +150,29 @@ def traits_of(type_id: int) -> TypeTraits:
     except ValueError:
         state = "removed" if type_id in REMOVED_TYPE_IDS else "unknown"
         raise ValueError(f"{state} ggml tensor type id {type_id}") from None
+
+
+def resolve_type(type_: Any) -> GGMLType:
+    """The tensor type ``type_`` names: a :class:`GGMLType`, an int id, or a name (``"Q4_K"``, any case).
+
+    Raises
+    ------
+    TypeError
+        ``type_`` is none of those kinds.
+    GGUFError
+        An unknown or removed id, or an unknown name (a ``ValueError``).
+    """
+    if isinstance(type_, str):
+        try:
+            return GGMLType[type_.upper()]
+        except KeyError:
+            raise GGUFError(f"unknown ggml tensor type name {type_!r}") from None
+    try:
+        type_id = operator.index(type_)
+    except TypeError:
+        raise TypeError(f"type must be a GGMLType, an int or a type name, not {type(type_).__name__}") from None
+    try:
+        return GGMLType(type_id)
+    except ValueError:
+        state = "removed" if type_id in REMOVED_TYPE_IDS else "unknown"
+        raise GGUFError(f"{state} ggml tensor type id {type_id}") from None
