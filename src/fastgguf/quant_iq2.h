@@ -101,6 +101,11 @@ static inline int fgg__iq2_key(const uint8_t *l) {
     return u;
 }
 
+/* The 8 levels of a key. */
+static inline void fgg__iq2_unkey(int32_t u, uint8_t *L) {
+    for (int i = 0; i < 8; ++i) L[i] = (uint8_t)((u >> (2 * i)) & 3);
+}
+
 static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
     for (int u = 0; u < FGG_IQ2_KEYS; ++u) t->map[u] = INT32_MIN;
     for (int i = 0; i < t->n; ++i) {
@@ -275,102 +280,106 @@ static int fgg_iq2_init_raw(const void *grid256, const void *grid512, const void
                         (const uint8_t (*)[8])grid1024, (const int8_t (*)[8])grid2048);
 }
 
-/* Smallest of the list's distances d2 = sum_i T[i][level_i] (sums from 0.0 in coordinate
- * order, first entry on ties, the first entry when none is finite). T[i][l] holds the term
- * coordinate i adds for level l, computed once per search: the same float operations as
- * computing every entry's terms anew. Four entries are summed side by side. */
-static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, const float (*T)[4]) {
+/* A neighbour search runs in two steps, so that a block's searches can be run step by step side by
+ * side (independent work then overlaps instead of each search waiting on its own long chain):
+ *  fgg__iq2_dists: the distances d2 = sum_i T[i][level_i] of a list's entries, summed in
+ *    coordinate order, into dv (list[0] of them). T[4i+l] is the term coordinate i adds for
+ *    level l, computed once per search: the same float operations as computing every entry's
+ *    terms anew. The sum starts at the first term instead of 0.0 + term: that differs only in
+ *    the sign of a zero sum, which no comparison below sees.
+ *  fgg__iq2_pick: the entry ggml's scan (take each distance below the best so far, from FLT_MAX)
+ *    ends on: the first entry holding the smallest distance below FLT_MAX (a NaN is never
+ *    taken), or the first entry when there is none. min(d, m) keeps m unless d < m, so the
+ *    minimum over lanes is that distance (FLT_MAX when there is none); its first entry is then
+ *    found by equality. */
+#if FGG_IQ2_VEC > 1
+static inline void fgg__iq2_dists(const fgg_iq2_table *t, const uint16_t *list, const float *T, float *dv) {
     const int count = list[0]; /* a multiple of FGG_IQ2_PAD */
+#if FGG_IQ2_VEC == 16
+    /* 16 entries per step: each lane picks its term by its level (an in-lane permute of the
+     * coordinate's 4 terms; the permute reads the low 2 bits of the shifted key) */
+    const uint16_t *K = t->keys + (list + 1 - t->lists);
+    __m512 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T + 4 * i));
+    for (int j = 0; j < count; j += 16) {
+        const __m512i k = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(K + j)));
+        __m512 d = _mm512_permutevar_ps(Tv[0], k);
+        for (int i = 1; i < 8; ++i) d = _mm512_add_ps(d, _mm512_permutevar_ps(Tv[i], _mm512_srli_epi32(k, 2 * i)));
+        _mm512_storeu_ps(dv + j, d);
+    }
+#else
+    const uint16_t *K = t->keys + (list + 1 - t->lists);
+    __m256 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)(T + 4 * i));
+    for (int j = 0; j < count; j += 8) {
+        const __m256i k = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(K + j)));
+        __m256 d = _mm256_permutevar_ps(Tv[0], k);
+        for (int i = 1; i < 8; ++i) d = _mm256_add_ps(d, _mm256_permutevar_ps(Tv[i], _mm256_srli_epi32(k, 2 * i)));
+        _mm256_storeu_ps(dv + j, d);
+    }
+#endif
+}
+
+static inline int fgg__iq2_pick(const uint16_t *list, const float *dv) {
+    const int count = list[0];
+    const uint16_t *e = list + 1;
+#if FGG_IQ2_VEC == 16
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    __m512 m = big;
+    for (int j = 0; j < count; j += 16) m = _mm512_min_ps(_mm512_loadu_ps(dv + j), m);
+    m = _mm512_min_ps(m, _mm512_shuffle_f32x4(m, m, 0x4e)); /* every lane: the minimum */
+    m = _mm512_min_ps(m, _mm512_shuffle_f32x4(m, m, 0xb1));
+    m = _mm512_min_ps(m, _mm512_permute_ps(m, 0x4e));
+    m = _mm512_min_ps(m, _mm512_permute_ps(m, 0xb1));
+    for (int j = 0; j < count; j += 16) {
+        const __m512 d = _mm512_loadu_ps(dv + j);
+        unsigned hit = _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(d, m, _CMP_EQ_OQ), d, big, _CMP_LT_OQ);
+        if (hit) return e[j + __builtin_ctz(hit)];
+    }
+    return e[0];
+#else
+    const __m256 big = _mm256_set1_ps(FLT_MAX);
+    __m256 m = big;
+    for (int j = 0; j < count; j += 8) m = _mm256_min_ps(_mm256_loadu_ps(dv + j), m);
+    m = _mm256_min_ps(m, _mm256_permute2f128_ps(m, m, 1)); /* every lane: the minimum */
+    m = _mm256_min_ps(m, _mm256_permute_ps(m, 0x4e));
+    m = _mm256_min_ps(m, _mm256_permute_ps(m, 0xb1));
+    for (int j = 0; j < count; j += 8) {
+        const __m256 d = _mm256_loadu_ps(dv + j);
+        unsigned hit = (unsigned)_mm256_movemask_ps(
+            _mm256_and_ps(_mm256_cmp_ps(d, m, _CMP_EQ_OQ), _mm256_cmp_ps(d, big, _CMP_LT_OQ)));
+        if (hit) return e[j + __builtin_ctz(hit)];
+    }
+    return e[0];
+#endif
+}
+
+#else
+/* The scalar build's search in one step: distances and ggml's scan together, four entries side by
+ * side (the sum of each starts at its first term, as in fgg__iq2_dists). */
+static inline int fgg__iq2_argmin1(const fgg_iq2_table *t, const uint16_t *list, const float *T) {
+    const int count = list[0];
     const uint16_t *e = list + 1;
     float best = FLT_MAX;
     int g = e[0];
-#if FGG_IQ2_VEC == 16
-    /* 16 entries per step: each lane picks its term by its level (an in-lane permute of the
-     * coordinate's 4 terms) and sums coordinates in order; lanes below the best so far are then
-     * taken in entry order, exactly as the scalar loop. */
-    const uint16_t *K = t->keys + (e - t->lists);
-    __m512 Tv[8];
-    for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T[i]));
-    /* all distances first (independent chains overlap), then the ordered scan */
-    float dv[FGG_IQ2_MAXLIST];
-    for (int j = 0; j < count; j += 16) {
-        __m512i k = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(K + j)));
-        __m512 d = _mm512_setzero_ps();
-        for (int i = 0; i < 8; ++i) {
-            __m512i li = _mm512_srli_epi32(k, 2 * i); /* the permute reads the low 2 bits only */
-            d = _mm512_add_ps(d, _mm512_permutevar_ps(Tv[i], li));
-        }
-        _mm512_storeu_ps(dv + j, d);
-    }
-    /* The scalar scan takes each distance below the best so far (from FLT_MAX): it ends on the
-     * first entry holding the smallest distance below FLT_MAX (NaN never taken), or on the first
-     * entry when there is none. min(d, m) keeps m unless d < m, so the lane minima and their
-     * minimum are that distance; its first entry is then found by equality. */
-    __m512 mv = _mm512_set1_ps(FLT_MAX);
-    for (int j = 0; j < count; j += 16) mv = _mm512_min_ps(_mm512_loadu_ps(dv + j), mv);
-    const float mn = _mm512_reduce_min_ps(mv);
-    if (mn < FLT_MAX) {
-        const __m512 mb = _mm512_set1_ps(mn);
-        for (int j = 0; j < count; j += 16) {
-            __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), mb, _CMP_EQ_OQ);
-            if (m) {
-                g = e[j + __builtin_ctz((unsigned)m)];
-                break;
-            }
-        }
-    }
-    (void)best;
-#elif FGG_IQ2_VEC == 8
-    const uint16_t *K = t->keys + (e - t->lists);
-    __m256 Tv[8];
-    for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)T[i]);
-    float dv[FGG_IQ2_MAXLIST];
-    for (int j = 0; j < count; j += 8) {
-        __m256i k = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(K + j)));
-        __m256 d = _mm256_setzero_ps();
-        for (int i = 0; i < 8; ++i) {
-            __m256i li = _mm256_srli_epi32(k, 2 * i);
-            d = _mm256_add_ps(d, _mm256_permutevar_ps(Tv[i], li));
-        }
-        _mm256_storeu_ps(dv + j, d);
-    }
-    /* the smallest distance below FLT_MAX and its first entry, as in the AVX-512 path */
-    __m256 mv = _mm256_set1_ps(FLT_MAX);
-    for (int j = 0; j < count; j += 8) mv = _mm256_min_ps(_mm256_loadu_ps(dv + j), mv);
-    __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
-    m4 = _mm_min_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_min_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-    const float mn = _mm_cvtss_f32(m4);
-    if (mn < FLT_MAX) {
-        const __m256 mb = _mm256_set1_ps(mn);
-        for (int j = 0; j < count; j += 8) {
-            int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), mb, _CMP_EQ_OQ));
-            if (m) {
-                g = e[j + __builtin_ctz((unsigned)m)];
-                break;
-            }
-        }
-    }
-    (void)best;
-#else
     for (int j = 0; j < count; j += 4) {
         const uint8_t *l0 = t->level[e[j]], *l1 = t->level[e[j + 1]];
         const uint8_t *l2 = t->level[e[j + 2]], *l3 = t->level[e[j + 3]];
-        float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
-        for (int i = 0; i < 8; ++i) {
-            d0 += T[i][l0[i]];
-            d1 += T[i][l1[i]];
-            d2 += T[i][l2[i]];
-            d3 += T[i][l3[i]];
+        float d0 = T[l0[0]], d1 = T[l1[0]], d2 = T[l2[0]], d3 = T[l3[0]];
+        for (int i = 1; i < 8; ++i) {
+            d0 += T[4 * i + l0[i]];
+            d1 += T[4 * i + l1[i]];
+            d2 += T[4 * i + l2[i]];
+            d3 += T[4 * i + l3[i]];
         }
         if (d0 < best) { best = d0; g = e[j]; }
         if (d1 < best) { best = d1; g = e[j + 1]; }
         if (d2 < best) { best = d2; g = e[j + 2]; }
         if (d3 < best) { best = d3; g = e[j + 3]; }
     }
-#endif
     return g;
 }
+#endif
 
 /* A group of 8 spread for the term tables: entry 4i+l holds coordinate i's x, weight, and the
  * value v[l] of level l (entry 4i+3 is never read; it gets level 2's). */
@@ -379,26 +388,47 @@ typedef struct {
 } fgg__iq2_spread;
 
 static inline void fgg__iq2_spread_group(fgg__iq2_spread *s, const float *x, const float *w) {
-    for (int i = 0; i < 32; ++i) {
-        s->x[i] = x[i >> 2];
-        s->w[i] = w[i >> 2];
+    for (int i = 0; i < 8; ++i) {
+        for (int l = 0; l < 4; ++l) {
+            s->x[4 * i + l] = x[i];
+            s->w[4 * i + l] = w[i];
+        }
     }
 }
 
 static const float fgg__iq2_qv[32] = {1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5,
                                       1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5};
 
-/* The list entry of smallest sum w*(scale*v[l] - x)^2 over the 8 coordinates (ggml's IQ2 and
- * IQ1 neighbour searches: v = 2l+1 and sqrt weights for IQ2, the shifted IQ1 values and
- * weights for IQ1). */
-static inline int fgg__iq2_search(const fgg_iq2_table *t, const uint16_t *list, const fgg__iq2_spread *s,
-                                  const float *v32, float scale) {
-    float T[32];
+/* The terms T[4i+l] = w*(scale*v[l] - x)^2 of a search (ggml's IQ2 and IQ1 neighbour searches:
+ * v = 2l+1 and sqrt weights for IQ2, the shifted IQ1 values and weights for IQ1). */
+static inline void fgg__iq2_terms(const fgg__iq2_spread *s, const float *v32, float scale, float *T) {
+#if FGG_IQ_SIMD
+    const fgg_iq_vf sc = fgg_iq_splat(scale);
+    for (int i = 0; i < 32; i += FGG_IQ_W) {
+        const fgg_iq_vf diff = sc * fgg_iq_loadu(v32 + i) - fgg_iq_loadu(s->x + i);
+        const fgg_iq_vf term = fgg_iq_loadu(s->w + i) * diff * diff;
+        memcpy(T + i, &term, sizeof term);
+    }
+#else
     for (int i = 0; i < 32; ++i) {
         float diff = scale * v32[i] - s->x[i];
         T[i] = s->w[i] * diff * diff;
     }
-    return fgg__iq2_argmin(t, list, (const float (*)[4])T);
+#endif
+}
+
+/* The list entry of smallest sum w*(scale*v[l] - x)^2 over the 8 coordinates. */
+static inline int fgg__iq2_search(const fgg_iq2_table *t, const uint16_t *list, const fgg__iq2_spread *s,
+                                  const float *v32, float scale) {
+    float T[32];
+    fgg__iq2_terms(s, v32, scale, T);
+#if FGG_IQ2_VEC == 1
+    return fgg__iq2_argmin1(t, list, T);
+#else
+    float dv[FGG_IQ2_MAXLIST];
+    fgg__iq2_dists(t, list, T, dv);
+    return fgg__iq2_pick(list, dv);
+#endif
 }
 
 static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
@@ -408,13 +438,12 @@ static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *lis
     return fgg__iq2_search(t, list, &s, fgg__iq2_qv, scale);
 }
 
-/* Levels of 8 values at inverse scale id; returns the key. */
-static inline int fgg__iq2_levels_at(const float *x, float id, uint8_t *L) {
-    int u = 0;
+/* The key of 8 values' levels at inverse scale id. */
+static inline int32_t fgg__iq2_levels_key(const float *x, float id) {
+    int32_t u = 0;
     for (int i = 0; i < 8; ++i) {
         int l = fgg_iq_nearest_int(0.5f * (id * x[i] - 1.0f));
         l = l < 0 ? 0 : l > 2 ? 2 : l;
-        L[i] = (uint8_t)l;
         u |= l << (2 * i);
     }
     return u;
@@ -424,13 +453,14 @@ static inline int fgg__iq2_levels_at(const float *x, float id, uint8_t *L) {
  * the grid point; returns its index, *on_grid whether the plain levels were on the grid. */
 static inline int fgg__iq2_place(const fgg_iq2_table *t, const float *x, const float *sw, float id,
                                  float scale, uint8_t *L, int *on_grid) {
-    int u = fgg__iq2_levels_at(x, id, L);
+    int32_t u = fgg__iq2_levels_key(x, id);
     int g = t->map[u];
     *on_grid = g >= 0;
     if (g < 0) {
         g = fgg__iq2_neighbour(t, t->lists - g - 1, x, sw, scale);
-        memcpy(L, t->level[g], 8);
+        u = t->gkey[g];
     }
+    fgg__iq2_unkey(u, L);
     return g;
 }
 
@@ -489,8 +519,7 @@ static inline float fgg__iq2_sumsq(const float *x) {
 typedef struct {
     float id[FGG_IQ2_LANES];      /* inverse scale */
     float scale[FGG_IQ2_LANES];   /* 1/id */
-    float q[32][FGG_IQ2_LANES];   /* 2l+1 of each value (after the neighbour search) */
-    int32_t key[4][FGG_IQ2_LANES];
+    int32_t key[4][FGG_IQ2_LANES]; /* levels of each group of 8: as rounded, then the grid point's */
     uint8_t on[4][FGG_IQ2_LANES]; /* group on the grid as rounded */
     float sumqx[FGG_IQ2_LANES], sumq2[FGG_IQ2_LANES];
 } fgg__iq2_cands;
@@ -503,47 +532,33 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
 #endif
     for (int c = nc; c < lanes; ++c) C->id[c] = C->id[nc - 1];
     for (int c = 0; c < lanes; ++c) C->scale[c] = 1 / C->id[c];
+    /* levels l = nearest_int(0.5*(id*x - 1)) clamped to 0..2, packed into one key per group */
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
         const fgg_iq_vf idv = fgg_iq_loadu(C->id + v);
         const fgg_iq_vf half = fgg_iq_splat(0.5f), one = fgg_iq_splat(1.0f), magic = fgg_iq_splat(12582912.0f);
-        fgg_iq_vi key[4] = {{0}, {0}, {0}, {0}};
-        for (int i = 0; i < n; ++i) {
-            fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[i]) - one) + magic;
-            fgg_iq_vi l = ((fgg_iq_vi)val & 0x007fffff) - 0x00400000;
-            const fgg_iq_vi zero = {0}, two = zero + 2;
-            l &= ~(l < zero);
-            const fgg_iq_vi over = l > two;
-            l = (l & ~over) | (two & over);
-            fgg_iq_vf q = __builtin_convertvector(2 * l + 1, fgg_iq_vf);
-            memcpy(C->q[i] + v, &q, sizeof q);
-            key[i / 8] |= l << (2 * (i % 8));
+        const fgg_iq_vi zero = {0}, two = zero + 2;
+        for (int k = 0; k < n / 8; ++k) {
+            fgg_iq_vi key = zero;
+            for (int i = 0; i < 8; ++i) {
+                fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[8 * k + i]) - one) + magic;
+                fgg_iq_vi l = ((fgg_iq_vi)val & 0x007fffff) - 0x00400000;
+                l &= ~(l < zero);
+                const fgg_iq_vi over = l > two;
+                l = (l & ~over) | (two & over);
+                key |= l << (2 * i);
+            }
+            memcpy(C->key[k] + v, &key, sizeof key);
         }
-        for (int k = 0; k < n / 8; ++k) memcpy(C->key[k] + v, &key[k], sizeof key[k]);
     }
 #else
     for (int k = 0; k < n / 8; ++k) {
-        for (int c = 0; c < lanes; ++c) C->key[k][c] = 0;
-    }
-    for (int i = 0; i < n; ++i) {
-        const float xi = xv[i];
-        const int sh = 2 * (i % 8);
-        int32_t *key = C->key[i / 8];
-        float *q = C->q[i];
-        for (int c = 0; c < lanes; ++c) {
-            float v = 0.5f * (C->id[c] * xi - 1.0f) + 12582912.0f;
-            int32_t bits;
-            memcpy(&bits, &v, sizeof bits);
-            int32_t l = (bits & 0x007fffff) - 0x00400000;
-            l = l < 0 ? 0 : l;
-            l = l > 2 ? 2 : l;
-            q[c] = (float)(2 * l + 1);
-            key[c] |= l << sh;
-        }
+        for (int c = 0; c < lanes; ++c) C->key[k][c] = fgg__iq2_levels_key(xv + 8 * k, C->id[c]);
     }
 #endif
     /* The searches of the groups off the grid, gathered first (their list loads start at once)
-     * and then run back to back: they are independent, so their work overlaps. */
+     * and then run back to back: they are independent, so their work overlaps. Each replaces
+     * its key with the found grid point's. */
     const uint16_t *slist[4 * FGG_IQ2_LANES];
     uint8_t sk[4 * FGG_IQ2_LANES], sc[4 * FGG_IQ2_LANES];
     int ns = 0;
@@ -564,33 +579,47 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
     }
     fgg__iq2_spread sp[4];
     for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&sp[k], xv + 8 * k, sw + 8 * k);
-    int found[4 * FGG_IQ2_LANES];
-    for (int j = 0; j < ns; ++j) found[j] = fgg__iq2_search(t, slist[j], &sp[sk[j]], fgg__iq2_qv, C->scale[sc[j]]);
-    for (int j = 0; j < ns; ++j) {
-        const uint8_t *lv = t->level[found[j]];
-        for (int i = 0; i < 8; ++i) C->q[8 * sk[j] + i][sc[j]] = (float)(2 * lv[i] + 1);
+#if FGG_IQ2_VEC == 1
+    for (int j = 0; j < ns; ++j) C->key[sk[j]][sc[j]] = t->gkey[fgg__iq2_search(t, slist[j], &sp[sk[j]], fgg__iq2_qv, C->scale[sc[j]])];
+#else
+    /* all distances of a batch of searches, then all their picks */
+    float dv[4 * FGG_IQ2_MAXLIST];
+    int at[4 * FGG_IQ2_LANES];
+    for (int j = 0; j < ns;) {
+        int end = j, used = 0;
+        for (; end < ns && used + slist[end][0] <= 4 * FGG_IQ2_MAXLIST; ++end) {
+            float T[32];
+            fgg__iq2_terms(&sp[sk[end]], fgg__iq2_qv, C->scale[sc[end]], T);
+            fgg__iq2_dists(t, slist[end], T, dv + used);
+            at[end] = used;
+            used += slist[end][0];
+        }
+        for (; j < end; ++j) C->key[sk[j]][sc[j]] = t->gkey[fgg__iq2_pick(slist[j], dv + at[j])];
     }
+#endif
+    /* sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q over the values in order, q = 2l+1 */
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
         fgg_iq_vf sx = fgg_iq_splat(0.0f), s2 = sx;
-        for (int i = 0; i < n; ++i) {
-            const fgg_iq_vf wx = fgg_iq_splat(w[i] * xv[i]), wi = fgg_iq_splat(w[i]);
-            const fgg_iq_vf q = fgg_iq_loadu(C->q[i] + v);
-            sx += wx * q;
-            s2 += wi * q * q;
+        for (int k = 0; k < n / 8; ++k) {
+            fgg_iq_vi key;
+            memcpy(&key, C->key[k] + v, sizeof key);
+            for (int i = 0; i < 8; ++i) {
+                const float *wk = w + 8 * k, *xk = xv + 8 * k;
+                const fgg_iq_vf wx = fgg_iq_splat(wk[i] * xk[i]), wi = fgg_iq_splat(wk[i]);
+                const fgg_iq_vf q = __builtin_convertvector(((key >> (2 * i)) & 3) * 2 + 1, fgg_iq_vf);
+                sx += wx * q;
+                s2 += wi * q * q;
+            }
         }
         memcpy(C->sumqx + v, &sx, sizeof sx);
         memcpy(C->sumq2 + v, &s2, sizeof s2);
     }
 #else
-    for (int c = 0; c < lanes; ++c) C->sumqx[c] = C->sumq2[c] = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const float wx = w[i] * xv[i], wi = w[i];
-        const float *q = C->q[i];
-        for (int c = 0; c < lanes; ++c) {
-            C->sumqx[c] += wx * q[c];
-            C->sumq2[c] += wi * q[c] * q[c];
-        }
+    for (int c = 0; c < lanes; ++c) {
+        uint8_t L[32];
+        for (int k = 0; k < n / 8; ++k) fgg__iq2_unkey(C->key[k][c], L + 8 * k);
+        fgg__iq2_sums(n, xv, w, L, &C->sumqx[c], &C->sumq2[c]);
     }
 #endif
 }
@@ -632,7 +661,8 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
         }
     }
     if (taken >= 0) {
-        for (int i = 0; i < 16; ++i) L[i] = (uint8_t)(((int)C.q[i][taken] - 1) >> 1);
+        fgg__iq2_unkey(C.key[0][taken], L);
+        fgg__iq2_unkey(C.key[1][taken], L + 8);
         on[0] = C.on[0][taken];
         on[1] = C.on[1][taken];
     }
@@ -746,7 +776,7 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
         return 0.0f;
     }
     uint8_t L[32];
-    int have_L = 0;
+    int taken = -1;
     float best = 0.0f;
     fgg__iq2_cands C;
     for (int is = -6; is <= 6; ++is) C.id[is + 6] = (5 + is * 0.1f) / eff_max;
@@ -755,22 +785,21 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
         if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
             scale = C.sumqx[c] / C.sumq2[c];
             best = scale * C.sumqx[c];
-            for (int i = 0; i < 32; ++i) L[i] = (uint8_t)(((int)C.q[i][c] - 1) >> 1);
-            have_L = 1;
+            taken = c;
         }
     }
-    if (scale > 0) {
+    if (scale > 0) { /* every group placed again: the taken candidate's levels are not used */
         float id = 1 / scale;
         for (int k = 0; k < 4; ++k) {
             int on;
             fgg__iq2_place(t, xv + 8 * k, sw + 8 * k, id, scale, L + 8 * k, &on);
         }
-        have_L = 1;
         float sumqx, sumq2;
         fgg__iq2_sums(32, xv, w, L, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
-    }
-    if (!have_L) { /* unreachable: scale <= 0 only after a candidate was taken */
+    } else if (taken >= 0) {
+        for (int k = 0; k < 4; ++k) fgg__iq2_unkey(C.key[k][taken], L + 8 * k);
+    } else { /* unreachable: scale <= 0 only after a candidate was taken */
         memset(signs, 0, 4 * sizeof *signs);
         return 0.0f;
     }
