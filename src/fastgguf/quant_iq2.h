@@ -476,34 +476,60 @@ static inline void fgg__iq2_sums(int n, const float *x, const float *w, const ui
     *sumq2 = s2;
 }
 
-/* Signs of 8 values: x_abs gets |x| (x >= 0 kept as is), returns the sign bits. With parity, an
- * odd count of negatives is made even by flipping the value of smallest w*x*x back. */
-static inline unsigned fgg__iq2_signs(const float *x, const float *w, float *xa, int parity) {
-    unsigned s = 0;
-    int neg = 0;
-    for (int i = 0; i < 8; ++i) {
-        if (x[i] >= 0) {
-            xa[i] = x[i];
-        } else {
-            xa[i] = -x[i];
-            ++neg;
-            s |= 1u << i;
-        }
+/* Signs of n values (a multiple of 8, at most 32) by groups of 8: xa gets |x| (x >= 0 kept as
+ * is), signs[k] the sign bits of group k. With parity, a group's odd count of negatives is made
+ * even by flipping back the value of smallest w*x*x (the first on ties). Branch-free: the signs
+ * are data, a branch on them would be mispredicted half the time. */
+static inline void fgg__iq2_signs(int n, const float *x, const float *w, float *xa, unsigned *signs, int parity) {
+    uint32_t bits = 0;
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_IQ_W) {
+        const fgg_iq_vf v = fgg_iq_loadu(x + i);
+        const fgg_iq_vi neg = ~(v >= fgg_iq_splat(0.0f)); /* NaN too: ggml's else branch */
+        const fgg_iq_vf a = (fgg_iq_vf)((fgg_iq_vi)v ^ (neg & INT32_MIN));
+        memcpy(xa + i, &a, sizeof a);
+        bits |= (uint32_t)fgg_iq_bits(neg) << i;
     }
-    if (parity && (neg & 1)) {
-        int at = 0;
-        float least = w[0] * x[0] * x[0];
-        for (int i = 1; i < 8; ++i) {
-            float v = w[i] * x[i] * x[i];
-            if (v < least) {
-                least = v;
-                at = i;
+#else
+    for (int i = 0; i < n; ++i) {
+        const int neg = !(x[i] >= 0);
+        xa[i] = neg ? -x[i] : x[i];
+        bits |= (uint32_t)neg << i;
+    }
+#endif
+    for (int k = 0; k < n / 8; ++k) {
+        unsigned s = (bits >> (8 * k)) & 255u;
+        if (parity) {
+            const float *xk = x + 8 * k, *wk = w + 8 * k;
+            int at = 0;
+            float least = wk[0] * xk[0] * xk[0];
+            for (int i = 1; i < 8; ++i) {
+                const float v = wk[i] * xk[i] * xk[i];
+                const int less = v < least;
+                least = less ? v : least;
+                at = less ? i : at;
             }
+            const unsigned odd = (unsigned)__builtin_parity(s);
+            float *f = xa + 8 * k + at;
+            *f = odd ? -*f : *f;
+            s ^= odd << at;
         }
-        xa[at] = -xa[at];
-        s ^= 1u << at;
+        signs[k] = s;
     }
-    return s;
+}
+
+/* sw = sqrtf(w) for n values (a multiple of 16): the SSE/AVX square roots are IEEE correctly
+ * rounded, as sqrtf is (which the compiler does not vectorize: it may set errno). */
+static inline void fgg__iq2_sqrt(int n, const float *w, float *sw) {
+#if FGG_Q_X86_SQRT && defined(__AVX512F__)
+    for (int i = 0; i < n; i += 16) _mm512_storeu_ps(sw + i, _mm512_sqrt_ps(_mm512_loadu_ps(w + i)));
+#elif FGG_Q_X86_SQRT && defined(__AVX__)
+    for (int i = 0; i < n; i += 8) _mm256_storeu_ps(sw + i, _mm256_sqrt_ps(_mm256_loadu_ps(w + i)));
+#elif FGG_Q_X86_SQRT
+    for (int i = 0; i < n; i += 4) _mm_storeu_ps(sw + i, _mm_sqrt_ps(_mm_loadu_ps(w + i)));
+#else
+    for (int i = 0; i < n; ++i) sw[i] = sqrtf(w[i]);
+#endif
 }
 
 static inline float fgg__iq2_sumsq(const float *x) {
@@ -511,6 +537,54 @@ static inline float fgg__iq2_sumsq(const float *x) {
     for (int i = 0; i < 256; ++i) s += x[i] * x[i];
     return s;
 }
+
+#if FGG_IQ_SIMD
+typedef uint32_t fgg__iq2_vu __attribute__((vector_size(4 * FGG_IQ_W))); /* wrapping key sums */
+
+/* Lane-wise min(max(v, lo), hi) (lo <= hi), one instruction each where the ISA has them. */
+FGG_IQ_INLINE fgg_iq_vi fgg__iq2_clamp(fgg_iq_vi v, int32_t lo, int32_t hi) {
+#if FGG_IQ2_VEC == 16
+    __m512i r;
+    memcpy(&r, &v, sizeof r);
+    r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
+    memcpy(&v, &r, sizeof r);
+    return v;
+#elif FGG_IQ2_VEC == 8
+    __m256i r;
+    memcpy(&r, &v, sizeof r);
+    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
+    memcpy(&v, &r, sizeof r);
+    return v;
+#else
+    const fgg_iq_vi vlo = (fgg_iq_vi){0} + lo, vhi = (fgg_iq_vi){0} + hi;
+    const fgg_iq_vi under = v < vlo, over = v > vhi;
+    v = (v & ~under) | (vlo & under);
+    return (v & ~over) | (vhi & over);
+#endif
+}
+
+/* q = 2l+1 of each lane's level in key bits 2i, 2i+1 (an in-lane table lookup where the ISA has
+ * one). */
+FGG_IQ_INLINE fgg_iq_vf fgg__iq2_q(fgg_iq_vi key, int i) {
+#if FGG_IQ2_VEC == 16
+    __m512i k;
+    memcpy(&k, &key, sizeof k);
+    const __m512 q = _mm512_permutevar_ps(_mm512_set4_ps(5, 5, 3, 1), _mm512_srli_epi32(k, 2 * i));
+    fgg_iq_vf r;
+    memcpy(&r, &q, sizeof r);
+    return r;
+#elif FGG_IQ2_VEC == 8
+    __m256i k;
+    memcpy(&k, &key, sizeof k);
+    const __m256 q = _mm256_permutevar_ps(_mm256_setr_ps(1, 3, 5, 5, 1, 3, 5, 5), _mm256_srli_epi32(k, 2 * i));
+    fgg_iq_vf r;
+    memcpy(&r, &q, sizeof r);
+    return r;
+#else
+    return __builtin_convertvector(((key >> (2 * i)) & 3) * 2 + 1, fgg_iq_vf);
+#endif
+}
+#endif
 
 /* Candidate scales of one block, evaluated side by side (the loops over candidates are plain
  * loops the compiler turns into vector code; each candidate's arithmetic is ggml's, in order). */
@@ -537,17 +611,15 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
         const fgg_iq_vf idv = fgg_iq_loadu(C->id + v);
         const fgg_iq_vf half = fgg_iq_splat(0.5f), one = fgg_iq_splat(1.0f), magic = fgg_iq_splat(12582912.0f);
-        const fgg_iq_vi zero = {0}, two = zero + 2;
         for (int k = 0; k < n / 8; ++k) {
-            fgg_iq_vi key = zero;
+            /* the low mantissa bits of val hold l + 0x400000: clamped as they are, summed into
+             * the key, and the 8 offsets taken off once (mod 2^32) */
+            fgg__iq2_vu key = {0};
             for (int i = 0; i < 8; ++i) {
-                fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[8 * k + i]) - one) + magic;
-                fgg_iq_vi l = ((fgg_iq_vi)val & 0x007fffff) - 0x00400000;
-                l &= ~(l < zero);
-                const fgg_iq_vi over = l > two;
-                l = (l & ~over) | (two & over);
-                key |= l << (2 * i);
+                const fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[8 * k + i]) - one) + magic;
+                key += (fgg__iq2_vu)fgg__iq2_clamp(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002) << (2 * i);
             }
+            key -= 0x00400000u * 0x5555u;
             memcpy(C->key[k] + v, &key, sizeof key);
         }
     }
@@ -556,25 +628,21 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
         for (int c = 0; c < lanes; ++c) C->key[k][c] = fgg__iq2_levels_key(xv + 8 * k, C->id[c]);
     }
 #endif
-    /* The searches of the groups off the grid, gathered first (their list loads start at once)
-     * and then run back to back: they are independent, so their work overlaps. Each replaces
-     * its key with the found grid point's. */
+    /* The searches of the groups off the grid, listed first (branch-free: which groups are off
+     * the grid is data) and then run side by side. Each replaces its key with the found grid
+     * point's. */
     const uint16_t *slist[4 * FGG_IQ2_LANES];
     uint8_t sk[4 * FGG_IQ2_LANES], sc[4 * FGG_IQ2_LANES];
     int ns = 0;
     for (int k = 0; k < n / 8; ++k) {
         for (int c = 0; c < nc; ++c) {
-            int g = t->map[C->key[k][c]];
-            C->on[k][c] = g >= 0;
-            if (g < 0) {
-                const uint16_t *list = t->lists - g - 1;
-                __builtin_prefetch(list);
-                __builtin_prefetch(t->keys + (list - t->lists) + 1);
-                slist[ns] = list;
-                sk[ns] = (uint8_t)k;
-                sc[ns] = (uint8_t)c;
-                ++ns;
-            }
+            const int g = t->map[C->key[k][c]];
+            const int off = g < 0;
+            C->on[k][c] = (uint8_t)!off;
+            slist[ns] = t->lists + (off ? -g - 1 : 0);
+            sk[ns] = (uint8_t)k;
+            sc[ns] = (uint8_t)c;
+            ns += off;
         }
     }
     fgg__iq2_spread sp[4];
@@ -607,7 +675,7 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             for (int i = 0; i < 8; ++i) {
                 const float *wk = w + 8 * k, *xk = xv + 8 * k;
                 const fgg_iq_vf wx = fgg_iq_splat(wk[i] * xk[i]), wi = fgg_iq_splat(wk[i]);
-                const fgg_iq_vf q = __builtin_convertvector(((key >> (2 * i)) & 3) * 2 + 1, fgg_iq_vf);
+                const fgg_iq_vf q = fgg__iq2_q(key, i);
                 sx += wx * q;
                 s2 += wi * q * q;
             }
@@ -629,9 +697,8 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
 static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const float *w, int parity,
                               float eps, int *grid, unsigned *signs) {
     float sw[16], xv[16];
-    for (int i = 0; i < 16; ++i) sw[i] = sqrtf(w[i]);
-    signs[0] = fgg__iq2_signs(xb, w, xv, parity);
-    signs[1] = fgg__iq2_signs(xb + 8, w + 8, xv + 8, parity);
+    fgg__iq2_sqrt(16, w, sw);
+    fgg__iq2_signs(16, xb, w, xv, signs, parity);
     if (parity) {
         signs[0] &= 127;
         signs[1] &= 127;
@@ -708,7 +775,7 @@ static void fgg__iq2_xs_s_superblock(const float *x, uint8_t *blk, const float *
         const float *xb = x + 16 * ib;
         float w[16];
         if (qw) {
-            for (int i = 0; i < 16; ++i) w[i] = qw[16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+            fgg_q_rms_weights(16, qw + 16 * ib, xb, sigma2, w);
         } else {
             for (int i = 0; i < 16; ++i) w[i] = 0.25f * sigma2 + xb[i] * xb[i];
         }
@@ -759,8 +826,9 @@ static void fgg__iq2_xs_s_superblock(const float *x, uint8_t *blk, const float *
 static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const float *w,
                                 int *grid, unsigned *signs) {
     float sw[32], xv[32];
-    for (int i = 0; i < 32; ++i) sw[i] = sqrtf(w[i]);
-    for (int k = 0; k < 4; ++k) signs[k] = fgg__iq2_signs(xb + 8 * k, w + 8 * k, xv + 8 * k, 1) & 127;
+    fgg__iq2_sqrt(32, w, sw);
+    fgg__iq2_signs(32, xb, w, xv, signs, 1);
+    for (int k = 0; k < 4; ++k) signs[k] &= 127;
     grid[0] = grid[1] = grid[2] = grid[3] = 0;
     float vmax = xv[0];
     for (int i = 1; i < 32; ++i) vmax = vmax > xv[i] ? vmax : xv[i];
@@ -825,7 +893,7 @@ static void fgg__iq2_xxs_superblock(const float *x, uint8_t *blk, const float *q
     for (int ib = 0; ib < 8; ++ib) {
         const float *xb = x + 32 * ib;
         float w[32];
-        for (int i = 0; i < 32; ++i) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        fgg_q_rms_weights(32, qw + 32 * ib, xb, sigma2, w);
         int grid[4];
         unsigned signs[4];
         float s = fgg__iq2_xxs_block(t, xb, w, grid, signs);
