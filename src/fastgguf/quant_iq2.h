@@ -594,7 +594,7 @@ typedef struct {
     float id[FGG_IQ2_LANES];      /* inverse scale */
     float scale[FGG_IQ2_LANES];   /* 1/id */
     int32_t key[4][FGG_IQ2_LANES]; /* levels of each group of 8: as rounded, then the grid point's */
-    uint8_t on[4][FGG_IQ2_LANES]; /* group on the grid as rounded */
+    uint32_t on[4];               /* bit c: group on the grid as rounded for candidate c */
     float sumqx[FGG_IQ2_LANES], sumq2[FGG_IQ2_LANES];
 } fgg__iq2_cands;
 
@@ -629,40 +629,61 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
     }
 #endif
     /* The searches of the groups off the grid, listed first (branch-free: which groups are off
-     * the grid is data) and then run side by side. Each replaces its key with the found grid
-     * point's. */
-    const uint16_t *slist[4 * FGG_IQ2_LANES];
-    uint8_t sk[4 * FGG_IQ2_LANES], sc[4 * FGG_IQ2_LANES];
+     * the grid is data) and then run side by side: list offset and flat index k*LANES+c of
+     * each. Each replaces its key with the found grid point's. */
+    int32_t soff[4 * FGG_IQ2_LANES + 16], sat[4 * FGG_IQ2_LANES + 16];
     int ns = 0;
     for (int k = 0; k < n / 8; ++k) {
+        C->on[k] = 0;
+#if FGG_IQ2_VEC == 16
+        /* 16 map look-ups in one gather; the off-grid lanes compressed to the front */
+        for (int v = 0; v < nc; v += 16) {
+            const __mmask16 valid = (__mmask16)(nc - v >= 16 ? 0xffff : (1u << (nc - v)) - 1);
+            const __m512i g = _mm512_i32gather_epi32(_mm512_loadu_si512(C->key[k] + v), t->map, 4);
+            const __mmask16 off = _mm512_mask_cmplt_epi32_mask(valid, g, _mm512_setzero_si512());
+            const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(k * FGG_IQ2_LANES + v),
+                                                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+            _mm512_storeu_si512(soff + ns, _mm512_maskz_compress_epi32(off, _mm512_sub_epi32(_mm512_set1_epi32(-1), g)));
+            _mm512_storeu_si512(sat + ns, _mm512_maskz_compress_epi32(off, at));
+            C->on[k] |= (uint32_t)(valid & ~off) << v;
+            ns += __builtin_popcount(off);
+        }
+#else
+        uint32_t on = 0;
         for (int c = 0; c < nc; ++c) {
             const int g = t->map[C->key[k][c]];
             const int off = g < 0;
-            C->on[k][c] = (uint8_t)!off;
-            slist[ns] = t->lists + (off ? -g - 1 : 0);
-            sk[ns] = (uint8_t)k;
-            sc[ns] = (uint8_t)c;
+            on |= (uint32_t)!off << c;
+            soff[ns] = off ? -g - 1 : 0;
+            sat[ns] = k * FGG_IQ2_LANES + c;
             ns += off;
         }
+        C->on[k] = on;
+#endif
     }
+    int32_t *flat = &C->key[0][0];
     fgg__iq2_spread sp[4];
     for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&sp[k], xv + 8 * k, sw + 8 * k);
 #if FGG_IQ2_VEC == 1
-    for (int j = 0; j < ns; ++j) C->key[sk[j]][sc[j]] = t->gkey[fgg__iq2_search(t, slist[j], &sp[sk[j]], fgg__iq2_qv, C->scale[sc[j]])];
+    for (int j = 0; j < ns; ++j) {
+        const int32_t a = sat[j];
+        flat[a] = t->gkey[fgg__iq2_search(t, t->lists + soff[j], &sp[a / FGG_IQ2_LANES], fgg__iq2_qv, C->scale[a % FGG_IQ2_LANES])];
+    }
 #else
     /* all distances of a batch of searches, then all their picks */
     float dv[4 * FGG_IQ2_MAXLIST];
-    int at[4 * FGG_IQ2_LANES];
+    int dat[4 * FGG_IQ2_LANES];
     for (int j = 0; j < ns;) {
         int end = j, used = 0;
-        for (; end < ns && used + slist[end][0] <= 4 * FGG_IQ2_MAXLIST; ++end) {
+        for (; end < ns && used + t->lists[soff[end]] <= 4 * FGG_IQ2_MAXLIST; ++end) {
+            const int32_t a = sat[end];
             float T[32];
-            fgg__iq2_terms(&sp[sk[end]], fgg__iq2_qv, C->scale[sc[end]], T);
-            fgg__iq2_dists(t, slist[end], T, dv + used);
-            at[end] = used;
-            used += slist[end][0];
+            fgg__iq2_terms(&sp[a / FGG_IQ2_LANES], fgg__iq2_qv, C->scale[a % FGG_IQ2_LANES], T);
+            fgg__iq2_dists(t, t->lists + soff[end], T, dv + used);
+            dat[end] = used;
+            used += t->lists[soff[end]];
         }
-        for (; j < end; ++j) C->key[sk[j]][sc[j]] = t->gkey[fgg__iq2_pick(slist[j], dv + at[j])];
+        for (; j < end; ++j) flat[sat[j]] = t->gkey[fgg__iq2_pick(t->lists + soff[j], dv + dat[j])];
     }
 #endif
     /* sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q over the values in order, q = 2l+1 */
@@ -730,8 +751,8 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
     if (taken >= 0) {
         fgg__iq2_unkey(C.key[0][taken], L);
         fgg__iq2_unkey(C.key[1][taken], L + 8);
-        on[0] = C.on[0][taken];
-        on[1] = C.on[1][taken];
+        on[0] = (C.on[0] >> taken) & 1;
+        on[1] = (C.on[1] >> taken) & 1;
     }
     if ((!on[0] || !on[1]) && scale > 0) {
         float id = 1 / scale;
