@@ -101,11 +101,6 @@ static inline int fgg__iq2_key(const uint8_t *l) {
     return u;
 }
 
-/* The 8 levels of a key. */
-static inline void fgg__iq2_unkey(int32_t u, uint8_t *L) {
-    for (int i = 0; i < 8; ++i) L[i] = (uint8_t)((u >> (2 * i)) & 3);
-}
-
 static int fgg__iq2_build(fgg_iq2_table *t, int nwant) {
     for (int u = 0; u < FGG_IQ2_KEYS; ++u) t->map[u] = INT32_MIN;
     for (int i = 0; i < t->n; ++i) {
@@ -431,13 +426,6 @@ static inline int fgg__iq2_search(const fgg_iq2_table *t, const uint16_t *list, 
 #endif
 }
 
-static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
-                                     const float *sw, float scale) {
-    fgg__iq2_spread s;
-    fgg__iq2_spread_group(&s, x, sw);
-    return fgg__iq2_search(t, list, &s, fgg__iq2_qv, scale);
-}
-
 /* The key of 8 values' levels at inverse scale id. */
 static inline int32_t fgg__iq2_levels_key(const float *x, float id) {
     int32_t u = 0;
@@ -447,33 +435,6 @@ static inline int32_t fgg__iq2_levels_key(const float *x, float id) {
         u |= l << (2 * i);
     }
     return u;
-}
-
-/* Place one group of 8 at inverse scale id (neighbour search at `scale`); L gets the levels of
- * the grid point; returns its index, *on_grid whether the plain levels were on the grid. */
-static inline int fgg__iq2_place(const fgg_iq2_table *t, const float *x, const float *sw, float id,
-                                 float scale, uint8_t *L, int *on_grid) {
-    int32_t u = fgg__iq2_levels_key(x, id);
-    int g = t->map[u];
-    *on_grid = g >= 0;
-    if (g < 0) {
-        g = fgg__iq2_neighbour(t, t->lists - g - 1, x, sw, scale);
-        u = t->gkey[g];
-    }
-    fgg__iq2_unkey(u, L);
-    return g;
-}
-
-static inline void fgg__iq2_sums(int n, const float *x, const float *w, const uint8_t *L,
-                                 float *sumqx, float *sumq2) {
-    float sx = 0.0f, s2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        float q = (float)(2 * L[i] + 1);
-        sx += w[i] * x[i] * q;
-        s2 += w[i] * q * q;
-    }
-    *sumqx = sx;
-    *sumq2 = s2;
 }
 
 /* Signs of n values (a multiple of 8, at most 32) by groups of 8: xa gets |x| (x >= 0 kept as
@@ -596,7 +557,50 @@ typedef struct {
     int32_t key[4][FGG_IQ2_LANES]; /* levels of each group of 8: as rounded, then the grid point's */
     uint32_t on[4];               /* bit c: group on the grid as rounded for candidate c */
     float sumqx[FGG_IQ2_LANES], sumq2[FGG_IQ2_LANES];
+    fgg__iq2_spread sp[4];        /* the groups spread for the searches' terms */
 } fgg__iq2_cands;
+
+/* Run ns searches: search j takes list t->lists + soff[j], group sat[j] / FGG_IQ2_LANES (its
+ * spread sp[...]) at scale[sat[j] % FGG_IQ2_LANES], and writes the key of the grid point found to
+ * keys[sat[j]]. All distances of a batch are computed first, then all picks. */
+static inline void fgg__iq2_run(const fgg_iq2_table *t, int ns, const int32_t *soff, const int32_t *sat,
+                                const fgg__iq2_spread *sp, const float *scale, int32_t *keys) {
+#if FGG_IQ2_VEC == 1
+    for (int j = 0; j < ns; ++j) {
+        const int32_t a = sat[j];
+        keys[a] = t->gkey[fgg__iq2_search(t, t->lists + soff[j], &sp[a / FGG_IQ2_LANES], fgg__iq2_qv, scale[a % FGG_IQ2_LANES])];
+    }
+#else
+    float dv[4 * FGG_IQ2_MAXLIST];
+    int dat[4 * FGG_IQ2_LANES];
+    for (int j = 0; j < ns;) {
+        int end = j, used = 0;
+        for (; end < ns && used + t->lists[soff[end]] <= 4 * FGG_IQ2_MAXLIST; ++end) {
+            const int32_t a = sat[end];
+            float T[32];
+            fgg__iq2_terms(&sp[a / FGG_IQ2_LANES], fgg__iq2_qv, scale[a % FGG_IQ2_LANES], T);
+            fgg__iq2_dists(t, t->lists + soff[end], T, dv + used);
+            dat[end] = used;
+            used += t->lists[soff[end]];
+        }
+        for (; j < end; ++j) keys[sat[j]] = t->gkey[fgg__iq2_pick(t->lists + soff[j], dv + dat[j])];
+    }
+#endif
+}
+
+/* sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q over n values in order, q = 2l+1 of the levels in
+ * the keys of candidate column c. */
+static inline void fgg__iq2_sums(const fgg__iq2_cands *C, int c, int n, const float *x, const float *w,
+                                 float *sumqx, float *sumq2) {
+    float sx = 0.0f, s2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float q = (float)(2 * ((C->key[i / 8][c] >> (2 * (i % 8))) & 3) + 1);
+        sx += w[i] * x[i] * q;
+        s2 += w[i] * q * q;
+    }
+    *sumqx = sx;
+    *sumq2 = s2;
+}
 
 /* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes) with C->id set. */
 static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int n, int nc, int lanes,
@@ -662,30 +666,9 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
 #endif
     }
     int32_t *flat = &C->key[0][0];
-    fgg__iq2_spread sp[4];
-    for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&sp[k], xv + 8 * k, sw + 8 * k);
-#if FGG_IQ2_VEC == 1
-    for (int j = 0; j < ns; ++j) {
-        const int32_t a = sat[j];
-        flat[a] = t->gkey[fgg__iq2_search(t, t->lists + soff[j], &sp[a / FGG_IQ2_LANES], fgg__iq2_qv, C->scale[a % FGG_IQ2_LANES])];
-    }
-#else
-    /* all distances of a batch of searches, then all their picks */
-    float dv[4 * FGG_IQ2_MAXLIST];
-    int dat[4 * FGG_IQ2_LANES];
-    for (int j = 0; j < ns;) {
-        int end = j, used = 0;
-        for (; end < ns && used + t->lists[soff[end]] <= 4 * FGG_IQ2_MAXLIST; ++end) {
-            const int32_t a = sat[end];
-            float T[32];
-            fgg__iq2_terms(&sp[a / FGG_IQ2_LANES], fgg__iq2_qv, C->scale[a % FGG_IQ2_LANES], T);
-            fgg__iq2_dists(t, t->lists + soff[end], T, dv + used);
-            dat[end] = used;
-            used += t->lists[soff[end]];
-        }
-        for (; j < end; ++j) flat[sat[j]] = t->gkey[fgg__iq2_pick(t->lists + soff[j], dv + dat[j])];
-    }
-#endif
+    const fgg__iq2_spread *sp = C->sp;
+    for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&C->sp[k], xv + 8 * k, sw + 8 * k);
+    fgg__iq2_run(t, ns, soff, sat, sp, C->scale, &C->key[0][0]);
     /* sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q over the values in order, q = 2l+1 */
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
@@ -705,12 +688,28 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
         memcpy(C->sumq2 + v, &s2, sizeof s2);
     }
 #else
-    for (int c = 0; c < lanes; ++c) {
-        uint8_t L[32];
-        for (int k = 0; k < n / 8; ++k) fgg__iq2_unkey(C->key[k][c], L + 8 * k);
-        fgg__iq2_sums(n, xv, w, L, &C->sumqx[c], &C->sumq2[c]);
-    }
+    for (int c = 0; c < lanes; ++c) fgg__iq2_sums(C, c, n, xv, w, &C->sumqx[c], &C->sumq2[c]);
 #endif
+}
+
+/* Place the groups k with bit k of `which` again at inverse scale id, into candidate column c of
+ * C (its keys; its scale becomes `scale`): the key of their levels, or of the list entry nearest at
+ * `scale` when off the grid (the searches side by side). */
+static inline void fgg__iq2_replace(const fgg_iq2_table *t, fgg__iq2_cands *C, const float *xv, int ngroups,
+                                    unsigned which, int c, float id, float scale) {
+    int32_t soff[4], sat[4];
+    int ns = 0;
+    C->scale[c] = scale;
+    for (int k = 0; k < ngroups; ++k) {
+        if (!((which >> k) & 1)) continue;
+        const int32_t u = fgg__iq2_levels_key(xv + 8 * k, id);
+        const int g = t->map[u];
+        C->key[k][c] = u;
+        soff[ns] = g < 0 ? -g - 1 : 0;
+        sat[ns] = k * FGG_IQ2_LANES + c;
+        ns += g < 0;
+    }
+    fgg__iq2_run(t, ns, soff, sat, C->sp, C->scale, &C->key[0][0]);
 }
 
 /* One 16-value block of IQ2_XS / IQ2_S: returns the scale (0 for a block below eps), and the
@@ -732,9 +731,6 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
         return 0.0f;
     }
 
-    uint8_t L[16];
-    memset(L, 0, sizeof L);
-    int on[2] = {1, 1};
     float best = 0.0f;
     float scale = vmax / 5;
     fgg__iq2_cands C;
@@ -748,33 +744,28 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
             taken = c;
         }
     }
+    int32_t keys[2] = {0, 0}; /* no candidate taken: levels 0 (ggml's) */
     if (taken >= 0) {
-        fgg__iq2_unkey(C.key[0][taken], L);
-        fgg__iq2_unkey(C.key[1][taken], L + 8);
-        on[0] = (C.on[0] >> taken) & 1;
-        on[1] = (C.on[1] >> taken) & 1;
-    }
-    if ((!on[0] || !on[1]) && scale > 0) {
-        float id = 1 / scale;
-        for (int k = 0; k < 2; ++k) {
-            if (on[k]) continue;
-            int dummy;
-            fgg__iq2_place(t, xv + 8 * k, sw + 8 * k, id, scale, L + 8 * k, &dummy);
+        const unsigned which = (~C.on[0] >> taken & 1u) | (~C.on[1] >> taken & 1u) << 1;
+        if (which && scale > 0) {
+            fgg__iq2_replace(t, &C, xv, 2, which, taken, 1 / scale, scale);
+            float sumqx, sumq2;
+            fgg__iq2_sums(&C, taken, 16, xv, w, &sumqx, &sumq2);
+            if (sumq2 > 0) scale = sumqx / sumq2;
         }
-        float sumqx, sumq2;
-        fgg__iq2_sums(16, xv, w, L, &sumqx, &sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
+        keys[0] = C.key[0][taken];
+        keys[1] = C.key[1][taken];
     }
     if (scale < 0) {
         scale = -scale;
         signs[0] = ~signs[0] & (parity ? 127u : 255u);
         signs[1] = ~signs[1] & (parity ? 127u : 255u);
     }
-    grid[0] = t->map[fgg__iq2_key(L)];
-    grid[1] = t->map[fgg__iq2_key(L + 8)];
     /* always on the grid here; a negative would mean a broken table */
-    if (grid[0] < 0) grid[0] = 0;
-    if (grid[1] < 0) grid[1] = 0;
+    for (int k = 0; k < 2; ++k) {
+        const int g = t->map[keys[k]];
+        grid[k] = g < 0 ? 0 : g;
+    }
     return scale;
 }
 
@@ -864,7 +855,6 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
         memset(signs, 0, 4 * sizeof *signs);
         return 0.0f;
     }
-    uint8_t L[32];
     int taken = -1;
     float best = 0.0f;
     fgg__iq2_cands C;
@@ -877,18 +867,13 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
             taken = c;
         }
     }
-    if (scale > 0) { /* every group placed again: the taken candidate's levels are not used */
-        float id = 1 / scale;
-        for (int k = 0; k < 4; ++k) {
-            int on;
-            fgg__iq2_place(t, xv + 8 * k, sw + 8 * k, id, scale, L + 8 * k, &on);
-        }
+    if (scale > 0) { /* every group placed again (into column 0 if none was taken) */
+        taken = taken >= 0 ? taken : 0;
+        fgg__iq2_replace(t, &C, xv, 4, 15u, taken, 1 / scale, scale);
         float sumqx, sumq2;
-        fgg__iq2_sums(32, xv, w, L, &sumqx, &sumq2);
+        fgg__iq2_sums(&C, taken, 32, xv, w, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
-    } else if (taken >= 0) {
-        for (int k = 0; k < 4; ++k) fgg__iq2_unkey(C.key[k][taken], L + 8 * k);
-    } else { /* unreachable: scale <= 0 only after a candidate was taken */
+    } else if (taken < 0) { /* unreachable: scale <= 0 only after a candidate was taken */
         memset(signs, 0, 4 * sizeof *signs);
         return 0.0f;
     }
@@ -897,7 +882,7 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
         for (int k = 0; k < 4; ++k) signs[k] = ~signs[k] & 127u;
     }
     for (int k = 0; k < 4; ++k) {
-        int g = t->map[fgg__iq2_key(L + 8 * k)];
+        const int g = t->map[C.key[k][taken]];
         grid[k] = g < 0 ? 0 : g;
     }
     return scale;
