@@ -665,10 +665,8 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
         C->on[k] = on;
 #endif
     }
-    int32_t *flat = &C->key[0][0];
-    const fgg__iq2_spread *sp = C->sp;
     for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&C->sp[k], xv + 8 * k, sw + 8 * k);
-    fgg__iq2_run(t, ns, soff, sat, sp, C->scale, &C->key[0][0]);
+    fgg__iq2_run(t, ns, soff, sat, C->sp, C->scale, &C->key[0][0]);
     /* sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q over the values in order, q = 2l+1 */
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
