@@ -499,6 +499,27 @@ static inline float fgg__iq2_sumsq(const float *x) {
     return s;
 }
 
+/* fgg__iq2_sumsq of the m super-blocks at x, x + 256, ...: four at a time side by side (each
+ * sum still left to right; one alone is a chain of 256 dependent additions). */
+static inline void fgg__iq2_sumsq_n(const float *x, int64_t m, float *out) {
+    int64_t j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const float *a = x + 256 * j;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+        for (int i = 0; i < 256; ++i) {
+            s0 += a[i] * a[i];
+            s1 += a[256 + i] * a[256 + i];
+            s2 += a[512 + i] * a[512 + i];
+            s3 += a[768 + i] * a[768 + i];
+        }
+        out[j] = s0;
+        out[j + 1] = s1;
+        out[j + 2] = s2;
+        out[j + 3] = s3;
+    }
+    for (; j < m; ++j) out[j] = fgg__iq2_sumsq(x + 256 * j);
+}
+
 #if FGG_IQ_SIMD
 typedef uint32_t fgg__iq2_vu __attribute__((vector_size(4 * FGG_IQ_W))); /* wrapping key sums */
 
@@ -602,14 +623,26 @@ static inline void fgg__iq2_sums(const fgg__iq2_cands *C, int c, int n, const fl
     *sumq2 = s2;
 }
 
-/* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes) with C->id set. */
+/* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes). */
 static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int n, int nc, int lanes,
-                                 const float *xv, const float *w, const float *sw) {
+                                 int is0, float den, const float *xv, const float *w, const float *sw) {
+    /* candidate c: id = (5 + is*0.1)/den, is = is0 + c (lanes past nc repeat the last one) */
 #if FGG_IQ_SIMD
     lanes = (nc + FGG_IQ_W - 1) / FGG_IQ_W * FGG_IQ_W; /* whole vectors (<= 32) */
+    for (int v = 0; v < lanes; v += FGG_IQ_W) {
+        fgg_iq_vf is;
+        for (int l = 0; l < FGG_IQ_W; ++l) is[l] = (float)(is0 + (v + l < nc ? v + l : nc - 1));
+        const fgg_iq_vf id = (fgg_iq_splat(5.0f) + is * fgg_iq_splat(0.1f)) / fgg_iq_splat(den);
+        const fgg_iq_vf scale = fgg_iq_splat(1.0f) / id;
+        memcpy(C->id + v, &id, sizeof id);
+        memcpy(C->scale + v, &scale, sizeof scale);
+    }
+#else
+    for (int c = 0; c < lanes; ++c) {
+        C->id[c] = (5 + (is0 + (c < nc ? c : nc - 1)) * 0.1f) / den;
+        C->scale[c] = 1 / C->id[c];
+    }
 #endif
-    for (int c = nc; c < lanes; ++c) C->id[c] = C->id[nc - 1];
-    for (int c = 0; c < lanes; ++c) C->scale[c] = 1 / C->id[c];
     /* levels l = nearest_int(0.5*(id*x - 1)) clamped to 0..2, packed into one key per group */
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
@@ -732,8 +765,7 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
     float best = 0.0f;
     float scale = vmax / 5;
     fgg__iq2_cands C;
-    for (int is = -9; is <= 9; ++is) C.id[is + 9] = (5 + is * 0.1f) / vmax;
-    fgg__iq2_eval(t, &C, 16, 19, 24, xv, w, sw);
+    fgg__iq2_eval(t, &C, 16, 19, 24, -9, vmax, xv, w, sw);
     int taken = -1;
     for (int c = 0; c < 19; ++c) {
         if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
@@ -773,9 +805,8 @@ static inline int fgg__iq2_scale_level(float id, float scale) {
 }
 
 /* One super-block of IQ2_XS (is_s == 0, 74 bytes) or IQ2_S (is_s == 1, 82 bytes). */
-static void fgg__iq2_xs_s_superblock(const float *x, uint8_t *blk, const float *qw, int is_s) {
+static void fgg__iq2_xs_s_superblock(const float *x, float sumx2, uint8_t *blk, const float *qw, int is_s) {
     const fgg_iq2_table *t = &fgg_iq2_tables[is_s ? 2 : 1];
-    float sumx2 = fgg__iq2_sumsq(x);
     float sigma2 = is_s ? 2 * sumx2 / 256 : sumx2 / 256;
     float scales[16];
     int grid[16][2];
@@ -856,8 +887,7 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
     int taken = -1;
     float best = 0.0f;
     fgg__iq2_cands C;
-    for (int is = -6; is <= 6; ++is) C.id[is + 6] = (5 + is * 0.1f) / eff_max;
-    fgg__iq2_eval(t, &C, 32, 13, 16, xv, w, sw);
+    fgg__iq2_eval(t, &C, 32, 13, 16, -6, eff_max, xv, w, sw);
     for (int c = 0; c < 13; ++c) {
         if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
             scale = C.sumqx[c] / C.sumq2[c];
@@ -886,9 +916,9 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
     return scale;
 }
 
-static void fgg__iq2_xxs_superblock(const float *x, uint8_t *blk, const float *qw) {
+static void fgg__iq2_xxs_superblock(const float *x, float sumx2, uint8_t *blk, const float *qw) {
     const fgg_iq2_table *t = &fgg_iq2_tables[0];
-    float sigma2 = fgg__iq2_sumsq(x) / 256;
+    float sigma2 = sumx2 / 256;
     float scales[8];
     uint32_t q2[16];
     memset(q2, 0, sizeof q2);
@@ -916,45 +946,49 @@ static void fgg__iq2_xxs_superblock(const float *x, uint8_t *blk, const float *q
     for (int i = 0; i < 16; ++i) fgg_iq_store_u32le(blk + 2 + 4 * i, q2[i]);
 }
 
-static void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                                 const float *imatrix) {
-    int64_t nb = n_per_row / 256;
+/* The rows' super-blocks of 256 values: nbytes each, from sb(x, sum of x^2, block, imatrix part)
+ * (the sums of a row computed first, side by side). Without an importance matrix when `need`,
+ * zero blocks (the callers reject that case before). */
+static inline void fgg__iq2_rows(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix, int need, size_t nbytes,
+                                 void (*sb)(const float *, float, uint8_t *, const float *, int), int arg) {
+    const int64_t nb = n_per_row / 256;
     for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *blk = dst + (r * nb + b) * 66;
-            if (!imatrix) {
-                memset(blk, 0, 66);
-                continue;
+        const float *x = src + r * n_per_row;
+        uint8_t *out = dst + (size_t)(r * nb) * nbytes;
+        if (need && !imatrix) {
+            memset(out, 0, (size_t)nb * nbytes);
+            continue;
+        }
+        for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+            float sums[16];
+            const int64_t m = nb - b0 < 16 ? nb - b0 : 16;
+            fgg__iq2_sumsq_n(x + 256 * b0, m, sums);
+            for (int64_t b = b0; b < b0 + m; ++b) {
+                sb(x + 256 * b, sums[b - b0], out + (size_t)b * nbytes, imatrix ? imatrix + 256 * b : NULL, arg);
             }
-            fgg__iq2_xxs_superblock(src + r * n_per_row + 256 * b, blk, imatrix + 256 * b);
         }
     }
+}
+
+static void fgg__iq2_xxs_sb(const float *x, float sumx2, uint8_t *blk, const float *qw, int arg) {
+    (void)arg;
+    fgg__iq2_xxs_superblock(x, sumx2, blk, qw);
+}
+
+static void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix) {
+    fgg__iq2_rows(src, dst, n_rows, n_per_row, imatrix, 1, 66, fgg__iq2_xxs_sb, 0);
 }
 
 static void fgg_quantize_iq2_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                 const float *imatrix) {
-    int64_t nb = n_per_row / 256;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *blk = dst + (r * nb + b) * 74;
-            if (!imatrix) {
-                memset(blk, 0, 74);
-                continue;
-            }
-            fgg__iq2_xs_s_superblock(src + r * n_per_row + 256 * b, blk, imatrix + 256 * b, 0);
-        }
-    }
+    fgg__iq2_rows(src, dst, n_rows, n_per_row, imatrix, 1, 74, fgg__iq2_xs_s_superblock, 0);
 }
 
 static void fgg_quantize_iq2_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                const float *imatrix) {
-    int64_t nb = n_per_row / 256;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            fgg__iq2_xs_s_superblock(src + r * n_per_row + 256 * b, dst + (r * nb + b) * 82,
-                                     imatrix ? imatrix + 256 * b : NULL, 1);
-        }
-    }
+    fgg__iq2_rows(src, dst, n_rows, n_per_row, imatrix, 0, 82, fgg__iq2_xs_s_superblock, 1);
 }
 
 #endif /* FGG_QUANT_IQ2_H */
