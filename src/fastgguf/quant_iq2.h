@@ -723,6 +723,37 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
 #endif
 }
 
+/* ggml's choice among the nc candidates, in order: c is taken when sumq2 > 0 and
+ * sumqx^2 > best*sumq2 (best from 0), giving scale = sumqx/sumq2 and best = scale*sumqx. Those
+ * quotients and products are computed for every lane first (in vectors); the scan is then
+ * branch-free (which candidates are taken is data). Returns the last taken (-1: none, *scale
+ * kept). */
+static inline int fgg__iq2_choose(const fgg__iq2_cands *C, int nc, float *scale) {
+    float q[FGG_IQ2_LANES], b[FGG_IQ2_LANES];
+#if FGG_IQ_SIMD
+    for (int v = 0; v < nc; v += FGG_IQ_W) {
+        const fgg_iq_vf sx = fgg_iq_loadu(C->sumqx + v), qv = sx / fgg_iq_loadu(C->sumq2 + v), bv = qv * sx;
+        memcpy(q + v, &qv, sizeof qv);
+        memcpy(b + v, &bv, sizeof bv);
+    }
+#else
+    for (int c = 0; c < nc; ++c) {
+        q[c] = C->sumqx[c] / C->sumq2[c];
+        b[c] = q[c] * C->sumqx[c];
+    }
+#endif
+    float best = 0.0f, s = *scale;
+    int taken = -1;
+    for (int c = 0; c < nc; ++c) {
+        const int take = (C->sumq2[c] > 0) & (C->sumqx[c] * C->sumqx[c] > best * C->sumq2[c]);
+        best = take ? b[c] : best;
+        s = take ? q[c] : s;
+        taken = take ? c : taken;
+    }
+    *scale = s;
+    return taken;
+}
+
 /* Place the groups k with bit k of `which` again at inverse scale id, into candidate column c of
  * C (its keys; its scale becomes `scale`): the key of their levels, or of the list entry nearest at
  * `scale` when off the grid (the searches side by side). */
@@ -762,18 +793,10 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
         return 0.0f;
     }
 
-    float best = 0.0f;
     float scale = vmax / 5;
     fgg__iq2_cands C;
     fgg__iq2_eval(t, &C, 16, 19, 24, -9, vmax, xv, w, sw);
-    int taken = -1;
-    for (int c = 0; c < 19; ++c) {
-        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
-            scale = C.sumqx[c] / C.sumq2[c];
-            best = scale * C.sumqx[c];
-            taken = c;
-        }
-    }
+    int taken = fgg__iq2_choose(&C, 19, &scale);
     int32_t keys[2] = {0, 0}; /* no candidate taken: levels 0 (ggml's) */
     if (taken >= 0) {
         const unsigned which = (~C.on[0] >> taken & 1u) | (~C.on[1] >> taken & 1u) << 1;
@@ -884,17 +907,9 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
         memset(signs, 0, 4 * sizeof *signs);
         return 0.0f;
     }
-    int taken = -1;
-    float best = 0.0f;
     fgg__iq2_cands C;
     fgg__iq2_eval(t, &C, 32, 13, 16, -6, eff_max, xv, w, sw);
-    for (int c = 0; c < 13; ++c) {
-        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
-            scale = C.sumqx[c] / C.sumq2[c];
-            best = scale * C.sumqx[c];
-            taken = c;
-        }
-    }
+    int taken = fgg__iq2_choose(&C, 13, &scale);
     if (scale > 0) { /* every group placed again (into column 0 if none was taken) */
         taken = taken >= 0 ? taken : 0;
         fgg__iq2_replace(t, &C, xv, 4, 15u, taken, 1 / scale, scale);
