@@ -600,6 +600,9 @@ static inline void fgg__iq2_run(const fgg_iq2_table *t, int ns, const int32_t *s
             const int32_t a = sat[end];
             float T[32];
             fgg__iq2_terms(&sp[a / FGG_IQ2_LANES], fgg__iq2_qv, scale[a % FGG_IQ2_LANES], T);
+            /* the distances read T back from memory: their broadcasts are then loads, where the
+             * compiler would otherwise make them shuffles on the port the permutes need */
+            __asm__ volatile("" : : "r"(T) : "memory");
             fgg__iq2_dists(t, t->lists + soff[end], T, dv + used);
             dat[end] = used;
             used += t->lists[soff[end]];
