@@ -51,10 +51,16 @@
  *  - ggml aborts when a neighbour search finds no finite distance (only with overflowing
  *    values); here the first list entry is taken.
  *
- * Speed: the 19 (13) candidates of a block are independent until the choice, so their levels,
- * neighbour searches and sums are computed first, then chosen in order exactly as ggml's loop
- * does; a neighbour list is searched once for consecutive candidates that share the key and
- * scale. Every float operation is ggml's, in ggml's order.
+ * Speed: the 19 (13) candidates of a block are independent until the choice, so they are lanes
+ * of vectors: their levels (packed into one key per group of 8), map look-ups (one gather with
+ * AVX-512), and sums; the choice then scans them in ggml's order with selects. A candidate keeps
+ * keys, never per-value levels: a search replaces its group's key. The off-grid groups' searches
+ * are listed branch-free and run in two passes over the whole list (all distances, then all
+ * picks), so independent searches overlap instead of each waiting on its own long chain; a
+ * search's distances are 16 (8) list entries per vector, each lane summing its in-lane term
+ * look-ups coordinate by coordinate. Signs, square roots and the choice are branch-free (they are
+ * data: a branch would be mispredicted half the time). Every float operation is ggml's, in
+ * ggml's order.
  */
 #ifndef FGG_QUANT_IQ2_H
 #define FGG_QUANT_IQ2_H
