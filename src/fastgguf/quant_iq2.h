@@ -768,14 +768,34 @@ static inline int fgg__iq2_choose(const fgg__iq2_cands *C, int nc, float *scale)
  * `scale` when off the grid (the searches side by side). */
 static inline void fgg__iq2_replace(const fgg_iq2_table *t, fgg__iq2_cands *C, const float *xv, int ngroups,
                                     unsigned which, int c, float id, float scale) {
-    int32_t soff[4], sat[4];
+    int32_t soff[4], sat[4], u[4];
     int ns = 0;
     C->scale[c] = scale;
+#if FGG_IQ_SIMD
+    /* the levels of all groups in vectors (lanes = values), each shifted to its place in the key;
+     * a group's key is then the sum of its 8 lanes */
+    uint32_t part[32];
+    for (int i = 0; i < 8 * ngroups; i += FGG_IQ_W) {
+        const fgg_iq_vf val = fgg_iq_splat(0.5f) * (fgg_iq_splat(id) * fgg_iq_loadu(xv + i) - fgg_iq_splat(1.0f))
+                              + fgg_iq_splat(12582912.0f);
+        fgg__iq2_vu sh;
+        for (int l = 0; l < FGG_IQ_W; ++l) sh[l] = (uint32_t)(2 * ((i + l) % 8));
+        const fgg__iq2_vu lv = (fgg__iq2_vu)fgg__iq2_clamp(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002)
+                               - 0x00400000u;
+        const fgg__iq2_vu pv = lv << sh;
+        memcpy(part + i, &pv, sizeof pv);
+    }
+    for (int k = 0; k < ngroups; ++k) {
+        const uint32_t *p = part + 8 * k;
+        u[k] = (int32_t)((p[0] | p[1]) | (p[2] | p[3]) | ((p[4] | p[5]) | (p[6] | p[7])));
+    }
+#else
+    for (int k = 0; k < ngroups; ++k) u[k] = fgg__iq2_levels_key(xv + 8 * k, id);
+#endif
     for (int k = 0; k < ngroups; ++k) {
         if (!((which >> k) & 1)) continue;
-        const int32_t u = fgg__iq2_levels_key(xv + 8 * k, id);
-        const int g = t->map[u];
-        C->key[k][c] = u;
+        const int g = t->map[u[k]];
+        C->key[k][c] = u[k];
         soff[ns] = g < 0 ? -g - 1 : 0;
         sat[ns] = k * FGG_IQ2_LANES + c;
         ns += g < 0;
