@@ -51,10 +51,16 @@
  *  - ggml aborts when a neighbour search finds no finite distance (only with overflowing
  *    values); here the first list entry is taken.
  *
- * Speed: the 19 (13) candidates of a block are independent until the choice, so their levels,
- * neighbour searches and sums are computed first, then chosen in order exactly as ggml's loop
- * does; a neighbour list is searched once for consecutive candidates that share the key and
- * scale. Every float operation is ggml's, in ggml's order.
+ * Speed: the 19 (13) candidates of a block are independent until the choice, so they are lanes
+ * of vectors: their levels (packed into one key per group of 8), map look-ups (one gather with
+ * AVX-512), and sums; the choice then scans them in ggml's order with selects. A candidate keeps
+ * keys, never per-value levels: a search replaces its group's key. The off-grid groups' searches
+ * are listed branch-free and run in two passes over the whole list (all distances, then all
+ * picks), so independent searches overlap instead of each waiting on its own long chain; a
+ * search's distances are 16 (8) list entries per vector, each lane summing its in-lane term
+ * look-ups coordinate by coordinate. Signs, square roots and the choice are branch-free (they are
+ * data: a branch would be mispredicted half the time). Every float operation is ggml's, in
+ * ggml's order.
  */
 #ifndef FGG_QUANT_IQ2_H
 #define FGG_QUANT_IQ2_H
@@ -275,102 +281,106 @@ static int fgg_iq2_init_raw(const void *grid256, const void *grid512, const void
                         (const uint8_t (*)[8])grid1024, (const int8_t (*)[8])grid2048);
 }
 
-/* Smallest of the list's distances d2 = sum_i T[i][level_i] (sums from 0.0 in coordinate
- * order, first entry on ties, the first entry when none is finite). T[i][l] holds the term
- * coordinate i adds for level l, computed once per search: the same float operations as
- * computing every entry's terms anew. Four entries are summed side by side. */
-static inline int fgg__iq2_argmin(const fgg_iq2_table *t, const uint16_t *list, const float (*T)[4]) {
+/* A neighbour search runs in two steps, so that a block's searches can be run step by step side by
+ * side (independent work then overlaps instead of each search waiting on its own long chain):
+ *  fgg__iq2_dists: the distances d2 = sum_i T[i][level_i] of a list's entries, summed in
+ *    coordinate order, into dv (list[0] of them). T[4i+l] is the term coordinate i adds for
+ *    level l, computed once per search: the same float operations as computing every entry's
+ *    terms anew. The sum starts at the first term instead of 0.0 + term: that differs only in
+ *    the sign of a zero sum, which no comparison below sees.
+ *  fgg__iq2_pick: the entry ggml's scan (take each distance below the best so far, from FLT_MAX)
+ *    ends on: the first entry holding the smallest distance below FLT_MAX (a NaN is never
+ *    taken), or the first entry when there is none. min(d, m) keeps m unless d < m, so the
+ *    minimum over lanes is that distance (FLT_MAX when there is none); its first entry is then
+ *    found by equality. */
+#if FGG_IQ2_VEC > 1
+static inline void fgg__iq2_dists(const fgg_iq2_table *t, const uint16_t *list, const float *T, float *dv) {
     const int count = list[0]; /* a multiple of FGG_IQ2_PAD */
+#if FGG_IQ2_VEC == 16
+    /* 16 entries per step: each lane picks its term by its level (an in-lane permute of the
+     * coordinate's 4 terms; the permute reads the low 2 bits of the shifted key) */
+    const uint16_t *K = t->keys + (list + 1 - t->lists);
+    __m512 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T + 4 * i));
+    for (int j = 0; j < count; j += 16) {
+        const __m512i k = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(K + j)));
+        __m512 d = _mm512_permutevar_ps(Tv[0], k);
+        for (int i = 1; i < 8; ++i) d = _mm512_add_ps(d, _mm512_permutevar_ps(Tv[i], _mm512_srli_epi32(k, 2 * i)));
+        _mm512_storeu_ps(dv + j, d);
+    }
+#else
+    const uint16_t *K = t->keys + (list + 1 - t->lists);
+    __m256 Tv[8];
+    for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)(T + 4 * i));
+    for (int j = 0; j < count; j += 8) {
+        const __m256i k = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(K + j)));
+        __m256 d = _mm256_permutevar_ps(Tv[0], k);
+        for (int i = 1; i < 8; ++i) d = _mm256_add_ps(d, _mm256_permutevar_ps(Tv[i], _mm256_srli_epi32(k, 2 * i)));
+        _mm256_storeu_ps(dv + j, d);
+    }
+#endif
+}
+
+static inline int fgg__iq2_pick(const uint16_t *list, const float *dv) {
+    const int count = list[0];
+    const uint16_t *e = list + 1;
+#if FGG_IQ2_VEC == 16
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    __m512 m = big;
+    for (int j = 0; j < count; j += 16) m = _mm512_min_ps(_mm512_loadu_ps(dv + j), m);
+    m = _mm512_min_ps(m, _mm512_shuffle_f32x4(m, m, 0x4e)); /* every lane: the minimum */
+    m = _mm512_min_ps(m, _mm512_shuffle_f32x4(m, m, 0xb1));
+    m = _mm512_min_ps(m, _mm512_permute_ps(m, 0x4e));
+    m = _mm512_min_ps(m, _mm512_permute_ps(m, 0xb1));
+    for (int j = 0; j < count; j += 16) {
+        const __m512 d = _mm512_loadu_ps(dv + j);
+        unsigned hit = _mm512_mask_cmp_ps_mask(_mm512_cmp_ps_mask(d, m, _CMP_EQ_OQ), d, big, _CMP_LT_OQ);
+        if (hit) return e[j + __builtin_ctz(hit)];
+    }
+    return e[0];
+#else
+    const __m256 big = _mm256_set1_ps(FLT_MAX);
+    __m256 m = big;
+    for (int j = 0; j < count; j += 8) m = _mm256_min_ps(_mm256_loadu_ps(dv + j), m);
+    m = _mm256_min_ps(m, _mm256_permute2f128_ps(m, m, 1)); /* every lane: the minimum */
+    m = _mm256_min_ps(m, _mm256_permute_ps(m, 0x4e));
+    m = _mm256_min_ps(m, _mm256_permute_ps(m, 0xb1));
+    for (int j = 0; j < count; j += 8) {
+        const __m256 d = _mm256_loadu_ps(dv + j);
+        unsigned hit = (unsigned)_mm256_movemask_ps(
+            _mm256_and_ps(_mm256_cmp_ps(d, m, _CMP_EQ_OQ), _mm256_cmp_ps(d, big, _CMP_LT_OQ)));
+        if (hit) return e[j + __builtin_ctz(hit)];
+    }
+    return e[0];
+#endif
+}
+
+#else
+/* The scalar build's search in one step: distances and ggml's scan together, four entries side by
+ * side (the sum of each starts at its first term, as in fgg__iq2_dists). */
+static inline int fgg__iq2_argmin1(const fgg_iq2_table *t, const uint16_t *list, const float *T) {
+    const int count = list[0];
     const uint16_t *e = list + 1;
     float best = FLT_MAX;
     int g = e[0];
-#if FGG_IQ2_VEC == 16
-    /* 16 entries per step: each lane picks its term by its level (an in-lane permute of the
-     * coordinate's 4 terms) and sums coordinates in order; lanes below the best so far are then
-     * taken in entry order, exactly as the scalar loop. */
-    const uint16_t *K = t->keys + (e - t->lists);
-    __m512 Tv[8];
-    for (int i = 0; i < 8; ++i) Tv[i] = _mm512_broadcast_f32x4(_mm_loadu_ps(T[i]));
-    /* all distances first (independent chains overlap), then the ordered scan */
-    float dv[FGG_IQ2_MAXLIST];
-    for (int j = 0; j < count; j += 16) {
-        __m512i k = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(K + j)));
-        __m512 d = _mm512_setzero_ps();
-        for (int i = 0; i < 8; ++i) {
-            __m512i li = _mm512_srli_epi32(k, 2 * i); /* the permute reads the low 2 bits only */
-            d = _mm512_add_ps(d, _mm512_permutevar_ps(Tv[i], li));
-        }
-        _mm512_storeu_ps(dv + j, d);
-    }
-    /* The scalar scan takes each distance below the best so far (from FLT_MAX): it ends on the
-     * first entry holding the smallest distance below FLT_MAX (NaN never taken), or on the first
-     * entry when there is none. min(d, m) keeps m unless d < m, so the lane minima and their
-     * minimum are that distance; its first entry is then found by equality. */
-    __m512 mv = _mm512_set1_ps(FLT_MAX);
-    for (int j = 0; j < count; j += 16) mv = _mm512_min_ps(_mm512_loadu_ps(dv + j), mv);
-    const float mn = _mm512_reduce_min_ps(mv);
-    if (mn < FLT_MAX) {
-        const __m512 mb = _mm512_set1_ps(mn);
-        for (int j = 0; j < count; j += 16) {
-            __mmask16 m = _mm512_cmp_ps_mask(_mm512_loadu_ps(dv + j), mb, _CMP_EQ_OQ);
-            if (m) {
-                g = e[j + __builtin_ctz((unsigned)m)];
-                break;
-            }
-        }
-    }
-    (void)best;
-#elif FGG_IQ2_VEC == 8
-    const uint16_t *K = t->keys + (e - t->lists);
-    __m256 Tv[8];
-    for (int i = 0; i < 8; ++i) Tv[i] = _mm256_broadcast_ps((const __m128 *)T[i]);
-    float dv[FGG_IQ2_MAXLIST];
-    for (int j = 0; j < count; j += 8) {
-        __m256i k = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(K + j)));
-        __m256 d = _mm256_setzero_ps();
-        for (int i = 0; i < 8; ++i) {
-            __m256i li = _mm256_srli_epi32(k, 2 * i);
-            d = _mm256_add_ps(d, _mm256_permutevar_ps(Tv[i], li));
-        }
-        _mm256_storeu_ps(dv + j, d);
-    }
-    /* the smallest distance below FLT_MAX and its first entry, as in the AVX-512 path */
-    __m256 mv = _mm256_set1_ps(FLT_MAX);
-    for (int j = 0; j < count; j += 8) mv = _mm256_min_ps(_mm256_loadu_ps(dv + j), mv);
-    __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(mv), _mm256_extractf128_ps(mv, 1));
-    m4 = _mm_min_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_min_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-    const float mn = _mm_cvtss_f32(m4);
-    if (mn < FLT_MAX) {
-        const __m256 mb = _mm256_set1_ps(mn);
-        for (int j = 0; j < count; j += 8) {
-            int m = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(dv + j), mb, _CMP_EQ_OQ));
-            if (m) {
-                g = e[j + __builtin_ctz((unsigned)m)];
-                break;
-            }
-        }
-    }
-    (void)best;
-#else
     for (int j = 0; j < count; j += 4) {
         const uint8_t *l0 = t->level[e[j]], *l1 = t->level[e[j + 1]];
         const uint8_t *l2 = t->level[e[j + 2]], *l3 = t->level[e[j + 3]];
-        float d0 = 0.0f, d1 = 0.0f, d2 = 0.0f, d3 = 0.0f;
-        for (int i = 0; i < 8; ++i) {
-            d0 += T[i][l0[i]];
-            d1 += T[i][l1[i]];
-            d2 += T[i][l2[i]];
-            d3 += T[i][l3[i]];
+        float d0 = T[l0[0]], d1 = T[l1[0]], d2 = T[l2[0]], d3 = T[l3[0]];
+        for (int i = 1; i < 8; ++i) {
+            d0 += T[4 * i + l0[i]];
+            d1 += T[4 * i + l1[i]];
+            d2 += T[4 * i + l2[i]];
+            d3 += T[4 * i + l3[i]];
         }
         if (d0 < best) { best = d0; g = e[j]; }
         if (d1 < best) { best = d1; g = e[j + 1]; }
         if (d2 < best) { best = d2; g = e[j + 2]; }
         if (d3 < best) { best = d3; g = e[j + 3]; }
     }
-#endif
     return g;
 }
+#endif
 
 /* A group of 8 spread for the term tables: entry 4i+l holds coordinate i's x, weight, and the
  * value v[l] of level l (entry 4i+3 is never read; it gets level 2's). */
@@ -379,101 +389,114 @@ typedef struct {
 } fgg__iq2_spread;
 
 static inline void fgg__iq2_spread_group(fgg__iq2_spread *s, const float *x, const float *w) {
-    for (int i = 0; i < 32; ++i) {
-        s->x[i] = x[i >> 2];
-        s->w[i] = w[i >> 2];
+    for (int i = 0; i < 8; ++i) {
+        for (int l = 0; l < 4; ++l) {
+            s->x[4 * i + l] = x[i];
+            s->w[4 * i + l] = w[i];
+        }
     }
 }
 
 static const float fgg__iq2_qv[32] = {1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5,
                                       1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5, 1, 3, 5, 5};
 
-/* The list entry of smallest sum w*(scale*v[l] - x)^2 over the 8 coordinates (ggml's IQ2 and
- * IQ1 neighbour searches: v = 2l+1 and sqrt weights for IQ2, the shifted IQ1 values and
- * weights for IQ1). */
-static inline int fgg__iq2_search(const fgg_iq2_table *t, const uint16_t *list, const fgg__iq2_spread *s,
-                                  const float *v32, float scale) {
-    float T[32];
+/* The terms T[4i+l] = w*(scale*v[l] - x)^2 of a search (ggml's IQ2 and IQ1 neighbour searches:
+ * v = 2l+1 and sqrt weights for IQ2, the shifted IQ1 values and weights for IQ1). */
+static inline void fgg__iq2_terms(const fgg__iq2_spread *s, const float *v32, float scale, float *T) {
+#if FGG_IQ_SIMD
+    const fgg_iq_vf sc = fgg_iq_splat(scale);
+    for (int i = 0; i < 32; i += FGG_IQ_W) {
+        const fgg_iq_vf diff = sc * fgg_iq_loadu(v32 + i) - fgg_iq_loadu(s->x + i);
+        const fgg_iq_vf term = fgg_iq_loadu(s->w + i) * diff * diff;
+        memcpy(T + i, &term, sizeof term);
+    }
+#else
     for (int i = 0; i < 32; ++i) {
         float diff = scale * v32[i] - s->x[i];
         T[i] = s->w[i] * diff * diff;
     }
-    return fgg__iq2_argmin(t, list, (const float (*)[4])T);
+#endif
 }
 
-static inline int fgg__iq2_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
-                                     const float *sw, float scale) {
-    fgg__iq2_spread s;
-    fgg__iq2_spread_group(&s, x, sw);
-    return fgg__iq2_search(t, list, &s, fgg__iq2_qv, scale);
+/* The list entry of smallest sum w*(scale*v[l] - x)^2 over the 8 coordinates. */
+static inline int fgg__iq2_search(const fgg_iq2_table *t, const uint16_t *list, const fgg__iq2_spread *s,
+                                  const float *v32, float scale) {
+    float T[32];
+    fgg__iq2_terms(s, v32, scale, T);
+#if FGG_IQ2_VEC == 1
+    return fgg__iq2_argmin1(t, list, T);
+#else
+    float dv[FGG_IQ2_MAXLIST];
+    fgg__iq2_dists(t, list, T, dv);
+    return fgg__iq2_pick(list, dv);
+#endif
 }
 
-/* Levels of 8 values at inverse scale id; returns the key. */
-static inline int fgg__iq2_levels_at(const float *x, float id, uint8_t *L) {
-    int u = 0;
+/* The key of 8 values' levels at inverse scale id. */
+static inline int32_t fgg__iq2_levels_key(const float *x, float id) {
+    int32_t u = 0;
     for (int i = 0; i < 8; ++i) {
         int l = fgg_iq_nearest_int(0.5f * (id * x[i] - 1.0f));
         l = l < 0 ? 0 : l > 2 ? 2 : l;
-        L[i] = (uint8_t)l;
         u |= l << (2 * i);
     }
     return u;
 }
 
-/* Place one group of 8 at inverse scale id (neighbour search at `scale`); L gets the levels of
- * the grid point; returns its index, *on_grid whether the plain levels were on the grid. */
-static inline int fgg__iq2_place(const fgg_iq2_table *t, const float *x, const float *sw, float id,
-                                 float scale, uint8_t *L, int *on_grid) {
-    int u = fgg__iq2_levels_at(x, id, L);
-    int g = t->map[u];
-    *on_grid = g >= 0;
-    if (g < 0) {
-        g = fgg__iq2_neighbour(t, t->lists - g - 1, x, sw, scale);
-        memcpy(L, t->level[g], 8);
+/* Signs of n values (a multiple of 8, at most 32) by groups of 8: xa gets |x| (x >= 0 kept as
+ * is), signs[k] the sign bits of group k. With parity, a group's odd count of negatives is made
+ * even by flipping back the value of smallest w*x*x (the first on ties). Branch-free: the signs
+ * are data, a branch on them would be mispredicted half the time. */
+static inline void fgg__iq2_signs(int n, const float *x, const float *w, float *xa, unsigned *signs, int parity) {
+    uint32_t bits = 0;
+#if FGG_IQ_SIMD
+    for (int i = 0; i < n; i += FGG_IQ_W) {
+        const fgg_iq_vf v = fgg_iq_loadu(x + i);
+        const fgg_iq_vi neg = ~(v >= fgg_iq_splat(0.0f)); /* NaN too: ggml's else branch */
+        const fgg_iq_vf a = (fgg_iq_vf)((fgg_iq_vi)v ^ (neg & INT32_MIN));
+        memcpy(xa + i, &a, sizeof a);
+        bits |= (uint32_t)fgg_iq_bits(neg) << i;
     }
-    return g;
-}
-
-static inline void fgg__iq2_sums(int n, const float *x, const float *w, const uint8_t *L,
-                                 float *sumqx, float *sumq2) {
-    float sx = 0.0f, s2 = 0.0f;
+#else
     for (int i = 0; i < n; ++i) {
-        float q = (float)(2 * L[i] + 1);
-        sx += w[i] * x[i] * q;
-        s2 += w[i] * q * q;
+        const int neg = !(x[i] >= 0);
+        xa[i] = neg ? -x[i] : x[i];
+        bits |= (uint32_t)neg << i;
     }
-    *sumqx = sx;
-    *sumq2 = s2;
+#endif
+    for (int k = 0; k < n / 8; ++k) {
+        unsigned s = (bits >> (8 * k)) & 255u;
+        if (parity) {
+            const float *xk = x + 8 * k, *wk = w + 8 * k;
+            int at = 0;
+            float least = wk[0] * xk[0] * xk[0];
+            for (int i = 1; i < 8; ++i) {
+                const float v = wk[i] * xk[i] * xk[i];
+                const int less = v < least;
+                least = less ? v : least;
+                at = less ? i : at;
+            }
+            const unsigned odd = (unsigned)__builtin_parity(s);
+            float *f = xa + 8 * k + at;
+            *f = odd ? -*f : *f;
+            s ^= odd << at;
+        }
+        signs[k] = s;
+    }
 }
 
-/* Signs of 8 values: x_abs gets |x| (x >= 0 kept as is), returns the sign bits. With parity, an
- * odd count of negatives is made even by flipping the value of smallest w*x*x back. */
-static inline unsigned fgg__iq2_signs(const float *x, const float *w, float *xa, int parity) {
-    unsigned s = 0;
-    int neg = 0;
-    for (int i = 0; i < 8; ++i) {
-        if (x[i] >= 0) {
-            xa[i] = x[i];
-        } else {
-            xa[i] = -x[i];
-            ++neg;
-            s |= 1u << i;
-        }
-    }
-    if (parity && (neg & 1)) {
-        int at = 0;
-        float least = w[0] * x[0] * x[0];
-        for (int i = 1; i < 8; ++i) {
-            float v = w[i] * x[i] * x[i];
-            if (v < least) {
-                least = v;
-                at = i;
-            }
-        }
-        xa[at] = -xa[at];
-        s ^= 1u << at;
-    }
-    return s;
+/* sw = sqrtf(w) for n values (a multiple of 16): the SSE/AVX square roots are IEEE correctly
+ * rounded, as sqrtf is (which the compiler does not vectorize: it may set errno). */
+static inline void fgg__iq2_sqrt(int n, const float *w, float *sw) {
+#if FGG_Q_X86_SQRT && defined(__AVX512F__)
+    for (int i = 0; i < n; i += 16) _mm512_storeu_ps(sw + i, _mm512_sqrt_ps(_mm512_loadu_ps(w + i)));
+#elif FGG_Q_X86_SQRT && defined(__AVX__)
+    for (int i = 0; i < n; i += 8) _mm256_storeu_ps(sw + i, _mm256_sqrt_ps(_mm256_loadu_ps(w + i)));
+#elif FGG_Q_X86_SQRT
+    for (int i = 0; i < n; i += 4) _mm_storeu_ps(sw + i, _mm_sqrt_ps(_mm_loadu_ps(w + i)));
+#else
+    for (int i = 0; i < n; ++i) sw[i] = sqrtf(w[i]);
+#endif
 }
 
 static inline float fgg__iq2_sumsq(const float *x) {
@@ -482,6 +505,75 @@ static inline float fgg__iq2_sumsq(const float *x) {
     return s;
 }
 
+/* fgg__iq2_sumsq of the m super-blocks at x, x + 256, ...: four at a time side by side (each
+ * sum still left to right; one alone is a chain of 256 dependent additions). */
+static inline void fgg__iq2_sumsq_n(const float *x, int64_t m, float *out) {
+    int64_t j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const float *a = x + 256 * j;
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+        for (int i = 0; i < 256; ++i) {
+            s0 += a[i] * a[i];
+            s1 += a[256 + i] * a[256 + i];
+            s2 += a[512 + i] * a[512 + i];
+            s3 += a[768 + i] * a[768 + i];
+        }
+        out[j] = s0;
+        out[j + 1] = s1;
+        out[j + 2] = s2;
+        out[j + 3] = s3;
+    }
+    for (; j < m; ++j) out[j] = fgg__iq2_sumsq(x + 256 * j);
+}
+
+#if FGG_IQ_SIMD
+typedef uint32_t fgg__iq2_vu __attribute__((vector_size(4 * FGG_IQ_W))); /* wrapping key sums */
+
+/* Lane-wise min(max(v, lo), hi) (lo <= hi), one instruction each where the ISA has them. */
+FGG_IQ_INLINE fgg_iq_vi fgg__iq2_clamp(fgg_iq_vi v, int32_t lo, int32_t hi) {
+#if FGG_IQ2_VEC == 16
+    __m512i r;
+    memcpy(&r, &v, sizeof r);
+    r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
+    memcpy(&v, &r, sizeof r);
+    return v;
+#elif FGG_IQ2_VEC == 8
+    __m256i r;
+    memcpy(&r, &v, sizeof r);
+    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
+    memcpy(&v, &r, sizeof r);
+    return v;
+#else
+    const fgg_iq_vi vlo = (fgg_iq_vi){0} + lo, vhi = (fgg_iq_vi){0} + hi;
+    const fgg_iq_vi under = v < vlo, over = v > vhi;
+    v = (v & ~under) | (vlo & under);
+    return (v & ~over) | (vhi & over);
+#endif
+}
+
+/* q = 2l+1 of each lane's level in key bits 2i, 2i+1 (an in-lane table lookup where the ISA has
+ * one). */
+FGG_IQ_INLINE fgg_iq_vf fgg__iq2_q(fgg_iq_vi key, int i) {
+#if FGG_IQ2_VEC == 16
+    __m512i k;
+    memcpy(&k, &key, sizeof k);
+    const __m512 q = _mm512_permutevar_ps(_mm512_set4_ps(5, 5, 3, 1), _mm512_srli_epi32(k, 2 * i));
+    fgg_iq_vf r;
+    memcpy(&r, &q, sizeof r);
+    return r;
+#elif FGG_IQ2_VEC == 8
+    __m256i k;
+    memcpy(&k, &key, sizeof k);
+    const __m256 q = _mm256_permutevar_ps(_mm256_setr_ps(1, 3, 5, 5, 1, 3, 5, 5), _mm256_srli_epi32(k, 2 * i));
+    fgg_iq_vf r;
+    memcpy(&r, &q, sizeof r);
+    return r;
+#else
+    return __builtin_convertvector(((key >> (2 * i)) & 3) * 2 + 1, fgg_iq_vf);
+#endif
+}
+#endif
+
 /* Candidate scales of one block, evaluated side by side (the loops over candidates are plain
  * loops the compiler turns into vector code; each candidate's arithmetic is ggml's, in order). */
 #define FGG_IQ2_LANES 32
@@ -489,110 +581,226 @@ static inline float fgg__iq2_sumsq(const float *x) {
 typedef struct {
     float id[FGG_IQ2_LANES];      /* inverse scale */
     float scale[FGG_IQ2_LANES];   /* 1/id */
-    float q[32][FGG_IQ2_LANES];   /* 2l+1 of each value (after the neighbour search) */
-    int32_t key[4][FGG_IQ2_LANES];
-    uint8_t on[4][FGG_IQ2_LANES]; /* group on the grid as rounded */
+    int32_t key[4][FGG_IQ2_LANES]; /* levels of each group of 8: as rounded, then the grid point's */
+    uint32_t on[4];               /* bit c: group on the grid as rounded for candidate c */
     float sumqx[FGG_IQ2_LANES], sumq2[FGG_IQ2_LANES];
+    fgg__iq2_spread sp[4];        /* the groups spread for the searches' terms */
 } fgg__iq2_cands;
 
-/* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes) with C->id set. */
+/* Run ns searches: search j takes list t->lists + soff[j], group sat[j] / FGG_IQ2_LANES (its
+ * spread sp[...]) at scale[sat[j] % FGG_IQ2_LANES], and writes the key of the grid point found to
+ * keys[sat[j]]. All distances of a batch are computed first, then all picks. */
+static inline void fgg__iq2_run(const fgg_iq2_table *t, int ns, const int32_t *soff, const int32_t *sat,
+                                const fgg__iq2_spread *sp, const float *scale, int32_t *keys) {
+#if FGG_IQ2_VEC == 1
+    for (int j = 0; j < ns; ++j) {
+        const int32_t a = sat[j];
+        keys[a] = t->gkey[fgg__iq2_search(t, t->lists + soff[j], &sp[a / FGG_IQ2_LANES], fgg__iq2_qv, scale[a % FGG_IQ2_LANES])];
+    }
+#else
+    float dv[4 * FGG_IQ2_MAXLIST];
+    int dat[4 * FGG_IQ2_LANES];
+    for (int j = 0; j < ns;) {
+        int end = j, used = 0;
+        for (; end < ns && used + t->lists[soff[end]] <= 4 * FGG_IQ2_MAXLIST; ++end) {
+            const int32_t a = sat[end];
+            float T[32];
+            fgg__iq2_terms(&sp[a / FGG_IQ2_LANES], fgg__iq2_qv, scale[a % FGG_IQ2_LANES], T);
+            /* the distances read T back from memory: their broadcasts are then loads, where the
+             * compiler would otherwise make them shuffles on the port the permutes need */
+            __asm__ volatile("" : : "r"(T) : "memory");
+            fgg__iq2_dists(t, t->lists + soff[end], T, dv + used);
+            dat[end] = used;
+            used += t->lists[soff[end]];
+        }
+        for (; j < end; ++j) keys[sat[j]] = t->gkey[fgg__iq2_pick(t->lists + soff[j], dv + dat[j])];
+    }
+#endif
+}
+
+/* sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q over n values in order, q = 2l+1 of the levels in
+ * the keys of candidate column c. */
+static inline void fgg__iq2_sums(const fgg__iq2_cands *C, int c, int n, const float *x, const float *w,
+                                 float *sumqx, float *sumq2) {
+    float sx = 0.0f, s2 = 0.0f;
+    for (int i = 0; i < n; ++i) {
+        const float q = (float)(2 * ((C->key[i / 8][c] >> (2 * (i % 8))) & 3) + 1);
+        sx += w[i] * x[i] * q;
+        s2 += w[i] * q * q;
+    }
+    *sumqx = sx;
+    *sumq2 = s2;
+}
+
+/* n values (16 or 32) with weights w, sqrt weights sw; nc candidates (<= lanes). */
 static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int n, int nc, int lanes,
-                                 const float *xv, const float *w, const float *sw) {
+                                 int is0, float den, const float *xv, const float *w, const float *sw) {
+    /* candidate c: id = (5 + is*0.1)/den, is = is0 + c (lanes past nc repeat the last one) */
 #if FGG_IQ_SIMD
     lanes = (nc + FGG_IQ_W - 1) / FGG_IQ_W * FGG_IQ_W; /* whole vectors (<= 32) */
+    for (int v = 0; v < lanes; v += FGG_IQ_W) {
+        fgg_iq_vf is;
+        for (int l = 0; l < FGG_IQ_W; ++l) is[l] = (float)(is0 + (v + l < nc ? v + l : nc - 1));
+        const fgg_iq_vf id = (fgg_iq_splat(5.0f) + is * fgg_iq_splat(0.1f)) / fgg_iq_splat(den);
+        const fgg_iq_vf scale = fgg_iq_splat(1.0f) / id;
+        memcpy(C->id + v, &id, sizeof id);
+        memcpy(C->scale + v, &scale, sizeof scale);
+    }
+#else
+    for (int c = 0; c < lanes; ++c) {
+        C->id[c] = (5 + (is0 + (c < nc ? c : nc - 1)) * 0.1f) / den;
+        C->scale[c] = 1 / C->id[c];
+    }
 #endif
-    for (int c = nc; c < lanes; ++c) C->id[c] = C->id[nc - 1];
-    for (int c = 0; c < lanes; ++c) C->scale[c] = 1 / C->id[c];
+    /* levels l = nearest_int(0.5*(id*x - 1)) clamped to 0..2, packed into one key per group */
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
         const fgg_iq_vf idv = fgg_iq_loadu(C->id + v);
         const fgg_iq_vf half = fgg_iq_splat(0.5f), one = fgg_iq_splat(1.0f), magic = fgg_iq_splat(12582912.0f);
-        fgg_iq_vi key[4] = {{0}, {0}, {0}, {0}};
-        for (int i = 0; i < n; ++i) {
-            fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[i]) - one) + magic;
-            fgg_iq_vi l = ((fgg_iq_vi)val & 0x007fffff) - 0x00400000;
-            const fgg_iq_vi zero = {0}, two = zero + 2;
-            l &= ~(l < zero);
-            const fgg_iq_vi over = l > two;
-            l = (l & ~over) | (two & over);
-            fgg_iq_vf q = __builtin_convertvector(2 * l + 1, fgg_iq_vf);
-            memcpy(C->q[i] + v, &q, sizeof q);
-            key[i / 8] |= l << (2 * (i % 8));
+        for (int k = 0; k < n / 8; ++k) {
+            /* the low mantissa bits of val hold l + 0x400000: clamped as they are, summed into
+             * the key, and the 8 offsets taken off once (mod 2^32) */
+            fgg__iq2_vu key = {0};
+            for (int i = 0; i < 8; ++i) {
+                const fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[8 * k + i]) - one) + magic;
+                key += (fgg__iq2_vu)fgg__iq2_clamp(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002) << (2 * i);
+            }
+            key -= 0x00400000u * 0x5555u;
+            memcpy(C->key[k] + v, &key, sizeof key);
         }
-        for (int k = 0; k < n / 8; ++k) memcpy(C->key[k] + v, &key[k], sizeof key[k]);
     }
 #else
     for (int k = 0; k < n / 8; ++k) {
-        for (int c = 0; c < lanes; ++c) C->key[k][c] = 0;
-    }
-    for (int i = 0; i < n; ++i) {
-        const float xi = xv[i];
-        const int sh = 2 * (i % 8);
-        int32_t *key = C->key[i / 8];
-        float *q = C->q[i];
-        for (int c = 0; c < lanes; ++c) {
-            float v = 0.5f * (C->id[c] * xi - 1.0f) + 12582912.0f;
-            int32_t bits;
-            memcpy(&bits, &v, sizeof bits);
-            int32_t l = (bits & 0x007fffff) - 0x00400000;
-            l = l < 0 ? 0 : l;
-            l = l > 2 ? 2 : l;
-            q[c] = (float)(2 * l + 1);
-            key[c] |= l << sh;
-        }
+        for (int c = 0; c < lanes; ++c) C->key[k][c] = fgg__iq2_levels_key(xv + 8 * k, C->id[c]);
     }
 #endif
-    /* The searches of the groups off the grid, gathered first (their list loads start at once)
-     * and then run back to back: they are independent, so their work overlaps. */
-    const uint16_t *slist[4 * FGG_IQ2_LANES];
-    uint8_t sk[4 * FGG_IQ2_LANES], sc[4 * FGG_IQ2_LANES];
+    /* The searches of the groups off the grid, listed first (branch-free: which groups are off
+     * the grid is data) and then run side by side: list offset and flat index k*LANES+c of
+     * each. Each replaces its key with the found grid point's. */
+    int32_t soff[4 * FGG_IQ2_LANES + 16], sat[4 * FGG_IQ2_LANES + 16];
     int ns = 0;
     for (int k = 0; k < n / 8; ++k) {
-        for (int c = 0; c < nc; ++c) {
-            int g = t->map[C->key[k][c]];
-            C->on[k][c] = g >= 0;
-            if (g < 0) {
-                const uint16_t *list = t->lists - g - 1;
-                __builtin_prefetch(list);
-                __builtin_prefetch(t->keys + (list - t->lists) + 1);
-                slist[ns] = list;
-                sk[ns] = (uint8_t)k;
-                sc[ns] = (uint8_t)c;
-                ++ns;
-            }
+        C->on[k] = 0;
+#if FGG_IQ2_VEC == 16
+        /* 16 map look-ups in one gather; the off-grid lanes compressed to the front */
+        for (int v = 0; v < nc; v += 16) {
+            const __mmask16 valid = (__mmask16)(nc - v >= 16 ? 0xffff : (1u << (nc - v)) - 1);
+            const __m512i g = _mm512_i32gather_epi32(_mm512_loadu_si512(C->key[k] + v), t->map, 4);
+            const __mmask16 off = _mm512_mask_cmplt_epi32_mask(valid, g, _mm512_setzero_si512());
+            const __m512i at = _mm512_add_epi32(_mm512_set1_epi32(k * FGG_IQ2_LANES + v),
+                                                _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+            _mm512_storeu_si512(soff + ns, _mm512_maskz_compress_epi32(off, _mm512_sub_epi32(_mm512_set1_epi32(-1), g)));
+            _mm512_storeu_si512(sat + ns, _mm512_maskz_compress_epi32(off, at));
+            C->on[k] |= (uint32_t)(valid & ~off) << v;
+            ns += __builtin_popcount(off);
         }
+#else
+        uint32_t on = 0;
+        for (int c = 0; c < nc; ++c) {
+            const int g = t->map[C->key[k][c]];
+            const int off = g < 0;
+            on |= (uint32_t)!off << c;
+            soff[ns] = off ? -g - 1 : 0;
+            sat[ns] = k * FGG_IQ2_LANES + c;
+            ns += off;
+        }
+        C->on[k] = on;
+#endif
     }
-    fgg__iq2_spread sp[4];
-    for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&sp[k], xv + 8 * k, sw + 8 * k);
-    int found[4 * FGG_IQ2_LANES];
-    for (int j = 0; j < ns; ++j) found[j] = fgg__iq2_search(t, slist[j], &sp[sk[j]], fgg__iq2_qv, C->scale[sc[j]]);
-    for (int j = 0; j < ns; ++j) {
-        const uint8_t *lv = t->level[found[j]];
-        for (int i = 0; i < 8; ++i) C->q[8 * sk[j] + i][sc[j]] = (float)(2 * lv[i] + 1);
-    }
+    for (int k = 0; k < n / 8; ++k) fgg__iq2_spread_group(&C->sp[k], xv + 8 * k, sw + 8 * k);
+    fgg__iq2_run(t, ns, soff, sat, C->sp, C->scale, &C->key[0][0]);
+    /* sumqx = sum (w*x)*q, sumq2 = sum (w*q)*q over the values in order, q = 2l+1 */
 #if FGG_IQ_SIMD
     for (int v = 0; v < lanes; v += FGG_IQ_W) {
         fgg_iq_vf sx = fgg_iq_splat(0.0f), s2 = sx;
-        for (int i = 0; i < n; ++i) {
-            const fgg_iq_vf wx = fgg_iq_splat(w[i] * xv[i]), wi = fgg_iq_splat(w[i]);
-            const fgg_iq_vf q = fgg_iq_loadu(C->q[i] + v);
-            sx += wx * q;
-            s2 += wi * q * q;
+        for (int k = 0; k < n / 8; ++k) {
+            fgg_iq_vi key;
+            memcpy(&key, C->key[k] + v, sizeof key);
+            for (int i = 0; i < 8; ++i) {
+                const float *wk = w + 8 * k, *xk = xv + 8 * k;
+                const fgg_iq_vf wx = fgg_iq_splat(wk[i] * xk[i]), wi = fgg_iq_splat(wk[i]);
+                const fgg_iq_vf q = fgg__iq2_q(key, i);
+                sx += wx * q;
+                s2 += wi * q * q;
+            }
         }
         memcpy(C->sumqx + v, &sx, sizeof sx);
         memcpy(C->sumq2 + v, &s2, sizeof s2);
     }
 #else
-    for (int c = 0; c < lanes; ++c) C->sumqx[c] = C->sumq2[c] = 0.0f;
-    for (int i = 0; i < n; ++i) {
-        const float wx = w[i] * xv[i], wi = w[i];
-        const float *q = C->q[i];
-        for (int c = 0; c < lanes; ++c) {
-            C->sumqx[c] += wx * q[c];
-            C->sumq2[c] += wi * q[c] * q[c];
-        }
+    for (int c = 0; c < lanes; ++c) fgg__iq2_sums(C, c, n, xv, w, &C->sumqx[c], &C->sumq2[c]);
+#endif
+}
+
+/* ggml's choice among the nc candidates, in order: c is taken when sumq2 > 0 and
+ * sumqx^2 > best*sumq2 (best from 0), giving scale = sumqx/sumq2 and best = scale*sumqx. Those
+ * quotients and products are computed for every lane first (in vectors); the scan is then
+ * branch-free (which candidates are taken is data). Returns the last taken (-1: none, *scale
+ * kept). */
+static inline int fgg__iq2_choose(const fgg__iq2_cands *C, int nc, float *scale) {
+    float q[FGG_IQ2_LANES], b[FGG_IQ2_LANES];
+#if FGG_IQ_SIMD
+    for (int v = 0; v < nc; v += FGG_IQ_W) {
+        const fgg_iq_vf sx = fgg_iq_loadu(C->sumqx + v), qv = sx / fgg_iq_loadu(C->sumq2 + v), bv = qv * sx;
+        memcpy(q + v, &qv, sizeof qv);
+        memcpy(b + v, &bv, sizeof bv);
+    }
+#else
+    for (int c = 0; c < nc; ++c) {
+        q[c] = C->sumqx[c] / C->sumq2[c];
+        b[c] = q[c] * C->sumqx[c];
     }
 #endif
+    float best = 0.0f, s = *scale;
+    int taken = -1;
+    for (int c = 0; c < nc; ++c) {
+        const int take = (C->sumq2[c] > 0) & (C->sumqx[c] * C->sumqx[c] > best * C->sumq2[c]);
+        best = take ? b[c] : best;
+        s = take ? q[c] : s;
+        taken = take ? c : taken;
+    }
+    *scale = s;
+    return taken;
+}
+
+/* Place the groups k with bit k of `which` again at inverse scale id, into candidate column c of
+ * C (its keys; its scale becomes `scale`): the key of their levels, or of the list entry nearest at
+ * `scale` when off the grid (the searches side by side). */
+static inline void fgg__iq2_replace(const fgg_iq2_table *t, fgg__iq2_cands *C, const float *xv, int ngroups,
+                                    unsigned which, int c, float id, float scale) {
+    int32_t soff[4], sat[4], u[4];
+    int ns = 0;
+    C->scale[c] = scale;
+#if FGG_IQ_SIMD
+    /* the levels of all groups in vectors (lanes = values), each shifted to its place in the key;
+     * a group's key is then the sum of its 8 lanes */
+    uint32_t part[32];
+    for (int i = 0; i < 8 * ngroups; i += FGG_IQ_W) {
+        const fgg_iq_vf val = fgg_iq_splat(0.5f) * (fgg_iq_splat(id) * fgg_iq_loadu(xv + i) - fgg_iq_splat(1.0f))
+                              + fgg_iq_splat(12582912.0f);
+        fgg__iq2_vu sh;
+        for (int l = 0; l < FGG_IQ_W; ++l) sh[l] = (uint32_t)(2 * ((i + l) % 8));
+        const fgg__iq2_vu lv = (fgg__iq2_vu)fgg__iq2_clamp(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002)
+                               - 0x00400000u;
+        const fgg__iq2_vu pv = lv << sh;
+        memcpy(part + i, &pv, sizeof pv);
+    }
+    for (int k = 0; k < ngroups; ++k) {
+        const uint32_t *p = part + 8 * k;
+        u[k] = (int32_t)((p[0] | p[1]) | (p[2] | p[3]) | ((p[4] | p[5]) | (p[6] | p[7])));
+    }
+#else
+    for (int k = 0; k < ngroups; ++k) u[k] = fgg__iq2_levels_key(xv + 8 * k, id);
+#endif
+    for (int k = 0; k < ngroups; ++k) {
+        if (!((which >> k) & 1)) continue;
+        const int g = t->map[u[k]];
+        C->key[k][c] = u[k];
+        soff[ns] = g < 0 ? -g - 1 : 0;
+        sat[ns] = k * FGG_IQ2_LANES + c;
+        ns += g < 0;
+    }
+    fgg__iq2_run(t, ns, soff, sat, C->sp, C->scale, &C->key[0][0]);
 }
 
 /* One 16-value block of IQ2_XS / IQ2_S: returns the scale (0 for a block below eps), and the
@@ -600,9 +808,8 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
 static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const float *w, int parity,
                               float eps, int *grid, unsigned *signs) {
     float sw[16], xv[16];
-    for (int i = 0; i < 16; ++i) sw[i] = sqrtf(w[i]);
-    signs[0] = fgg__iq2_signs(xb, w, xv, parity);
-    signs[1] = fgg__iq2_signs(xb + 8, w + 8, xv + 8, parity);
+    fgg__iq2_sqrt(16, w, sw);
+    fgg__iq2_signs(16, xb, w, xv, signs, parity);
     if (parity) {
         signs[0] &= 127;
         signs[1] &= 127;
@@ -615,48 +822,32 @@ static float fgg__iq2_block16(const fgg_iq2_table *t, const float *xb, const flo
         return 0.0f;
     }
 
-    uint8_t L[16];
-    memset(L, 0, sizeof L);
-    int on[2] = {1, 1};
-    float best = 0.0f;
     float scale = vmax / 5;
     fgg__iq2_cands C;
-    for (int is = -9; is <= 9; ++is) C.id[is + 9] = (5 + is * 0.1f) / vmax;
-    fgg__iq2_eval(t, &C, 16, 19, 24, xv, w, sw);
-    int taken = -1;
-    for (int c = 0; c < 19; ++c) {
-        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
-            scale = C.sumqx[c] / C.sumq2[c];
-            best = scale * C.sumqx[c];
-            taken = c;
-        }
-    }
+    fgg__iq2_eval(t, &C, 16, 19, 24, -9, vmax, xv, w, sw);
+    int taken = fgg__iq2_choose(&C, 19, &scale);
+    int32_t keys[2] = {0, 0}; /* no candidate taken: levels 0 (ggml's) */
     if (taken >= 0) {
-        for (int i = 0; i < 16; ++i) L[i] = (uint8_t)(((int)C.q[i][taken] - 1) >> 1);
-        on[0] = C.on[0][taken];
-        on[1] = C.on[1][taken];
-    }
-    if ((!on[0] || !on[1]) && scale > 0) {
-        float id = 1 / scale;
-        for (int k = 0; k < 2; ++k) {
-            if (on[k]) continue;
-            int dummy;
-            fgg__iq2_place(t, xv + 8 * k, sw + 8 * k, id, scale, L + 8 * k, &dummy);
+        const unsigned which = (~C.on[0] >> taken & 1u) | (~C.on[1] >> taken & 1u) << 1;
+        if (which && scale > 0) {
+            fgg__iq2_replace(t, &C, xv, 2, which, taken, 1 / scale, scale);
+            float sumqx, sumq2;
+            fgg__iq2_sums(&C, taken, 16, xv, w, &sumqx, &sumq2);
+            if (sumq2 > 0) scale = sumqx / sumq2;
         }
-        float sumqx, sumq2;
-        fgg__iq2_sums(16, xv, w, L, &sumqx, &sumq2);
-        if (sumq2 > 0) scale = sumqx / sumq2;
+        keys[0] = C.key[0][taken];
+        keys[1] = C.key[1][taken];
     }
     if (scale < 0) {
         scale = -scale;
         signs[0] = ~signs[0] & (parity ? 127u : 255u);
         signs[1] = ~signs[1] & (parity ? 127u : 255u);
     }
-    grid[0] = t->map[fgg__iq2_key(L)];
-    grid[1] = t->map[fgg__iq2_key(L + 8)];
     /* always on the grid here; a negative would mean a broken table */
-    if (grid[0] < 0) grid[0] = 0;
-    if (grid[1] < 0) grid[1] = 0;
+    for (int k = 0; k < 2; ++k) {
+        const int g = t->map[keys[k]];
+        grid[k] = g < 0 ? 0 : g;
+    }
     return scale;
 }
 
@@ -666,9 +857,8 @@ static inline int fgg__iq2_scale_level(float id, float scale) {
 }
 
 /* One super-block of IQ2_XS (is_s == 0, 74 bytes) or IQ2_S (is_s == 1, 82 bytes). */
-static void fgg__iq2_xs_s_superblock(const float *x, uint8_t *blk, const float *qw, int is_s) {
+static void fgg__iq2_xs_s_superblock(const float *x, float sumx2, uint8_t *blk, const float *qw, int is_s) {
     const fgg_iq2_table *t = &fgg_iq2_tables[is_s ? 2 : 1];
-    float sumx2 = fgg__iq2_sumsq(x);
     float sigma2 = is_s ? 2 * sumx2 / 256 : sumx2 / 256;
     float scales[16];
     int grid[16][2];
@@ -678,7 +868,7 @@ static void fgg__iq2_xs_s_superblock(const float *x, uint8_t *blk, const float *
         const float *xb = x + 16 * ib;
         float w[16];
         if (qw) {
-            for (int i = 0; i < 16; ++i) w[i] = qw[16 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+            fgg_q_rms_weights(16, qw + 16 * ib, xb, sigma2, w);
         } else {
             for (int i = 0; i < 16; ++i) w[i] = 0.25f * sigma2 + xb[i] * xb[i];
         }
@@ -729,8 +919,9 @@ static void fgg__iq2_xs_s_superblock(const float *x, uint8_t *blk, const float *
 static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const float *w,
                                 int *grid, unsigned *signs) {
     float sw[32], xv[32];
-    for (int i = 0; i < 32; ++i) sw[i] = sqrtf(w[i]);
-    for (int k = 0; k < 4; ++k) signs[k] = fgg__iq2_signs(xb + 8 * k, w + 8 * k, xv + 8 * k, 1) & 127;
+    fgg__iq2_sqrt(32, w, sw);
+    fgg__iq2_signs(32, xb, w, xv, signs, 1);
+    for (int k = 0; k < 4; ++k) signs[k] &= 127;
     grid[0] = grid[1] = grid[2] = grid[3] = 0;
     float vmax = xv[0];
     for (int i = 1; i < 32; ++i) vmax = vmax > xv[i] ? vmax : xv[i];
@@ -745,32 +936,16 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
         memset(signs, 0, 4 * sizeof *signs);
         return 0.0f;
     }
-    uint8_t L[32];
-    int have_L = 0;
-    float best = 0.0f;
     fgg__iq2_cands C;
-    for (int is = -6; is <= 6; ++is) C.id[is + 6] = (5 + is * 0.1f) / eff_max;
-    fgg__iq2_eval(t, &C, 32, 13, 16, xv, w, sw);
-    for (int c = 0; c < 13; ++c) {
-        if (C.sumq2[c] > 0 && C.sumqx[c] * C.sumqx[c] > best * C.sumq2[c]) {
-            scale = C.sumqx[c] / C.sumq2[c];
-            best = scale * C.sumqx[c];
-            for (int i = 0; i < 32; ++i) L[i] = (uint8_t)(((int)C.q[i][c] - 1) >> 1);
-            have_L = 1;
-        }
-    }
-    if (scale > 0) {
-        float id = 1 / scale;
-        for (int k = 0; k < 4; ++k) {
-            int on;
-            fgg__iq2_place(t, xv + 8 * k, sw + 8 * k, id, scale, L + 8 * k, &on);
-        }
-        have_L = 1;
+    fgg__iq2_eval(t, &C, 32, 13, 16, -6, eff_max, xv, w, sw);
+    int taken = fgg__iq2_choose(&C, 13, &scale);
+    if (scale > 0) { /* every group placed again (into column 0 if none was taken) */
+        taken = taken >= 0 ? taken : 0;
+        fgg__iq2_replace(t, &C, xv, 4, 15u, taken, 1 / scale, scale);
         float sumqx, sumq2;
-        fgg__iq2_sums(32, xv, w, L, &sumqx, &sumq2);
+        fgg__iq2_sums(&C, taken, 32, xv, w, &sumqx, &sumq2);
         if (sumq2 > 0) scale = sumqx / sumq2;
-    }
-    if (!have_L) { /* unreachable: scale <= 0 only after a candidate was taken */
+    } else if (taken < 0) { /* unreachable: scale <= 0 only after a candidate was taken */
         memset(signs, 0, 4 * sizeof *signs);
         return 0.0f;
     }
@@ -779,15 +954,15 @@ static float fgg__iq2_xxs_block(const fgg_iq2_table *t, const float *xb, const f
         for (int k = 0; k < 4; ++k) signs[k] = ~signs[k] & 127u;
     }
     for (int k = 0; k < 4; ++k) {
-        int g = t->map[fgg__iq2_key(L + 8 * k)];
+        const int g = t->map[C.key[k][taken]];
         grid[k] = g < 0 ? 0 : g;
     }
     return scale;
 }
 
-static void fgg__iq2_xxs_superblock(const float *x, uint8_t *blk, const float *qw) {
+static void fgg__iq2_xxs_superblock(const float *x, float sumx2, uint8_t *blk, const float *qw) {
     const fgg_iq2_table *t = &fgg_iq2_tables[0];
-    float sigma2 = fgg__iq2_sumsq(x) / 256;
+    float sigma2 = sumx2 / 256;
     float scales[8];
     uint32_t q2[16];
     memset(q2, 0, sizeof q2);
@@ -796,7 +971,7 @@ static void fgg__iq2_xxs_superblock(const float *x, uint8_t *blk, const float *q
     for (int ib = 0; ib < 8; ++ib) {
         const float *xb = x + 32 * ib;
         float w[32];
-        for (int i = 0; i < 32; ++i) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        fgg_q_rms_weights(32, qw + 32 * ib, xb, sigma2, w);
         int grid[4];
         unsigned signs[4];
         float s = fgg__iq2_xxs_block(t, xb, w, grid, signs);
@@ -815,45 +990,49 @@ static void fgg__iq2_xxs_superblock(const float *x, uint8_t *blk, const float *q
     for (int i = 0; i < 16; ++i) fgg_iq_store_u32le(blk + 2 + 4 * i, q2[i]);
 }
 
-static void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                                 const float *imatrix) {
-    int64_t nb = n_per_row / 256;
+/* The rows' super-blocks of 256 values: nbytes each, from sb(x, sum of x^2, block, imatrix part)
+ * (the sums of a row computed first, side by side). Without an importance matrix when `need`,
+ * zero blocks (the callers reject that case before). */
+static inline void fgg__iq2_rows(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix, int need, size_t nbytes,
+                                 void (*sb)(const float *, float, uint8_t *, const float *, int), int arg) {
+    const int64_t nb = n_per_row / 256;
     for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *blk = dst + (r * nb + b) * 66;
-            if (!imatrix) {
-                memset(blk, 0, 66);
-                continue;
+        const float *x = src + r * n_per_row;
+        uint8_t *out = dst + (size_t)(r * nb) * nbytes;
+        if (need && !imatrix) {
+            memset(out, 0, (size_t)nb * nbytes);
+            continue;
+        }
+        for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+            float sums[16];
+            const int64_t m = nb - b0 < 16 ? nb - b0 : 16;
+            fgg__iq2_sumsq_n(x + 256 * b0, m, sums);
+            for (int64_t b = b0; b < b0 + m; ++b) {
+                sb(x + 256 * b, sums[b - b0], out + (size_t)b * nbytes, imatrix ? imatrix + 256 * b : NULL, arg);
             }
-            fgg__iq2_xxs_superblock(src + r * n_per_row + 256 * b, blk, imatrix + 256 * b);
         }
     }
+}
+
+static void fgg__iq2_xxs_sb(const float *x, float sumx2, uint8_t *blk, const float *qw, int arg) {
+    (void)arg;
+    fgg__iq2_xxs_superblock(x, sumx2, blk, qw);
+}
+
+static void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
+                                 const float *imatrix) {
+    fgg__iq2_rows(src, dst, n_rows, n_per_row, imatrix, 1, 66, fgg__iq2_xxs_sb, 0);
 }
 
 static void fgg_quantize_iq2_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                 const float *imatrix) {
-    int64_t nb = n_per_row / 256;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *blk = dst + (r * nb + b) * 74;
-            if (!imatrix) {
-                memset(blk, 0, 74);
-                continue;
-            }
-            fgg__iq2_xs_s_superblock(src + r * n_per_row + 256 * b, blk, imatrix + 256 * b, 0);
-        }
-    }
+    fgg__iq2_rows(src, dst, n_rows, n_per_row, imatrix, 1, 74, fgg__iq2_xs_s_superblock, 0);
 }
 
 static void fgg_quantize_iq2_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                const float *imatrix) {
-    int64_t nb = n_per_row / 256;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            fgg__iq2_xs_s_superblock(src + r * n_per_row + 256 * b, dst + (r * nb + b) * 82,
-                                     imatrix ? imatrix + 256 * b : NULL, 1);
-        }
-    }
+    fgg__iq2_rows(src, dst, n_rows, n_per_row, imatrix, 0, 82, fgg__iq2_xs_s_superblock, 1);
 }
 
 #endif /* FGG_QUANT_IQ2_H */
