@@ -122,16 +122,138 @@ static inline float fgg__iq1_absmax(const float *x, int n) {
     return m;
 }
 
+/* The best split so far of IQ1_S's search (ggml's best_score, scale, besti1, besti2, best_shift). */
+typedef struct {
+    float best, scale;
+    int b1, b2, shift;
+} fgg__iq1_pick;
+
+/* ggml's test and update for one split (i1, i2) with one shift. */
+static inline void fgg__iq1_try(fgg__iq1_pick *p, float qx, float q2, int i1, int i2, int shift) {
+    if (q2 > 0 && qx * qx > p->best * q2) {
+        p->scale = qx / q2;
+        p->best = p->scale * qx;
+        p->b1 = i1;
+        p->b2 = i2;
+        p->shift = shift;
+    }
+}
+
+#if FGG_IQ_SIMD
+#if (FGG_IQ_W == 16 && defined(__AVX512F__)) || (FGG_IQ_W == 8 && defined(__AVX2__))
+#define FGG_IQ1_SCAN 1
+/* Inclusive running maximum over the lanes: lane l = max of lanes 0..l (NaN lanes give any
+ * value; the scan below rejects them). Each step takes lane l - k, or lane 0 below k (already in). */
+FGG_IQ_INLINE fgg_iq_vf fgg__iq1_runmax(fgg_iq_vf x) {
+#if FGG_IQ_W == 16
+    __m512 v = (__m512)x;
+    const __m512i i1 = _mm512_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14);
+    const __m512i i2 = _mm512_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13);
+    const __m512i i4 = _mm512_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
+    const __m512i i8 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7);
+    v = _mm512_max_ps(v, _mm512_permutexvar_ps(i1, v));
+    v = _mm512_max_ps(v, _mm512_permutexvar_ps(i2, v));
+    v = _mm512_max_ps(v, _mm512_permutexvar_ps(i4, v));
+    v = _mm512_max_ps(v, _mm512_permutexvar_ps(i8, v));
+    return (fgg_iq_vf)v;
+#else
+    __m256 v = (__m256)x;
+    v = _mm256_max_ps(v, _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6)));
+    v = _mm256_max_ps(v, _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5)));
+    v = _mm256_max_ps(v, _mm256_permutevar8x32_ps(v, _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3)));
+    return (fgg_iq_vf)v;
+#endif
+}
+
+/* Lane l gets lane l - 1 of x, lane 0 gets b. */
+FGG_IQ_INLINE fgg_iq_vf fgg__iq1_up1(fgg_iq_vf x, fgg_iq_vf b) {
+#if FGG_IQ_W == 16
+    return (fgg_iq_vf)_mm512_alignr_epi32((__m512i)x, (__m512i)b, 15);
+#else
+    __m256 r = _mm256_permutevar8x32_ps((__m256)x, _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6));
+    return (fgg_iq_vf)_mm256_blend_ps(r, (__m256)b, 1);
+#endif
+}
+
+/* max(a, b) (either one where a lane holds NaN) */
+FGG_IQ_INLINE fgg_iq_vf fgg__iq1_max(fgg_iq_vf a, fgg_iq_vf b) {
+#if FGG_IQ_W == 16
+    return (fgg_iq_vf)_mm512_max_ps((__m512)a, (__m512)b);
+#else
+    return (fgg_iq_vf)_mm256_max_ps((__m256)a, (__m256)b);
+#endif
+}
+
+/* A whole chunk of splits at once, lanes = splits (i1, j0 + l), valid lanes set in `valid`.
+ * ggml's walk takes split e (x_p of lane 0, x_m of lane 0, x_p of lane 1, ...) when it beats the
+ * best B left by the splits before it, and then B = its score s. Guess B before each split as
+ * the running maximum of best and the scores s of the splits before it (-inf where q2 <= 0),
+ * decide every split against its guess, and check the guess: a split taken must score >= its
+ * guess, one not taken <= it. Then max(guess, s) is exactly what the walk leaves after it, and
+ * by induction every guess is the walk's B (NaN scores fail the check). Returns 0 when the
+ * check fails (the caller walks the chunk instead). */
+static inline int fgg__iq1_scan(fgg__iq1_pick *p, fgg_iq_vf xp, fgg_iq_vf x2p, fgg_iq_vf xm, fgg_iq_vf x2m,
+                                fgg_iq_vi valid, int i1, int j0) {
+    const fgg_iq_vf zero = fgg_iq_splat(0.0f), ninf = fgg_iq_splat(-INFINITY);
+    const fgg_iq_vf scp = xp / x2p, scm = xm / x2m; /* the scale and score ggml would take */
+    const fgg_iq_vf sp = scp * xp, sm = scm * xm;
+    const fgg_iq_vi okp = valid & (x2p > zero), okm = valid & (x2m > zero);
+    const fgg_iq_vf vp = fgg_iq_select(okp, sp, ninf), vm = fgg_iq_select(okm, sm, ninf);
+    /* gp: the guess before lane l's x_p (best and both scores of lanes < l); gm: before x_m */
+    const fgg_iq_vf bestv = fgg_iq_splat(p->best);
+    const fgg_iq_vf gp = fgg__iq1_max(fgg__iq1_up1(fgg__iq1_runmax(fgg__iq1_max(vp, vm)), bestv), bestv);
+    const fgg_iq_vf gm = fgg__iq1_max(gp, vp);
+    const fgg_iq_vi tp = okp & (xp * xp > gp * x2p), tm = okm & (xm * xm > gm * x2m);
+    const fgg_iq_vi bad = (tp & ~(vp >= gp)) | (~tp & ~(vp <= gp)) | (tm & ~(vm >= gm)) | (~tm & ~(vm <= gm));
+    if (fgg_iq_bits(bad)) return 0;
+    const unsigned taken = fgg_iq_bits(tp | tm);
+    if (taken) { /* the last split taken decides */
+        const int l = 31 - __builtin_clz(taken);
+        const int m = tm[l] != 0;
+        p->scale = m ? scm[l] : scp[l];
+        p->best = m ? sm[l] : sp[l];
+        p->b1 = i1;
+        p->b2 = j0 + l;
+        p->shift = m ? -1 : 1;
+    }
+    return 1;
+}
+#else
+#define FGG_IQ1_SCAN 0
+#endif
+
+/* ggml's walk over the splits of a chunk whose bits are set in hits (lanes 0..n-1 = splits
+ * (i1, j0 + l), in order, x_p before x_m). The bits are the splits that beat thr = the best at
+ * the start; a split without one cannot beat any best >= thr (for q2 > 0, thr*q2 <= best*q2 also
+ * after rounding). Should rounding make a new best smaller than thr, the rest are scored again. */
+static inline void fgg__iq1_walk(fgg__iq1_pick *p, const float *qxp, const float *q2p, const float *qxm,
+                                 const float *q2m, unsigned hits, int n, int i1, int j0) {
+    float thr = p->best;
+    while (hits) {
+        const int l = __builtin_ctz(hits);
+        hits &= hits - 1;
+        fgg__iq1_try(p, qxp[l], q2p[l], i1, j0 + l, 1);
+        fgg__iq1_try(p, qxm[l], q2m[l], i1, j0 + l, -1);
+        if (p->best < thr) {
+            thr = p->best;
+            hits = 0;
+            for (int k = l + 1; k < n; ++k) {
+                int h = (q2p[k] > 0 && qxp[k] * qxp[k] > thr * q2p[k])
+                      || (q2m[k] > 0 && qxm[k] * qxm[k] > thr * q2m[k]);
+                hits |= (unsigned)h << k;
+            }
+        }
+    }
+}
+#endif
+
 /* IQ1_S's split search over the running sums sx/swt (48 entries, 33..47 copies of entry 32):
  * every split i1 <= i2 of the 32 sorted values, x_p before x_m, taken as ggml's loop takes them.
- * For each i1 the splits i2 = i1..32 are scored side by side; when none of them beats the best at
- * the start (so the best cannot have changed among them), they are skipped, otherwise taken one
- * by one in ggml's order from the first that beats it. */
-static inline void fgg__iq1_s_splits(const float *sx, const float *swt, float *best_out, float *scale_out,
-                                     int *b1_out, int *b2_out, int *shift_out) {
+ * For each i1 the splits i2 = i1..32 are scored side by side in chunks of FGG_IQ_W; a chunk none
+ * of whose splits beats the best at its start (so the best cannot change in it) is skipped, the
+ * others are resolved at once (fgg__iq1_scan) or walked in ggml's order. */
+static inline void fgg__iq1_s_splits(const float *sx, const float *swt, fgg__iq1_pick *p) {
     const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
-    float best = *best_out, scale = *scale_out;
-    int b1 = *b1_out, b2 = *b2_out, shift = *shift_out;
 #if FGG_IQ_SIMD
     /* the third run's terms depend on i2 only: (sx[32] - sx[i2]) * v2 and ((W - W_i2) * v2) * v2 */
     float cp[48], cm[48], wcp[48], wcm[48];
@@ -142,111 +264,51 @@ static inline void fgg__iq1_s_splits(const float *sx, const float *swt, float *b
         wcp[i2] = wc * vp[2] * vp[2];
         wcm[i2] = wc * vm[2] * vm[2];
     }
-    const fgg_iq_vf zero = fgg_iq_splat(0.0f);
-    const fgg_iq_vf p1 = fgg_iq_splat(vp[1]), m1 = fgg_iq_splat(vm[1]);
+    const fgg_iq_vf zero = fgg_iq_splat(0.0f), p1 = fgg_iq_splat(vp[1]);
+    fgg_iq_vi lane;
+    for (int l = 0; l < FGG_IQ_W; ++l) lane[l] = l;
     for (int i1 = 0; i1 <= 32; ++i1) {
         const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
         const fgg_iq_vf ap = fgg_iq_splat(a * vp[0]), am = fgg_iq_splat(a * vm[0]);
         const fgg_iq_vf wap = fgg_iq_splat(wa * vp[0] * vp[0]), wam = fgg_iq_splat(wa * vm[0] * vm[0]);
         const fgg_iq_vf s1 = fgg_iq_splat(sx[i1]), w1 = fgg_iq_splat(swt[i1]);
-        const fgg_iq_vf bestv = fgg_iq_splat(best);
-        float qxp[48], q2p[48], qxm[48], q2m[48];
-        const int j0 = i1 - i1 % FGG_IQ_W;
-        uint64_t hits = 0;
-        for (int j = j0; j <= 32; j += FGG_IQ_W) {
-            fgg_iq_vf b = fgg_iq_loadu(sx + j) - s1, wb = fgg_iq_loadu(swt + j) - w1;
-            fgg_iq_vf xp = (ap + b * p1) + fgg_iq_loadu(cp + j);
-            fgg_iq_vf x2p = (wap + wb * p1 * p1) + fgg_iq_loadu(wcp + j);
-            fgg_iq_vf xm = (am + b * m1) + fgg_iq_loadu(cm + j);
-            fgg_iq_vf x2m = (wam + wb * m1 * m1) + fgg_iq_loadu(wcm + j);
+        for (int j0 = i1; j0 <= 32; j0 += FGG_IQ_W) {
+            /* vm[1] = -vp[1]: b*vm[1] = -(b*vp[1]) and (wb*vm[1])*vm[1] = (wb*vp[1])*vp[1] exactly */
+            const fgg_iq_vf b = fgg_iq_loadu(sx + j0) - s1, wb = fgg_iq_loadu(swt + j0) - w1;
+            const fgg_iq_vf bp = b * p1, wbb = wb * p1 * p1;
+            const fgg_iq_vf xp = (ap + bp) + fgg_iq_loadu(cp + j0), xm = (am - bp) + fgg_iq_loadu(cm + j0);
+            const fgg_iq_vf x2p = (wap + wbb) + fgg_iq_loadu(wcp + j0), x2m = (wam + wbb) + fgg_iq_loadu(wcm + j0);
+            const fgg_iq_vf bestv = fgg_iq_splat(p->best);
+            const int n = 33 - j0 < FGG_IQ_W ? 33 - j0 : FGG_IQ_W; /* lanes up to i2 = 32 */
             fgg_iq_vi h = ((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m));
-            memcpy(qxp + j, &xp, sizeof xp);
-            memcpy(q2p + j, &x2p, sizeof x2p);
-            memcpy(qxm + j, &xm, sizeof xm);
-            memcpy(q2m + j, &x2m, sizeof x2m);
-            hits |= (uint64_t)fgg_iq_bits(h) << j;
-        }
-        const uint64_t valid = (((uint64_t)2 << 32) - 1) & ~(((uint64_t)1 << i1) - 1); /* i1..32 */
-        hits &= valid;
-        /* A split whose bit is clear does not beat thr (the best when the bits were made), so
-         * it cannot beat any best >= thr either: for q2 > 0, thr*q2 <= best*q2 also after
-         * rounding. Splits with a bit are taken as ggml's loop takes them, in order, x_p before
-         * x_m. Should rounding ever make a new best smaller than thr, the later splits are
-         * scored again against it. */
-        float thr = best;
-        while (hits) {
-            const int j = __builtin_ctzll(hits);
-            hits &= hits - 1;
-            if (q2p[j] > 0 && qxp[j] * qxp[j] > best * q2p[j]) {
-                scale = qxp[j] / q2p[j];
-                best = scale * qxp[j];
-                b1 = i1;
-                b2 = j;
-                shift = 1;
-            }
-            if (q2m[j] > 0 && qxm[j] * qxm[j] > best * q2m[j]) {
-                scale = qxm[j] / q2m[j];
-                best = scale * qxm[j];
-                b1 = i1;
-                b2 = j;
-                shift = -1;
-            }
-            if (best < thr) {
-                thr = best;
-                hits = 0;
-                for (int k = j + 1; k <= 32; ++k) {
-                    int h = (q2p[k] > 0 && qxp[k] * qxp[k] > thr * q2p[k])
-                          || (q2m[k] > 0 && qxm[k] * qxm[k] > thr * q2m[k]);
-                    hits |= (uint64_t)h << k;
-                }
-            }
+            const unsigned hits = fgg_iq_bits(h) & (unsigned)((2u << (n - 1)) - 1);
+            if (!hits) continue;
+#if FGG_IQ1_SCAN
+            /* one split: the walk; several: the scan (not from a NaN best, which nothing beats) */
+            if ((hits & (hits - 1)) && p->best == p->best && fgg__iq1_scan(p, xp, x2p, xm, x2m, lane < n, i1, j0))
+                continue;
+#endif
+            float qxp[FGG_IQ_W], q2p[FGG_IQ_W], qxm[FGG_IQ_W], q2m[FGG_IQ_W];
+            memcpy(qxp, &xp, sizeof xp);
+            memcpy(q2p, &x2p, sizeof x2p);
+            memcpy(qxm, &xm, sizeof xm);
+            memcpy(q2m, &x2m, sizeof x2m);
+            fgg__iq1_walk(p, qxp, q2p, qxm, q2m, hits, n, i1, j0);
         }
     }
 #else
     for (int i1 = 0; i1 <= 32; ++i1) {
         const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
-        float qxp[48], q2p[48], qxm[48], q2m[48];
-        int32_t hit[48];
-        const float best0 = best;
-        for (int i2 = 0; i2 < 48; ++i2) { /* lanes outside i1..32 are computed and ignored */
+        for (int i2 = i1; i2 <= 32; ++i2) {
             float b = sx[i2] - sx[i1], c = sx[32] - sx[i2];
             float wb = swt[i2] - swt[i1], wc = swt[32] - swt[i2];
-            qxp[i2] = a * vp[0] + b * vp[1] + c * vp[2];
-            q2p[i2] = wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2];
-            qxm[i2] = a * vm[0] + b * vm[1] + c * vm[2];
-            q2m[i2] = wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2];
-            hit[i2] = (((q2p[i2] > 0) & (qxp[i2] * qxp[i2] > best0 * q2p[i2]))
-                       | ((q2m[i2] > 0) & (qxm[i2] * qxm[i2] > best0 * q2m[i2])))
-                    & (i2 >= i1) & (i2 <= 32);
-        }
-        int32_t any = 0;
-        for (int i2 = 0; i2 < 48; ++i2) any |= hit[i2];
-        if (!any) continue;
-        const int m = 33 - i1;
-        float *pqx = qxp + i1, *pq2 = q2p + i1, *mqx = qxm + i1, *mq2 = q2m + i1;
-        for (int j = 0; j < m; ++j) {
-            if (pq2[j] > 0 && pqx[j] * pqx[j] > best * pq2[j]) {
-                scale = pqx[j] / pq2[j];
-                best = scale * pqx[j];
-                b1 = i1;
-                b2 = i1 + j;
-                shift = 1;
-            }
-            if (mq2[j] > 0 && mqx[j] * mqx[j] > best * mq2[j]) {
-                scale = mqx[j] / mq2[j];
-                best = scale * mqx[j];
-                b1 = i1;
-                b2 = i1 + j;
-                shift = -1;
-            }
+            fgg__iq1_try(p, a * vp[0] + b * vp[1] + c * vp[2],
+                         wa * vp[0] * vp[0] + wb * vp[1] * vp[1] + wc * vp[2] * vp[2], i1, i2, 1);
+            fgg__iq1_try(p, a * vm[0] + b * vm[1] + c * vm[2],
+                         wa * vm[0] * vm[0] + wb * vm[1] * vm[1] + wc * vm[2] * vm[2], i1, i2, -1);
         }
     }
 #endif
-    *best_out = best;
-    *scale_out = scale;
-    *b1_out = b1;
-    *b2_out = b2;
-    *shift_out = shift;
 }
 
 static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw) {
@@ -278,11 +340,13 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
             sx[j] = sx[32];
             swt[j] = swt[32];
         }
-        float best = -FLT_MAX, scale = 0.0f;
-        int b1 = -1, b2 = -1, shift = 0;
+        fgg__iq1_pick pick = {-FLT_MAX, 0.0f, -1, -1, 0};
+        fgg__iq1_s_splits(sx, swt, &pick);
+        if (pick.b1 < 0) continue;
         const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
-        fgg__iq1_s_splits(sx, swt, &best, &scale, &b1, &b2, &shift);
-        if (b1 < 0) continue;
+        const int b1 = pick.b1, b2 = pick.b2;
+        float scale = pick.scale;
+        int shift = pick.shift;
         uint8_t L[32];
         for (int j = 0; j < 32; ++j) L[order[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
         if (scale < 0) {
