@@ -48,11 +48,13 @@ static const float fgg__iq1_xm[3] = {-1 - 0.125f, -0.125f, 1 - 0.125f};
 
 /* Positions 0..n-1 ordered by x ascending, equal values in position order (a stable sort: what
  * glibc's merge-sort qsort gives). Each position's rank is counted directly: the values below
- * it, plus the equal ones before it (n*n comparisons in vectorizable loops). */
-static inline void fgg__iq1_sort(const float *x, int n, int *order) {
+ * it, plus the equal ones before it (n*n comparisons in vectorizable loops). rank[i] = the place
+ * of position i. */
+static inline void fgg__iq1_sort(const float *x, int n, int *order, int *rank_out) {
 #if FGG_IQ_SIMD
     /* n is 16 or 32, a multiple of the lane count: the ranks of all positions side by side,
-     * counting over the positions i one at a time */
+     * counting over the positions i one at a time; a position i before (after) all lanes of a
+     * vector counts where x_i <= x_j (x_i < x_j), only the vector's own positions need both */
     fgg_iq_vi rank[32 / FGG_IQ_W], pos[32 / FGG_IQ_W];
     fgg_iq_vf xv[32 / FGG_IQ_W];
     const int nv = n / FGG_IQ_W;
@@ -61,10 +63,17 @@ static inline void fgg__iq1_sort(const float *x, int n, int *order) {
         xv[v] = fgg_iq_loadu(x + v * FGG_IQ_W);
         for (int l = 0; l < FGG_IQ_W; ++l) pos[v][l] = v * FGG_IQ_W + l;
     }
-    for (int i = 0; i < n; ++i) {
-        const fgg_iq_vf xi = fgg_iq_splat(x[i]);
-        const fgg_iq_vi iv = (fgg_iq_vi){0} + i;
-        for (int v = 0; v < nv; ++v) rank[v] -= (xi < xv[v]) | ((xi == xv[v]) & (iv < pos[v]));
+    for (int v = 0; v < nv; ++v) {
+        const int lo = v * FGG_IQ_W, hi = lo + FGG_IQ_W;
+        fgg_iq_vi r = rank[v];
+        for (int i = 0; i < lo; ++i) r -= fgg_iq_splat(x[i]) <= xv[v];
+        for (int i = lo; i < hi; ++i) {
+            const fgg_iq_vf xi = fgg_iq_splat(x[i]);
+            r -= (xi < xv[v]) | ((xi == xv[v]) & (((fgg_iq_vi){0} + i) < pos[v]));
+        }
+        for (int i = hi; i < n; ++i) r -= fgg_iq_splat(x[i]) < xv[v];
+        rank[v] = r;
+        memcpy(rank_out + lo, &r, sizeof r);
     }
     for (int v = 0; v < nv; ++v) {
         for (int l = 0; l < FGG_IQ_W; ++l) order[rank[v][l]] = v * FGG_IQ_W + l;
@@ -75,18 +84,28 @@ static inline void fgg__iq1_sort(const float *x, int n, int *order) {
         int r = 0;
         for (int i = 0; i < n; ++i) r += (x[i] < xj) | ((x[i] == xj) & (i < j));
         order[r] = j;
+        rank_out[j] = r;
     }
 #endif
 }
 
-/* The list entry of smallest sum w*(scale*v[l] - x)^2 (ggml's IQ1 neighbour search). */
+/* The shifted values spread for the term tables (entry 4i+l: level l's value, l = 3 unused) */
+static const float fgg__iq1_xp32[32] = {-0.875f, 0.125f, 1.125f, 1.125f, -0.875f, 0.125f, 1.125f, 1.125f,
+                                        -0.875f, 0.125f, 1.125f, 1.125f, -0.875f, 0.125f, 1.125f, 1.125f,
+                                        -0.875f, 0.125f, 1.125f, 1.125f, -0.875f, 0.125f, 1.125f, 1.125f,
+                                        -0.875f, 0.125f, 1.125f, 1.125f, -0.875f, 0.125f, 1.125f, 1.125f};
+static const float fgg__iq1_xm32[32] = {-1.125f, -0.125f, 0.875f, 0.875f, -1.125f, -0.125f, 0.875f, 0.875f,
+                                        -1.125f, -0.125f, 0.875f, 0.875f, -1.125f, -0.125f, 0.875f, 0.875f,
+                                        -1.125f, -0.125f, 0.875f, 0.875f, -1.125f, -0.125f, 0.875f, 0.875f,
+                                        -1.125f, -0.125f, 0.875f, 0.875f, -1.125f, -0.125f, 0.875f, 0.875f};
+
+/* The list entry of smallest sum w*(scale*v[l] - x)^2 (ggml's IQ1 neighbour search); v is
+ * fgg__iq1_xp or fgg__iq1_xm. */
 static inline int fgg__iq1_neighbour(const fgg_iq2_table *t, const uint16_t *list, const float *x,
                                      const float *w, float scale, const float *v) {
     fgg__iq2_spread s;
     fgg__iq2_spread_group(&s, x, w);
-    float v32[32];
-    for (int i = 0; i < 32; ++i) v32[i] = v[(i & 3) == 3 ? 2 : (i & 3)];
-    return fgg__iq2_search(t, list, &s, v32, scale);
+    return fgg__iq2_search(t, list, &s, v == fgg__iq1_xp ? fgg__iq1_xp32 : fgg__iq1_xm32, scale);
 }
 
 /* Grid points of n/8 groups whose levels are L; off-grid groups get neighbours. Returns whether
@@ -251,8 +270,14 @@ static inline void fgg__iq1_walk(fgg__iq1_pick *p, const float *qxp, const float
  * every split i1 <= i2 of the 32 sorted values, x_p before x_m, taken as ggml's loop takes them.
  * For each i1 the splits i2 = i1..32 are scored side by side in chunks of FGG_IQ_W; a chunk none
  * of whose splits beats the best at its start (so the best cannot change in it) is skipped, the
- * others are resolved at once (fgg__iq1_scan) or walked in ggml's order. */
-static inline void fgg__iq1_s_splits(const float *sx, const float *swt, fgg__iq1_pick *p) {
+ * others are resolved at once (fgg__iq1_scan) or walked in ggml's order. positive (a constant
+ * after inlining): every sumq2 is known to be > 0, so that test is left out. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FGG_IQ1_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define FGG_IQ1_ALWAYS_INLINE static inline
+#endif
+FGG_IQ1_ALWAYS_INLINE void fgg__iq1_s_splits(const float *sx, const float *swt, fgg__iq1_pick *p, int positive) {
     const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
 #if FGG_IQ_SIMD
     /* the third run's terms depend on i2 only: (sx[32] - sx[i2]) * v2 and ((W - W_i2) * v2) * v2 */
@@ -280,7 +305,9 @@ static inline void fgg__iq1_s_splits(const float *sx, const float *swt, fgg__iq1
             const fgg_iq_vf x2p = (wap + wbb) + fgg_iq_loadu(wcp + j0), x2m = (wam + wbb) + fgg_iq_loadu(wcm + j0);
             const fgg_iq_vf bestv = fgg_iq_splat(p->best);
             const int n = 33 - j0 < FGG_IQ_W ? 33 - j0 : FGG_IQ_W; /* lanes up to i2 = 32 */
-            fgg_iq_vi h = ((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m));
+            /* positive: every sumq2 > 0 (see the caller) */
+            const fgg_iq_vi h = positive ? (xp * xp > bestv * x2p) | (xm * xm > bestv * x2m)
+                                         : ((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m));
             const unsigned hits = fgg_iq_bits(h) & (unsigned)((2u << (n - 1)) - 1);
             if (!hits) continue;
 #if FGG_IQ1_SCAN
@@ -297,6 +324,7 @@ static inline void fgg__iq1_s_splits(const float *sx, const float *swt, fgg__iq1
         }
     }
 #else
+    (void)positive;
     for (int i1 = 0; i1 <= 32; ++i1) {
         const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
         for (int i2 = i1; i2 <= 32; ++i2) {
@@ -327,8 +355,8 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
         scales[ib] = 0.0f;
         shifts[ib] = 1;
         if (fgg__iq1_absmax(xb, 32) < 1e-12f) continue;
-        int order[32];
-        fgg__iq1_sort(xb, 32, order);
+        int order[32], rank[32];
+        fgg__iq1_sort(xb, 32, order, rank);
         float sx[48], swt[48];
         sx[0] = swt[0] = 0.0f;
         for (int j = 0; j < 32; ++j) {
@@ -341,14 +369,21 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
             swt[j] = swt[32];
         }
         fgg__iq1_pick pick = {-FLT_MAX, 0.0f, -1, -1, 0};
-        fgg__iq1_s_splits(sx, swt, &pick);
+        /* With weights >= 0 the running sums grow, the three runs' weight sums are >= 0 and one
+         * of them is >= W/3: every sumq2 is > 0 when W > 1e-30 (far above underflow). */
+        int positive = swt[32] > 1e-30f;
+        for (int i = 0; i < 32; ++i) positive &= w[i] >= 0;
+        if (positive)
+            fgg__iq1_s_splits(sx, swt, &pick, 1);
+        else
+            fgg__iq1_s_splits(sx, swt, &pick, 0);
         if (pick.b1 < 0) continue;
         const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
         const int b1 = pick.b1, b2 = pick.b2;
         float scale = pick.scale;
         int shift = pick.shift;
         uint8_t L[32];
-        for (int j = 0; j < 32; ++j) L[order[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
+        for (int i = 0; i < 32; ++i) L[i] = (uint8_t)((rank[i] >= b1) + (rank[i] >= b2)); /* b1 <= b2 */
         if (scale < 0) {
             for (int j = 0; j < 32; ++j) L[j] = (uint8_t)(2 - L[j]);
             scale = -scale;
@@ -416,8 +451,8 @@ static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw)
         scales[ib] = 0.0f;
         shifts[ib] = 0;
         if (fgg__iq1_absmax(xb, 16) < 1e-7f) continue;
-        int order[16];
-        fgg__iq1_sort(xb, 16, order);
+        int order[16], rank[16];
+        fgg__iq1_sort(xb, 16, order, rank);
         /* per sorted value: its contributions for the four patterns, for each level */
         float cx[16][3][4], c2[16][3][4];
         for (int j = 0; j < 16; ++j) {
@@ -484,7 +519,7 @@ static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw)
         }
         if (bk < 0) continue;
         uint8_t L[16];
-        for (int j = 0; j < 16; ++j) L[order[j]] = (uint8_t)(j < b1 ? 0 : j < b2 ? 1 : 2);
+        for (int i = 0; i < 16; ++i) L[i] = (uint8_t)((rank[i] >= b1) + (rank[i] >= b2)); /* b1 <= b2 */
         if (scale < 0) {
             for (int j = 0; j < 16; ++j) L[j] = (uint8_t)(2 - L[j]);
             scale = -scale;
