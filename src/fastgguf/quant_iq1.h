@@ -241,6 +241,17 @@ static inline int fgg__iq1_scan(fgg__iq1_pick *p, fgg_iq_vf xp, fgg_iq_vf x2p, f
 #define FGG_IQ1_SCAN 0
 #endif
 
+/* Bit l set where lane l of a is > b (a mask compare where the ISA has one). */
+FGG_IQ_INLINE unsigned fgg__iq1_gt(fgg_iq_vf a, fgg_iq_vf b) {
+#if FGG_IQ_W == 16 && defined(__AVX512F__)
+    return (unsigned)_mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_GT_OQ);
+#elif FGG_IQ_W == 8 && defined(__AVX__)
+    return (unsigned)_mm256_movemask_ps(_mm256_cmp_ps((__m256)a, (__m256)b, _CMP_GT_OQ));
+#else
+    return fgg_iq_bits(a > b);
+#endif
+}
+
 /* ggml's walk over the splits of a chunk whose bits are set in hits (lanes 0..n-1 = splits
  * (i1, j0 + l), in order, x_p before x_m). The bits are the splits that beat thr = the best at
  * the start; a split without one cannot beat any best >= thr (for q2 > 0, thr*q2 <= best*q2 also
@@ -281,13 +292,13 @@ FGG_IQ1_ALWAYS_INLINE void fgg__iq1_s_splits(const float *sx, const float *swt, 
     const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
 #if FGG_IQ_SIMD
     /* the third run's terms depend on i2 only: (sx[32] - sx[i2]) * v2 and ((W - W_i2) * v2) * v2 */
-    float cp[48], cm[48], wcp[48], wcm[48];
+    float tail[4][48]; /* x_p, x_m; then the same for sumq2 */
     for (int i2 = 0; i2 < 48; ++i2) {
         float c = sx[32] - sx[i2], wc = swt[32] - swt[i2];
-        cp[i2] = c * vp[2];
-        cm[i2] = c * vm[2];
-        wcp[i2] = wc * vp[2] * vp[2];
-        wcm[i2] = wc * vm[2] * vm[2];
+        tail[0][i2] = c * vp[2];
+        tail[1][i2] = c * vm[2];
+        tail[2][i2] = wc * vp[2] * vp[2];
+        tail[3][i2] = wc * vm[2] * vm[2];
     }
     const fgg_iq_vf zero = fgg_iq_splat(0.0f), p1 = fgg_iq_splat(vp[1]);
     fgg_iq_vi lane;
@@ -301,14 +312,16 @@ FGG_IQ1_ALWAYS_INLINE void fgg__iq1_s_splits(const float *sx, const float *swt, 
             /* vm[1] = -vp[1]: b*vm[1] = -(b*vp[1]) and (wb*vm[1])*vm[1] = (wb*vp[1])*vp[1] exactly */
             const fgg_iq_vf b = fgg_iq_loadu(sx + j0) - s1, wb = fgg_iq_loadu(swt + j0) - w1;
             const fgg_iq_vf bp = b * p1, wbb = wb * p1 * p1;
-            const fgg_iq_vf xp = (ap + bp) + fgg_iq_loadu(cp + j0), xm = (am - bp) + fgg_iq_loadu(cm + j0);
-            const fgg_iq_vf x2p = (wap + wbb) + fgg_iq_loadu(wcp + j0), x2m = (wam + wbb) + fgg_iq_loadu(wcm + j0);
+            const fgg_iq_vf xp = (ap + bp) + fgg_iq_loadu(tail[0] + j0), xm = (am - bp) + fgg_iq_loadu(tail[1] + j0);
+            const fgg_iq_vf x2p = (wap + wbb) + fgg_iq_loadu(tail[2] + j0), x2m = (wam + wbb) + fgg_iq_loadu(tail[3] + j0);
             const fgg_iq_vf bestv = fgg_iq_splat(p->best);
             const int n = 33 - j0 < FGG_IQ_W ? 33 - j0 : FGG_IQ_W; /* lanes up to i2 = 32 */
-            /* positive: every sumq2 > 0 (see the caller) */
-            const fgg_iq_vi h = positive ? (xp * xp > bestv * x2p) | (xm * xm > bestv * x2m)
-                                         : ((x2p > zero) & (xp * xp > bestv * x2p)) | ((x2m > zero) & (xm * xm > bestv * x2m));
-            const unsigned hits = fgg_iq_bits(h) & (unsigned)((2u << (n - 1)) - 1);
+            unsigned hits = fgg__iq1_gt(xp * xp, bestv * x2p), hm = fgg__iq1_gt(xm * xm, bestv * x2m);
+            if (!positive) { /* positive: every sumq2 > 0 (see the caller) */
+                hits &= fgg__iq1_gt(x2p, zero);
+                hm &= fgg__iq1_gt(x2m, zero);
+            }
+            hits = (hits | hm) & ((2u << (n - 1)) - 1);
             if (!hits) continue;
 #if FGG_IQ1_SCAN
             /* one split: the walk; several: the scan (not from a NaN best, which nothing beats) */
