@@ -212,13 +212,17 @@ static inline void fgg_iq3_s_neighbours(int u, const uint16_t *list, const float
             d[c] = v;
             low = _mm512_min_ps(v, low); /* low where v is NaN */
         }
-        /* the first lane holding the minimum: chunk c's lanes are bits 16c.. (no branch: the
-         * pattern of chunks differs from run to run) */
-        const float mn = _mm512_reduce_min_ps(low);
-        const __m512 mb = _mm512_set1_ps(mn);
+        /* the minimum in every lane (no trip through a scalar), then the first lane holding it:
+         * chunk c's lanes are bits 16c.. (no branch: the pattern of chunks differs from run to
+         * run) */
+        low = _mm512_min_ps(low, _mm512_shuffle_f32x4(low, low, 0x4e));
+        low = _mm512_min_ps(low, _mm512_shuffle_f32x4(low, low, 0xb1));
+        low = _mm512_min_ps(low, _mm512_permute_ps(low, 0x4e));
+        low = _mm512_min_ps(low, _mm512_permute_ps(low, 0xb1));
         uint64_t eq = 0;
-        for (int c = 0; c < nc; ++c) eq |= (uint64_t)_mm512_cmp_ps_mask(d[c], mb, _CMP_EQ_OQ) << (16 * c);
-        const int pos = mn < FLT_MAX ? __builtin_ctzll(eq | (uint64_t)1 << 63) : 0;
+        for (int c = 0; c < nc; ++c) eq |= (uint64_t)_mm512_cmp_ps_mask(d[c], low, _CMP_EQ_OQ) << (16 * c);
+        const int found = _mm512_cmp_ps_mask(low, big, _CMP_LT_OQ) & 1;
+        const int pos = found ? __builtin_ctzll(eq | (uint64_t)1 << 63) : 0;
         out[k * stride] = list[1 + pos];
     }
 #else
@@ -303,8 +307,15 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
 }
 
 #if FGG_IQ_SIMD
-/* 8 float / int lanes with AVX, 4 otherwise (the candidate search below) */
-#if defined(__AVX__)
+/* 16 float / int lanes with AVX-512, 8 with AVX, 4 otherwise (the candidate search below) */
+#if defined(__AVX512F__)
+#define FGG_IQ3_CL 16
+typedef float fgg_iq3_vf __attribute__((vector_size(64)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(64)));
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
+    return (fgg_iq3_vf){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+#elif defined(__AVX__)
 #define FGG_IQ3_CL 8
 typedef float fgg_iq3_vf __attribute__((vector_size(32)));
 typedef int32_t fgg_iq3_vi __attribute__((vector_size(32)));
@@ -319,6 +330,19 @@ FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x};
 }
 #endif
+#endif
+
+#if FGG_IQ3_S_TERMS
+/* Lane l of x moved to lane l + 1, lane 0 from the last lane of prev. */
+FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_prev_lane(fgg_iq3_vi x, fgg_iq3_vi prev) {
+#if FGG_IQ3_CL == 16
+    return (fgg_iq3_vi)_mm512_alignr_epi32((__m512i)x, (__m512i)prev, 15);
+#else
+    const __m256i mid = _mm256_permute2x128_si256((__m256i)prev, (__m256i)x, 0x21); /* prev hi | x lo */
+    return (fgg_iq3_vi)_mm256_alignr_epi8((__m256i)x, mid, 12);
+#endif
+}
+
 #endif
 
 #if FGG_IQ_SIMD
@@ -455,6 +479,8 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         /* levels of group k for every candidate, one candidate per lane: their key, and their
          * 2l+1 (the placement's values where the key is on the grid) */
         int32_t *uc = ucs[k];
+        unsigned starts = 0; /* (IQ3_S) candidates whose key differs from the one before */
+        fgg_iq3_vi uprev = (fgg_iq3_vi){0} - 1;
         for (int c = 0; c < ncand; c += FGG_IQ3_CL) {
             fgg_iq3_vf vid;
             memcpy(&vid, ids + c, sizeof vid);
@@ -467,7 +493,9 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
                 l = (l & ~big) | (big & 7);
                 u |= l << (3 * i);
                 fgg_iq3_vi q = 2 * l + 1;
-#if defined(__AVX__)
+#if defined(__AVX512F__)
+                fgg_iq3_vf qf = (fgg_iq3_vf)_mm512_cvtepi32_ps((__m512i)q);
+#elif defined(__AVX__)
                 fgg_iq3_vf qf = (fgg_iq3_vf)_mm256_cvtepi32_ps((__m256i)q);
 #else
                 fgg_iq3_vf qf;
@@ -476,13 +504,16 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
                 memcpy(qt[4 * k + i] + c, &qf, sizeof qf);
             }
             memcpy(uc + c, &u, sizeof u);
+#if FGG_IQ3_S_TERMS
+            starts |= fgg_iq_bits(u != fgg_iq3_prev_lane(u, uprev)) << c;
+            uprev = u;
+#endif
         }
 #if FGG_IQ3_S_TERMS
         if (is_s) {
             /* runs of candidates with the same key (the levels move monotonically with the
              * scale) start where the key changes */
-            unsigned starts = 1;
-            for (int c = 1; c < ncand; ++c) starts |= (unsigned)(uc[c] != uc[c - 1]) << c;
+            starts &= (2u << (ncand - 1)) - 1;
             while (starts) {
                 const int c = __builtin_ctz(starts);
                 starts &= starts - 1;
