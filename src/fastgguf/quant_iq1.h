@@ -141,6 +141,22 @@ static inline float fgg__iq1_absmax(const float *x, int n) {
     return m;
 }
 
+/* Whether ggml's running maximum of |x| (m = m > a ? m : a) ends below eps: without NaN that
+ * is every |x| < eps (checked side by side), with one the scalar loop decides. */
+static inline int fgg__iq1_small(const float *x, int n, float eps) {
+#if FGG_IQ_SIMD
+    fgg_iq_vi nan = {0}, big = {0};
+    const fgg_iq_vf e = fgg_iq_splat(eps);
+    for (int i = 0; i < n; i += FGG_IQ_W) {
+        const fgg_iq_vf v = fgg_iq_loadu(x + i);
+        nan |= v != v;
+        big |= ~(v < e) | ~(-v < e); /* |v| >= eps */
+    }
+    if (!fgg_iq_bits(nan)) return !fgg_iq_bits(big);
+#endif
+    return fgg__iq1_absmax(x, n) < eps;
+}
+
 /* The best split so far of IQ1_S's search (ggml's best_score, scale, besti1, besti2, best_shift). */
 typedef struct {
     float best, scale;
@@ -352,9 +368,19 @@ FGG_IQ1_ALWAYS_INLINE void fgg__iq1_s_splits(const float *sx, const float *swt, 
 #endif
 }
 
-static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw) {
+/* The super-blocks' sums of squares (left to right, ggml's order) are taken 32 values at a time
+ * while the previous super-block is quantized (sumsq is this one's, xn the next one or NULL,
+ * *sumsq_next gets its sum): the chain of 256 dependent additions then overlaps other work
+ * instead of stalling the start of each super-block. */
+static inline float fgg__iq1_sumsq32(float s, const float *x) {
+    for (int i = 0; i < 32; ++i) s += x[i] * x[i];
+    return s;
+}
+
+static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw, float sumsq, const float *xn,
+                                  float *sumsq_next) {
     const fgg_iq2_table *t = &fgg_iq2_tables[3];
-    float sigma2 = 2 * fgg__iq2_sumsq(x) / 256;
+    float sigma2 = 2 * sumsq / 256, sn = 0.0f;
     float scales[8];
     int shifts[8];
     float max_scale = 0.0f;
@@ -362,12 +388,13 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
     memset(blk, 0, 50);
     uint16_t h16[8] = {0};
     for (int ib = 0; ib < 8; ++ib) {
+        if (xn) sn = fgg__iq1_sumsq32(sn, xn + 32 * ib);
         const float *xb = x + 32 * ib;
         float w[32];
         for (int i = 0; i < 32; ++i) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
         scales[ib] = 0.0f;
         shifts[ib] = 1;
-        if (fgg__iq1_absmax(xb, 32) < 1e-12f) continue;
+        if (fgg__iq1_small(xb, 32, 1e-12f)) continue;
         int order[32], rank[32];
         fgg__iq1_sort(xb, 32, order, rank);
         float sx[48], swt[48];
@@ -428,6 +455,7 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
         shifts[ib] = shift;
         max_scale = max_scale > scale ? max_scale : scale;
     }
+    *sumsq_next = sn;
     if (!max_scale) {
         /* grid bytes stay, as ggml leaves them */
         for (int ib = 0; ib < 8; ++ib) fgg_iq_store_u16le(qh + 2 * ib, h16[ib]);
@@ -444,16 +472,19 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw)
     }
 }
 
-static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw) {
+/* (sumsq, xn, sumsq_next as for IQ1_S; only used with an importance matrix) */
+static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw, float sumsq, const float *xn,
+                                  float *sumsq_next) {
     const fgg_iq2_table *t = &fgg_iq2_tables[3];
     const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
-    float sigma2 = 2 * fgg__iq2_sumsq(x) / 256;
+    float sigma2 = 2 * sumsq / 256, sn = 0.0f;
     float scales[16];
     int shifts[16];
     float max_scale = 0.0f;
     uint8_t *qs = blk, *qh = blk + 32, *scb = blk + 48;
     memset(blk, 0, 56);
     for (int ib = 0; ib < 16; ++ib) {
+        if (xn && !(ib & 1)) sn = fgg__iq1_sumsq32(sn, xn + 16 * ib);
         const float *xb = x + 16 * ib;
         float w[16];
         if (qw) {
@@ -463,7 +494,7 @@ static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw)
         }
         scales[ib] = 0.0f;
         shifts[ib] = 0;
-        if (fgg__iq1_absmax(xb, 16) < 1e-7f) continue;
+        if (fgg__iq1_small(xb, 16, 1e-7f)) continue;
         int order[16], rank[16];
         fgg__iq1_sort(xb, 16, order, rank);
         /* per sorted value: its contributions for the four patterns, for each level */
@@ -560,6 +591,7 @@ static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw)
         shifts[ib] = bk;
         max_scale = max_scale > scale ? max_scale : scale;
     }
+    *sumsq_next = sn;
     if (!max_scale) return;
     static const uint8_t masks[4] = {0x00, 0x80, 0x08, 0x88};
     uint16_t sc[4] = {0, 0, 0, 0};
@@ -602,28 +634,24 @@ static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw)
 
 static void fgg_quantize_iq1_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                const float *imatrix) {
-    int64_t nb = n_per_row / 256;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            uint8_t *blk = dst + (r * nb + b) * 50;
-            if (!imatrix) {
-                memset(blk, 0, 50);
-                continue;
-            }
-            fgg__iq1_s_superblock(src + r * n_per_row + 256 * b, blk, imatrix + 256 * b);
-        }
+    const int64_t nb = n_per_row / 256, ns = n_rows * nb; /* the rows' super-blocks follow each other */
+    if (!imatrix) {
+        memset(dst, 0, (size_t)ns * 50);
+        return;
     }
+    float sumsq = ns ? fgg__iq2_sumsq(src) : 0.0f;
+    for (int64_t s = 0; s < ns; ++s)
+        fgg__iq1_s_superblock(src + 256 * s, dst + 50 * s, imatrix + 256 * (s % nb), sumsq,
+                              s + 1 < ns ? src + 256 * (s + 1) : NULL, &sumsq);
 }
 
 static void fgg_quantize_iq1_m(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                const float *imatrix) {
-    int64_t nb = n_per_row / 256;
-    for (int64_t r = 0; r < n_rows; ++r) {
-        for (int64_t b = 0; b < nb; ++b) {
-            fgg__iq1_m_superblock(src + r * n_per_row + 256 * b, dst + (r * nb + b) * 56,
-                                  imatrix ? imatrix + 256 * b : NULL);
-        }
-    }
+    const int64_t nb = n_per_row / 256, ns = n_rows * nb; /* the rows' super-blocks follow each other */
+    float sumsq = imatrix && ns ? fgg__iq2_sumsq(src) : 0.0f;
+    for (int64_t s = 0; s < ns; ++s)
+        fgg__iq1_m_superblock(src + 256 * s, dst + 56 * s, imatrix ? imatrix + 256 * (s % nb) : NULL, sumsq,
+                              imatrix && s + 1 < ns ? src + 256 * (s + 1) : NULL, &sumsq);
 }
 
 #endif /* FGG_QUANT_IQ1_H */
