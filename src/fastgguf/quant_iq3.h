@@ -254,15 +254,15 @@ static inline void fgg_iq3_s_neighbours(int u, const uint16_t *list, const float
             d[c] = v;
             low = _mm256_min_ps(v, low); /* low where v is NaN */
         }
-        __m128 m4 = _mm_min_ps(_mm256_castps256_ps128(low), _mm256_extractf128_ps(low, 1));
-        m4 = _mm_min_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_min_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-        const float mn = _mm_cvtss_f32(m4);
-        const __m256 mb = _mm256_set1_ps(mn);
+        /* as for AVX-512: the minimum in every lane, then its first lane */
+        low = _mm256_min_ps(low, _mm256_permute2f128_ps(low, low, 1));
+        low = _mm256_min_ps(low, _mm256_permute_ps(low, 0x4e));
+        low = _mm256_min_ps(low, _mm256_permute_ps(low, 0xb1));
         uint64_t eq = 0;
         for (int c = 0; c < nc; ++c)
-            eq |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d[c], mb, _CMP_EQ_OQ)) << (8 * c);
-        const int pos = mn < FLT_MAX ? __builtin_ctzll(eq | (uint64_t)1 << 63) : 0;
+            eq |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d[c], low, _CMP_EQ_OQ)) << (8 * c);
+        const int found = _mm256_movemask_ps(_mm256_cmp_ps(low, big, _CMP_LT_OQ)) & 1;
+        const int pos = found ? __builtin_ctzll(eq | (uint64_t)1 << 63) : 0;
         out[k * stride] = list[1 + pos];
     }
 #endif
