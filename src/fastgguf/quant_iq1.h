@@ -36,7 +36,11 @@
  *
  * Speed: IQ1_M's split search keeps the partial sums of the first run (shared by all i2) and of
  * the second run (extended one value at a time as i2 grows), so each split adds only its third
- * run: the same additions in the same order as summing every split from zero.
+ * run: the same additions in the same order as summing every split from zero. IQ1_S scores the
+ * splits of each i1 side by side in chunks starting at i1, tested against the best at the
+ * chunk's start; a chunk with several splits that beat it is resolved at once by a running
+ * maximum whose every step is checked exactly (fgg__iq1_scan), else walked in ggml's order.
+ * Both take each super-block's sum of squares 32 values at a time during the previous one.
  */
 #ifndef FGG_QUANT_IQ1_H
 #define FGG_QUANT_IQ1_H

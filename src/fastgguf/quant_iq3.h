@@ -37,11 +37,14 @@
  *  - super-block: d = max scale / 31, stored as fp16(d * 1.0125) (IQ3_XXS) or fp16(d * 1.033)
  *    (IQ3_S); block scales nearest_int(0.5*(scale/d - 1)) clamped to 0..15.
  *
- * Speed (vector builds): one candidate per lane throughout, each lane the scalar sequence of its
- * candidate. For each group the grid keys of all candidates are computed at once; consecutive
- * candidates with the same key off the grid (the levels move monotonically with the scale) share
- * one pass over the neighbour list, each lane keeping its first strictly smaller distance; the
- * weighted sums of all candidates then run side by side.
+ * Speed (vector builds): one candidate per lane for the keys and sums, each lane the scalar
+ * sequence of its candidate. For each group the grid keys and 2l+1 of all candidates are computed
+ * at once; consecutive candidates with the same key off the grid (the levels move monotonically
+ * with the scale) form a run. IQ3_S on AVX2/AVX-512 searches each candidate of a run with one
+ * list entry per lane, distances from per-scale term tables looked up by permutes
+ * (fgg_iq3_s_neighbours); otherwise (SSE2, IQ3_XXS) a run shares one pass over the neighbour
+ * list, each lane keeping its first strictly smaller distance (fgg_iq3_run_lanes). The weighted
+ * sums of all candidates then run side by side.
  */
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
@@ -333,6 +336,9 @@ FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
 #endif
 
 #if FGG_IQ3_S_TERMS
+#if FGG_IQ3_CL != FGG_IQ_W
+#error "the run starts use fgg_iq_bits on candidate vectors: FGG_IQ3_CL must equal FGG_IQ_W"
+#endif
 /* Lane l of x moved to lane l + 1, lane 0 from the last lane of prev. */
 FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_prev_lane(fgg_iq3_vi x, fgg_iq3_vi prev) {
 #if FGG_IQ3_CL == 16
@@ -342,7 +348,6 @@ FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_prev_lane(fgg_iq3_vi x, fgg_iq3_vi prev) {
     return (fgg_iq3_vi)_mm256_alignr_epi8((__m256i)x, mid, 12);
 #endif
 }
-
 #endif
 
 #if FGG_IQ_SIMD
