@@ -37,11 +37,14 @@
  *  - super-block: d = max scale / 31, stored as fp16(d * 1.0125) (IQ3_XXS) or fp16(d * 1.033)
  *    (IQ3_S); block scales nearest_int(0.5*(scale/d - 1)) clamped to 0..15.
  *
- * Speed (vector builds): one candidate per lane throughout, each lane the scalar sequence of its
- * candidate. For each group the grid keys of all candidates are computed at once; consecutive
- * candidates with the same key off the grid (the levels move monotonically with the scale) share
- * one pass over the neighbour list, each lane keeping its first strictly smaller distance; the
- * weighted sums of all candidates then run side by side.
+ * Speed (vector builds): one candidate per lane for the keys and sums, each lane the scalar
+ * sequence of its candidate. For each group the grid keys and 2l+1 of all candidates are computed
+ * at once; consecutive candidates with the same key off the grid (the levels move monotonically
+ * with the scale) form a run. IQ3_S on AVX2/AVX-512 searches each candidate of a run with one
+ * list entry per lane, distances from per-scale term tables looked up by permutes
+ * (fgg_iq3_s_neighbours); otherwise (SSE2, IQ3_XXS) a run shares one pass over the neighbour
+ * list, each lane keeping its first strictly smaller distance (fgg_iq3_run_lanes). The weighted
+ * sums of all candidates then run side by side.
  */
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
@@ -144,14 +147,23 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
     return used == capacity ? 0 : -1;
 }
 
-#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
-/* AVX2: IQ3_S's neighbour lists again, 8 entries per chunk, each coordinate's 2l+1 as 8 bytes, so
- * that one candidate's distances to 8 entries fill a vector (for runs of few candidates, where
- * one candidate per lane leaves most lanes idle). */
-#define FGG_IQ3_S_BYLIST 1
+#if FGG_IQ_SIMD && (defined(__AVX512F__) || defined(__AVX2__))
+/* AVX2 / AVX-512: IQ3_S's neighbour searches with one list entry per lane. A coordinate's term
+ * sw*(scale*(2l+1) - x)^2 depends only on its level l, so for each scale the 8 terms of each
+ * coordinate are computed once (the same float operations as per entry) and each entry's
+ * distance is ((t0[l0] + t1[l1]) + t2[l2]) + t3[l3], looked up by a permute. The lists are
+ * stored again for this, FGG_IQ3_TW entries per chunk, each coordinate's permute index as bytes
+ * (AVX-512: coordinates 1 and 3 read the upper half of a two-coordinate table, index l + 8). */
+#define FGG_IQ3_S_TERMS 1
+#if defined(__AVX512F__)
+#define FGG_IQ3_TW 16
+#define FGG_IQ3_S_CHUNKS 4096
+#else
+#define FGG_IQ3_TW 8
 #define FGG_IQ3_S_CHUNKS 6400
-#define FGG_IQ3_S_MAX_CHUNKS 8 /* longest list / 8, checked when building */
-static uint8_t fgg_iq3_s_chunks[FGG_IQ3_S_CHUNKS][4][8];
+#endif
+#define FGG_IQ3_S_MAX_CHUNKS (64 / FGG_IQ3_TW) /* longest list / FGG_IQ3_TW, checked when building */
+static uint8_t fgg_iq3_s_chunks[FGG_IQ3_S_CHUNKS][4][FGG_IQ3_TW];
 static int32_t fgg_iq3_s_chunk_at[4096]; /* u off the grid -> first chunk of its list */
 
 static int fgg_iq3_s_build_chunks(const fgg_iq3_table *t) {
@@ -159,61 +171,114 @@ static int fgg_iq3_s_build_chunks(const fgg_iq3_table *t) {
     for (int u = 0; u < 4096; ++u) {
         if (t->map[u] >= 0) continue;
         const uint16_t *list = t->lists - t->map[u] - 1;
-        const int n = list[0], nc = (n + 7) / 8;
+        const int n = list[0], nc = (n + FGG_IQ3_TW - 1) / FGG_IQ3_TW;
         if (nc > FGG_IQ3_S_MAX_CHUNKS || used + nc > FGG_IQ3_S_CHUNKS) return -1;
         fgg_iq3_s_chunk_at[u] = used;
-        for (int j = 0; j < 8 * nc; ++j)
+        for (int j = 0; j < FGG_IQ3_TW * nc; ++j)
             for (int i = 0; i < 4; ++i)
-                fgg_iq3_s_chunks[used + j / 8][i][j % 8] = (uint8_t)(j < n ? t->q[list[1 + j]][i] : 0);
+                fgg_iq3_s_chunks[used + j / FGG_IQ3_TW][i][j % FGG_IQ3_TW] =
+                    (uint8_t)((j < n ? t->level[list[1 + j]][i] : 0) + (FGG_IQ3_TW == 16 ? 8 * (i & 1) : 0));
         used += nc;
     }
     return 0;
 }
 
-/* fgg_iq3_neighbour for one candidate, 8 list entries per vector: the same distances, then the
- * first entry of the smallest one below FLT_MAX (what the scalar strict-less scan keeps; NaN
- * and padding lanes never win), else the first entry. */
-FGG_IQ_INLINE int fgg_iq3_s_neighbour_bylist(int u, const uint16_t *list, const __m256 x[4],
-                                             const __m256 sw[4], float scale) {
-    const int n = list[0];
-    const uint8_t (*ch)[4][8] = fgg_iq3_s_chunks + fgg_iq3_s_chunk_at[u];
-    const __m256 vs = _mm256_set1_ps(scale), inf = _mm256_set1_ps(INFINITY);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256 d2s[FGG_IQ3_S_MAX_CHUNKS], low = inf;
-    const int nc = (n + 7) / 8;
-    for (int c = 0; c < nc; ++c) {
-        __m256 d2 = _mm256_setzero_ps();
-        for (int i = 0; i < 4; ++i) {
-            __m128i qb = _mm_loadl_epi64((const __m128i *)ch[c][i]);
-            __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(qb));
-            __m256 diff = _mm256_sub_ps(_mm256_mul_ps(vs, q), x[i]);
-            __m256 term = _mm256_mul_ps(_mm256_mul_ps(sw[i], diff), diff);
-            d2 = i ? _mm256_add_ps(d2, term) : term;
+/* fgg_iq3_neighbour for the m scales sc[0..m-1] of one group (x, sw) whose levels have key u,
+ * results in out[0], out[stride], ...: for each, the first entry of the smallest distance below
+ * FLT_MAX (what the scalar strict-less scan from FLT_MAX keeps; NaN never wins), else the first
+ * entry. */
+static inline void fgg_iq3_s_neighbours(int u, const uint16_t *list, const float *x, const float *sw,
+                                        const float *sc, int m, int *out, int stride) {
+    const int n = list[0], nc = (n + FGG_IQ3_TW - 1) / FGG_IQ3_TW;
+    const uint8_t (*ch)[4][FGG_IQ3_TW] = fgg_iq3_s_chunks + fgg_iq3_s_chunk_at[u];
+#if FGG_IQ3_TW == 16
+    __m512i idx[FGG_IQ3_S_MAX_CHUNKS][4];
+    for (int c = 0; c < nc; ++c)
+        for (int i = 0; i < 4; ++i) idx[c][i] = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)ch[c][i]));
+    const __mmask16 last = (__mmask16)(0xffffu >> (16 * nc - n)); /* valid lanes of the last chunk */
+    const __m512 q = _mm512_setr_ps(1, 3, 5, 7, 9, 11, 13, 15, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m512 xa = _mm512_insertf32x8(_mm512_set1_ps(x[0]), _mm256_set1_ps(x[1]), 1);
+    const __m512 xb = _mm512_insertf32x8(_mm512_set1_ps(x[2]), _mm256_set1_ps(x[3]), 1);
+    const __m512 wa = _mm512_insertf32x8(_mm512_set1_ps(sw[0]), _mm256_set1_ps(sw[1]), 1);
+    const __m512 wb = _mm512_insertf32x8(_mm512_set1_ps(sw[2]), _mm256_set1_ps(sw[3]), 1);
+    const __m512 big = _mm512_set1_ps(FLT_MAX);
+    for (int k = 0; k < m; ++k) {
+        const __m512 s = _mm512_set1_ps(sc[k]);
+        const __m512 da = _mm512_sub_ps(_mm512_mul_ps(s, q), xa), db = _mm512_sub_ps(_mm512_mul_ps(s, q), xb);
+        const __m512 ta = _mm512_mul_ps(_mm512_mul_ps(wa, da), da), tb = _mm512_mul_ps(_mm512_mul_ps(wb, db), db);
+        __m512 d[FGG_IQ3_S_MAX_CHUNKS], low = big;
+        for (int c = 0; c < nc; ++c) {
+            __m512 v = _mm512_add_ps(_mm512_permutexvar_ps(idx[c][0], ta), _mm512_permutexvar_ps(idx[c][1], ta));
+            v = _mm512_add_ps(v, _mm512_permutexvar_ps(idx[c][2], tb));
+            v = _mm512_add_ps(v, _mm512_permutexvar_ps(idx[c][3], tb));
+            if (c == nc - 1) v = _mm512_mask_blend_ps(last, big, v);
+            d[c] = v;
+            low = _mm512_min_ps(v, low); /* low where v is NaN */
         }
-        __m256 valid = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * c), lane)),
-                                     _mm256_cmp_ps(d2, d2, _CMP_ORD_Q));
-        d2 = _mm256_blendv_ps(inf, d2, valid);
-        d2s[c] = d2;
-        low = _mm256_min_ps(low, d2);
+        /* the minimum in every lane (no trip through a scalar), then the first lane holding it:
+         * chunk c's lanes are bits 16c.. (no branch: the pattern of chunks differs from run to
+         * run) */
+        low = _mm512_min_ps(low, _mm512_shuffle_f32x4(low, low, 0x4e));
+        low = _mm512_min_ps(low, _mm512_shuffle_f32x4(low, low, 0xb1));
+        low = _mm512_min_ps(low, _mm512_permute_ps(low, 0x4e));
+        low = _mm512_min_ps(low, _mm512_permute_ps(low, 0xb1));
+        uint64_t eq = 0;
+        for (int c = 0; c < nc; ++c) eq |= (uint64_t)_mm512_cmp_ps_mask(d[c], low, _CMP_EQ_OQ) << (16 * c);
+        const int found = _mm512_cmp_ps_mask(low, big, _CMP_LT_OQ) & 1;
+        const int pos = found ? __builtin_ctzll(eq | (uint64_t)1 << 63) : 0;
+        out[k * stride] = list[1 + pos];
     }
-    low = _mm256_min_ps(low, _mm256_permute2f128_ps(low, low, 1));
-    low = _mm256_min_ps(low, _mm256_shuffle_ps(low, low, 0x4e));
-    low = _mm256_min_ps(low, _mm256_shuffle_ps(low, low, 0xb1));
-    if (!(_mm256_cvtss_f32(low) < FLT_MAX)) return list[1];
-    for (int c = 0;; ++c) {
-        unsigned eq = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d2s[c], low, _CMP_EQ_OQ));
-        if (eq) return list[1 + 8 * c + __builtin_ctz(eq)];
+#else
+    __m256i idx[FGG_IQ3_S_MAX_CHUNKS][4];
+    for (int c = 0; c < nc; ++c)
+        for (int i = 0; i < 4; ++i) idx[c][i] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)ch[c][i]));
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 last = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * (nc - 1)), lane));
+    const __m256 q = _mm256_setr_ps(1, 3, 5, 7, 9, 11, 13, 15);
+    __m256 xv[4], wv[4];
+    for (int i = 0; i < 4; ++i) {
+        xv[i] = _mm256_set1_ps(x[i]);
+        wv[i] = _mm256_set1_ps(sw[i]);
     }
+    const __m256 big = _mm256_set1_ps(FLT_MAX);
+    for (int k = 0; k < m; ++k) {
+        const __m256 s = _mm256_set1_ps(sc[k]);
+        __m256 tt[4];
+        for (int i = 0; i < 4; ++i) {
+            __m256 di = _mm256_sub_ps(_mm256_mul_ps(s, q), xv[i]);
+            tt[i] = _mm256_mul_ps(_mm256_mul_ps(wv[i], di), di);
+        }
+        __m256 d[FGG_IQ3_S_MAX_CHUNKS], low = big;
+        for (int c = 0; c < nc; ++c) {
+            __m256 v = _mm256_add_ps(_mm256_permutevar8x32_ps(tt[0], idx[c][0]), _mm256_permutevar8x32_ps(tt[1], idx[c][1]));
+            v = _mm256_add_ps(v, _mm256_permutevar8x32_ps(tt[2], idx[c][2]));
+            v = _mm256_add_ps(v, _mm256_permutevar8x32_ps(tt[3], idx[c][3]));
+            if (c == nc - 1) v = _mm256_blendv_ps(big, v, last);
+            d[c] = v;
+            low = _mm256_min_ps(v, low); /* low where v is NaN */
+        }
+        /* as for AVX-512: the minimum in every lane, then its first lane */
+        low = _mm256_min_ps(low, _mm256_permute2f128_ps(low, low, 1));
+        low = _mm256_min_ps(low, _mm256_permute_ps(low, 0x4e));
+        low = _mm256_min_ps(low, _mm256_permute_ps(low, 0xb1));
+        uint64_t eq = 0;
+        for (int c = 0; c < nc; ++c)
+            eq |= (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_cmp_ps(d[c], low, _CMP_EQ_OQ)) << (8 * c);
+        const int found = _mm256_movemask_ps(_mm256_cmp_ps(low, big, _CMP_LT_OQ)) & 1;
+        const int pos = found ? __builtin_ctzll(eq | (uint64_t)1 << 63) : 0;
+        out[k * stride] = list[1 + pos];
+    }
+#endif
 }
 #else
-#define FGG_IQ3_S_BYLIST 0
+#define FGG_IQ3_S_TERMS 0
 #endif
 
 static int fgg_iq3_init(const uint8_t (*grid256)[4], const uint8_t (*grid512)[4]) {
     if (fgg_iq3_ready) return fgg_iq3_ready > 0 ? 0 : -1;
     int ok = fgg_iq3_build(&fgg_iq3_tables[0], grid256, 256, 2, fgg_iq3_lists_xxs, FGG_IQ3_XXS_LISTS) == 0
           && fgg_iq3_build(&fgg_iq3_tables[1], grid512, 512, 3, fgg_iq3_lists_s, FGG_IQ3_S_LISTS) == 0;
-#if FGG_IQ3_S_BYLIST
+#if FGG_IQ3_S_TERMS
     ok = ok && fgg_iq3_s_build_chunks(&fgg_iq3_tables[1]) == 0;
 #endif
     fgg_iq3_ready = ok ? 1 : -1;
@@ -245,8 +310,15 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
 }
 
 #if FGG_IQ_SIMD
-/* 8 float / int lanes with AVX, 4 otherwise (the candidate search below) */
-#if defined(__AVX__)
+/* 16 float / int lanes with AVX-512, 8 with AVX, 4 otherwise (the candidate search below) */
+#if defined(__AVX512F__)
+#define FGG_IQ3_CL 16
+typedef float fgg_iq3_vf __attribute__((vector_size(64)));
+typedef int32_t fgg_iq3_vi __attribute__((vector_size(64)));
+FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
+    return (fgg_iq3_vf){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+}
+#elif defined(__AVX__)
 #define FGG_IQ3_CL 8
 typedef float fgg_iq3_vf __attribute__((vector_size(32)));
 typedef int32_t fgg_iq3_vi __attribute__((vector_size(32)));
@@ -263,6 +335,60 @@ FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
 #endif
 #endif
 
+#if FGG_IQ3_S_TERMS
+#if FGG_IQ3_CL != FGG_IQ_W
+#error "the run starts use fgg_iq_bits on candidate vectors: FGG_IQ3_CL must equal FGG_IQ_W"
+#endif
+/* Lane l of x moved to lane l + 1, lane 0 from the last lane of prev. */
+FGG_IQ_INLINE fgg_iq3_vi fgg_iq3_prev_lane(fgg_iq3_vi x, fgg_iq3_vi prev) {
+#if FGG_IQ3_CL == 16
+    return (fgg_iq3_vi)_mm512_alignr_epi32((__m512i)x, (__m512i)prev, 15);
+#else
+    const __m256i mid = _mm256_permute2x128_si256((__m256i)prev, (__m256i)x, 0x21); /* prev hi | x lo */
+    return (fgg_iq3_vi)_mm256_alignr_epi8((__m256i)x, mid, 12);
+#endif
+}
+#endif
+
+#if FGG_IQ_SIMD
+/* fgg_iq3_neighbour for the candidates c..e-1 (e - c <= FGG_IQ3_CL, scales scs[c..]) whose
+ * group k (values xg, square-root weights swg) has a key off the grid with map entry g: one
+ * candidate per lane, each lane the scalar search at its own scale (first strictly smaller
+ * distance wins). Their grid points go to gt[.][k], their 2l+1 to qt[4k..4k+3][.]. */
+static inline void fgg_iq3_run_lanes(const fgg_iq3_table *t, int g, const float *xg, const float *swg,
+                                     const float *scs, int c, int e, int (*gt)[8], float (*qt)[32 + FGG_IQ3_CL], int k) {
+    const uint16_t *list = t->lists - g - 1;
+    fgg_iq3_vf vs;
+    memcpy(&vs, scs + c, sizeof vs);
+    const fgg_iq3_vf x0 = fgg_iq3_splat(xg[0]), x1 = fgg_iq3_splat(xg[1]);
+    const fgg_iq3_vf x2 = fgg_iq3_splat(xg[2]), x3 = fgg_iq3_splat(xg[3]);
+    const fgg_iq3_vf w0 = fgg_iq3_splat(swg[0]), w1 = fgg_iq3_splat(swg[1]);
+    const fgg_iq3_vf w2 = fgg_iq3_splat(swg[2]), w3 = fgg_iq3_splat(swg[3]);
+    fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
+    fgg_iq3_vi index = (fgg_iq3_vi){0} + list[1];
+    for (int j = 1; j <= list[0]; ++j) {
+        const float *q = t->q[list[j]];
+        fgg_iq3_vf d0 = vs * fgg_iq3_splat(q[0]) - x0;
+        fgg_iq3_vf d1 = vs * fgg_iq3_splat(q[1]) - x1;
+        fgg_iq3_vf dd2 = vs * fgg_iq3_splat(q[2]) - x2;
+        fgg_iq3_vf d3 = vs * fgg_iq3_splat(q[3]) - x3;
+        /* 0 + first term: the same value up to the sign of a zero, which no
+         * comparison sees */
+        fgg_iq3_vf d2 = w0 * d0 * d0;
+        d2 += w1 * d1 * d1;
+        d2 += w2 * dd2 * dd2;
+        d2 += w3 * d3 * d3;
+        fgg_iq3_vi take = d2 < best;
+        best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
+        index = (take & ((fgg_iq3_vi){0} + list[j])) | (~take & index);
+    }
+    for (int cc = c; cc < e; ++cc) {
+        gt[cc][k] = index[cc - c];
+        for (int i = 0; i < 4; ++i) qt[4 * k + i][cc] = t->q[gt[cc][k]][i];
+    }
+}
+#endif
+
 /* Grid index for the 4 levels of a group at inverse scale id; off the grid, the neighbour
  * search runs at `scale`. *on_grid tells which. */
 static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const float *sw, float id,
@@ -276,11 +402,11 @@ static inline int fgg_iq3_place(const fgg_iq3_table *t, const float *x, const fl
     int g = t->map[u];
     *on_grid = g >= 0;
     if (g >= 0) return g;
-#if FGG_IQ3_S_BYLIST
+#if FGG_IQ3_S_TERMS
     if (t->n == 512) {
-        const __m256 xv[4] = {_mm256_set1_ps(x[0]), _mm256_set1_ps(x[1]), _mm256_set1_ps(x[2]), _mm256_set1_ps(x[3])};
-        const __m256 wv[4] = {_mm256_set1_ps(sw[0]), _mm256_set1_ps(sw[1]), _mm256_set1_ps(sw[2]), _mm256_set1_ps(sw[3])};
-        return fgg_iq3_s_neighbour_bylist(u, t->lists - g - 1, xv, wv, scale);
+        int index;
+        fgg_iq3_s_neighbours(u, t->lists - g - 1, x, sw, &scale, 1, &index, 1);
+        return index;
     }
 #endif
     return fgg_iq3_neighbour(t, t->lists - g - 1, x, sw, scale);
@@ -307,15 +433,12 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     for (int i = 0; i < 32; ++i) sw[i] = sqrtf(w[i]);
     for (int k = 0; k < 4; ++k) {
         unsigned s = 0, nflip = 0;
-        for (int i = 0; i < 8; ++i) {
-            float v = xb[8 * k + i];
-            if (v >= 0) {
-                xval[8 * k + i] = v;
-            } else {
-                xval[8 * k + i] = -v;
-                ++nflip;
-                s |= 1u << i;
-            }
+        for (int i = 0; i < 8; ++i) { /* no branch: the signs are random */
+            const float v = xb[8 * k + i];
+            const unsigned neg = !(v >= 0);
+            xval[8 * k + i] = neg ? -v : v;
+            nflip += neg;
+            s |= neg << i;
         }
         if (!is_s && (nflip & 1)) {
             int imin = 0;
@@ -348,7 +471,8 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     /* All candidates first, group by group, then their sums with one candidate per lane, then
      * the scalar choice in candidate order. */
     float qt[32][32 + FGG_IQ3_CL]; /* [value][candidate]: 2l+1 of the candidate's placement */
-    int gt[32][8], ont[32][8];
+    int32_t ucs[8][32 + FGG_IQ3_CL]; /* [group][candidate]: the key of its levels */
+    int gt[32][8];                   /* [candidate][group]: the neighbour, for keys off the grid */
     const int ncand = 2 * nis + 1;
     /* candidate inverse scales and scales, padded for whole vectors */
     float ids[32 + FGG_IQ3_CL], scs[32 + FGG_IQ3_CL];
@@ -357,8 +481,11 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         scs[c] = 1 / ids[c];
     }
     for (int k = 0; k < 8; ++k) {
-        /* grid keys of group k for every candidate, one candidate per lane */
-        int32_t uc[32];
+        /* levels of group k for every candidate, one candidate per lane: their key, and their
+         * 2l+1 (the placement's values where the key is on the grid) */
+        int32_t *uc = ucs[k];
+        unsigned starts = 0; /* (IQ3_S) candidates whose key differs from the one before */
+        fgg_iq3_vi uprev = (fgg_iq3_vi){0} - 1;
         for (int c = 0; c < ncand; c += FGG_IQ3_CL) {
             fgg_iq3_vf vid;
             memcpy(&vid, ids + c, sizeof vid);
@@ -370,83 +497,58 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
                 fgg_iq3_vi big = l > 7;
                 l = (l & ~big) | (big & 7);
                 u |= l << (3 * i);
+                fgg_iq3_vi q = 2 * l + 1;
+#if defined(__AVX512F__)
+                fgg_iq3_vf qf = (fgg_iq3_vf)_mm512_cvtepi32_ps((__m512i)q);
+#elif defined(__AVX__)
+                fgg_iq3_vf qf = (fgg_iq3_vf)_mm256_cvtepi32_ps((__m256i)q);
+#else
+                fgg_iq3_vf qf;
+                for (int j = 0; j < FGG_IQ3_CL; ++j) qf[j] = (float)q[j];
+#endif
+                memcpy(qt[4 * k + i] + c, &qf, sizeof qf);
             }
             memcpy(uc + c, &u, sizeof u);
+#if FGG_IQ3_S_TERMS
+            starts |= fgg_iq_bits(u != fgg_iq3_prev_lane(u, uprev)) << c;
+            uprev = u;
+#endif
         }
-        /* Runs of candidates with the same key (the levels move monotonically with the scale)
-         * share one pass over the neighbour list: lane = candidate, each lane the scalar search
-         * at its own scale (first strictly smaller distance wins). */
+#if FGG_IQ3_S_TERMS
+        if (is_s) {
+            /* runs of candidates with the same key (the levels move monotonically with the
+             * scale) start where the key changes */
+            starts &= (2u << (ncand - 1)) - 1;
+            while (starts) {
+                const int c = __builtin_ctz(starts);
+                starts &= starts - 1;
+                const int e = starts ? __builtin_ctz(starts) : ncand;
+                const int g = t->map[uc[c]];
+                if (g >= 0) continue;
+                fgg_iq3_s_neighbours(uc[c], t->lists - g - 1, xval + 4 * k, sw + 4 * k, scs + c, e - c, &gt[c][k], 8);
+                for (int cc = c; cc < e; ++cc)
+                    for (int i = 0; i < 4; ++i) qt[4 * k + i][cc] = t->q[gt[cc][k]][i];
+            }
+            continue;
+        }
+#endif
+        /* Runs of candidates with the same key off the grid share one pass over the neighbour
+         * list: lane = candidate, each lane the scalar search at its own scale (first strictly
+         * smaller distance wins). */
         for (int c = 0; c < ncand;) {
             int u = uc[c], e = c + 1;
             while (e < ncand && e - c < FGG_IQ3_CL && uc[e] == u) ++e;
             int g = t->map[u];
             if (g >= 0) {
-                for (int cc = c; cc < e; ++cc) {
-                    gt[cc][k] = g;
-                    ont[cc][k] = 1;
-                }
-                /* the same point for the whole run: whole-vector stores (lanes past the run are
-                 * rewritten by the next run, or lie in the padding) */
-                for (int i = 0; i < 4; ++i) {
-                    fgg_iq3_vf qv = fgg_iq3_splat(t->q[g][i]);
-                    memcpy(qt[4 * k + i] + c, &qv, sizeof qv);
-                }
                 c = e;
                 continue;
             }
-#if FGG_IQ3_S_BYLIST
-            if (is_s && e - c <= 3) {
-                const uint16_t *list = t->lists - g - 1;
-                const __m256 xv[4] = {_mm256_set1_ps(xval[4 * k]), _mm256_set1_ps(xval[4 * k + 1]),
-                                      _mm256_set1_ps(xval[4 * k + 2]), _mm256_set1_ps(xval[4 * k + 3])};
-                const __m256 wv[4] = {_mm256_set1_ps(sw[4 * k]), _mm256_set1_ps(sw[4 * k + 1]),
-                                      _mm256_set1_ps(sw[4 * k + 2]), _mm256_set1_ps(sw[4 * k + 3])};
-                for (int cc = c; cc < e; ++cc) {
-                    gt[cc][k] = fgg_iq3_s_neighbour_bylist(u, list, xv, wv, scs[cc]);
-                    ont[cc][k] = 0;
-                }
-            } else
-#endif
-            {
-                const uint16_t *list = t->lists - g - 1;
-                fgg_iq3_vf vs;
-                memcpy(&vs, scs + c, sizeof vs);
-                const fgg_iq3_vf x0 = fgg_iq3_splat(xval[4 * k]), x1 = fgg_iq3_splat(xval[4 * k + 1]);
-                const fgg_iq3_vf x2 = fgg_iq3_splat(xval[4 * k + 2]), x3 = fgg_iq3_splat(xval[4 * k + 3]);
-                const fgg_iq3_vf w0 = fgg_iq3_splat(sw[4 * k]), w1 = fgg_iq3_splat(sw[4 * k + 1]);
-                const fgg_iq3_vf w2 = fgg_iq3_splat(sw[4 * k + 2]), w3 = fgg_iq3_splat(sw[4 * k + 3]);
-                fgg_iq3_vf best = fgg_iq3_splat(FLT_MAX);
-                fgg_iq3_vi index = (fgg_iq3_vi){0} + list[1];
-                for (int j = 1; j <= list[0]; ++j) {
-                    const float *q = t->q[list[j]];
-                    fgg_iq3_vf d0 = vs * fgg_iq3_splat(q[0]) - x0;
-                    fgg_iq3_vf d1 = vs * fgg_iq3_splat(q[1]) - x1;
-                    fgg_iq3_vf dd2 = vs * fgg_iq3_splat(q[2]) - x2;
-                    fgg_iq3_vf d3 = vs * fgg_iq3_splat(q[3]) - x3;
-                    /* 0 + first term: the same value up to the sign of a zero, which no
-                     * comparison sees */
-                    fgg_iq3_vf d2 = w0 * d0 * d0;
-                    d2 += w1 * d1 * d1;
-                    d2 += w2 * dd2 * dd2;
-                    d2 += w3 * d3 * d3;
-                    fgg_iq3_vi take = d2 < best;
-                    best = (fgg_iq3_vf)((take & (fgg_iq3_vi)d2) | (~take & (fgg_iq3_vi)best));
-                    index = (take & ((fgg_iq3_vi){0} + list[j])) | (~take & index);
-                }
-                for (int cc = c; cc < e; ++cc) {
-                    gt[cc][k] = index[cc - c];
-                    ont[cc][k] = 0;
-                }
-            }
-            for (int cc = c; cc < e; ++cc)
-                for (int i = 0; i < 4; ++i) qt[4 * k + i][cc] = t->q[gt[cc][k]][i];
+            fgg_iq3_run_lanes(t, g, xval + 4 * k, sw + 4 * k, scs, c, e, gt, qt, k);
             c = e;
         }
     }
-    for (int i = 0; i < 32; ++i)
-        for (int c = ncand; c < 32; ++c) qt[i][c] = 0;
     float sx[32], s2[32];
-    for (int c = 0; c < ncand; c += FGG_IQ3_CL) {
+    for (int c = 0; c < ncand; c += FGG_IQ3_CL) { /* lanes past ncand hold finite values, unused */
         fgg_iq3_vf sumqx = {0}, sumq2 = {0};
         for (int i = 0; i < 32; ++i) {
             fgg_iq3_vf q;
@@ -467,8 +569,9 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
     }
     if (chosen >= 0) {
         for (int k = 0; k < 8; ++k) {
-            gi[k] = gt[chosen][k];
-            on_grid[k] = ont[chosen][k];
+            const int g = t->map[ucs[k][chosen]];
+            on_grid[k] = g >= 0;
+            gi[k] = g >= 0 ? g : gt[chosen][k];
         }
     }
     (void)cand;
