@@ -229,6 +229,16 @@ def test_bad_type(bad, error):
         quantize(np.zeros(4, np.float32), bad)
 
 
+@pytest.mark.parametrize("qtype", sorted(quant._IMATRIX_IGNORED), ids=lambda t: t.name)
+def test_imatrix_ignored_where_ggml_has_no_use_for_it(qtype, cpu_path):
+    x = sample(qtype, n_rows=3)
+    imatrix = np.random.default_rng(1).lognormal(size=x.shape[1]).astype(np.float32)
+    np.testing.assert_array_equal(quantize(x, qtype, imatrix=imatrix), quantize(x, qtype))
+    x[2, 5] = np.nan  # found all the same
+    with pytest.raises(ValueError, match="row 2"):
+        quantize(x, qtype, imatrix=imatrix)
+
+
 def test_type_by_name():
     x = np.random.default_rng(0).standard_normal((2, 256)).astype(np.float32)
     np.testing.assert_array_equal(quantize(x, "q4_k"), quantize(x, T.Q4_K))

@@ -27,6 +27,11 @@ _MIN_ELEMENTS_PER_THREAD = 1 << 16
 #: The same for the types quantized at a billion elements a second or more: 2^16 of them take
 #: about as long as the wake-up.
 _MIN_ELEMENTS_PER_THREAD_FAST = 1 << 20
+#: Types without an importance-matrix path in ggml: an imatrix is checked, then left out.
+_IMATRIX_IGNORED = frozenset({
+    GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q8_1, GGMLType.Q8_K, GGMLType.TQ1_0,
+    GGMLType.TQ2_0, GGMLType.MXFP4, GGMLType.NVFP4, GGMLType.Q1_0, GGMLType.Q2_0,
+})
 _FAST_TYPES = frozenset({
     GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1,
     GGMLType.Q8_0, GGMLType.Q8_1, GGMLType.Q8_K, GGMLType.TQ1_0, GGMLType.TQ2_0, GGMLType.Q2_0,
@@ -154,6 +159,8 @@ def quantize(
     if n_per_row % block_size:
         raise ValueError(f"row length {n_per_row} is not a multiple of the {qtype.name} block size {block_size}")
     weights = _check_imatrix(imatrix, n_per_row)
+    if qtype in _IMATRIX_IGNORED:
+        weights = None  # (so these types take their one-pass, NaN-checking kernels with or without one)
     if weights is None and qtype in _IMATRIX_REQUIRED:
         raise ValueError(f"quantizing to {qtype.name} needs an importance matrix (imatrix=), as in ggml")
     row_bytes = n_per_row // block_size * type_size
