@@ -14,11 +14,12 @@ As a script (not in CI), a table of M elements/s single-threaded, fastgguf besid
 quantizers called through ctypes (``ggml_quantize_chunk``, what ``llama-quantize`` runs), one
 column per library given (the first should be the portable build, which is also the reference
 for the bit-exact columns; a second, e.g. ``-march=native``, is timed only), gguf-py, and 2
-threads over 1::
+threads over 1 (on ``--thread-rows`` rows, 256 by default: the fast types split over threads only
+from 2^20 elements each)::
 
     PYTHONPATH=src python benchmarks/bench_quantize.py \\
         --ggml /path/build-portable/src/libggml-base.so,/path/build-native/src/libggml-base.so \\
-        [TYPE ...] [--rows 64] [--n-per-row 4096] [--repeat 3] [--markdown]
+        [TYPE ...] [--rows 64] [--n-per-row 4096] [--repeat 3] [--thread-rows 256] [--markdown]
 
 ``--markdown`` prints the README's table instead: one row per type, plain and imatrix side by
 side, × = speedup over the last ggml given.
@@ -138,7 +139,8 @@ def markdown_head(n_libs: int) -> str:
     """The header of the --markdown table (the README's)."""
     libs = [f"ggml #{i + 1}" for i in range(n_libs)]
     part = ["fastgguf", *libs] + (["×"] if n_libs else [])
-    head = ["type", *(f"{c}" for c in part), "gguf-py", *(f"imatrix: {c}" for c in part), "2 thr / 1 (plain / imatrix)", "bit-exact (plain / imatrix)"]
+    head = ["type", *(f"{c}" for c in part), "gguf-py", *(f"imatrix: {c}" for c in part), "2 thr / 1 (plain / imatrix)",
+            "bit-exact (plain / imatrix)"]
     return "| " + " | ".join(head) + " |\n|" + "---|" + "---:|" * (len(head) - 2) + ":---:|"
 
 
@@ -170,12 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=64)
     parser.add_argument("--n-per-row", type=int, default=4096)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--thread-rows", type=int, default=256,
+                        help="rows of the 2 threads / 1 thread comparison (longer runs than --rows)")
     parser.add_argument("--markdown", action="store_true",
                         help="one table row per type, plain and imatrix side by side, x = fastgguf / last ggml")
     args = parser.parse_intermixed_args(argv)
     types = [T[name.upper()] for name in args.types] or QUANT_TYPES
     libs = [load_ggml(p) for p in args.ggml.split(",") if p]
     x, imatrix = real_like(args.rows, args.n_per_row)
+    x_threads, _ = real_like(args.thread_rows, args.n_per_row)
     n = x.size
 
     def rate(seconds: float) -> str:
@@ -193,14 +198,15 @@ def main(argv: list[str] | None = None) -> int:
             if qw is None and qtype.name in NEEDS_IMATRIX:
                 continue
             ours = best_time(partial(fastgguf.quantize, x, qtype, imatrix=qw, threads=1), args.repeat)
-            two = best_time(partial(fastgguf.quantize, x, qtype, imatrix=qw, threads=2), args.repeat)
+            one, two = (best_time(partial(fastgguf.quantize, x_threads, qtype, imatrix=qw, threads=t), args.repeat)
+                        for t in (1, 2))
             theirs = [best_time(partial(lib.quantize, qtype.name, x, qw), args.repeat) for lib in libs]
             cols = [qtype.name, "no" if qw is None else "yes", rate(ours)] + [rate(t) for t in theirs]
             if qw is None and qtype in GGUF_PY_TYPES:
                 cols.append(rate(best_time(partial(gguf_py_quantize, x, qtype), min(3, args.repeat))))
             else:
                 cols.append("-")
-            cols.append(f"{ours / two:8.2f}")
+            cols.append(f"{one / two:8.2f}")
             if libs:
                 same = np.array_equal(fastgguf.quantize(x, qtype, imatrix=qw), libs[0].quantize(qtype.name, x, qw))
                 cols.append("yes" if same else "NO")
@@ -212,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(" ".join(f"{c:>9}" for c in cols), flush=True)
         if args.markdown:
             print(markdown_row(qtype.name, cells, len(libs)), flush=True)
-    print(f"\n{args.rows} rows x {args.n_per_row}, M elements/s, single thread unless noted; "
+    print(f"\n{args.rows} rows x {args.n_per_row}, M elements/s, single thread; 2 thr / 1 on {args.thread_rows} rows; "
           f"ggml#i = {', '.join(args.ggml.split(',')) or 'none'}")
     return 0
 
