@@ -141,8 +141,14 @@ FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane *
     return (bits & 0x007fffff) - 0x00400000;
 }
 FGG_Q_INL fgg_q_vi8 fgg_q_clamp8(fgg_q_vi8 v, int lo, int hi) {
+#if FGG_Q_W == 16
+    return (fgg_q_vi8)_mm512_min_epi32(_mm512_max_epi32((__m512i)v, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
+#elif FGG_Q_W == 8 && defined(__AVX2__)
+    return (fgg_q_vi8)_mm256_min_epi32(_mm256_max_epi32((__m256i)v, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
+#else
     v = fgg_q_isel(v < lo, v - v + lo, v);
     return fgg_q_isel(v > hi, v - v + hi, v);
+#endif
 }
 FGG_Q_INL fgg_q_vf8 fgg_q_abs8(fgg_q_vf8 v) {
     return (fgg_q_vf8)((fgg_q_vi8)v & 0x7fffffff);
