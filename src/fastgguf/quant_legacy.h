@@ -588,7 +588,7 @@ static inline float fgg_q_fit_affine(int n, int nmax, const float *x, const floa
 static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 int8_t *const Ls[], float out[]) {
     fgg_q_vf8 x[32][FGG_Q_G], w[32][FGG_Q_G], wx[32][FGG_Q_G], t[32];
-    fgg_q_vi8 L[32][FGG_Q_G], T[32][FGG_Q_G];
+    fgg_q_vi8 L[32][FGG_Q_G];
     for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
         for (int i = 0; i < n; ++i) x[i][h] = t[i];
@@ -631,6 +631,15 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
         scale[h] = fgg_q_fsel(suml2[h] != 0.0f, sumlx[h] / suml2[h], zf);
         best[h] = scale[h] * sumlx[h];
     }
+    /* the winning trial's inverse scale is kept and its levels computed again at the end, instead
+     * of copied every time a trial wins */
+    fgg_q_vf8 won_iscale[FGG_Q_G];
+    fgg_q_vi8 won[FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        const fgg_q_vi8 none = {0};
+        won_iscale[h] = zf;
+        won[h] = none;
+    }
     for (int is = -9; is <= 9; ++is) {
         if (is == 0) continue;
         const float num = -((float)nmax + 0.1f * (float)is);
@@ -642,7 +651,6 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
         for (int i = 0; i < n; ++i) {
             for (int h = 0; h < FGG_Q_G; ++h) {
                 fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * x[i][h]), -nmax, nmax - 1);
-                T[i][h] = l + nmax;
                 fgg_q_vf8 fl = fgg_q_tof8(l);
                 sumlx[h] += wx[i][h] * fl;
                 suml2[h] += w[i][h] * fl * fl;
@@ -650,11 +658,15 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
         }
         for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vi8 upd = (suml2[h] > 0.0f) & (sumlx[h] * sumlx[h] > best[h] * suml2[h]);
-            for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
+            won[h] |= upd;
+            won_iscale[h] = fgg_q_fsel(upd, iscale[h], won_iscale[h]);
             scale[h] = fgg_q_fsel(upd, sumlx[h] / suml2[h], scale[h]);
             best[h] = fgg_q_fsel(upd, scale[h] * sumlx[h], best[h]);
         }
     }
+    for (int i = 0; i < n; ++i) /* the winning trial's levels (its own float steps again) */
+        for (int h = 0; h < FGG_Q_G; ++h)
+            L[i][h] = fgg_q_isel(won[h], fgg_q_clamp8(fgg_q_round8(won_iscale[h] * x[i][h]), -nmax, nmax - 1) + nmax, L[i][h]);
     for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_vf8 r = fgg_q_fsel(zero[h], zf, scale[h]);
         for (int k = 0; k < FGG_Q_W; ++k) {
@@ -668,8 +680,8 @@ static void fgg__q_fit_signed_w(int n, int nmax, const float *const xs[], const 
 static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const float *const ws[],
                                 uint8_t *const Ls[], float out[], float neg_min[], float rmin,
                                 float rdelta, int nstep, int mad) {
-    fgg_q_vf8 x[32][FGG_Q_G], w[32][FGG_Q_G], t[32];
-    fgg_q_vi8 L[32][FGG_Q_G], T[32][FGG_Q_G];
+    fgg_q_vf8 x[32][FGG_Q_G], w[32][FGG_Q_G], t[32], T[32][FGG_Q_G];
+    fgg_q_vi8 L[32][FGG_Q_G];
     for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_transpose8(n, xs + h * FGG_Q_W, t);
         for (int i = 0; i < n; ++i) x[i][h] = t[i];
@@ -709,6 +721,15 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
             best[h] += w[i][h] * diff;
         }
     }
+    /* a trial's levels come from its iscale and the vmin of that moment: kept for the best trial, the
+     * levels are computed again at the end instead of copied every time a trial wins */
+    fgg_q_vf8 won_iscale[FGG_Q_G], won_vmin[FGG_Q_G];
+    fgg_q_vi8 won[FGG_Q_G];
+    for (int h = 0; h < FGG_Q_G; ++h) {
+        const fgg_q_vi8 none = {0};
+        won_iscale[h] = won_vmin[h] = zf;
+        won[h] = none;
+    }
     for (int is = 0; is <= nstep; ++is) {
         const float num = rmin + rdelta * (float)is + (float)nmax;
         fgg_q_vf8 sum_l[FGG_Q_G] = {zf}, sum_l2[FGG_Q_G] = {zf}, sum_xl[FGG_Q_G] = {zf};
@@ -716,8 +737,8 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
         for (int i = 0; i < n; ++i) {
             for (int h = 0; h < FGG_Q_G; ++h) {
                 fgg_q_vi8 l = fgg_q_clamp8(fgg_q_round8(iscale[h] * (x[i][h] - vmin[h])), 0, nmax);
-                T[i][h] = l;
                 fgg_q_vf8 fl = fgg_q_tof8(l);
+                T[i][h] = fl;
                 fgg_q_vf8 wl = w[i][h] * fl;
                 sum_l[h] += wl;
                 sum_l2[h] += wl * fl;
@@ -737,19 +758,24 @@ static void fgg__q_fit_affine_w(int n, int nmax, const float *const xs[], const 
         }
         for (int i = 0; i < n; ++i) {
             for (int h = 0; h < FGG_Q_G; ++h) {
-                fgg_q_vf8 diff = this_scale[h] * fgg_q_tof8(T[i][h]) + this_min[h] - x[i][h];
+                fgg_q_vf8 diff = this_scale[h] * T[i][h] + this_min[h] - x[i][h];
                 diff = mad ? fgg_q_abs8(diff) : diff * diff;
                 err[h] += w[i][h] * diff;
             }
         }
         for (int h = 0; h < FGG_Q_G; ++h) {
             fgg_q_vi8 upd = ok[h] & (err[h] < best[h]);
-            for (int i = 0; i < n; ++i) L[i][h] = fgg_q_isel(upd, T[i][h], L[i][h]);
+            won[h] |= upd;
+            won_iscale[h] = fgg_q_fsel(upd, iscale[h], won_iscale[h]);
+            won_vmin[h] = fgg_q_fsel(upd, vmin[h], won_vmin[h]);
             best[h] = fgg_q_fsel(upd, err[h], best[h]);
             scale[h] = fgg_q_fsel(upd, this_scale[h], scale[h]);
             vmin[h] = fgg_q_fsel(upd, this_min[h], vmin[h]);
         }
     }
+    for (int i = 0; i < n; ++i) /* the winning trial's levels (its own float steps again) */
+        for (int h = 0; h < FGG_Q_G; ++h)
+            L[i][h] = fgg_q_isel(won[h], fgg_q_clamp8(fgg_q_round8(won_iscale[h] * (x[i][h] - won_vmin[h])), 0, nmax), L[i][h]);
     for (int h = 0; h < FGG_Q_G; ++h) {
         fgg_q_vf8 sc = fgg_q_fsel(flat[h], zf, scale[h]);
         fgg_q_vf8 mn = fgg_q_fsel(flat[h], vmin0[h], vmin[h]);
