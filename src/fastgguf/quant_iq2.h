@@ -529,28 +529,6 @@ static inline void fgg__iq2_sumsq_n(const float *x, int64_t m, float *out) {
 #if FGG_IQ_SIMD
 typedef uint32_t fgg__iq2_vu __attribute__((vector_size(4 * FGG_IQ_W))); /* wrapping key sums */
 
-/* Lane-wise min(max(v, lo), hi) (lo <= hi), one instruction each where the ISA has them. */
-FGG_IQ_INLINE fgg_iq_vi fgg__iq2_clamp(fgg_iq_vi v, int32_t lo, int32_t hi) {
-#if FGG_IQ2_VEC == 16
-    __m512i r;
-    memcpy(&r, &v, sizeof r);
-    r = _mm512_min_epi32(_mm512_max_epi32(r, _mm512_set1_epi32(lo)), _mm512_set1_epi32(hi));
-    memcpy(&v, &r, sizeof r);
-    return v;
-#elif FGG_IQ2_VEC == 8
-    __m256i r;
-    memcpy(&r, &v, sizeof r);
-    r = _mm256_min_epi32(_mm256_max_epi32(r, _mm256_set1_epi32(lo)), _mm256_set1_epi32(hi));
-    memcpy(&v, &r, sizeof r);
-    return v;
-#else
-    const fgg_iq_vi vlo = (fgg_iq_vi){0} + lo, vhi = (fgg_iq_vi){0} + hi;
-    const fgg_iq_vi under = v < vlo, over = v > vhi;
-    v = (v & ~under) | (vlo & under);
-    return (v & ~over) | (vhi & over);
-#endif
-}
-
 /* q = 2l+1 of each lane's level in key bits 2i, 2i+1 (an in-lane table lookup where the ISA has
  * one). */
 FGG_IQ_INLINE fgg_iq_vf fgg__iq2_q(fgg_iq_vi key, int i) {
@@ -663,7 +641,7 @@ static inline void fgg__iq2_eval(const fgg_iq2_table *t, fgg__iq2_cands *C, int 
             fgg__iq2_vu key = {0};
             for (int i = 0; i < 8; ++i) {
                 const fgg_iq_vf val = half * (idv * fgg_iq_splat(xv[8 * k + i]) - one) + magic;
-                key += (fgg__iq2_vu)fgg__iq2_clamp(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002) << (2 * i);
+                key += (fgg__iq2_vu)fgg_q_clamp8(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002) << (2 * i);
             }
             key -= 0x00400000u * 0x5555u;
             memcpy(C->key[k] + v, &key, sizeof key);
@@ -780,7 +758,7 @@ static inline void fgg__iq2_replace(const fgg_iq2_table *t, fgg__iq2_cands *C, c
                               + fgg_iq_splat(12582912.0f);
         fgg__iq2_vu sh;
         for (int l = 0; l < FGG_IQ_W; ++l) sh[l] = (uint32_t)(2 * ((i + l) % 8));
-        const fgg__iq2_vu lv = (fgg__iq2_vu)fgg__iq2_clamp(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002)
+        const fgg__iq2_vu lv = (fgg__iq2_vu)fgg_q_clamp8(((fgg_iq_vi)val & 0x007fffff), 0x00400000, 0x00400002)
                                - 0x00400000u;
         const fgg__iq2_vu pv = lv << sh;
         memcpy(part + i, &pv, sizeof pv);

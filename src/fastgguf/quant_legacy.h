@@ -127,15 +127,6 @@ FGG_Q_INL fgg_q_vf8 fgg_q_fsel(fgg_q_vi8 m, fgg_q_vf8 a, fgg_q_vf8 b) {
 FGG_Q_INL fgg_q_vi8 fgg_q_isel(fgg_q_vi8 m, fgg_q_vi8 a, fgg_q_vi8 b) {
     return (m & a) | (~m & b);
 }
-FGG_Q_INL fgg_q_vi8 fgg_q_maxi8(fgg_q_vi8 a, fgg_q_vi8 b) { /* (gcc leaves a select on int lanes as compare + blend) */
-#if FGG_Q_W == 16
-    return (fgg_q_vi8)_mm512_max_epi32((__m512i)a, (__m512i)b);
-#elif FGG_Q_W == 8 && defined(__AVX2__)
-    return (fgg_q_vi8)_mm256_max_epi32((__m256i)a, (__m256i)b);
-#else
-    return fgg_q_isel(a > b, a, b);
-#endif
-}
 FGG_Q_INL fgg_q_vi8 fgg_q_round8(fgg_q_vf8 v) { /* fgg_iq_nearest_int per lane */
     fgg_q_vi8 bits = (fgg_q_vi8)(v + 12582912.0f);
     return (bits & 0x007fffff) - 0x00400000;
@@ -295,10 +286,11 @@ static inline uint32_t fgg_q_amax_bits(const float *x, int n) {
         for (int k = 0; k < chains; ++k) {
             fgg_q_vi8 v;
             memcpy(&v, x + i + k * FGG_Q_W, sizeof v);
-            m[k] = fgg_q_maxi8(m[k], v & 0x7fffffff); /* as int32: >= 0, so the signed maximum is the unsigned one */
+            v &= 0x7fffffff; /* as int32: >= 0, so the signed maximum is the unsigned one */
+            m[k] = fgg_q_isel(v > m[k], v, m[k]);
         }
     }
-    m[0] = fgg_q_maxi8(fgg_q_maxi8(m[0], m[1]), fgg_q_maxi8(m[2], m[3]));
+    for (int k = 1; k < 4; ++k) m[0] = fgg_q_isel(m[k] > m[0], m[k], m[0]);
     int32_t lanes[FGG_Q_W], top = 0;
     memcpy(lanes, &m[0], sizeof lanes);
     for (int k = 0; k < FGG_Q_W; ++k) top = lanes[k] > top ? lanes[k] : top;
@@ -876,11 +868,16 @@ static inline float fgg__q_block_sym(const float *x, int half, uint8_t *out) {
     return d;
 }
 
+/* block bytes of Q4_0 / Q5_0 (affine 0) or Q4_1 / Q5_1 (affine 1), bits 4 / 5, or Q8_0 (bits 8) */
+static inline size_t fgg__q_legacy_bsz(int affine, int bits) {
+    return bits == 8 ? 34 : (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
+}
+
 /* imatrix paths of Q4_0/Q5_0 (signed fit) and Q4_1/Q5_1 (affine fit): sigma2 is the row's mean
  * square; blocks are fitted sixteen at a time. */
 static void fgg__q_rows_legacy_w(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                  const float *imatrix, int affine, int bits) {
-    const size_t bsz = (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
+    const size_t bsz = fgg__q_legacy_bsz(affine, bits);
     const int nmax = affine ? (1 << bits) - 1 : 1 << (bits - 1);
     const int64_t nb = n_per_row / 32;
     float w[16 * 32], d[16], neg_min[16];
@@ -988,7 +985,7 @@ static inline __m256i fgg__q_levels32_avx2(const float *x, int subtract, float s
  * of 8 blocks reduce together, d, 1/d and fp16 run once per 8 blocks, then each block's levels */
 static void fgg__q_legacy8_avx2(const float *x, uint8_t *y, int affine, int bits, __m256i *lowest) {
     const int half = 1 << (bits - 1);
-    const size_t bsz = (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
+    const size_t bsz = fgg__q_legacy_bsz(affine, bits);
     const int hi = affine ? (bits == 4 ? 15 : 255) : 2 * half - 1; /* Q5_1 keeps the low byte */
     const __m256 zero = _mm256_setzero_ps();
     __m256 up[8], lo[8];
@@ -1032,80 +1029,6 @@ static void fgg__q_legacy8_avx2(const float *x, uint8_t *y, int affine, int bits
     *lowest = low;
 }
 #endif
-
-static void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) {
-    if (imatrix) {
-        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 4);
-        return;
-    }
-    const int64_t nb = n_rows * (n_per_row / 32);
-    int64_t i = 0;
-#if FGG_IQ_SIMD && defined(__AVX2__)
-    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
-    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 18 * i, 0, 4, &lowest);
-#endif
-    for (; i < nb; ++i) {
-        uint8_t *blk = dst + 18 * i;
-        float d = fgg__q_block_sym(src + 32 * i, 8, blk + 2);
-        fgg_q_put16(blk, fgg_iq_fp16(d));
-    }
-}
-
-static void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) {
-    if (imatrix) {
-        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 0, 5);
-        return;
-    }
-    const int64_t nb = n_rows * (n_per_row / 32);
-    uint8_t lv[32];
-    int64_t i = 0;
-#if FGG_IQ_SIMD && defined(__AVX2__)
-    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
-    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + 22 * i, 0, 5, &lowest);
-#endif
-    for (; i < nb; ++i) {
-        uint8_t *blk = dst + 22 * i;
-        float d = fgg__q_block_sym(src + 32 * i, 16, lv);
-        fgg_q_put16(blk, fgg_iq_fp16(d));
-        fgg__q_store_q5_high(blk + 6, blk + 2, lv);
-    }
-}
-
-static void fgg__q_rows_affine(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                               const float *imatrix, int bits) {
-    if (imatrix) {
-        fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, 1, bits);
-        return;
-    }
-    const size_t bsz = bits == 4 ? 20 : 24;
-    const int64_t nb = n_rows * (n_per_row / 32);
-    uint8_t lv[32];
-    int64_t i = 0;
-#if FGG_IQ_SIMD && defined(__AVX2__)
-    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
-    for (; i + 8 <= nb; i += 8) fgg__q_legacy8_avx2(src + 32 * i, dst + (size_t)i * bsz, 1, bits, &lowest);
-#endif
-    for (; i < nb; ++i) {
-        uint8_t *blk = dst + (size_t)i * bsz;
-        float d, m;
-        fgg__q_block_affine(src + 32 * i, bits, bits == 4 ? blk + 4 : lv, &d, &m);
-        fgg_q_put16(blk, fgg_iq_fp16(d));
-        fgg_q_put16(blk + 2, fgg_iq_fp16(m));
-        if (bits == 5) fgg__q_store_q5_high(blk + 8, blk + 4, lv);
-    }
-}
-
-static void fgg_quantize_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) {
-    fgg__q_rows_affine(src, dst, n_rows, n_per_row, imatrix, 4);
-}
-
-static void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) {
-    fgg__q_rows_affine(src, dst, n_rows, n_per_row, imatrix, 5);
-}
 
 /* ---- Q8_0 / Q8_1: d = amax / 127, q = round-half-away(x / d) (the importance matrix is unused) ---- */
 
@@ -1162,22 +1085,6 @@ static void fgg__q_q8_0_blocks8_avx2(const float *x, uint8_t *y, __m256i *lowest
 }
 #endif
 
-static void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) {
-    (void)imatrix;
-    const int64_t nb = n_rows * (n_per_row / 32);
-    int64_t i = 0;
-#if FGG_IQ_SIMD && defined(__AVX2__)
-    __m256i lowest = _mm256_setzero_si256(); /* (unused: src is finite here) */
-    for (; i + 8 <= nb; i += 8) fgg__q_q8_0_blocks8_avx2(src + 32 * i, dst + 34 * i, &lowest);
-#endif
-    for (; i < nb; ++i) {
-        uint8_t *blk = dst + 34 * i;
-        float d = fgg__q_block_q8(src + 32 * i, (int8_t *)(blk + 2));
-        fgg_q_put16(blk, fgg_iq_fp16(d));
-    }
-}
-
 static void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
     (void)imatrix;
@@ -1201,14 +1108,32 @@ static void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, in
  * 1/d zero), which converts to INT_MIN; the few rows where that happens otherwise (1/d infinite,
  * a block of subnormals) are told apart by a look at their values. */
 
-typedef void (*fgg_q_rows_fn)(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix);
+/* count blocks of those types one at a time (the blocks past a row's last 8) */
+static void fgg__q_legacy_blocks(const float *x, uint8_t *y, int64_t count, int affine, int bits) {
+    const size_t bsz = fgg__q_legacy_bsz(affine, bits);
+    uint8_t lv[32];
+    for (int64_t i = 0; i < count; ++i, x += 32, y += bsz) {
+        if (bits == 8) {
+            fgg_q_put16(y, fgg_iq_fp16(fgg__q_block_q8(x, (int8_t *)(y + 2))));
+            continue;
+        }
+        uint8_t *qs = y + (affine ? 4 : 2) + (bits == 5 ? 4 : 0), *out = bits == 4 ? qs : lv;
+        float d, m = 0.0f;
+        if (affine) fgg__q_block_affine(x, bits, out, &d, &m);
+        else d = fgg__q_block_sym(x, 1 << (bits - 1), out);
+        fgg_q_put16(y, fgg_iq_fp16(d));
+        if (affine) fgg_q_put16(y + 2, fgg_iq_fp16(m));
+        if (bits == 5) fgg__q_store_q5_high(qs, qs - 4, lv);
+    }
+}
 
-/* bits 4 / 5: Q4_0, Q5_0 (affine 0) or Q4_1, Q5_1 (affine 1); bits 8: Q8_0. quantize: the type's
- * fgg_quantize_<type>, for the blocks past a row's last 8. */
-static int64_t fgg__q_rows_checked(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, int affine,
-                                   int bits, fgg_q_rows_fn quantize) {
+/* Rows of those types without an importance matrix, 8 blocks at a time with AVX2. check: return the
+ * first row holding a NaN or an infinity (that row written in part, later rows not), or -1; else
+ * every row is written and -1 returned. */
+static int64_t fgg__q_legacy_rows(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, int affine,
+                                  int bits, int check) {
     const int64_t nb = n_per_row / 32;
-    const size_t bsz = bits == 8 ? 34 : (size_t)(affine ? 4 : 2) + 16 + (bits == 5 ? 4 : 0);
+    const size_t bsz = fgg__q_legacy_bsz(affine, bits);
     for (int64_t r = 0; r < n_rows; ++r) {
         const float *x = src + r * n_per_row;
         uint8_t *y = dst + (size_t)r * (size_t)nb * bsz;
@@ -1220,31 +1145,34 @@ static int64_t fgg__q_rows_checked(const float *src, uint8_t *dst, int64_t n_row
             else fgg__q_legacy8_avx2(x + 32 * i, y + bsz * (size_t)i, affine, bits, &lowest);
         }
         /* an int16 -32768 in lowest: an INT_MIN level (Q8_0's int32 INT_MIN has it as its upper half) */
-        const int maybe = _mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, _mm256_set1_epi16(INT16_MIN)));
-        if (maybe && fgg_q_mag_bits(x, 32 * i) >= FGG_Q_INF_BITS) return r;
+        if (check && _mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, _mm256_set1_epi16(INT16_MIN))) &&
+            fgg_q_mag_bits(x, 32 * i) >= FGG_Q_INF_BITS)
+            return r;
 #endif
         if (i < nb) { /* the last blocks (all of them without AVX2): checked first */
-            if (fgg_q_mag_bits(x + 32 * i, 32 * (nb - i)) >= FGG_Q_INF_BITS) return r;
-            quantize(x + 32 * i, y + bsz * (size_t)i, 1, 32 * (nb - i), NULL);
+            if (check && fgg_q_mag_bits(x + 32 * i, 32 * (nb - i)) >= FGG_Q_INF_BITS) return r;
+            fgg__q_legacy_blocks(x + 32 * i, y + bsz * (size_t)i, nb - i, affine, bits);
         }
     }
     return -1;
 }
 
-static int64_t fgg_quantize_checked_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
-    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 0, 4, fgg_quantize_q4_0);
-}
-static int64_t fgg_quantize_checked_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
-    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 1, 4, fgg_quantize_q4_1);
-}
-static int64_t fgg_quantize_checked_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
-    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 0, 5, fgg_quantize_q5_0);
-}
-static int64_t fgg_quantize_checked_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
-    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 1, 5, fgg_quantize_q5_1);
-}
-static int64_t fgg_quantize_checked_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) {
-    return fgg__q_rows_checked(src, dst, n_rows, n_per_row, 0, 8, fgg_quantize_q8_0);
-}
+/* the kernel table's entry points; with an importance matrix Q4_0 ... Q5_1 fit blocks instead */
+#define FGG__Q_LEGACY_ENTRY(name, affine, bits)                                                          \
+    static void fgg_quantize_##name(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,  \
+                                    const float *imatrix) {                                             \
+        if (imatrix && (bits) != 8) fgg__q_rows_legacy_w(src, dst, n_rows, n_per_row, imatrix, affine, bits); \
+        else fgg__q_legacy_rows(src, dst, n_rows, n_per_row, affine, bits, 0);                          \
+    }                                                                                                   \
+    static int64_t fgg_quantize_checked_##name(const float *src, uint8_t *dst, int64_t n_rows,          \
+                                               int64_t n_per_row) {                                     \
+        return fgg__q_legacy_rows(src, dst, n_rows, n_per_row, affine, bits, 1);                       \
+    }
+FGG__Q_LEGACY_ENTRY(q4_0, 0, 4)
+FGG__Q_LEGACY_ENTRY(q4_1, 1, 4)
+FGG__Q_LEGACY_ENTRY(q5_0, 0, 5)
+FGG__Q_LEGACY_ENTRY(q5_1, 1, 5)
+FGG__Q_LEGACY_ENTRY(q8_0, 0, 8) /* (Q8_0 has no importance-matrix path in ggml) */
+#undef FGG__Q_LEGACY_ENTRY
 
 #endif /* FGG_QUANT_LEGACY_H */

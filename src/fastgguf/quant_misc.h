@@ -65,7 +65,6 @@ static inline __m256i fgg__q_tq1_bytes8_avx2(const float *x, int stride, __m256 
     return _mm256_srli_epi32(_mm256_mullo_epi32(t, _mm256_set1_epi32(69043)), 24);
 }
 
-
 /* the 4 bytes of the last 16 values: byte m holds the trits of x[m], x[m + 4], x[m + 8], x[m + 12]
  * and a fifth, zero trit */
 static inline uint32_t fgg__q_tq1_tail4_avx2(const float *x, __m256 id) {
@@ -349,14 +348,10 @@ static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, in
         const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
         fgg_q_put16(blk, fgg_iq_fp16(amax));
 #if FGG_IQ_SIMD && defined(__AVX2__)
-        if (isfinite(id)) { /* then |x * id| <= 1: the level is roundf's, clamped */
+        if (isfinite(id)) { /* then |x * id| <= 1: the level is a trit (roundf + 1), inside the clamp */
             const __m256 vid = _mm256_set1_ps(id);
             __m256i q[8];
-            for (int c = 0; c < 8; ++c) {
-                const __m256i r = fgg_q_lround_avx2(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * c), vid));
-                q[c] = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, _mm256_set1_epi32(1)), _mm256_setzero_si256()),
-                                        _mm256_set1_epi32(3));
-            }
+            for (int c = 0; c < 8; ++c) q[c] = fgg__q_trits8_avx2(x + 8 * c, vid);
             /* 4 levels per byte, element j in bits 2 (j % 4): byte pairs q0 + 4 q1, then q01 + 16 q23 */
             __m256i w[2];
             for (int h = 0; h < 2; ++h) {
