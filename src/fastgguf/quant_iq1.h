@@ -321,8 +321,10 @@ FGG_IQ1_ALWAYS_INLINE void fgg__iq1_s_splits(const float *sx, const float *swt, 
         tail[3][i2] = wc * vm[2] * vm[2];
     }
     const fgg_iq_vf zero = fgg_iq_splat(0.0f), p1 = fgg_iq_splat(vp[1]);
+#if FGG_IQ1_SCAN
     fgg_iq_vi lane;
     for (int l = 0; l < FGG_IQ_W; ++l) lane[l] = l;
+#endif
     for (int i1 = 0; i1 <= 32; ++i1) {
         const float a = sx[i1] - sx[0], wa = swt[i1] - swt[0];
         const fgg_iq_vf ap = fgg_iq_splat(a * vp[0]), am = fgg_iq_splat(a * vm[0]);

@@ -484,8 +484,10 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
         /* levels of group k for every candidate, one candidate per lane: their key, and their
          * 2l+1 (the placement's values where the key is on the grid) */
         int32_t *uc = ucs[k];
+#if FGG_IQ3_S_TERMS
         unsigned starts = 0; /* (IQ3_S) candidates whose key differs from the one before */
         fgg_iq3_vi uprev = (fgg_iq3_vi){0} - 1;
+#endif
         for (int c = 0; c < ncand; c += FGG_IQ3_CL) {
             fgg_iq3_vf vid;
             memcpy(&vid, ids + c, sizeof vid);
