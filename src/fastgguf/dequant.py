@@ -193,13 +193,10 @@ def _run_chunks(tasks: list) -> None:
 # Types
 
 
-_resolve_type = resolve_type  # (matmul.py reaches it here)
-
-
 def has_kernel(type_: GGMLType | int | str) -> bool:
     """Whether :func:`dequantize` can convert tensors of ``type_`` (little-endian data)."""
     try:
-        qtype = _resolve_type(type_)
+        qtype = resolve_type(type_)
     except GGUFError:
         return False
     return bool(_kernels.has_kernel(int(qtype)))
@@ -356,7 +353,7 @@ def dequantize(
         a bad ``out`` (dtype, contiguity, size, read-only,
         overlapping ``data``).
     """
-    qtype = _resolve_type(type)
+    qtype = resolve_type(type)
     if byteorder not in (_LITTLE, _BIG):
         raise ValueError(f"byteorder must be '<' or '>', not {byteorder!r}")
     kernels = _kernels
@@ -535,7 +532,7 @@ class RowBlocks:
         result (of the selection, with ``rows``). Argument errors are raised at the first
         ``next()``.
         """
-        qtype = _resolve_type(type)
+        qtype = resolve_type(type)
         src = _as_bytes(data)
         dims = _check_shape(shape, qtype, src.size)
         ne0 = dims[-1] if dims else 1
@@ -590,7 +587,7 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
     target = np.dtype(np.float32) if dtype is None else resolve_dtype(dtype)
     if target == np.float32:
         return dequantize(data, type, shape, rows=rows, out=out, threads=threads, byteorder=byteorder)
-    qtype = _resolve_type(type)
+    qtype = resolve_type(type)
     src = _as_bytes(data)
     dims = _check_shape(shape, qtype, src.size)
     ne0 = dims[-1] if dims else 1

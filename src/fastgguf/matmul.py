@@ -28,7 +28,7 @@ import numpy as np
 
 from . import dequant as _dequant
 from .errors import GGUFError
-from .types import TYPE_TRAITS, GGMLType
+from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = ["matmul", "matmul_id", "take_rows"]
 
@@ -41,7 +41,7 @@ def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLTy
     from .reader import TensorInfo
 
     if isinstance(weight, TensorInfo):
-        if type_ is not None and _dequant._resolve_type(type_) != weight.type:
+        if type_ is not None and resolve_type(type_) != weight.type:
             raise GGUFError(f"type {type_!r} disagrees with the tensor's type {weight.type.name}")
         qtype = weight.type
         shape = tuple(weight.shape)
@@ -52,7 +52,7 @@ def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLTy
         return raw, qtype, shape, weight.byteorder == ">"
     if type_ is None:
         raise TypeError("type is required when weight is an array of raw blocks")
-    qtype = _dequant._resolve_type(type_)
+    qtype = resolve_type(type_)
     if not isinstance(weight, np.ndarray):
         raise TypeError(f"weight must be a TensorInfo or a uint8 numpy array, not {type(weight).__name__}")
     if weight.dtype != np.uint8:
