@@ -25,9 +25,17 @@ On the packed path (``transformers.integrations.gguf``, architectures whose weig
 GGUF blocks), the metadata, the tensor table and the raw block views come from fastgguf; turning
 blocks into values there stays transformers' own ``Dequantize`` operation.
 
-transformers' internals change between releases, so this works only with the versions in
-:data:`SUPPORTED_TRANSFORMERS` (declared by the ``fastgguf[transformers]`` extra); with any other,
-:func:`enable` warns why and changes nothing.
+Two layers, chosen by feature detection, never by a version pin:
+
+- ``"transformers"``: the hooks above, when transformers has every function they replace, with the
+  signatures they expect (checked at :func:`enable`);
+- ``"gguf-py"``: otherwise (a transformers release that moved its GGUF code), gguf-py's public API
+  is served by :mod:`fastgguf.gguf_compat` (:mod:`fastgguf.integrations.gguf_py`): transformers'
+  own loading code runs unchanged on fastgguf's reader and kernels, slower than the hooks (its
+  per-token value parsing stays) but with the same results.
+
+The gguf-py layer is on under the hooks too, so nothing transformers reads through gguf-py is
+left to gguf-py. :func:`enable` returns the active layer; :func:`active_layer` says it later.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ import collections
 import contextlib
 import importlib
 import importlib.util
+import inspect
+import logging
 import os
 import threading
 import warnings
@@ -44,15 +54,22 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SUPPORTED_TRANSFORMERS", "disable", "enable", "enabled", "is_enabled", "unsupported_reason"]
+__all__ = ["LAYERS", "active_layer", "disable", "enable", "enabled", "hooks_unavailable_reason", "is_enabled",
+           "unsupported_reason"]
 
-#: The transformers releases this integration is written and tested against: ``(lowest, below)``.
-SUPPORTED_TRANSFORMERS = ("5.23", "5.24")
+#: The layers :func:`enable` can turn on, deepest first.
+LAYERS = ("transformers", "gguf-py")
+#: The oldest transformers release tested (CI runs it and the newest release). There is no upper bound:
+#: a release whose GGUF code moved gets the gguf-py layer.
+OLDEST_TESTED_TRANSFORMERS = "5.23.0"
+
+logger = logging.getLogger(__name__)
 
 _CACHE_SIZE = 4  # open files kept: a config, tokenizer and model load of one file, or a few files
 
 _lock = threading.RLock()
 _patches: list[tuple[Any, str, bool, Any]] = []  # (owner, attribute, owner had it in __dict__, original)
+_layer: list[str] = []  # the active layer, while enabled
 _cache: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
 _FAST_TYPES = ["fastgguf"]  # `field.types` of the fields handed to transformers' legacy parser
 _LAZY_STRING_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges")
@@ -70,83 +87,136 @@ def _kernels_module():
 
 
 def unsupported_reason() -> str | None:
-    """Why :func:`enable` would do nothing here, or None if it can be enabled.
+    """Why :func:`enable` would do nothing here (torch, transformers or gguf missing), or None.
 
     Returns
     -------
     str or None
     """
-    from packaging.version import InvalidVersion, Version
-
     missing = [name for name in ("torch", "transformers", "gguf") if importlib.util.find_spec(name) is None]
     if missing:
         return (f"{' and '.join(missing)} not installed (pip install \"fastgguf[transformers]\"; transformers' GGUF "
                 f"loader needs torch, and gguf for its tensor-name map)")
-    import transformers
+    return None
 
-    low, high = SUPPORTED_TRANSFORMERS
-    try:
-        version = Version(transformers.__version__)
-    except InvalidVersion:
-        return f"transformers version {transformers.__version__!r} cannot be read"
-    if not Version(low) <= Version(version.base_version) < Version(high):
-        return (f"transformers {transformers.__version__} is outside the supported range >={low},<{high} "
-                f"(its GGUF loading internals differ between releases); install \"fastgguf[transformers]\"")
+
+def hooks_unavailable_reason() -> str | None:
+    """Why the ``"transformers"`` layer cannot be used with the installed transformers, or None.
+
+    Returns
+    -------
+    str or None
+    """
+    reason = unsupported_reason()
+    if reason is not None:
+        return reason
     try:
         _targets()
-    except (ImportError, AttributeError) as error:
-        return f"transformers {transformers.__version__} lacks a GGUF loading function this integration hooks: {error}"
+    except (ImportError, AttributeError, TypeError) as error:
+        import transformers
+
+        return f"transformers {transformers.__version__} lacks a GGUF loading function these hooks replace: {error}"
     return None
+
+
+def active_layer() -> str | None:
+    """The layer in use (one of :data:`LAYERS`), or None when not enabled."""
+    return _layer[0] if _layer else None
 
 
 def is_enabled() -> bool:
     """Whether transformers currently reads GGUF files through fastgguf."""
-    return bool(_patches)
+    return bool(_layer)
 
 
-def enable() -> bool:
+def enable(layer: str | None = None) -> str | bool:
     """Make transformers' GGUF loading read through fastgguf (until :func:`disable`).
 
-    Also installs ``fastgguf.integrations._transformers_kernels`` (CPU kernels for weights kept as
-    GGUF blocks) if that module exists. Calling it again while enabled does nothing.
+    The deepest layer the installed transformers supports is turned on (see the module's doc); with
+    the hooks, ``fastgguf.integrations._transformers_kernels`` is installed too (CPU kernels for
+    weights kept as GGUF blocks). Calling it again while enabled does nothing. An error part-way
+    leaves nothing changed.
+
+    Parameters
+    ----------
+    layer : {None, "transformers", "gguf-py"}
+        None: the deepest the installed transformers supports. ``"transformers"`` raises
+        RuntimeError when the hooks cannot be used; ``"gguf-py"`` uses that layer alone.
 
     Returns
     -------
-    bool
-        True if enabled; False (after a ``RuntimeWarning`` saying why) if the installed torch /
-        transformers cannot be hooked, in which case nothing was changed.
+    str or bool
+        The active layer, ``"transformers"`` or ``"gguf-py"`` (both true); False (after a
+        ``RuntimeWarning`` saying why) when torch, transformers or gguf is missing.
     """
+    from . import gguf_py
+
+    if layer not in (None, *LAYERS):
+        raise ValueError(f"layer must be None or one of {LAYERS}, not {layer!r}")
     with _lock:
-        if _patches:
-            return True
+        if _layer:
+            if layer is not None and layer != _layer[0]:
+                raise RuntimeError(f"already enabled with the {_layer[0]!r} layer; disable() first")
+            return _layer[0]
         reason = unsupported_reason()
         if reason is not None:
             warnings.warn(f"fastgguf.integrations.transformers not enabled: {reason}", RuntimeWarning, stacklevel=2)
             return False
-        for owner, attribute, replacement in _replacements():
-            had = attribute in vars(owner)
-            _patches.append((owner, attribute, had, vars(owner).get(attribute)))
-            setattr(owner, attribute, replacement)
-        kernels = _kernels_module()
-        if kernels is not None:
-            kernels.install()
-        return True
+        hooks_missing = hooks_unavailable_reason() if layer != "gguf-py" else "the gguf-py layer was asked for"
+        if layer == "transformers" and hooks_missing is not None:
+            raise RuntimeError(hooks_missing)
+        already = gguf_py.is_enabled()
+        gguf_py.enable()
+        try:
+            if hooks_missing is None:
+                for owner, attribute, replacement in _replacements():
+                    had = attribute in vars(owner)
+                    _patches.append((owner, attribute, had, vars(owner).get(attribute)))
+                    setattr(owner, attribute, replacement)
+                kernels = _kernels_module()
+                if kernels is not None:
+                    kernels.install()
+                _layer.append("transformers")
+            else:
+                logger.info("fastgguf.integrations.transformers: %s; using the gguf-py layer", hooks_missing)
+                _layer.append("gguf-py")
+        except BaseException:
+            _undo_patches()
+            if not already:
+                gguf_py.disable()
+            raise
+        _owns_gguf_py[:] = [not already]
+        return _layer[0]
+
+
+_owns_gguf_py: list[bool] = []  # whether enable() turned the gguf-py layer on (so disable() turns it off)
+
+
+def _undo_patches() -> None:
+    while _patches:
+        owner, attribute, had, original = _patches.pop()
+        if had:
+            setattr(owner, attribute, original)
+        else:
+            delattr(owner, attribute)
 
 
 def disable() -> None:
     """Undo :func:`enable`: transformers reads GGUF files its own way again; cached files are closed."""
+    from . import gguf_py
+
     with _lock:
-        if not _patches:
+        if not _layer:
             return
-        kernels = _kernels_module()
-        if kernels is not None:
-            kernels.uninstall()
-        while _patches:
-            owner, attribute, had, original = _patches.pop()
-            if had:
-                setattr(owner, attribute, original)
-            else:
-                delattr(owner, attribute)
+        if _layer[0] == "transformers":
+            kernels = _kernels_module()
+            if kernels is not None:
+                kernels.uninstall()
+        _undo_patches()
+        if _owns_gguf_py and _owns_gguf_py[0]:
+            gguf_py.disable()
+        _owns_gguf_py.clear()
+        _layer.clear()
         while _cache:
             _, model = _cache.popitem()
             model.close()
@@ -154,12 +224,12 @@ def disable() -> None:
 
 
 @contextlib.contextmanager
-def enabled() -> Iterator[bool]:
+def enabled() -> Iterator[str | bool]:
     """``with enabled():`` — :func:`enable` on entry, :func:`disable` on exit (if this call enabled it).
 
     Yields
     ------
-    bool
+    str or bool
         What :func:`enable` returned.
     """
     already = is_enabled()
@@ -174,8 +244,15 @@ def enabled() -> Iterator[bool]:
 # --- what is replaced -------------------------------------------------------------------------------
 
 
+def _expect_parameters(function: Any, names: tuple[str, ...]) -> None:
+    """Raise TypeError unless ``function``'s leading parameters are ``names`` (what the hooks call it with)."""
+    found = tuple(inspect.signature(function).parameters)[:len(names)]
+    if found != names:
+        raise TypeError(f"{getattr(function, '__qualname__', function)}{found} is not ({', '.join(names)}, ...)")
+
+
 def _targets():
-    """The transformers modules hooked (importing them checks they still exist)."""
+    """The transformers modules hooked, after checking each replaced name exists with the expected signature."""
     legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
     reader = importlib.import_module("transformers.integrations.gguf.reader")
     package = importlib.import_module("transformers.integrations.gguf")
@@ -187,6 +264,19 @@ def _targets():
                           (quantizer, ("read_gguf_metadata", "load_gguf_state_dict"))):
         for name in names:
             getattr(module, name)
+    _expect_parameters(legacy.load_gguf_checkpoint, ("gguf_checkpoint_path", "return_tensors", "model_to_load",
+                                                     "torch_dtype"))
+    _expect_parameters(legacy._gguf_parse_value, ("_value", "data_type"))
+    _expect_parameters(legacy.get_gguf_hf_weights_map, ("hf_model", "processor"))
+    _expect_parameters(legacy.TensorProcessor.process, ("self", "weights", "name"))
+    _expect_parameters(reader.read_gguf_metadata, ("gguf_path", "string_arrays"))
+    _expect_parameters(reader.load_gguf_state_dict, ("header",))
+    _expect_parameters(reader.GgufHeader.from_file, ("gguf_path",))
+    _expect_parameters(reader._byte_count, ("ggml_type", "elements", "gguf_path"))
+    _expect_parameters(reader.LazyGgufTensor, ("data", "ggml_type", "shape"))
+    for cls, fields in ((reader.TensorInfo, ("name", "shape", "ggml_type", "offset", "nbytes")),
+                        (reader.GgufHeader, ("path", "architecture", "tensors", "data_start"))):
+        _expect_parameters(cls, fields)
     return legacy, reader, package, quantizer
 
 
