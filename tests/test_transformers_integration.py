@@ -13,7 +13,9 @@ base model), fastgguf refuses it the same way.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import importlib.util
 import os
 import sys
 import types
@@ -400,15 +402,81 @@ def test_disable_restores_transformers(model_dir):
     assert not integration.is_enabled()
 
 
-def test_outside_supported_range_does_nothing(monkeypatch):
+def test_missing_dependency_does_nothing(monkeypatch):
     legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
     before = legacy.load_gguf_checkpoint
-    monkeypatch.setattr(sys.modules["transformers"], "__version__", "4.40.0")
-    assert "outside the supported range" in integration.unsupported_reason()
-    with pytest.warns(RuntimeWarning, match="4.40.0 is outside the supported range"):
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
+    assert "gguf not installed" in integration.unsupported_reason()
+    with pytest.warns(RuntimeWarning, match="gguf not installed"):
         assert integration.enable() is False
-    assert not integration.is_enabled()
+    assert not integration.is_enabled() and integration.active_layer() is None
     assert legacy.load_gguf_checkpoint is before
+
+
+def test_deepest_layer_on_this_transformers():
+    # CI runs this file on the oldest supported and the newest transformers: the hooks must fit both
+    assert integration.hooks_unavailable_reason() is None
+    assert integration.enable() == "transformers" == integration.active_layer()
+    assert gguf.GGUFReader.__module__ == "fastgguf.gguf_compat"
+    integration.disable()
+    assert gguf.GGUFReader.__module__ == "gguf.gguf_reader"
+
+
+def _hooks_gone(monkeypatch):
+    """Make the installed transformers look like a release whose GGUF loader moved."""
+    def moved():
+        raise AttributeError("module 'transformers.modeling_gguf_pytorch_utils' has no attribute 'load_gguf_checkpoint'")
+
+    monkeypatch.setattr(integration, "_targets", moved)
+
+
+def test_hooks_missing_falls_back_to_gguf_py_layer(model_dir, monkeypatch):
+    legacy = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    before = legacy.load_gguf_checkpoint
+    _hooks_gone(monkeypatch)
+    assert "lacks a GGUF loading function" in integration.hooks_unavailable_reason()
+    with pytest.raises(RuntimeError, match="lacks a GGUF loading function"):
+        integration.enable("transformers")
+    assert not integration.is_enabled()
+    assert integration.enable() == "gguf-py" == integration.active_layer()
+    assert legacy.load_gguf_checkpoint is before  # nothing of transformers' own is replaced
+    assert gguf.GGUFReader.__module__ == "fastgguf.gguf_compat"
+    integration.disable()
+    assert gguf.GGUFReader.__module__ == "gguf.gguf_reader" and not integration.is_enabled()
+
+
+def test_layer_argument_checked():
+    with pytest.raises(ValueError, match="layer must be"):
+        integration.enable("torch")
+    assert integration.enable("gguf-py") == "gguf-py"
+    assert integration.enable() == "gguf-py"  # already on: the same layer
+    with pytest.raises(RuntimeError, match="already enabled"):
+        integration.enable("transformers")
+
+
+@pytest.mark.parametrize("name", ["llama-mix", "gemma3-mix", "qwen3moe-mix", "qwen35moe-mix"])
+def test_gguf_py_layer_same_results_as_transformers(model_dir, name):
+    expected_config, expected_tokenizer, expected = _load(model_dir, name, torch.float32)
+    text = "The quick brown fox jumps over the lazy dog. 1234 \u00e9t\u00e9"
+    ids = expected_tokenizer(text)["input_ids"]
+    with _gguf_py_layer():
+        config, tokenizer, model = _load(model_dir, name, torch.float32)
+    assert config.to_dict() == expected_config.to_dict()
+    assert tokenizer(text)["input_ids"] == ids
+    got = model.state_dict()
+    for key, value in expected.state_dict().items():
+        assert _same_bits(got[key], value), key
+    assert _same_bits(_logits(model, ids), _logits(expected, ids))
+
+
+@contextlib.contextmanager
+def _gguf_py_layer():
+    assert integration.enable("gguf-py") == "gguf-py"
+    try:
+        yield
+    finally:
+        integration.disable()
 
 
 def test_kernel_module_installed_and_removed(monkeypatch):
@@ -422,14 +490,15 @@ def test_kernel_module_installed_and_removed(monkeypatch):
     assert calls == ["install", "uninstall"]
 
 
-def test_pyproject_extra_declares_supported_range():
+def test_pyproject_extra_has_no_upper_bound():
     tomllib = pytest.importorskip("tomllib")
 
     root = os.path.join(os.path.dirname(__file__), os.pardir, "pyproject.toml")
     with open(root, "rb") as handle:
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
-    low, high = integration.SUPPORTED_TRANSFORMERS
-    assert f"transformers>={low},<{high}" in extras["transformers"]
+    oldest = ".".join(integration.OLDEST_TESTED_TRANSFORMERS.split(".")[:2])
+    assert f"transformers>={oldest}" in extras["transformers"]
+    assert not any(spec.startswith("transformers") and "<" in spec for extra in extras.values() for spec in extra)
 
 
 @pytest.mark.parametrize("name, cls", [("llama-mix", "LlamaTokenizer"), ("gemma2-mix", "GemmaTokenizer"),

@@ -254,13 +254,18 @@ class GGUFReader:
         except GGUFError as strict:
             # fastgguf refuses some files gguf-py reads (misaligned tensor offsets, > 4 dims, ...)
             try:
-                infos, data_offset = _PythonWalk(self).run()
+                infos, infos_end = _PythonWalk(self).run()
             except GGUFError as lenient:
                 raise (lenient if isinstance(lenient, _DuplicateKeyError) else strict) from None
         else:
-            infos, data_offset = self._fields_from(header)
-        self.data_offset = data_offset
-        self._build_tensors(data_offset, infos)
+            infos, infos_end = self._fields_from(header)
+        alignment = self.fields.get("general.alignment")
+        if alignment is not None:
+            self.alignment = alignment.parts[-1][0]
+        # gguf-py's arithmetic, so the type is gguf-py's too (numpy.uint32 when padded to a stored alignment)
+        padding = infos_end % self.alignment
+        self.data_offset = infos_end + (self.alignment - padding) if padding else infos_end
+        self._build_tensors(int(self.data_offset), infos)
 
     # -- helpers gguf-py has too (with gguf-py's behaviour) --
 
@@ -307,7 +312,7 @@ class GGUFReader:
         self.fields["GGUF.kv_count"] = ReaderField(16, "GGUF.kv_count", [counts[1:]], [0], [uint64])
 
     def _fields_from(self, header) -> tuple[list[tuple[str, int]], int]:
-        """Fields from fastgguf's parse; returns ``([(tensor name, info offset)], data offset)``."""
+        """Fields from fastgguf's parse; returns ``([(tensor name, info offset)], end of the tensor infos)``."""
         for kv in header.kvs:
             if not _valid_utf8(kv.key):
                 raise GGUFError("a key is not valid UTF-8", kv.key_offset)
@@ -319,7 +324,7 @@ class GGUFReader:
                 raise GGUFError("a tensor name is not valid UTF-8", offset)
             infos.append((name, offset))
             offset += 8 + len(name.encode("utf-8")) + 4 + 8 * len(dims) + 4 + 8
-        return infos, header.data_offset
+        return infos, offset
 
     def _field(self, kv) -> ReaderField:
         key_length = kv.value_offset - 4 - kv.key_offset - 8
@@ -363,14 +368,14 @@ class GGUFReader:
         return ReaderField(kv.key_offset, kv.key, [self._view(*spec) for spec in specs], data, types)
 
     def _build_tensors(self, start: int, infos: list[tuple[str, int]]) -> None:
-        alignment = self.fields.get("general.alignment")
-        if alignment is not None:
-            self.alignment = alignment.parts[-1][0]
         tensors = []
         for name, info_offset in infos:
             field = self._tensor_field(name, info_offset)
             _, _, _, dims, raw_type, relative = field.parts
-            ggml_type = _tensor_type(int(raw_type[0]))
+            try:
+                ggml_type = _tensor_type(int(raw_type[0]))
+            except ValueError:
+                raise GGUFError(f"tensor {name!r} has the unknown ggml type {int(raw_type[0])}", info_offset) from None
             traits = TYPE_TRAITS.get(GGMLType(int(ggml_type)))
             if traits is None:
                 raise GGUFError(f"tensor {name!r} has the removed ggml type {int(raw_type[0])}", info_offset)
@@ -487,8 +492,7 @@ class _PythonWalk:
             if offset > self.size:
                 raise GGUFError(f"tensor info of {name!r} extends past the end of the file", start)
             infos.append((name, start))
-        alignment_value = int(alignment.parts[-1][0]) if alignment is not None else GGUF_DEFAULT_ALIGNMENT
-        return infos, offset + (-offset % alignment_value)
+        return infos, offset
 
     def value_parts(self, offset: int, vtype: int) -> tuple[int, list[np.ndarray], list[int], list[Any]]:
         """gguf-py's ``(size, parts, data indices, types)`` of the value at ``offset``."""
