@@ -1,4 +1,5 @@
-"""Opening a model-sized header: fastgguf against gguf-py's GGUFReader, side by side.
+"""Opening a model-sized header: fastgguf and its drop-in ``gguf_compat.GGUFReader`` against gguf-py's
+GGUFReader, side by side.
 
 A file with a 256k-entry token vocabulary (plus scores and token types, like Gemma 3's) and 200
 tensors. Compare within one run: ``python -m pytest benchmarks/bench_open.py --benchmark-group-by=group``.
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import fastgguf
-from fastgguf import GGMLType, GGUFValueType as V, GGUFWriter
+from fastgguf import GGMLType, GGUFValueType as V, GGUFWriter, gguf_compat
 
 gguf = pytest.importorskip("gguf")
 
@@ -45,8 +46,8 @@ def scalars_and_tensor_infos_fastgguf(path):
     return scalars, infos
 
 
-def scalars_and_tensor_infos_gguf_py(path):
-    reader = gguf.GGUFReader(path)
+def scalars_and_tensor_infos_gguf_py(path, reader_class=None):
+    reader = (reader_class or gguf.GGUFReader)(path)
     scalars = {k: f.contents() for k, f in reader.fields.items() if f.types and f.types[0] != gguf.GGUFValueType.ARRAY}
     infos = [(t.name, tuple(t.shape), t.tensor_type, t.data_offset, t.n_bytes) for t in reader.tensors]
     return scalars, infos
@@ -64,6 +65,38 @@ def test_open_gguf_py(benchmark, vocab_file):
     ours = scalars_and_tensor_infos_fastgguf(vocab_file)
     assert {k: v for k, v in scalars.items() if not k.startswith("GGUF.")}.keys() == ours[0].keys()
     assert len(infos) == N_TENSORS
+
+
+@pytest.mark.benchmark(group="open: scalar metadata + tensor infos")
+def test_open_gguf_compat(benchmark, vocab_file):
+    """The same code as gguf-py's row, on the drop-in reader: what a gguf-py consumer gets."""
+    scalars, infos = benchmark(scalars_and_tensor_infos_gguf_py, vocab_file, gguf_compat.GGUFReader)
+    assert (scalars, infos) == scalars_and_tensor_infos_gguf_py(vocab_file)
+
+
+@pytest.mark.benchmark(group="first token of the list (open + one element)")
+def test_first_token_gguf_compat(benchmark, vocab_file):
+    def first_token():
+        field = gguf_compat.GGUFReader(vocab_file).fields["tokenizer.ggml.tokens"]
+        return bytes(field.parts[field.data[0]])
+
+    assert benchmark(first_token) == "▁tok0".encode()
+
+
+@pytest.mark.benchmark(group="first token of the list (open + one element)")
+def test_first_token_gguf_py(benchmark, vocab_file):
+    def first_token():
+        field = gguf.GGUFReader(vocab_file).fields["tokenizer.ggml.tokens"]
+        return bytes(field.parts[field.data[0]])
+
+    assert benchmark.pedantic(first_token, rounds=3, iterations=1) == "▁tok0".encode()
+
+
+@pytest.mark.benchmark(group="token list as Python strings")
+def test_tokens_gguf_compat(benchmark, vocab_file):
+    field = gguf_compat.GGUFReader(vocab_file).fields["tokenizer.ggml.tokens"]
+    result = benchmark(field.contents)
+    assert result == gguf.GGUFReader(vocab_file).fields["tokenizer.ggml.tokens"].contents()
 
 
 @pytest.mark.benchmark(group="token list as Python strings")
