@@ -87,7 +87,7 @@ def last_level_cache(root: str = SYSFS_CACHE) -> CacheInfo:
 
 def describe_llc(cache: CacheInfo) -> str:
     """``"the 32 MiB L3 cache"``, or the fallback's ``"32 MiB (cache size unknown, assumed)"``."""
-    size = f"{cache.size / (1 << 20):g} MiB"
+    size = f"{cache.size / (1 << 20):g} MiB" if cache.size >= 1 << 20 else f"{cache.size / (1 << 10):g} KiB"
     return f"the {size} L{cache.level} cache" if cache.level is not None else f"{size} (cache size unknown, assumed)"
 
 
