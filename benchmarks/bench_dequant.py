@@ -1,7 +1,7 @@
 """Dequantization speed: fastgguf vs gguf-py vs the memory-bandwidth ceiling, and memory use.
 
-With pytest-benchmark (16M elements per tensor, so the 64 MB float32 output is far larger than
-the caches)::
+With pytest-benchmark (at least 16M elements per tensor, and a float32 output at least 4x the
+last-level cache, ``fastgguf._bandwidth.default_elements``: 128 MiB for a 32 MiB L3)::
 
     PYTHONPATH=src python -m pytest benchmarks/bench_dequant.py --benchmark-only \\
         --benchmark-group-by=param:qtype --benchmark-columns=min,median,rounds
@@ -9,7 +9,8 @@ the caches)::
 With ``--benchmark-disable`` every benchmark runs once on a small tensor (a quick smoke test).
 
 As a script, a table of per-type figures (single thread, all threads, gguf-py, and the
-``out.fill(1.0)`` ceiling, all on the same bytes in the same run)::
+``out.fill(1.0)`` ceiling on as many threads as the dequantization it is compared with, all on the
+same bytes in the same run)::
 
     PYTHONPATH=src python benchmarks/bench_dequant.py [TYPE ...] [--elements N] [--gguf-py] [--cpu-time]
     PYTHONPATH=src python benchmarks/bench_dequant.py --in-cache --cpu-time   # kernels alone, per CPU path
@@ -27,6 +28,7 @@ import numpy as np
 import pytest
 
 from fastgguf import GGMLType, dequant, dequantize
+from fastgguf._bandwidth import default_elements, describe_llc, last_level_cache, threaded_fill
 from fastgguf.types import TYPE_TRAITS
 
 T = GGMLType
@@ -38,7 +40,7 @@ TYPES = (
 #: gguf-py 0.19 has no (correct) dequantizer for these.
 NO_GGUF_PY = {T.F64, T.I8, T.I16, T.I32, T.I64, T.Q8_1, T.Q8_K}
 
-FULL_ELEMENTS = 1 << 24
+FULL_ELEMENTS = max(1 << 24, default_elements())  # the float32 output well past the last-level cache
 SMOKE_ELEMENTS = 1 << 16
 
 # Where each block keeps its fp16 scales (or Q8_K's f32 one): benchmark data gets sane, finite
@@ -110,13 +112,18 @@ def all_threads() -> int:
 # pytest-benchmark
 
 
-def test_fill_ceiling(benchmark, n_elements):
-    """Writing the same float32 output with numpy: the memory-bandwidth ceiling."""
+@pytest.mark.parametrize("threads", [1, None], ids=["1thread", "allthreads"])
+def test_fill_ceiling(benchmark, n_elements, threads):
+    """Writing the same float32 output with numpy (each thread its slice): the memory-bandwidth ceiling."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = threads or all_threads()
     out = np.empty(n_elements, dtype=np.float32)
-    out.fill(0.0)  # fault the pages in first, as the dequantize benchmarks' out= is
-    benchmark.group = "fill"
-    benchmark.extra_info["elements"] = n_elements
-    benchmark.pedantic(out.fill, args=(1.0,), rounds=10, warmup_rounds=1)
+    with ThreadPoolExecutor(threads) as pool:
+        threaded_fill(out, 0.0, threads, pool)  # fault the pages in first, as the dequantize benchmarks' out= is
+        benchmark.group = "fill"
+        benchmark.extra_info.update(elements=n_elements, threads=threads)
+        benchmark.pedantic(threaded_fill, args=(out, 1.0, threads, pool), rounds=10, warmup_rounds=1)
     assert (out == 1.0).all()
 
 
@@ -237,17 +244,27 @@ def main(argv: list[str]) -> None:
     if args.in_cache:
         _in_cache_table(types, args.rounds, time.process_time if args.cpu_time else time.perf_counter)
         return
+    from concurrent.futures import ThreadPoolExecutor
+
     n = args.elements
     out = np.empty(n, dtype=np.float32)
-    out.fill(0.0)
-    fill = _best(lambda: out.fill(1.0), args.rounds * 2, clock)
     threads = all_threads()
-    print(f"cpu path {dequant.cpu_path()}, {threads} threads, {n} elements, "
+    pool = ThreadPoolExecutor(threads)
+    threaded_fill(out, 0.0, threads, pool)  # pages touched, threads started
+
+    def fill_many():
+        threaded_fill(out, 1.0, threads, pool)
+
+    fill = _best(lambda: out.fill(1.0), args.rounds * 2, clock)
+    fill_n = _best(fill_many, args.rounds * 2)
+    print(f"cpu path {dequant.cpu_path()}, {threads} threads, {n} elements "
+          f"({4 * n / last_level_cache().size:.3g}x {describe_llc(last_level_cache())} as float32), "
           f"{'CPU' if args.cpu_time else 'wall'} time for single-threaded runs; "
-          f"fill {n / fill / 1e9:.2f} G elements/s ({4 * n / fill / 1e9:.1f} GB/s)")
+          f"fill {n / fill / 1e9:.2f} G elements/s ({4 * n / fill / 1e9:.1f} GB/s) on 1 thread, "
+          f"{n / fill_n / 1e9:.2f} G/s ({4 * n / fill_n / 1e9:.1f} GB/s) on {threads}")
     # speedup: wall time of 1 thread / wall time of N threads, always
-    # % fill: against fill timed in the same rounds as the type, turn about (same machine load)
-    print(f"{'type':6} {'1 thread G/s':>12} {'% fill':>7} {'N threads G/s':>14} {'speedup':>8} "
+    # % fill: against fill on as many threads, timed in the same rounds as the type, turn about (same machine load)
+    print(f"{'type':6} {'1 thread G/s':>12} {'% fill':>7} {'N threads G/s':>14} {'% fill':>7} {'speedup':>8} "
           f"{'gguf-py G/s':>12} {'x gguf-py':>10}")
     for qtype in types:
         raw = make_data(qtype, n)
@@ -255,14 +272,16 @@ def main(argv: list[str]) -> None:
             [lambda: out.fill(1.0), lambda: dequantize(raw, qtype, out=out, threads=1)], args.rounds, clock)
         one_wall = one if clock is time.perf_counter else _best(
             lambda: dequantize(raw, qtype, out=out, threads=1), args.rounds)
-        many = _best(lambda: dequantize(raw, qtype, out=out, threads=threads), args.rounds)
+        fill_n, many = _best_interleaved(
+            [fill_many, lambda: dequantize(raw, qtype, out=out, threads=threads)], args.rounds)
         line = (f"{qtype.name:6} {n / one / 1e9:12.2f} {100 * fill / one:6.0f}% {n / many / 1e9:14.2f} "
-                f"{one_wall / many:7.2f}x")
+                f"{100 * fill_n / many:6.0f}% {one_wall / many:7.2f}x")
         if args.gguf_py and qtype not in NO_GGUF_PY:
             ref = _best(lambda: gguf_py_dequantize(raw, qtype), 2, clock)
             line += f" {n / ref / 1e9:12.3f} {ref / one:9.0f}x"
         print(line, flush=True)
         del raw
+    pool.shutdown()
 
 
 def _in_cache_table(types, rounds: int, clock) -> None:

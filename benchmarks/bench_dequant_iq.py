@@ -1,19 +1,24 @@
 """Speed of the IQ, ternary, FP4 and 1-/2-bit kernels.
 
-For each type, in one run and on the same bytes (16 Mi elements of random
-blocks with finite scales): fastgguf single-threaded and on all threads,
-gguf-py's ``dequantize``, and ``out.fill(1.0)`` on a preallocated float32 array
-of the same size (the memory-bandwidth ceiling). Group by type to compare::
+For each type, in one run and on the same bytes (at least 16 Mi elements of
+random blocks with finite scales, and a float32 output at least 4x the
+last-level cache: ``fastgguf._bandwidth.default_elements``): fastgguf
+single-threaded and on all threads, gguf-py's ``dequantize``, and
+``out.fill(1.0)`` on a preallocated float32 array of the same size on one
+thread and on all threads, each filling its slice (the memory-bandwidth
+ceiling). Group by type to compare::
 
     PYTHONPATH=src python -m pytest benchmarks/bench_dequant_iq.py \\
         --benchmark-group-by=param:qtype --benchmark-columns=min,median,rounds
 
-Elements per second = 16 Mi / time; ``benchmarks/summarize_iq.py`` turns a
+Elements per second = elements / time; ``benchmarks/summarize_iq.py`` turns a
 ``--benchmark-json`` file into the table of speeds and ratios (vs gguf-py, vs fill). In CI this file runs once per case as a
 smoke test (``--benchmark-disable``), with 64 Ki elements to stay fast.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -21,6 +26,7 @@ from gguf import GGMLQuantizationType, quants as ref
 
 import fastgguf
 from fastgguf import GGMLType
+from fastgguf._bandwidth import default_elements, threaded_fill
 from fastgguf.types import TYPE_TRAITS
 
 IQ_TYPES = [
@@ -49,7 +55,7 @@ ROW = 4096  # elements per row: a typical hidden size, a multiple of every block
 @pytest.fixture(scope="module")
 def n_elements(request) -> int:
     disabled = request.config.getoption("benchmark_disable", default=False)
-    return 64 * 1024 if disabled else 16 * 1024 * 1024
+    return 64 * 1024 if disabled else max(16 * 1024 * 1024, default_elements(multiple=ROW))
 
 
 #: Byte offset of the fp16 scale in each block (IQ1_M splits its scale; MXFP4/NVFP4 have 8-bit scales).
@@ -96,10 +102,16 @@ def out(n_elements):
     return array
 
 
-def test_fill_ceiling(benchmark, out):
-    """Writing the same number of float32 values with numpy's fill: the bandwidth ceiling."""
-    benchmark(out.fill, 1.0)
-    assert out[-1, -1] == 1.0
+@pytest.mark.parametrize("threads", [1, None], ids=["1thread", "allthreads"])
+def test_fill_ceiling(benchmark, out, threads):
+    """Writing the same number of float32 values with numpy's fill, each thread its slice: the bandwidth ceiling."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    threads = threads or os.cpu_count() or 1
+    benchmark.extra_info.update(elements=out.size, threads=threads)
+    with ThreadPoolExecutor(threads) as pool:
+        benchmark(threaded_fill, out, 1.0, threads, pool)
+    assert (out == 1.0).all()
 
 
 @pytest.mark.parametrize("threads", [1, None], ids=["1thread", "allthreads"])

@@ -36,6 +36,7 @@ import numpy as np
 import pytest
 
 from fastgguf import GGMLType, dequant, dequantize, matmul
+from fastgguf._bandwidth import LLC_FACTOR, last_level_cache
 from fastgguf.types import TYPE_TRAITS
 
 T = GGMLType
@@ -159,8 +160,10 @@ def best_of(fn, rounds: int) -> float:
     return best
 
 
-def read_bandwidth(n_bytes: int = 1 << 30, threads: int | None = None) -> float:
-    """GB/s of numpy summing a large array, one slice per thread (numpy releases the GIL)."""
+def read_bandwidth(n_bytes: int | None = None, threads: int | None = None) -> float:
+    """GB/s of numpy summing a large array (1 GiB, or 4x the last-level cache if more), one slice per
+    thread (numpy releases the GIL)."""
+    n_bytes = n_bytes or max(1 << 30, LLC_FACTOR * last_level_cache().size)
     threads = threads or os.cpu_count() or 1
     a = np.ones(n_bytes // 8, dtype=np.float64)
     parts = np.array_split(a, threads)

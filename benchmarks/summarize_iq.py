@@ -6,8 +6,10 @@ Usage::
     python benchmarks/summarize_iq.py iq.json
 
 Speeds are elements per second from each case's minimum time (the least disturbed
-round); "fill" is ``out.fill(1.0)`` on an array of the same size, the memory-bandwidth
-ceiling for writing the result.
+round); "fill" is ``out.fill(1.0)`` on an array of the same size (past the last-level cache),
+the memory-bandwidth ceiling for writing the result, on as many threads as the run it is compared
+with: "1 thread / fill" against the 1-thread fill, "all threads / fill" against the fill with every
+thread filling its slice.
 """
 
 from __future__ import annotations
@@ -25,10 +27,13 @@ def main(path: str) -> int:
     for bench in report["benchmarks"]:
         best[bench["name"]] = bench["stats"]["min"]
         elements = bench["extra_info"].get("elements", elements)
-    fill = best["test_fill_ceiling"]
-    print(f"{elements} elements; fill {elements / fill / 1e9:.2f} G elem/s\n")
-    print("| type | 1 thread (G elem/s) | all threads | gguf-py | 1 thread / gguf-py | 1 thread / fill |")
-    print("|---|---:|---:|---:|---:|---:|")
+    fill = best["test_fill_ceiling[1thread]"]
+    fill_all = best["test_fill_ceiling[allthreads]"]
+    print(f"{elements} elements; fill {elements / fill / 1e9:.2f} G elem/s on 1 thread, "
+          f"{elements / fill_all / 1e9:.2f} on all threads\n")
+    print("| type | 1 thread (G elem/s) | all threads | gguf-py | 1 thread / gguf-py | 1 thread / fill "
+          "| all threads / fill |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     types = sorted({m.group(1) for name in best if (m := re.match(r"test_fastgguf\[(\w+)-1thread\]", name))})
     for qtype in types:
         one = best[f"test_fastgguf[{qtype}-1thread]"]
@@ -39,7 +44,7 @@ def main(path: str) -> int:
         print(
             f"| {qtype} | {elements / one / 1e9:.2f} | {f'{elements / every / 1e9:.2f}' if every else '-'} "
             f"| {ref_speed} | {ratio} "
-            f"| {fill / one:.0%} |"
+            f"| {fill / one:.0%} | {f'{fill_all / every:.0%}' if every else '-'} |"
         )
     return 0
 

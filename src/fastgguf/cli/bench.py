@@ -1,4 +1,9 @@
-"""``bench``: dequantization throughput per tensor type, on a file or a synthetic model."""
+"""``bench``: dequantization throughput per tensor type, on a file or a synthetic model.
+
+Each type's throughput is compared with numpy's ``fill`` writing a float32 array of the same size on
+the same number of threads, with arrays 4x the last-level cache by default (``fastgguf._bandwidth``),
+so "of fill" is a fraction of the machine's memory write bandwidth, not of a cache's.
+"""
 
 from __future__ import annotations
 
@@ -11,51 +16,65 @@ import warnings
 import numpy as np
 
 from .. import __version__
+from .._bandwidth import LLC_FACTOR, CacheInfo, default_elements, describe_llc, fill_bandwidth, last_level_cache
 from ..reader import TensorInfo
 from ..types import TYPE_TRAITS, GGMLType
 from .common import CommandError, open_input, parse_types, positive_int, row_length_of
-from .formatting import print_table
+from .formatting import format_bytes, print_table
 
-__all__ = ["cmd_bench", "register", "write_synthetic_model"]
+__all__ = ["cmd_bench", "fill_note", "register", "write_synthetic_model"]
 
 ORDER = 20
 
+#: Rows of synthetic data made (and written) at a time: the model is streamed, one chunk held.
+_CHUNK_ELEMENTS = 1 << 22
+_PLAIN_DTYPES = {
+    GGMLType.F32: "<f4", GGMLType.F16: "<f2", GGMLType.F64: "<f8",
+    GGMLType.I8: "<i1", GGMLType.I16: "<i2", GGMLType.I32: "<i4", GGMLType.I64: "<i8",
+}
 
-def _synthetic_tensor(qtype: GGMLType, n_elements: int, rng: np.random.Generator) -> np.ndarray | bytes:
-    """Plausible data for ``qtype``: real values for plain types, random bytes for quantized blocks."""
-    normal = rng.standard_normal(n_elements, dtype=np.float32)
-    if qtype == GGMLType.F32:
-        return normal
-    if qtype == GGMLType.F16:
-        return normal.astype(np.float16)
-    if qtype == GGMLType.F64:
-        return normal.astype(np.float64)
+
+def _plain_chunk(qtype: GGMLType, normal: np.ndarray) -> np.ndarray:
+    """Plausible values of a plain type from standard normal float32 ``normal``."""
     if qtype == GGMLType.BF16:
-        return (normal.view(np.uint32) >> 16).astype(np.uint16).tobytes()
-    integer = {GGMLType.I8: np.int8, GGMLType.I16: np.int16, GGMLType.I32: np.int32, GGMLType.I64: np.int64}
-    if qtype in integer:
-        return rng.integers(-100, 100, n_elements, dtype=integer[qtype])
-    traits = TYPE_TRAITS[qtype]
-    return rng.integers(0, 256, n_elements // traits.block_size * traits.type_size, dtype=np.uint8).tobytes()
+        return (normal.view(np.uint32) >> 16).astype("<u2")
+    dtype = np.dtype(_PLAIN_DTYPES[qtype])
+    return (normal if dtype.kind == "f" else np.clip(normal * 30, -100, 99)).astype(dtype)
 
 
 def write_synthetic_model(path: str, types: list[GGMLType], n_elements: int, row_length: int = 4096) -> None:
-    """A GGUF holding one tensor of ``n_elements`` (rows of ``row_length``) per type in ``types``."""
+    """A GGUF holding one tensor of ``n_elements`` (rows of ``row_length``) per type in ``types``.
+
+    Plain types hold normal values (integers: 30x them, within -100..99), quantized ones random block bytes. The
+    tensors are written a chunk of rows at a time from one chunk of random data, repeated: memory
+    stays small however large the tensors (the kernels' speed does not depend on the values).
+    """
     from ..writer import GGUFWriter
 
     rng = np.random.default_rng(0)
     n_rows = max(1, n_elements // row_length)
-    writer = GGUFWriter(path)
+    chunk_rows = max(1, min(n_rows, _CHUNK_ELEMENTS // row_length))
+    writer = GGUFWriter()
     writer.add("general.architecture", "bench")
     writer.add("general.name", "fastgguf synthetic benchmark model")
     for qtype in types:
-        data = _synthetic_tensor(qtype, n_rows * row_length, rng)
-        shape = (n_rows, row_length)
-        if isinstance(data, np.ndarray) and data.dtype != np.uint8:
-            writer.add_tensor(f"bench.{qtype.name}", data.reshape(shape))
-        else:
-            writer.add_tensor(f"bench.{qtype.name}", data, type=qtype, shape=shape)
-    writer.write()
+        writer.add_tensor_info(f"bench.{qtype.name}", qtype, (n_rows, row_length))
+    normal = rng.standard_normal(chunk_rows * row_length, dtype=np.float32)
+    quantized = [t for t in types if t != GGMLType.BF16 and t not in _PLAIN_DTYPES]
+    row_bytes = max((row_length // TYPE_TRAITS[t].block_size * TYPE_TRAITS[t].type_size for t in quantized), default=0)
+    random_bytes = rng.integers(0, 256, chunk_rows * row_bytes, dtype=np.uint8)
+    with open(path, "wb") as handle:
+        writer.write_header(handle)
+        for qtype in types:
+            traits = TYPE_TRAITS[qtype]
+            for start in range(0, n_rows, chunk_rows):
+                rows = min(chunk_rows, n_rows - start)
+                if qtype in quantized:
+                    data = random_bytes[: rows * (row_length // traits.block_size * traits.type_size)]
+                else:
+                    data = _plain_chunk(qtype, normal[: rows * row_length])
+                writer.write_tensor_data(handle, data)
+        writer.end_stream()
 
 
 def _best_time(action, repeat: int) -> float:
@@ -97,18 +116,21 @@ def _gguf_py_seconds_per_element(info: TensorInfo, n_rows: int) -> float | None:
 
 
 _FILL_REPEAT = 10  # filling is cheap: more runs steady the denominator of "of fill"
-_fill_rates: dict[int, float] = {}
 
 
-def _measure_fill(buffer: np.ndarray) -> float:
-    """Bytes per second numpy writes into ``buffer`` (the machine's practical write bandwidth).
+def fill_note(threads: int, cache: CacheInfo, sizes: list[int]) -> str:
+    """The header line saying what "of fill" means, for outputs of ``sizes`` bytes."""
+    low, high = min(sizes), max(sizes)
+    arrays = format_bytes(high) if low == high else f"{format_bytes(low)} to {format_bytes(high)}"
+    return (f"of fill = dequantize GB/s of float32 written / numpy fill GB/s of a float32 array of the same size "
+            f"on the same {threads} thread(s); arrays {arrays}, {'up to ' if low != high else ''}"
+            f"{high / cache.size:.3g}x {describe_llc(cache)}")
 
-    Measured once per buffer size, best of several runs, so rows of the same size share it.
-    """
-    if buffer.nbytes not in _fill_rates:
-        buffer.fill(0.0)  # touch every page first
-        _fill_rates[buffer.nbytes] = buffer.nbytes / _best_time(lambda: buffer.fill(1.0), _FILL_REPEAT)
-    return _fill_rates[buffer.nbytes]
+
+def _rows_of(info: TensorInfo, max_elements: int) -> int:
+    """Rows of ``info`` benchmarked: all of them, or as many as ``max_elements`` holds (at least one)."""
+    row_length = row_length_of(info)
+    return max(1, min(info.n_elements // row_length, max_elements // row_length))
 
 
 def cmd_bench(args) -> None:
@@ -116,6 +138,8 @@ def cmd_bench(args) -> None:
 
     requested = parse_types(args.types)
     started = time.perf_counter()
+    cache = last_level_cache()
+    elements = args.elements if args.elements is not None else default_elements(cache)
     with tempfile.TemporaryDirectory(prefix="fastgguf-bench-") as scratch:
         skipped: list[str] = []
         if args.file is None:
@@ -125,8 +149,8 @@ def cmd_bench(args) -> None:
             if not runnable:
                 raise CommandError("no requested type has a dequantization kernel in this build")
             path = os.path.join(scratch, "synthetic.gguf")
-            write_synthetic_model(path, runnable, args.elements)
-            source = f"synthetic model, {args.elements:,} elements per type"
+            write_synthetic_model(path, runnable, elements)
+            source = f"synthetic model, {elements:,} elements per type"
         else:
             path, source = args.file, args.file
         with open_input(path) as model:
@@ -143,14 +167,20 @@ def cmd_bench(args) -> None:
                 raise CommandError("nothing to benchmark: no tensor of a type with a kernel")
             threads = args.threads if args.threads is not None else dequant.get_num_threads()
             compare = not args.no_compare and model.byteorder == "<" and _has_gguf_py()
+            sizes = {t: _rows_of(info, elements) * row_length_of(info) for t, info in chosen.items()}
             print(f"fastgguf {__version__} bench: {source}")
-            print(f"CPU path {dequant.cpu_path()}, {threads} thread(s), best of {args.repeat} runs; "
-                  f"'of fill' compares output bytes/s with numpy filling a float32 array of the same size "
-                  f"(1 thread)")
+            print(f"CPU path {dequant.cpu_path()}, {threads} thread(s), best of {args.repeat} runs")
+            print(fill_note(threads, cache, [4 * n for n in sizes.values()]))
+            buffer = np.empty(max(sizes.values()), np.float32)  # every output a prefix: pages touched once
+            fill_rates: dict[int, float] = {}  # output bytes -> fill bytes/s, measured once per size
             rows = []
             for qtype in sorted(chosen):
+                out = buffer[: sizes[qtype]]
+                if out.nbytes not in fill_rates:
+                    fill_rates[out.nbytes] = fill_bandwidth(out, threads, _FILL_REPEAT)
                 try:
-                    rows.append(_bench_tensor(chosen[qtype], args.elements, threads, args.repeat, compare))
+                    rows.append(_bench_tensor(chosen[qtype], out, fill_rates[out.nbytes], threads, args.repeat,
+                                              compare))
                 except NotImplementedError:  # e.g. big-endian quantized data
                     order = "big" if model.byteorder == ">" else "little"
                     skipped.append(f"{qtype.name} (no kernel for {order}-endian data)")
@@ -158,6 +188,11 @@ def cmd_bench(args) -> None:
             header += ["vs gguf-py"] if compare else []
             if rows:
                 print_table(rows, header, right=set(range(1, len(header))))
+            small = [f"{t.name} ({format_bytes(4 * n)})" for t, n in sorted(sizes.items())
+                     if 4 * n < LLC_FACTOR * cache.size and t.name in {row[0] for row in rows}]
+    if small:
+        which = "every output" if len(small) == len(rows) else ", ".join(small)
+        print(f"under {LLC_FACTOR}x the last-level cache, so partly cache figures: {which}")
     if absent:
         print(f"not in the file: {', '.join(absent)}")
     if skipped:
@@ -170,13 +205,11 @@ def cmd_bench(args) -> None:
     print(f"done in {time.perf_counter() - started:.1f} s")
 
 
-def _bench_tensor(info: TensorInfo, max_elements: int, threads: int, repeat: int, compare: bool) -> list[str]:
-    """One table row: dequantize (up to ``max_elements`` of) ``info`` into a warm preallocated array."""
+def _bench_tensor(info: TensorInfo, out: np.ndarray, fill_rate: float, threads: int, repeat: int,
+                  compare: bool) -> list[str]:
+    """One table row: dequantize the first ``out.size`` elements of ``info`` into ``out`` (pages touched)."""
     row_length = row_length_of(info)
-    n_rows = max(1, min(info.n_elements // row_length, max_elements // row_length))
-    out = np.empty(n_rows * row_length, np.float32)
-    fill_rate = _measure_fill(out)
-    selection = slice(0, n_rows)
+    selection = slice(0, out.size // row_length)
     info.dequantize(rows=selection, out=out, threads=threads)  # warm-up: pages mapped, threads started
     seconds = _best_time(lambda: info.dequantize(rows=selection, out=out, threads=threads), repeat)
     rate = out.size / seconds
@@ -202,14 +235,17 @@ def register(commands) -> None:
     bench = commands.add_parser(
         "bench", help="dequantization throughput per tensor type",
         description="Measure dequantization throughput per tensor type: elements/s, output GB/s, the "
-                    "fraction of this machine's write bandwidth, and the speed-up over gguf-py when it is "
-                    "installed. Without FILE, benchmarks a synthetic model holding every supported type.")
+                    "fraction of this machine's write bandwidth (numpy filling a float32 array of the same "
+                    "size, past the last-level cache, on the same threads), and the speed-up over gguf-py "
+                    "when it is installed. Without FILE, benchmarks a synthetic model holding every "
+                    "supported type.")
     bench.add_argument("file", metavar="FILE", nargs="?", help="a GGUF file or shard (default: a synthetic model)")
     bench.add_argument("--types", nargs="+", metavar="TYPE", help="only these types, e.g. Q4_K Q8_0")
     bench.add_argument("--threads", type=positive_int, metavar="N", help="threads (default: all cores)")
-    bench.add_argument("--elements", type=positive_int, default=1 << 22, metavar="N",
-                       help="elements per type (default: %(default)s; with FILE, at most this many "
-                            "of each type's largest tensor)")
+    bench.add_argument("--elements", type=positive_int, metavar="N",
+                       help=f"elements per type (default: a float32 output {LLC_FACTOR}x the last-level cache, "
+                            f"e.g. {default_elements(CacheInfo(32 << 20, 3)):,} for 32 MiB; with FILE, at most "
+                            f"this many of each type's largest tensor)")
     bench.add_argument("--repeat", type=positive_int, default=3, metavar="N",
                        help="timed runs per type, best kept (default: %(default)s)")
     bench.add_argument("--no-compare", action="store_true", help="skip the gguf-py comparison")
