@@ -35,7 +35,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from fastgguf import GGMLType, dequant, dequantize, matmul
+from fastgguf import GGMLType, _backend, dequant, dequantize, matmul
 from fastgguf._bandwidth import LLC_FACTOR, last_level_cache
 from fastgguf.types import TYPE_TRAITS
 
@@ -92,7 +92,7 @@ def sweep_fastgguf(model, xs, exact=True, threads=None):
 
 def sweep_int(model, xs, vnni: bool, threads=None):
     """The integer path with the AVX-512 VNNI kernels on or off (maddubs) in the current build."""
-    kernels = dequant._kernels
+    kernels = _backend.kernels()
     before = kernels._set_vnni(vnni)
     try:
         sweep_fastgguf(model, xs, False, threads)
@@ -132,7 +132,7 @@ def model_for(disabled: bool):
 @pytest.mark.parametrize("batch", [1, 8])
 @pytest.mark.parametrize("engine", ["fastgguf", "fastgguf-int", "fastgguf-int-vnni", "numpy"])
 def test_sweep(benchmark, batch, engine):
-    if engine == "fastgguf-int-vnni" and not dequant._kernels.vnni_usable():
+    if engine == "fastgguf-int-vnni" and not _backend.kernels().vnni_usable():
         pytest.skip("no AVX-512 VNNI on this CPU (or not the avx512 build)")
     model, dense = model_for(benchmark.disabled)
     xs = inputs(model, batch)
@@ -263,7 +263,7 @@ def main() -> None:
         groups["all"] = shapes
     if args.all_only and not args.types:
         groups = {"all": groups["all"]}
-    vnni = bool(dequant._kernels.vnni_usable())
+    vnni = bool(_backend.kernels().vnni_usable())
     print(f"int path: maddubs, and VNNI {'too' if vnni else 'not available here'}")
     print(f"{'weights':8} {'MB q':>6} {'MB f32':>6} {'batch':>5} {'numpy ms':>8} | {'float ms':>8} {'x':>5} {'GB/s':>5} | "
           f"{'maddubs':>8} {'x':>5} {'GB/s':>5} | {'vnni ms':>8} {'x':>5} {'GB/s':>5} {'v/m':>5}")

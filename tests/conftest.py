@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -149,3 +151,11 @@ def assert_same_bits(actual, expected) -> None:
         f"got {a[differ[0]]!r} ({a.view(np.uint32)[differ[0]]:#010x}), "
         f"expected {e[differ[0]]!r} ({e.view(np.uint32)[differ[0]]:#010x})"
     )
+
+
+@contextlib.contextmanager
+def argument_error(kind: type[Exception] = ValueError, match: str | None = None):
+    """``pytest.raises(kind)`` that also checks the error is not a GGUFError: a caller's mistake is not bad file data."""
+    with pytest.raises(kind, match=match) as info:
+        yield info
+    assert not isinstance(info.value, fastgguf.GGUFError), f"{info.value!r} is an argument error, not a file's"

@@ -1,5 +1,7 @@
 """fastgguf: a fast, robust GGUF reader with multi-threaded CPU dequantization."""
 
+from ._backend import available_cpu_paths, cpu_path, get_num_threads, set_cpu_path, set_num_threads
+from ._version import __version__
 from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
@@ -13,8 +15,6 @@ from .split import SplitModel, open
 from .types import GGMLType, GGUFValueType
 from .writer import GGUFWriter
 
-__version__ = "0.1.0"
-
 __all__ = [
     "GGMLType",
     "GGUFError",
@@ -25,8 +25,11 @@ __all__ = [
     "QuantError",
     "SplitModel",
     "TensorInfo",
+    "available_cpu_paths",
+    "cpu_path",
     "dequantize",
     "export_model",
+    "get_num_threads",
     "matmul",
     "matmul_id",
     "__version__",
@@ -35,5 +38,7 @@ __all__ = [
     "quant_error",
     "quantize",
     "read_imatrix",
+    "set_cpu_path",
+    "set_num_threads",
     "take_rows",
 ]

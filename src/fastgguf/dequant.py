@@ -1,28 +1,21 @@
 """Dequantize GGUF tensor data into float32 numpy arrays.
 
-The bulk work runs in Cython kernels with the GIL released, split across threads. The kernels
-are compiled several times (``portable`` and, on x86, ``avx2`` and ``avx512``); the best one this
-CPU can run is chosen when this module is imported. Set ``FASTGGUF_CPU=portable|avx2|avx512``
-to force one (a build this CPU cannot run is an error at import), or call :func:`set_cpu_path`.
-Every path gives the same bits. A build the CPU cannot run is never imported.
+The bulk work runs in Cython kernels with the GIL released, split across threads; which kernel
+build runs and how many threads is :mod:`fastgguf._backend`'s (``fastgguf.cpu_path()``,
+``fastgguf.set_num_threads()``). Every build gives the same bits.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 import operator
-import os
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from . import _kernels_portable
-from .errors import GGUFError
+from . import _backend
+from ._args import check_out, contiguous_bytes
 from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = [
@@ -36,9 +29,6 @@ __all__ = [
     "set_num_threads",
     "supported_types",
 ]
-
-#: Kernel builds from slowest to fastest.
-_CPU_PATHS = ("portable", "avx2", "avx512")
 
 #: Below this many output elements per thread, extra threads cost more than they save.
 _MIN_ELEMENTS_PER_THREAD = 1 << 18
@@ -56,137 +46,13 @@ _PREFAULT_MIN_BYTES = 1 << 20
 _LITTLE, _BIG = "<", ">"
 
 
-def _load_variant(name: str):
-    """Import the kernel build ``name``, only if this CPU can run it (its code would crash otherwise)."""
-    if name not in _CPU_PATHS or not _kernels_portable.cpu_supports(name):
-        raise ValueError(f"this CPU cannot run the {name!r} kernel build")
-    return importlib.import_module(f"fastgguf._kernels_{name}")
-
-
-def available_cpu_paths() -> tuple[str, ...]:
-    """Kernel builds that exist in this installation and that this CPU can run, slowest first.
-
-    Only these may be imported: a build for an instruction set the CPU lacks dies of an illegal
-    instruction, not an exception. The CPU is asked through ``_kernels_portable.cpu_supports``.
-    """
-    found = []
-    for name in _CPU_PATHS:
-        if not _kernels_portable.cpu_supports(name):
-            continue
-        if importlib.util.find_spec(f"fastgguf._kernels_{name}") is None:
-            continue
-        found.append(name)
-    return tuple(found)
-
-
-def kernel_modules() -> dict[str, Any]:
-    """The kernel builds this CPU can run, imported, by name (slowest first): for tests and benchmarks."""
-    return {name: _load_variant(name) for name in available_cpu_paths()}
-
-
-def _initial_cpu_path() -> str:
-    available = available_cpu_paths()
-    requested = os.environ.get("FASTGGUF_CPU", "").strip().lower()
-    if requested:
-        if requested not in available:
-            reason = "is not a kernel build" if requested not in _CPU_PATHS else "cannot run on this CPU or is not built"
-            raise RuntimeError(
-                f"FASTGGUF_CPU={requested!r} {reason} (available here: {', '.join(available)}); "
-                "unset it or choose one of those"
-            )
-        return requested
-    return available[-1]
-
-
-_cpu_path = _initial_cpu_path()
-_kernels = _load_variant(_cpu_path)
-
-
-def cpu_path() -> str:
-    """Name of the kernel build in use: ``"portable"``, ``"avx2"`` or ``"avx512"``."""
-    return _cpu_path
-
-
-def set_cpu_path(name: str) -> None:
-    """Use the kernel build ``name`` from now on (one of :func:`available_cpu_paths`).
-
-    Raises
-    ------
-    ValueError
-        If that build is missing or this CPU cannot run it.
-    """
-    global _cpu_path, _kernels
-    if name not in available_cpu_paths():
-        raise ValueError(f"CPU path {name!r} is not available here (available: {', '.join(available_cpu_paths())})")
-    _kernels = _load_variant(name)
-    _cpu_path = name
-
-
-# ---------------------------------------------------------------------------------------------
-# Threads
-
-_default_threads: int | None = None
-_pool: ThreadPoolExecutor | None = None
-_pool_size = 0
-_pool_lock = threading.Lock()
-
-
-def set_num_threads(n: int | None) -> None:
-    """Set how many threads ``dequantize(..., threads=None)`` uses; ``None`` means all cores."""
-    if n is not None:
-        n = _check_thread_count(n)
-    global _default_threads
-    _default_threads = n
-
-
-def _usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS tells, else all)."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def get_num_threads() -> int:
-    """How many threads ``dequantize(..., threads=None)`` uses: all usable cores unless set."""
-    return _default_threads if _default_threads is not None else _usable_cores()
-
-
-def _check_thread_count(n: Any) -> int:
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise TypeError(f"threads must be an int or None, not {type(n).__name__}") from None
-    if n < 1:
-        raise ValueError(f"threads must be at least 1, got {n}")
-    return n
-
-
-def _executor(workers: int) -> ThreadPoolExecutor:
-    """The module's thread pool, with room for at least ``workers`` threads (created on first use).
-
-    Threads start only as work arrives. A pool too small for a request is replaced, not shut
-    down: another caller may still be submitting to it; it goes away with its last user.
-    """
-    global _pool, _pool_size
-    with _pool_lock:
-        if _pool is None or _pool_size < workers:
-            _pool_size = max(workers, _usable_cores())
-            _pool = ThreadPoolExecutor(max_workers=_pool_size, thread_name_prefix="fastgguf-dequant")
-        return _pool
-
-
-def _run_chunks(tasks: list) -> None:
-    """Run ``tasks`` (callables), the first on this thread and the rest on the pool."""
-    if len(tasks) == 1:
-        tasks[0]()
-        return
-    futures = [_executor(len(tasks) - 1).submit(task) for task in tasks[1:]]
-    try:
-        tasks[0]()
-    finally:
-        for future in futures:
-            future.result()
+# The runtime (kernel build, threads) is _backend's; these names stay here for one release.
+available_cpu_paths = _backend.available_cpu_paths
+kernel_modules = _backend.kernel_modules
+cpu_path = _backend.cpu_path
+set_cpu_path = _backend.set_cpu_path
+set_num_threads = _backend.set_num_threads
+get_num_threads = _backend.get_num_threads
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,42 +63,32 @@ def has_kernel(type_: GGMLType | int | str) -> bool:
     """Whether :func:`dequantize` can convert tensors of ``type_`` (little-endian data)."""
     try:
         qtype = resolve_type(type_)
-    except GGUFError:
+    except ValueError:
         return False
-    return bool(_kernels.has_kernel(int(qtype)))
+    return bool(_backend.kernels().has_kernel(int(qtype)))
 
 
 def has_byteswap(type_: GGMLType | int | str) -> bool:
     """Whether :func:`dequantize` can convert big-endian (``byteorder=">"``) tensors of ``type_``."""
-    return has_kernel(type_) and bool(_kernels.has_byteswap(int(type_)))
+    if not has_kernel(type_):
+        return False
+    return bool(_backend.kernels().has_byteswap(int(resolve_type(type_))))
 
 
 def supported_types() -> tuple[GGMLType, ...]:
     """Every tensor type :func:`dequantize` can convert, in id order."""
-    return tuple(t for t in GGMLType if _kernels.has_kernel(int(t)))
+    return tuple(t for t in GGMLType if _backend.kernels().has_kernel(int(t)))
 
 
 # ---------------------------------------------------------------------------------------------
 # Argument checks
 
 
-def _as_bytes(data: Any) -> np.ndarray:
-    """A zero-copy 1-D uint8 view of ``data``."""
-    if isinstance(data, np.ndarray):
-        if not data.flags.c_contiguous:
-            raise GGUFError("tensor data must be C-contiguous")
-        return data.reshape(-1).view(np.uint8)
-    try:
-        return np.frombuffer(data, dtype=np.uint8)
-    except (TypeError, ValueError, BufferError) as exc:
-        raise TypeError(f"data must be a bytes-like object or a numpy array, not {type(data).__name__} ({exc})") from None
-
-
 def _check_shape(shape: Any, qtype: GGMLType, n_bytes: int) -> tuple[int, ...]:
     block_size, type_size = TYPE_TRAITS[qtype]
     if shape is None:
         if n_bytes % type_size:
-            raise GGUFError(f"{n_bytes} bytes is not a whole number of {qtype.name} blocks ({type_size} bytes each)")
+            raise ValueError(f"{n_bytes} bytes is not a whole number of {qtype.name} blocks ({type_size} bytes each)")
         return (n_bytes // type_size * block_size,)
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
@@ -241,16 +97,16 @@ def _check_shape(shape: Any, qtype: GGMLType, n_bytes: int) -> tuple[int, ...]:
     except TypeError:
         raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
     if any(d < 0 for d in dims):
-        raise GGUFError(f"negative dimension in shape {dims}")
+        raise ValueError(f"negative dimension in shape {dims}")
     ne0 = dims[-1] if dims else 1  # a 0-d tensor is one element
     if ne0 % block_size:
-        raise GGUFError(f"row length {ne0} (last dimension of {dims}) is not a multiple of the {qtype.name} block size {block_size}")
+        raise ValueError(f"row length {ne0} (last dimension of {dims}) is not a multiple of the {qtype.name} block size {block_size}")
     n_elements = 1
     for d in dims:
         n_elements *= d
     expected = n_elements // block_size * type_size
     if expected != n_bytes:
-        raise GGUFError(f"a {qtype.name} tensor of shape {dims} takes {expected} bytes, got {n_bytes}")
+        raise ValueError(f"a {qtype.name} tensor of shape {dims} takes {expected} bytes, got {n_bytes}")
     return dims
 
 
@@ -275,21 +131,6 @@ def _check_rows(rows: Any, n_rows: int) -> slice | np.ndarray:
         if low < 0:
             index = np.where(index < 0, index + n_rows, index)
     return np.ascontiguousarray(index, dtype=np.int64)
-
-
-def _check_out(out: Any, n_elements: int) -> np.ndarray:
-    """``out`` if it can take the result; a bad one is an argument error (TypeError/ValueError), not a file's."""
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
-    if out.dtype != np.float32:
-        raise TypeError(f"out must have dtype float32, not {out.dtype}")
-    if not out.flags.c_contiguous:
-        raise ValueError("out must be C-contiguous")
-    if not out.flags.writeable:
-        raise ValueError("out is read-only")
-    if out.size != n_elements:
-        raise ValueError(f"out has {out.size} elements, the result has {n_elements}")
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,9 +182,11 @@ def dequantize(
 
     Raises
     ------
-    GGUFError
+    ValueError
         Unknown or removed type id; byte count that does not match ``shape``; ``ne0`` not a
-        multiple of the block size (what a malformed file would give); ``data`` not C-contiguous.
+        multiple of the block size; ``data`` not C-contiguous; a bad ``out``.
+    TypeError
+        ``data``, ``type``, ``shape`` or ``out`` of the wrong kind.
     NotImplementedError
         The type has no kernel yet, or no byte-swap table for big-endian data.
     IndexError
@@ -356,15 +199,15 @@ def dequantize(
     qtype = resolve_type(type)
     if byteorder not in (_LITTLE, _BIG):
         raise ValueError(f"byteorder must be '<' or '>', not {byteorder!r}")
-    kernels = _kernels
+    kernels = _backend.kernels()
     if not kernels.has_kernel(int(qtype)):
         raise NotImplementedError(f"dequantization of {qtype.name} tensors is not implemented yet")
     swapped = byteorder == _BIG
     if swapped and not kernels.has_byteswap(int(qtype)):
         raise NotImplementedError(f"big-endian {qtype.name} data is not supported yet")
-    n_threads = get_num_threads() if threads is None else _check_thread_count(threads)
+    n_threads = _backend.resolve_threads(threads)
 
-    src = _as_bytes(data)
+    src = contiguous_bytes(data)
     dims = _check_shape(shape, qtype, src.size)
     block_size, type_size = TYPE_TRAITS[qtype]
     ne0 = dims[-1] if dims else 1
@@ -386,7 +229,7 @@ def dequantize(
     if out is None:
         result = _empty_aligned(result_shape, n_out)
     else:
-        result = _check_out(out, n_out)
+        result = check_out(out, n_out)
         if np.may_share_memory(result, src):
             raise ValueError("out overlaps the tensor data")
     if n_out == 0:
@@ -437,7 +280,7 @@ def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_thread
         b0, b1 = begin // block_size * type_size, end // block_size * type_size
         tasks.append(_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped, stream))
         begin = end
-    _run_chunks(tasks)
+    _backend.run_chunks(tasks)
 
 
 def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped) -> None:
@@ -450,7 +293,7 @@ def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped
         r0, r1 = n_rows * k // n_chunks, n_rows * (k + 1) // n_chunks
         if r1 > r0:
             tasks.append(_bind(kernels.dequantize_into, src, flat[r0 * ne0 : r1 * ne0], type_id, index[r0:r1], ne0, swapped, stream))
-    _run_chunks(tasks)
+    _backend.run_chunks(tasks)
 
 
 def _bind(fn, *args):
@@ -504,11 +347,14 @@ class RowBlocks:
         million per 4 threads, at most 16 million.
     """
 
+    #: The block size for one thread; more threads get larger blocks unless ``block_elements`` is given.
+    BASE_BLOCK_ELEMENTS = _BLOCK_ELEMENTS
+
     def __init__(self, dtype: Any = None, *, threads: int | None = None, block_elements: int | None = None) -> None:
         self.dtype = np.dtype(np.float32) if dtype is None else resolve_dtype(dtype)
-        self.threads = None if threads is None else _check_thread_count(threads)
+        self.threads = None if threads is None else _backend.check_threads(threads)
         if block_elements is None:
-            n_threads = get_num_threads() if self.threads is None else self.threads
+            n_threads = _backend.resolve_threads(self.threads)
             block_elements = min(max(_BLOCK_ELEMENTS, n_threads * _BLOCK_ELEMENTS // 4), 16 * _BLOCK_ELEMENTS)
         elif operator.index(block_elements) < 1:
             raise ValueError(f"block_elements must be at least 1, got {block_elements}")
@@ -533,7 +379,7 @@ class RowBlocks:
         ``next()``.
         """
         qtype = resolve_type(type)
-        src = _as_bytes(data)
+        src = contiguous_bytes(data)
         dims = _check_shape(shape, qtype, src.size)
         ne0 = dims[-1] if dims else 1
         n_rows = math.prod(dims[:-1])
@@ -588,7 +434,7 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
     if target == np.float32:
         return dequantize(data, type, shape, rows=rows, out=out, threads=threads, byteorder=byteorder)
     qtype = resolve_type(type)
-    src = _as_bytes(data)
+    src = contiguous_bytes(data)
     dims = _check_shape(shape, qtype, src.size)
     ne0 = dims[-1] if dims else 1
     if rows is None:
@@ -601,21 +447,9 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
     if out is None:
         result = np.empty(result_shape, target)
     else:
-        result = _check_cast_out(out, target, n_out)
+        result = check_out(out, n_out, target)
     flat = result.reshape(-1)
     blocks = RowBlocks(target, threads=threads)
     for first, block in blocks.iter(src, qtype, dims, rows=rows, byteorder=byteorder):
         flat[first * ne0: first * ne0 + block.size] = block.reshape(-1)
     return result
-
-
-def _check_cast_out(out: Any, dtype: np.dtype, n_elements: int) -> np.ndarray:
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
-    if out.dtype != dtype:
-        raise TypeError(f"out must have dtype {dtype}, not {out.dtype}")
-    if not out.flags.c_contiguous or not out.flags.writeable:
-        raise ValueError("out must be a writable C-contiguous array")
-    if out.size != n_elements:
-        raise ValueError(f"out must have {n_elements} elements, not {out.size}")
-    return out

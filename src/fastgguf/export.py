@@ -25,7 +25,6 @@ from urllib.parse import quote
 
 import numpy as np
 
-from . import dequant
 from .dequant import RowBlocks, has_kernel, resolve_dtype
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel
@@ -286,7 +285,7 @@ def export_model(model: GGUFFile | SplitModel | str | os.PathLike, path: str | o
     writer.begin([(name, info.shape, target) for name, info in zip(names, chosen)], metadata)
     # One set of buffers for every tensor (a steady heap), of a fixed size whatever the thread count:
     # the peak memory of a conversion stays near one tensor's bytes at most.
-    blocks = RowBlocks(target, threads=threads, block_elements=dequant._BLOCK_ELEMENTS)
+    blocks = RowBlocks(target, threads=threads, block_elements=RowBlocks.BASE_BLOCK_ELEMENTS)
     try:
         for name, info in zip(names, chosen):
             writer.start_tensor(name, info.shape, target)

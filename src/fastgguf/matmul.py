@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from . import dequant as _dequant
-from .errors import GGUFError
+from . import _backend, dequant as _dequant
+from ._args import check_out
 from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = ["matmul", "matmul_id", "take_rows"]
@@ -42,11 +42,11 @@ def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLTy
 
     if isinstance(weight, TensorInfo):
         if type_ is not None and resolve_type(type_) != weight.type:
-            raise GGUFError(f"type {type_!r} disagrees with the tensor's type {weight.type.name}")
+            raise ValueError(f"type {type_!r} disagrees with the tensor's type {weight.type.name}")
         qtype = weight.type
         shape = tuple(weight.shape)
         if len(shape) != n_dims:
-            raise GGUFError(f"tensor {weight.name!r} has shape {shape}, expected {n_dims} dimensions")
+            raise ValueError(f"tensor {weight.name!r} has shape {shape}, expected {n_dims} dimensions")
         block_size, type_size = TYPE_TRAITS[qtype]
         raw = weight.raw.reshape(*shape[:-1], shape[-1] // block_size * type_size)
         return raw, qtype, shape, weight.byteorder == ">"
@@ -56,12 +56,12 @@ def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLTy
     if not isinstance(weight, np.ndarray):
         raise TypeError(f"weight must be a TensorInfo or a uint8 numpy array, not {type(weight).__name__}")
     if weight.dtype != np.uint8:
-        raise GGUFError(f"raw weight blocks must have dtype uint8, not {weight.dtype}")
+        raise TypeError(f"raw weight blocks must have dtype uint8, not {weight.dtype}")
     if weight.ndim != n_dims:
-        raise GGUFError(f"raw weight blocks must have {n_dims} dimensions, got shape {weight.shape}")
+        raise ValueError(f"raw weight blocks must have {n_dims} dimensions, got shape {weight.shape}")
     block_size, type_size = TYPE_TRAITS[qtype]
     if weight.shape[-1] % type_size:
-        raise GGUFError(f"rows of {weight.shape[-1]} bytes are not whole {qtype.name} blocks ({type_size} bytes)")
+        raise ValueError(f"rows of {weight.shape[-1]} bytes are not whole {qtype.name} blocks ({type_size} bytes)")
     k = weight.shape[-1] // type_size * block_size
     return np.ascontiguousarray(weight), qtype, (*weight.shape[:-1], k), False
 
@@ -72,21 +72,7 @@ def _as_float32(x: Any, name: str = "x") -> np.ndarray:
         return arr
     if arr.dtype == np.float16 or arr.dtype.name == "bfloat16":
         return arr.astype(np.float32)
-    raise GGUFError(f"{name} must be float32, float16 or bfloat16, not {arr.dtype}")
-
-
-def _check_out(out: Any, shape: tuple[int, ...]) -> np.ndarray:
-    if not isinstance(out, np.ndarray):
-        raise GGUFError(f"out must be a numpy array, not {type(out).__name__}")
-    if out.dtype != np.float32:
-        raise GGUFError(f"out must have dtype float32, not {out.dtype}")
-    if not out.flags.c_contiguous:
-        raise GGUFError("out must be C-contiguous")
-    if not out.flags.writeable:
-        raise GGUFError("out is read-only")
-    if out.shape != shape:
-        raise GGUFError(f"out has shape {out.shape}, the result has {shape}")
-    return out
+    raise TypeError(f"{name} must be float32, float16 or bfloat16, not {arr.dtype}")
 
 
 def _check_kernel(kernels: Any, qtype: GGMLType, swapped: bool) -> None:
@@ -111,7 +97,7 @@ def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped) -> None
         tasks = [_bind(kernels.matmul_rows_int, raw2d, int(qtype), xq, out2d, bounds[c], bounds[c + 1]) for c in range(n_chunks)]
     else:
         tasks = [_bind(kernels.matmul_rows, raw2d, int(qtype), x2d, out2d, bounds[c], bounds[c + 1], swapped) for c in range(n_chunks)]
-    _dequant._run_chunks(tasks)
+    _backend.run_chunks(tasks)
 
 
 def _bind(fn, *args):
@@ -121,11 +107,11 @@ def _bind(fn, *args):
 def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
     arr = _as_float32(x)
     if arr.ndim not in (1, 2):
-        raise GGUFError(f"x must be 1-D (K,) or 2-D (M, K), got shape {arr.shape}")
+        raise ValueError(f"x must be 1-D (K,) or 2-D (M, K), got shape {arr.shape}")
     vector = arr.ndim == 1
     x2d = np.ascontiguousarray(arr.reshape(1, -1) if vector else arr)
     if x2d.shape[1] != k:
-        raise GGUFError(f"x has {x2d.shape[1]} columns, the weight rows have {k} elements")
+        raise ValueError(f"x has {x2d.shape[1]} columns, the weight rows have {k} elements")
     return x2d, vector
 
 
@@ -158,7 +144,7 @@ def matmul(
     out : numpy.ndarray, optional
         Writable C-contiguous float32 array of the result's shape, filled and returned.
     threads : int, optional
-        Threads over output rows; ``None`` uses :func:`fastgguf.dequant.get_num_threads`.
+        Threads over output rows; ``None`` uses :func:`fastgguf.get_num_threads`.
         The result does not depend on it. The GIL is released while the kernels run.
     exact : bool
         ``True`` (default): the float path, relative error ≤ 1e-5 (measured a few 1e-7) vs a
@@ -173,22 +159,25 @@ def matmul(
 
     Raises
     ------
+    ValueError
+        Shapes that disagree, a bad ``out``, a raw ``weight`` that is not whole blocks, an unknown type id.
+    TypeError
+        ``x`` or a raw ``weight`` of the wrong dtype or kind.
     GGUFError
-        Shapes that disagree, bad ``x`` dtype, bad ``out``, a raw ``weight`` that is not uint8
-        whole blocks, unknown type id, a mapped file truncated under us.
+        A mapped file truncated under us.
     NotImplementedError
         A type fastgguf cannot dequantize (or big-endian data of a type without a swap table).
     TypeError, ValueError
         Arguments of the wrong kind, ``threads < 1``.
     """
     raw, qtype, shape, swapped = _weight_of(weight, type, 2)
-    kernels = _dequant._kernels
+    kernels = _backend.kernels()
     _check_kernel(kernels, qtype, swapped)
-    n_threads = _dequant.get_num_threads() if threads is None else _dequant._check_thread_count(threads)
+    n_threads = _backend.resolve_threads(threads)
     n, k = shape
     x2d, vector = _prepare_x(x, k)
     result_shape = (n,) if vector else (x2d.shape[0], n)
-    result = np.empty(result_shape, dtype=np.float32) if out is None else _check_out(out, result_shape)
+    result = np.empty(result_shape, dtype=np.float32) if out is None else check_out(out, result_shape)
     if result.size == 0:
         return result
     out2d = result.reshape(x2d.shape[0], n)
@@ -229,29 +218,29 @@ def matmul_id(
 
     Raises
     ------
-    GGUFError, NotImplementedError, TypeError, ValueError
+    ValueError, TypeError, NotImplementedError, GGUFError
         As for :func:`matmul`.
     IndexError
         An expert index out of range.
     """
     raw, qtype, shape, swapped = _weight_of(weights, type, 3)
-    kernels = _dequant._kernels
+    kernels = _backend.kernels()
     _check_kernel(kernels, qtype, swapped)
-    n_threads = _dequant.get_num_threads() if threads is None else _dequant._check_thread_count(threads)
+    n_threads = _backend.resolve_threads(threads)
     n_exp, n, k = shape
     index = np.asarray(ids)
     if index.ndim != 2 or (index.size and not np.issubdtype(index.dtype, np.integer)):
-        raise GGUFError(f"ids must be a 2-D integer array (T, E_used), got {index.dtype} of shape {index.shape}")
+        raise ValueError(f"ids must be a 2-D integer array (T, E_used), got {index.dtype} of shape {index.shape}")
     t, used = index.shape
     xf = _as_float32(x)
     if xf.ndim == 2:
         xf = np.broadcast_to(xf[:, None, :], (xf.shape[0], used, xf.shape[-1]))
     if xf.ndim != 3 or xf.shape[:2] != (t, used) or xf.shape[2] != k:
-        raise GGUFError(f"x of shape {np.shape(x)} does not fit ids {index.shape} and experts of {k} columns")
+        raise ValueError(f"x of shape {np.shape(x)} does not fit ids {index.shape} and experts of {k} columns")
     if index.size and (index.min() < 0 or index.max() >= n_exp):
         raise IndexError(f"expert index out of range for {n_exp} experts")
     result_shape = (t, used, n)
-    result = np.empty(result_shape, dtype=np.float32) if out is None else _check_out(out, result_shape)
+    result = np.empty(result_shape, dtype=np.float32) if out is None else check_out(out, result_shape)
     if result.size == 0:
         return result
     flat_ids = index.reshape(-1)
@@ -301,7 +290,7 @@ def take_rows(
     ------
     IndexError
         An index out of range.
-    GGUFError, NotImplementedError, TypeError
+    ValueError, TypeError, NotImplementedError
         As for :func:`fastgguf.dequantize`.
     ImportError
         bfloat16 without ``ml_dtypes``.

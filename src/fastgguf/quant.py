@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import dequant
-from .dequant import _check_thread_count, _run_chunks, get_num_threads
+from . import _backend
+from ._args import check_out
 from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = ["has_quantize", "quantize", "requires_imatrix", "supported_types"]
@@ -46,12 +46,12 @@ def has_quantize(type_: GGMLType | int | str) -> bool:
         qtype = resolve_type(type_)
     except (TypeError, ValueError):
         return False
-    return bool(dequant._kernels.has_quantize(int(qtype)))
+    return bool(_backend.kernels().has_quantize(int(qtype)))
 
 
 def supported_types() -> tuple[GGMLType, ...]:
     """Every tensor type :func:`quantize` can produce, in id order."""
-    return tuple(t for t in GGMLType if dequant._kernels.has_quantize(int(t)))
+    return tuple(t for t in GGMLType if _backend.kernels().has_quantize(int(t)))
 
 
 def requires_imatrix(type_: GGMLType | int | str) -> bool:
@@ -84,20 +84,6 @@ def _check_imatrix(imatrix: Any, n_per_row: int) -> np.ndarray | None:
     return weights
 
 
-def _check_out(out: Any, shape: tuple[int, ...]) -> np.ndarray:
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
-    if out.dtype != np.uint8:
-        raise TypeError(f"out must have dtype uint8, not {out.dtype}")
-    if out.shape != shape:
-        raise ValueError(f"out has shape {out.shape}, the result has shape {shape}")
-    if not out.flags.c_contiguous:
-        raise ValueError("out must be C-contiguous")
-    if not out.flags.writeable:
-        raise ValueError("out is read-only")
-    return out
-
-
 def quantize(
     x: Any,
     type: GGMLType | int | str,  # noqa: A002 - the GGUF word for it
@@ -121,7 +107,7 @@ def quantize(
         plain float types.
     threads : int, optional
         Number of threads the rows are split over; ``None`` uses
-        :func:`fastgguf.dequant.get_num_threads`. The bytes do not depend on it.
+        :func:`fastgguf.get_num_threads`. The bytes do not depend on it.
     out : numpy.ndarray, optional
         A writable C-contiguous uint8 array of the result's shape, filled and returned. After a
         ValueError for a non-finite value in ``x`` its contents are unspecified (rows are checked
@@ -146,10 +132,10 @@ def quantize(
         ``x``, ``imatrix`` or ``out`` of the wrong kind or dtype; ``type`` or ``threads`` not an int.
     """
     qtype = resolve_type(type)
-    kernels = dequant._kernels
+    kernels = _backend.kernels()
     if not kernels.has_quantize(int(qtype)):
         raise NotImplementedError(f"quantization to {qtype.name} is not implemented yet")
-    n_threads = get_num_threads() if threads is None else _check_thread_count(threads)
+    n_threads = _backend.resolve_threads(threads)
     values = _as_float32(x)
     if values.ndim not in (1, 2):
         raise ValueError(f"x must be 1-D or 2-D (rows, n_per_row), not {values.ndim}-D")
@@ -168,7 +154,7 @@ def quantize(
     if out is None:
         result = np.empty(result_shape, dtype=np.uint8)
     else:
-        result = _check_out(out, result_shape)
+        result = check_out(out, result_shape, np.uint8)
         if np.may_share_memory(result, rows):
             raise ValueError("out overlaps x")
     dst = result.reshape(n_rows, row_bytes)
@@ -183,7 +169,7 @@ def quantize(
         if r1 > r0:
             tasks.append(_chunk(kernels.quantize_into, rows[r0:r1], dst[r0:r1], int(qtype), weights, r0, first_bad))
     if tasks:
-        _run_chunks(tasks)
+        _backend.run_chunks(tasks)
     if first_bad:
         raise ValueError(f"x has a non-finite value in row {min(first_bad)}")
     return result

@@ -10,8 +10,6 @@ import operator
 from enum import IntEnum
 from typing import Any, NamedTuple
 
-from .errors import GGUFError
-
 __all__ = [
     "GGMLType",
     "GGUFValueType",
@@ -159,14 +157,14 @@ def resolve_type(type_: Any) -> GGMLType:
     ------
     TypeError
         ``type_`` is none of those kinds.
-    GGUFError
-        An unknown or removed id, or an unknown name (a ``ValueError``).
+    ValueError
+        An unknown or removed id, or an unknown name.
     """
     if isinstance(type_, str):
         try:
             return GGMLType[type_.upper()]
         except KeyError:
-            raise GGUFError(f"unknown ggml tensor type name {type_!r}") from None
+            raise ValueError(f"unknown ggml tensor type name {type_!r}") from None
     try:
         type_id = operator.index(type_)
     except TypeError:
@@ -175,4 +173,4 @@ def resolve_type(type_: Any) -> GGMLType:
         return GGMLType(type_id)
     except ValueError:
         state = "removed" if type_id in REMOVED_TYPE_IDS else "unknown"
-        raise GGUFError(f"{state} ggml tensor type id {type_id}") from None
+        raise ValueError(f"{state} ggml tensor type id {type_id}") from None

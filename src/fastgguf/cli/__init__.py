@@ -24,7 +24,6 @@ import pkgutil
 import sys
 
 from .. import __version__
-from ..errors import GGUFError
 from .common import CommandError
 from .convert import npy_filename
 from .formatting import format_bytes
@@ -65,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.reconfigure(errors=_ESCAPE_BYTES)
     try:
         args.run(args)
-    except (GGUFError, CommandError, NotImplementedError) as error:
+    except (ValueError, CommandError, NotImplementedError) as error:  # GGUFError (bad file data) is a ValueError
         return _fail(str(error))
     except OSError as error:
         if isinstance(error, BrokenPipeError):  # e.g. `fastgguf dump x | head`
