@@ -14,12 +14,12 @@ import numpy as np
 
 from . import _backend
 from ._args import check_out
-from .types import TYPE_TRAITS, GGMLType, resolve_type
+from .types import TYPE_TRAITS, GGMLType, resolve_type, types_where
 
 __all__ = ["has_quantize", "quantize", "requires_imatrix", "supported_types"]
 
 #: Types ggml refuses to quantize without an importance matrix (too few bits to pick blocks blind).
-_IMATRIX_REQUIRED = frozenset({GGMLType.IQ2_XXS, GGMLType.IQ2_XS, GGMLType.IQ1_S})
+_IMATRIX_REQUIRED = types_where(imatrix="required")
 
 #: Below this many input elements per thread, extra threads cost more than they save (waking a
 #: pool thread takes tens of microseconds).
@@ -28,14 +28,8 @@ _MIN_ELEMENTS_PER_THREAD = 1 << 16
 #: about as long as the wake-up.
 _MIN_ELEMENTS_PER_THREAD_FAST = 1 << 20
 #: Types without an importance-matrix path in ggml: an imatrix is checked, then left out.
-_IMATRIX_IGNORED = frozenset({
-    GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q8_1, GGMLType.Q8_K, GGMLType.TQ1_0,
-    GGMLType.TQ2_0, GGMLType.MXFP4, GGMLType.NVFP4, GGMLType.Q1_0, GGMLType.Q2_0,
-})
-_FAST_TYPES = frozenset({
-    GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1,
-    GGMLType.Q8_0, GGMLType.Q8_1, GGMLType.Q8_K, GGMLType.TQ1_0, GGMLType.TQ2_0, GGMLType.Q2_0,
-})
+_IMATRIX_IGNORED = types_where(imatrix="ignored")
+_FAST_TYPES = types_where(fast=True)
 
 _FLOAT_INPUTS = (np.float32, np.float16, np.float64)
 

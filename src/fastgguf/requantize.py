@@ -36,7 +36,7 @@ from . import dequant, quant
 from .errors import GGUFError
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open_model
-from .types import TYPE_TRAITS, GGMLType, GGUFValueType
+from .types import REGISTRY, TYPE_TRAITS, GGMLType, GGUFValueType, types_where
 from .writer import GGUFWriter
 
 __all__ = ["FILE_TYPES", "MIXES", "TensorPlan", "plan_requantize", "quantizable_types", "requantize"]
@@ -66,25 +66,15 @@ MIXES: dict[str, GGMLType] = {
 
 #: ``general.file_type`` written for one tensor type on every weight: llama-quantize's file type of
 #: that name, else the one whose starting type it is (what ``llama-quantize --pure`` writes).
-_PURE_FILE_TYPES: dict[GGMLType, int] = {
-    _T.F32: 0, _T.F16: 1, _T.Q4_0: 2, _T.Q4_1: 3, _T.Q8_0: 7, _T.Q5_0: 8, _T.Q5_1: 9, _T.Q2_K: 10,
-    _T.Q3_K: 12, _T.Q4_K: 15, _T.Q5_K: 17, _T.Q6_K: 18, _T.IQ2_XXS: 19, _T.IQ2_XS: 20, _T.IQ3_XXS: 23,
-    _T.IQ1_S: 24, _T.IQ4_NL: 25, _T.IQ3_S: 26, _T.IQ2_S: 29, _T.IQ4_XS: 30, _T.IQ1_M: 31, _T.BF16: 32,
-    _T.TQ1_0: 36, _T.TQ2_0: 37, _T.MXFP4: 38, _T.NVFP4: 39, _T.Q1_0: 40, _T.Q2_0: 41,
-}
+_PURE_FILE_TYPES: dict[GGMLType, int] = {t: row.file_type for t, row in REGISTRY.items() if row.file_type is not None}
 
 _FLOAT_TYPES = frozenset({_T.F32, _T.F16, _T.BF16})
 #: Types ggml quantizes only with an importance matrix (``ggml_quantize_requires_imatrix``).
-_GGML_NEEDS_IMATRIX = frozenset({_T.IQ2_XXS, _T.IQ2_XS, _T.IQ1_S})
+_GGML_NEEDS_IMATRIX = types_where(imatrix="required")
 #: Target types llama-quantize refuses to write without an importance matrix (``tensor_requires_imatrix``).
-_LLAMA_NEEDS_IMATRIX = frozenset({_T.IQ3_XXS, _T.IQ2_XXS, _T.IQ2_XS, _T.IQ2_S, _T.IQ1_M, _T.IQ1_S})
+_LLAMA_NEEDS_IMATRIX = types_where(llama_imatrix=True)
 #: ``tensor_type_fallback``: the type used when a row length is not a multiple of the block size.
-_FALLBACK = {
-    _T.IQ1_S: _T.IQ4_NL, _T.IQ1_M: _T.IQ4_NL, _T.IQ2_XXS: _T.IQ4_NL, _T.IQ2_XS: _T.IQ4_NL, _T.IQ2_S: _T.IQ4_NL,
-    _T.IQ3_XXS: _T.IQ4_NL, _T.IQ3_S: _T.IQ4_NL, _T.IQ4_XS: _T.IQ4_NL, _T.Q2_0: _T.Q4_0, _T.Q2_K: _T.Q4_0,
-    _T.Q3_K: _T.Q4_0, _T.TQ1_0: _T.Q4_0, _T.TQ2_0: _T.Q4_0, _T.Q4_K: _T.Q5_0, _T.Q5_K: _T.Q5_1,
-    _T.Q6_K: _T.Q8_0,
-}
+_FALLBACK = {t: row.fallback for t, row in REGISTRY.items() if row.fallback is not None}
 
 #: Elements dequantized and quantized at a time (whole rows; at least one row).
 _CHUNK_ELEMENTS = 1 << 20

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..export import output_name
 from ..reader import TensorInfo
+from ..requantize import FILE_TYPES as LLAMA_FILE_TYPES
 from ..split import SplitModel
 from ..types import GGUFValueType
 from .common import FILE_HELP, open_input, select_tensors, shard_of
@@ -30,14 +31,8 @@ HYPERPARAMETERS = (
 )
 
 
-# llama.cpp's llama_ftype (general.file_type): the model's predominant encoding.
-FILE_TYPES = {
-    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
-    12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
-    19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
-    26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0",
-    37: "TQ2_0", 38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0", 1024: "guessed",
-}
+# llama.cpp's llama_ftype (general.file_type): the model's predominant encoding; 1024 marks a guess.
+FILE_TYPES = {value: name for name, value in LLAMA_FILE_TYPES.items()} | {1024: "guessed"}
 
 
 def _json_scalar(value):
