@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -159,3 +163,32 @@ def argument_error(kind: type[Exception] = ValueError, match: str | None = None)
     with pytest.raises(kind, match=match) as info:
         yield info
     assert not isinstance(info.value, fastgguf.GGUFError), f"{info.value!r} is an argument error, not a file's"
+
+
+# The child imports the same fastgguf as this process (the source tree in development, site-packages in CI).
+_CHILD_RSS = """
+import json, resource, sys
+import fastgguf.cli
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+status = fastgguf.cli.main(sys.argv[1:])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"status": status, "before_kib": before, "after_kib": after}))
+"""
+
+
+def cli_peak_rss_rise(args: list[str], timeout: float = 600) -> int:
+    """Bytes the peak RSS of a child process running ``fastgguf ARGS`` rose by over the command (after imports).
+
+    A child process, so that this test process's own memory does not mask it. Linux only (``ru_maxrss``
+    units and madvise behaviour); skips elsewhere.
+    """
+    if not sys.platform.startswith("linux"):
+        pytest.skip("ru_maxrss units and madvise behaviour checked on Linux only")
+    src = os.path.dirname(os.path.dirname(os.path.abspath(fastgguf.__file__)))
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, "-c", _CHILD_RSS, *args], capture_output=True, text=True, env=env,
+                            timeout=timeout)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["status"] == 0, result.stderr
+    return (report["after_kib"] - report["before_kib"]) * 1024

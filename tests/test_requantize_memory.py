@@ -1,15 +1,11 @@
 """`fastgguf quantize` streams: peak RSS stays near a couple of blocks of rows, not a tensor's or the model's.
 
-Measured in a child process (``resource.getrusage``) as in tests/test_convert_memory.py: the child
-records its peak RSS after imports, requantizes, and reports the rise.
+Measured in a child process by conftest's ``cli_peak_rss_rise``.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,24 +14,11 @@ import fastgguf
 from fastgguf import GGMLType, GGUFWriter
 from fastgguf.requantize import quantizable_types
 
-resource = pytest.importorskip("resource")  # POSIX only
-if not sys.platform.startswith("linux"):
-    pytest.skip("ru_maxrss units and madvise behaviour checked on Linux only", allow_module_level=True)
+from conftest import cli_peak_rss_rise
 
-SRC = os.path.dirname(os.path.dirname(os.path.abspath(fastgguf.__file__)))
 N_TENSORS = 8
 TENSOR_SHAPE = (1024, 4096)  # 4 Mi elements: 16 MiB of F32 in, four blocks of rows
 MiB = 1 << 20
-
-CHILD = """
-import json, resource, sys
-import fastgguf.cli
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-status = fastgguf.cli.main(sys.argv[1:])
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"status": status, "before_kib": before, "after_kib": after}))
-"""
-
 
 @pytest.fixture(scope="module")
 def many_tensor_model(tmp_path_factory):
@@ -56,14 +39,8 @@ def test_quantize_peak_rss_near_a_block_of_rows(tmp_path, many_tensor_model, tar
     if GGMLType[target] not in quantizable_types():
         pytest.skip(f"no {target} quantizer in this build yet")
     out_path = str(tmp_path / "out.gguf")
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = subprocess.run([sys.executable, "-c", CHILD, "quantize", many_tensor_model, out_path, "--type", target,
-                             "--pure", "--no-progress", "--threads", "2"],
-                            capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.splitlines()[-1])
-    assert report["status"] == 0
-    rise = (report["after_kib"] - report["before_kib"]) * 1024
+    rise = cli_peak_rss_rise(["quantize", many_tensor_model, out_path, "--type", target, "--pure", "--no-progress",
+                              "--threads", "2"])
     total_input = os.path.getsize(many_tensor_model)
     # Streaming costs a block of rows (1 Mi elements: 4 MiB of float32 in one reused buffer), that block's
     # input pages (released block by block) and its quantized bytes: about 12-15 MiB measured. Holding the

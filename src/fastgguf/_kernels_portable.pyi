@@ -7,6 +7,29 @@ Private: use :func:`fastgguf.dequantize`. Import a non-portable build only on a 
 import numpy as np
 import numpy.typing as npt
 
+# Underscored names too: the other builds' stubs re-export this one with `import *`.
+__all__ = [
+    "_iq2_search_table",
+    "_iq_tables",
+    "_set_vnni",
+    "_type_layout",
+    "cpu_supports",
+    "dequantize_into",
+    "has_byteswap",
+    "has_dot",
+    "has_int_dot",
+    "has_kernel",
+    "has_quantize",
+    "int_dot_isa",
+    "matmul_rows",
+    "matmul_rows_int",
+    "prefault",
+    "q8_block_bytes",
+    "quantize_into",
+    "quantize_x8",
+    "vnni_usable",
+]
+
 def has_kernel(type_id: int) -> bool:
     """Whether little-endian data of ggml type ``type_id`` can be dequantized."""
 
