@@ -280,9 +280,13 @@ def test_dequantized_weights(model, workdir, name):
             if qtype in (Q.BF16, Q.IQ4_NL):
                 assert torch.equal(values, their_values.float()), key
             else:
-                # float16 results of two or three float16-rounded products of the block's scales
-                bound = 4 * FP16_FRACTION * values.abs().amax(dim=-1, keepdim=True) + 2.0 ** -24
-                assert bool(((values - their_values.float()).abs() <= bound).all()), key
+                # diffusers' float16 arithmetic: each value is d*q (- m) with the scale product d rounded to
+                # float16, then the product and the difference rounded; the terms reach about twice the block's
+                # largest |value| (the offset cancels), so the error stays under 6 float16 roundoffs of it
+                # (measured up to 4.3 for Q4_K), plus float16's smallest subnormal
+                per_block = values.reshape(-1, block_size)
+                bound = 6 * FP16_FRACTION * per_block.abs().amax(dim=-1, keepdim=True) + 2.0 ** -24
+                assert bool(((per_block - their_values.float().reshape(-1, block_size)).abs() <= bound).all()), key
                 if qtype == Q.Q8_0:  # one product, one rounding to float16
                     assert torch.equal(values.to(torch.float16), their_values), key
 
