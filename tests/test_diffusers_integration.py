@@ -29,8 +29,7 @@ import diffusers_gguf_models as models  # noqa: E402 - after the skips: it needs
 
 import fastgguf  # noqa: E402
 from fastgguf import GGMLType  # noqa: E402
-from fastgguf.integrations import diffusers as integration  # noqa: E402
-from fastgguf.integrations import gguf_py  # noqa: E402
+from fastgguf.integrations import diffusers as integration, gguf_py  # noqa: E402
 
 pytestmark = pytest.mark.skipif(integration.unsupported_reason() is not None,
                                 reason=str(integration.unsupported_reason()))

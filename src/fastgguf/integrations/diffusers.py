@@ -412,7 +412,7 @@ def _dequantize_parameter(tensor, dtype):
 _FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 
-def _install_forward(linear: type) -> None:
+def _install_forward(linear: Any) -> None:
     """``GGUFLinear.forward_native``: the weight dequantized straight into ``compute_dtype``, then diffusers' linear."""
     theirs = linear.forward_native
 
