@@ -1,0 +1,142 @@
+"""Forward time of a GGUF Flux-shaped transformer on CPU: diffusers' own GGUF path against
+``fastgguf.integrations.diffusers`` enabled, per weight type.
+
+The model: diffusers' ``FluxTransformer2DModel``, width 512 (8 heads of 64), 2 double and 2 single
+blocks, random weights, every linear weight in the type measured (the 64-channel image embedder in
+F32); 256 image tokens and 64 text tokens, ``compute_dtype=bfloat16``. Each forward dequantizes
+every weight (``GGUFLinear``), which is where the two paths differ::
+
+    python benchmarks/bench_diffusers.py                      # Q4_K, IQ4_XS, Q8_0, Q6_K, BF16
+    python benchmarks/bench_diffusers.py --type Q4_K --repeat 5
+
+Under pytest (CI runs it with ``--benchmark-disable``) the small test model does one forward both
+ways and the outputs are compared.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
+
+BIG = dict(patch_size=1, in_channels=64, num_layers=2, num_single_layers=2, attention_head_dim=64,
+           num_attention_heads=8, joint_attention_dim=512, pooled_projection_dim=512, guidance_embeds=False,
+           axes_dims_rope=(16, 24, 24))
+TYPES = ["Q4_K", "IQ4_XS", "Q8_0", "Q6_K", "BF16"]
+
+
+def forward_seconds(path: str, directory: str, config: dict, fast: bool, repeat: int,
+                    image_tokens: int = 256, text_tokens: int = 64, dtype_name: str = "bfloat16"):
+    """``(best seconds per forward, best seconds dequantizing every GGUFLinear weight, output)``.
+
+    Through fastgguf if ``fast``. The second figure is the part of a forward the two paths do
+    differently: each ``GGUFLinear``'s weight turned into ``compute_dtype`` as its forward does it.
+    """
+    import diffusers_gguf_models as models
+    import torch
+    from diffusers.quantizers.gguf import utils
+
+    from fastgguf.integrations import diffusers as integration
+
+    dtype = getattr(torch, dtype_name)
+    if fast and not integration.enable():
+        raise RuntimeError(integration.unsupported_reason())
+    try:
+        model = models.load(path, directory, dtype)
+        args = models.inputs(config, image_tokens=image_tokens, text_tokens=text_tokens, dtype=dtype)
+        layers = [module for module in model.modules() if isinstance(module, utils.GGUFLinear)]
+        best = best_weights = float("inf")
+        with torch.no_grad():
+            for _ in range(repeat):
+                start = time.perf_counter()
+                out = model(**args)[0]
+                best = min(best, time.perf_counter() - start)
+                start = time.perf_counter()
+                for layer in layers:
+                    if fast:
+                        integration._dequantize_parameter(layer.weight, layer.compute_dtype)
+                    else:
+                        utils.dequantize_gguf_tensor(layer.weight).to(layer.compute_dtype)
+                best_weights = min(best_weights, time.perf_counter() - start)
+    finally:
+        if fast:
+            integration.disable()
+    return best, best_weights, out
+
+
+def main(argv: list[str]) -> None:
+    import argparse
+
+    import diffusers
+    import diffusers_gguf_models as models
+    import torch
+
+    from fastgguf import GGMLType
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--type", action="append", help=f"weight type(s) (default: {', '.join(TYPES)})")
+    parser.add_argument("--repeat", type=int, default=3, help="forwards per path (the best is shown)")
+    parser.add_argument("--dtype", action="append", help="compute_dtype(s) (default: bfloat16, float32)")
+    args = parser.parse_args(argv)
+    print(f"diffusers {diffusers.__version__}, torch {torch.__version__} ({torch.get_num_threads()} threads); "
+          f"Flux-shaped, width {BIG['attention_head_dim'] * BIG['num_attention_heads']}, "
+          f"{BIG['num_layers']}+{BIG['num_single_layers']} blocks, 256+64 tokens; best of {args.repeat}")
+    print("forward: one whole forward; weights: every GGUFLinear weight dequantized into compute_dtype (what the "
+          "paths do differently)")
+    print(f"{'dtype':9} {'type':7} {'forward ms':>11} {'fastgguf':>9} {'ratio':>6} {'weights ms':>11} {'fastgguf':>9} "
+          f"{'ratio':>6} {'max |diff|':>11} {'max |out|':>10}")
+    model = models.build(BIG)
+    with tempfile.TemporaryDirectory() as directory:
+        for name in args.type or TYPES:
+            path = models.write(model, directory, models.uniform(GGMLType[name]), name=f"{name}.gguf")
+            for dtype_name in args.dtype or ["bfloat16", "float32"]:
+                theirs, their_weights, their_out = forward_seconds(path, directory, BIG, False, args.repeat,
+                                                                   dtype_name=dtype_name)
+                ours, our_weights, our_out = forward_seconds(path, directory, BIG, True, args.repeat,
+                                                             dtype_name=dtype_name)
+                diff = (their_out.float() - our_out.float()).abs().max().item()
+                print(f"{dtype_name:9} {name:7} {theirs * 1e3:11.1f} {ours * 1e3:9.1f} {theirs / ours:5.1f}x "
+                      f"{their_weights * 1e3:11.1f} {our_weights * 1e3:9.1f} {their_weights / our_weights:5.0f}x "
+                      f"{diff:11.3g} {their_out.float().abs().max().item():10.3g}", flush=True)
+            os.remove(path)
+
+
+# --- pytest: the small test model, one forward each way ---------------------------------------------
+
+if __name__ != "__main__":
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("diffusers")
+    pytest.importorskip("accelerate")
+    pytest.importorskip("gguf")
+
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory):
+    import diffusers_gguf_models as models
+
+    from fastgguf import GGMLType
+    from fastgguf.integrations import diffusers as integration
+
+    if integration.unsupported_reason() is not None:
+        pytest.skip(integration.unsupported_reason())
+    directory = str(tmp_path_factory.mktemp("bench_diffusers"))
+    return models.write(models.build(), directory, models.uniform(GGMLType.Q8_0)), directory
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["diffusers", "fastgguf"])
+@pytest.mark.benchmark(group="diffusers GGUF forward (Q8_0, small Flux-shaped)")
+def test_forward(benchmark, small_file, fast):
+    import diffusers_gguf_models as models
+
+    path, directory = small_file
+    seconds, weights, out = benchmark(forward_seconds, path, directory, models.SMALL, fast, 1, 16, 8)
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
