@@ -3,8 +3,10 @@
 from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
+from .gguf_split import merge_files, split_file
 from .imatrix import read_imatrix
 from .matmul import matmul, matmul_id, take_rows
+from .metadata_edit import edit_metadata, set_metadata
 from .naming import GGUFFilename, parse_filename
 from .quant import quantize
 from .quant_stats import QuantError, quant_error
@@ -26,14 +28,18 @@ __all__ = [
     "SplitModel",
     "TensorInfo",
     "dequantize",
+    "edit_metadata",
     "export_model",
     "matmul",
     "matmul_id",
+    "merge_files",
     "__version__",
     "open",
     "parse_filename",
     "quant_error",
     "quantize",
     "read_imatrix",
+    "set_metadata",
+    "split_file",
     "take_rows",
 ]
