@@ -40,7 +40,27 @@ def _fail(error: Exception) -> CommandError:
     return CommandError(str(error.args[0]) if isinstance(error, KeyError) else str(error))
 
 
+def _name_file(error: GGUFError, path: str) -> GGUFError:
+    if error.reason.startswith(path):
+        return error
+    return GGUFError(f"{path}: {error.reason}", error.offset)
+
+
 def cmd_set_metadata(args) -> None:
+    try:
+        _set_metadata(args)
+    except GGUFError as error:
+        raise _name_file(error, args.file) from None
+
+
+def cmd_edit_metadata(args) -> None:
+    try:
+        _edit_metadata(args)
+    except GGUFError as error:
+        raise _name_file(error, args.file) from None
+
+
+def _set_metadata(args) -> None:
     try:
         old, new = set_metadata(args.file, args.key, args.value, args.type, dry_run=args.dry_run)
     except (KeyError, ValueError) as error:
@@ -51,7 +71,7 @@ def cmd_set_metadata(args) -> None:
     print(f"{verb} {args.key}: {old!r} -> {new!r}", file=sys.stderr)
 
 
-def cmd_edit_metadata(args) -> None:
+def _edit_metadata(args) -> None:
     changes: dict[str, str] = {}
     types: dict[str, str] = {}
     for key, type_name, value in args.set or ():
