@@ -129,6 +129,8 @@ def test_size_limit_counts_padded_tensors(models, tmp_path):
     with GGUFFile(models["sized"]) as source:
         sizes = [(info.nbytes + 31) // 32 * 32 for info in source.tensors.values()]
     limit = sizes[0] + sizes[1]
+    assert [s.tensors for s in split_file(models["sized"], tmp_path / "x", max_size="1M", dry_run=True)] == \
+        [s.tensors for s in split_file(models["sized"], tmp_path / "x", max_size=10**6, dry_run=True)]
     shards = split_file(models["sized"], tmp_path / "x", max_size=limit, dry_run=True)
     assert len(shards[0].tensors) == 2
     assert os.listdir(tmp_path) == []

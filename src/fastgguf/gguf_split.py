@@ -95,7 +95,7 @@ def parse_size(text: str) -> int:
 
 
 def split_file(path: str | os.PathLike | GGUFFile | SplitModel, out_prefix: str | os.PathLike, *,
-               max_tensors: int | None = None, max_size: int | None = None,
+               max_tensors: int | None = None, max_size: int | str | None = None,
                no_tensor_first_split: bool = False, dry_run: bool = False,
                progress: Callable[[int], Any] | None = None) -> list[OutputFile]:
     """Split a model into ``OUT_PREFIX-00001-of-0000N.gguf`` ... as ``llama-gguf-split --split`` does.
@@ -108,11 +108,11 @@ def split_file(path: str | os.PathLike | GGUFFile | SplitModel, out_prefix: str 
         The shards' names without ``-00001-of-0000N.gguf``.
     max_tensors : int, optional
         At most this many tensors per shard (default 128, llama-gguf-split's).
-    max_size : int, optional
-        At most this many bytes of tensor data per shard (tensors padded to 32 bytes; the
+    max_size : int or str, optional
+        At most this many bytes (or ``"2G"``, ``"500M"``: see :func:`parse_size`) of tensor data per shard (tensors padded to 32 bytes; the
         header comes on top). A tensor larger than this still gets a shard of its own,
         except as the first tensor of a shard that would then have none: that is an error,
-        as it is for llama-gguf-split. Exclusive with ``max_tensors``; see :func:`parse_size`.
+        as it is for llama-gguf-split. Exclusive with ``max_tensors``.
     no_tensor_first_split : bool
         Shard 1 holds the metadata only; the tensors start in shard 2.
     dry_run : bool
@@ -133,6 +133,8 @@ def split_file(path: str | os.PathLike | GGUFFile | SplitModel, out_prefix: str 
     GGUFError
         A malformed input.
     """
+    if isinstance(max_size, str):
+        max_size = parse_size(max_size)
     if max_tensors is not None and max_size is not None:
         raise ValueError("give max_tensors or max_size, not both")
     if max_tensors is None and max_size is None:
