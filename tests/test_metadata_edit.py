@@ -265,3 +265,14 @@ def test_cli(tmp_path, capsys):
     assert main(["edit-metadata", path, out, "--set", "new.k2=5"]) == 1
     assert "needs a type" in capsys.readouterr().err
     assert main(["edit-metadata", path, out, "--set", "general.alignment=UINT32:64"]) == 1
+
+
+def test_editing_a_shard_keeps_the_split_model_whole(tmp_path):
+    import fastgguf
+
+    path = write_model(tmp_path / "m.gguf")
+    shards = fastgguf.split_file(path, tmp_path / "s", max_tensors=2)
+    edit_metadata(shards[0].path, shards[0].path, set={"general.name": "a new, longer name"})
+    with fastgguf.open(shards[1].path) as model:
+        assert model.metadata["general.name"] == "a new, longer name"
+        assert len(model.tensors) == 3

@@ -277,3 +277,15 @@ def test_open_takes_a_merged_file_alone(models, tmp_path):
     merged = merge_files(shards[0].path, tmp_path / "y-00001-of-00002.gguf")
     with fastgguf.open(merged.path) as m:
         assert type(m) is GGUFFile
+
+
+def test_a_zero_dimension_is_kept(tmp_path):
+    # llama-gguf-split writes ggml's dimension count, which drops it: the shard then claims 128 bytes it lacks.
+    w = GGUFWriter(tmp_path / "z.gguf")
+    w.add_tensor("z", np.zeros((0, 32), np.float32))
+    w.add_tensor("b", np.ones((1, 8), np.float32))
+    w.write()
+    shards = split_file(tmp_path / "z.gguf", tmp_path / "x", max_tensors=1)
+    with fastgguf.open(shards[0].path) as split:
+        assert split.tensors["z"].shape == (0, 32) and split.tensors["z"].nbytes == 0
+        assert split.tensors["b"].shape == (8,)
