@@ -5,8 +5,10 @@ from ._version import __version__
 from .dequant import dequantize
 from .errors import GGUFError
 from .export import export_model
+from .gguf_split import merge_files, split_file
 from .imatrix import read_imatrix
 from .matmul import matmul, matmul_id, take_rows
+from .metadata_edit import edit_metadata, set_metadata
 from .naming import GGUFFilename, parse_filename
 from .quant import quantize
 from .quant_stats import QuantError, quant_error
@@ -28,10 +30,12 @@ __all__ = [
     "available_cpu_paths",
     "cpu_path",
     "dequantize",
+    "edit_metadata",
     "export_model",
     "get_num_threads",
     "matmul",
     "matmul_id",
+    "merge_files",
     "__version__",
     "open",
     "parse_filename",
@@ -39,6 +43,8 @@ __all__ = [
     "quantize",
     "read_imatrix",
     "set_cpu_path",
+    "set_metadata",
     "set_num_threads",
+    "split_file",
     "take_rows",
 ]

@@ -109,11 +109,11 @@ class SplitModel(_Model):
 def open_model(path: str | os.PathLike) -> GGUFFile | SplitModel:
     """Open a GGUF file, or the whole split model when ``path`` is one of its shards.
 
-    A file without ``split.count`` (or with ``split.count == 1``) is opened alone as a
-    :class:`GGUFFile`. Otherwise the other shards are found by the ``-NNNNN-of-NNNNN``
-    part of the name and checked: every shard present, ``split.count`` the same in all,
-    ``split.no`` matching the file name, tensor names unique, and the tensor total equal
-    to ``split.tensors.count``.
+    A file without ``split.count`` (or with ``split.count`` 1, or 0 as ``llama-gguf-split --merge``
+    leaves in the merged file) is opened alone as a :class:`GGUFFile`. Otherwise the other
+    shards are found by the ``-NNNNN-of-NNNNN`` part of the name and checked: every shard
+    present, ``split.count`` the same in all, ``split.no`` matching the file name, tensor
+    names unique, and the tensor total equal to ``split.tensors.count``.
 
     Raises
     ------
@@ -134,6 +134,8 @@ def open_model(path: str | os.PathLike) -> GGUFFile | SplitModel:
                                 f"{SPLIT_COUNT} key (open it alone with fastgguf.GGUFFile)")
             return given
         count = _split_int(given, SPLIT_COUNT)
+        if count == 0:  # what llama-gguf-split --merge leaves in the merged file: not a shard
+            return given
         number = _split_int(given, SPLIT_NO)
         if count < 1 or not 0 <= number < count:
             raise GGUFError(f"{path}: {SPLIT_NO} = {number} with {SPLIT_COUNT} = {count}",
