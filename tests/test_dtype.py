@@ -78,7 +78,7 @@ def test_dtype_into_out(model):
                                  np.empty((64, 37), np.float16).T, np.empty(SHAPE, np.float16)[:, :32]],
                          ids=["wrong-dtype", "wrong-size", "not-contiguous", "strided"])
 def test_dtype_bad_out(model, out):
-    with pytest.raises((TypeError, ValueError), match="out must") as raised:
+    with pytest.raises((TypeError, ValueError), match="out (must|has)") as raised:
         model.tensors["f16"].dequantize(dtype="float16", out=out)
     assert not isinstance(raised.value, GGUFError)  # a bad argument, not a bad file
 
