@@ -3,7 +3,7 @@
 - ``fastgguf bench`` with no file (the README's first command) must finish in under a minute and
   print a row for every type with a kernel.
 - ``fastgguf convert`` throughput and peak RSS on a many-tensor model (peak RSS rise is recorded in
-  the benchmark's ``extra_info``; ``tests/test_convert_memory.py`` asserts the bound).
+  the benchmark's ``extra_info``; ``tests/cli/test_convert_memory.py`` asserts the bound).
 
 Run: ``python -m pytest benchmarks/bench_cli.py`` (add ``--benchmark-disable`` to just check).
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -12,6 +13,10 @@ import numpy as np
 import pytest
 
 import fastgguf
+
+#: The repository and its tests folder (test modules live one folder down, by package layer).
+REPO = pathlib.Path(__file__).resolve().parent.parent
+TESTS = REPO / "tests"
 
 
 @pytest.fixture

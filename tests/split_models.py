@@ -1,7 +1,7 @@
 """Small deterministic models and the split/merge settings compared with llama-gguf-split.
 
 Shared by ``tools/gen_split_references.py`` (which runs llama-gguf-split on them and records
-hashes in ``tests/data/split_references.json``) and ``tests/test_split_write.py`` (which runs
+hashes in ``tests/data/split_references.json``) and ``tests/files/test_split_write.py`` (which runs
 fastgguf on the same models and compares). The models are built with fastgguf's own writer
 from seeded random bytes; their hashes are recorded too, so a change here shows as such.
 """

@@ -5,7 +5,7 @@ The grids are format constants. They are taken once from gguf-py (``pip install
 gguf==0.19.0``), which stores them packed as hexadecimal text, and expanded here
 into the byte values ggml's block formats refer to. The small tables (sign
 parity, non-linear 4-bit values, FP4/FP8 decodings) are computed from their
-definitions. ``tests/test_dequant_iq.py`` checks every table against gguf-py
+definitions. ``tests/dequant/test_dequant_iq.py`` checks every table against gguf-py
 again, so a hand edit of the output cannot go unnoticed.
 
 Usage::

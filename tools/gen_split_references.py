@@ -1,4 +1,4 @@
-"""Record what llama.cpp's llama-gguf-split writes, for tests/test_split_write.py to compare with.
+"""Record what llama.cpp's llama-gguf-split writes, for tests/files/test_split_write.py to compare with.
 
 Usage::
 

@@ -4,7 +4,7 @@
 ``fastgguf._byteswap.BLOCK_FIELDS`` says which bytes of a block are multi-byte numbers. The
 kernels need both at compile time (ids as constants, layouts as ``static const`` data, so that a
 kernel module's import runs no table-setup code): this script writes them out. The kernel table
-(``_kernels.pxi``) is indexed by these ids; ``tests/test_dequant_kernel_table.py`` runs ``--check``.
+(``_kernels.pxi``) is indexed by these ids; ``tests/dequant/test_dequant_kernel_table.py`` runs ``--check``.
 
 Usage::
 

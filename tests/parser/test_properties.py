@@ -7,7 +7,6 @@ truncation and byte splicing cover what is left.
 
 from __future__ import annotations
 
-import os
 import struct
 import sys
 from dataclasses import dataclass
@@ -20,7 +19,9 @@ import fastgguf
 from fastgguf import GGUFError, GGUFValueType as V
 from fastgguf.types import TYPE_TRAITS
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "fuzz"))
+from conftest import TESTS
+
+sys.path.insert(0, str(TESTS / "fuzz"))
 import harness  # noqa: E402
 
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -22,6 +22,8 @@ import types
 
 import pytest
 
+from conftest import REPO
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
@@ -493,7 +495,7 @@ def test_kernel_module_installed_and_removed(monkeypatch):
 def test_pyproject_extra_has_no_upper_bound():
     tomllib = pytest.importorskip("tomllib")
 
-    root = os.path.join(os.path.dirname(__file__), os.pardir, "pyproject.toml")
+    root = str(REPO / "pyproject.toml")
     with open(root, "rb") as handle:
         extras = tomllib.load(handle)["project"]["optional-dependencies"]
     oldest = ".".join(integration.OLDEST_TESTED_TRANSFORMERS.split(".")[:2])

@@ -7,14 +7,14 @@ from ggml itself; format in that script's docstring).
 
 from __future__ import annotations
 
-import pathlib
-
 import numpy as np
 import pytest
 
 import fastgguf
 from fastgguf import GGMLType as T, dequant, dequantize, quant, quantize
 from fastgguf.types import TYPE_TRAITS
+
+from conftest import TESTS
 
 #: Every type fastgguf.quantize produces. Add a type here when its quantizer lands.
 QUANTIZE_TYPES = [
@@ -25,14 +25,14 @@ QUANTIZE_TYPES = [
 QUANTIZE_TYPES += [T.IQ4_NL, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S]  # quant_iq4.h, quant_iq3.h
 QUANTIZE_TYPES += [T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ1_S, T.IQ1_M]  # quant_iq2.h, quant_iq1.h
 
-DATA = pathlib.Path(__file__).resolve().parent / "data" / "quantize"
+DATA = TESTS / "data" / "quantize"
 GGUF_PY_QUANTIZERS = {T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0, T.MXFP4}
 IMATRIX_TYPES = [T.IQ2_XXS, T.IQ2_XS, T.IQ1_S]
 
 type_ids = pytest.mark.parametrize("qtype", QUANTIZE_TYPES, ids=lambda t: t.name)
 #: The generic tests below call quantize() without an importance matrix; the types ggml quantizes
 #: only with one are covered by their vectors here and by their family's tests
-#: (tests/test_quantize_iq2.py).
+#: (tests/quant/test_quantize_iq2.py).
 plain_type_ids = pytest.mark.parametrize(
     "qtype", [t for t in QUANTIZE_TYPES if t not in IMATRIX_TYPES], ids=lambda t: t.name
 )
@@ -77,7 +77,7 @@ def test_matches_ggml_vectors(qtype, cpu_path):
 
 
 #: Types with ggml's bytes for inputs at the edges of float32 (not the IQ types: ggml aborts on
-#: some of those inputs for them; tests/test_quantize.py::test_extreme_finite_inputs covers them).
+#: some of those inputs for them; tests/quant/test_quantize.py::test_extreme_finite_inputs covers them).
 EXTREME_TYPES = sorted((T[p.stem] for p in (DATA / "extreme").glob("*.npz")), key=int)
 
 

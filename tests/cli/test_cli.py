@@ -15,6 +15,8 @@ import fastgguf
 from fastgguf import GGMLType, GGUFValueType, GGUFWriter
 from fastgguf.cli import ARRAY_PREVIEW, main, npy_filename
 
+from conftest import REPO
+
 gguf = pytest.importorskip("gguf")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
@@ -555,7 +557,7 @@ def test_convert_progress_bar_on_a_terminal(monkeypatch, tmp_path, model_path, n
 
 def test_console_script_entry_point_is_main():
     tomllib = pytest.importorskip("tomllib")
-    repository = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repository = str(REPO)
     with open(os.path.join(repository, "pyproject.toml"), "rb") as handle:
         scripts = tomllib.load(handle)["project"]["scripts"]
     module, _, attribute = scripts["fastgguf"].partition(":")

@@ -14,7 +14,7 @@ from fastgguf.types import TYPE_TRAITS
 
 gguf = pytest.importorskip("gguf")
 
-from test_parser_gguf_py import GGUF_PY_COMPARABLE_TYPES, write_with_gguf_py  # noqa: E402
+from gguf_py_files import GGUF_PY_COMPARABLE_TYPES, write_with_gguf_py  # noqa: E402
 
 
 def _same_array(ours, theirs, what) -> int:

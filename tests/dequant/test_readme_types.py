@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import pathlib
 
 import fastgguf
 from fastgguf import GGMLType, dequant
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from conftest import REPO
 
 
 def load_tool():

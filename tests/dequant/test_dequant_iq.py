@@ -10,7 +10,6 @@ The lookup tables are checked entry by entry against gguf-py's.
 
 from __future__ import annotations
 
-import pathlib
 import subprocess
 import sys
 
@@ -23,10 +22,8 @@ from fastgguf import GGMLType, dequant
 from fastgguf.types import TYPE_TRAITS
 
 import dequant_refs
-from conftest import assert_same_bits, kernel_modules
+from conftest import REPO, assert_same_bits, kernel_modules
 from dequant_refs import IQ_GGUF_PY_TYPES, IQ_NUMPY_TYPES, SCALE_FIELDS, random_tensor_bytes, set_f16_scale
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
 
 #: Types gguf-py cannot dequantize; checked against ``dequant_refs.numpy_reference``.
 GGML_ONLY_TYPES = list(IQ_NUMPY_TYPES)

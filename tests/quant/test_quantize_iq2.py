@@ -1,6 +1,6 @@
 """IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M quantizers: search tables, hand-computed blocks, round trips.
 
-The bytes against ggml's are checked by tests/test_quantize.py (reference vectors); this file
+The bytes against ggml's are checked by tests/quant/test_quantize.py (reference vectors); this file
 checks what those vectors cannot show on their own: the derived search tables equal ggml's
 (``iq2xs_init_impl``), blocks whose bytes follow from the rules by hand, and the round-trip error
 limits of ggml's tests/test-quantize-fns.cpp. (Ties in the IQ1 sort are covered by the vectors'

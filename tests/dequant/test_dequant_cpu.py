@@ -18,7 +18,7 @@ import pytest
 
 import fastgguf
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from conftest import REPO
 
 FAKE_CPU = textwrap.dedent(
     '''
@@ -124,7 +124,7 @@ def test_faked_cpu_test_suite_never_imports_the_avx512_build(fake_cpu_env):
     args = [
         sys.executable, "-m", "pytest", "-q", "-p", "fake_cpu_without_avx512", "-p", "no:cacheprovider",
         "--benchmark-disable", "-x", "-k", "all_cpu_paths_agree or grid_matches or module_level_checks or hand_built",
-        "tests/test_dequant_exact.py", "tests/test_dequant_iq.py", "tests/test_dequant_api.py",
+        "tests/dequant/test_dequant_exact.py", "tests/dequant/test_dequant_iq.py", "tests/dequant/test_dequant_api.py",
     ]
     done = subprocess.run(args, env=fake_cpu_env, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pathlib
 import subprocess
 import sys
 
@@ -11,7 +10,7 @@ import pytest
 from fastgguf import GGMLType, dequant
 from fastgguf.types import TYPE_TRAITS
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from conftest import REPO
 
 
 def test_generated_type_table_is_current():
