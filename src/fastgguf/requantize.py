@@ -501,6 +501,7 @@ def parse_tensor_types(items: Iterable[str | tuple[str, str | GGMLType | int]]) 
     """
     out = []
     for item in items:
+        qtype: str | GGMLType | int
         if isinstance(item, str):
             name, sep, qtype = item.partition("=")
             if not sep:
