@@ -3,8 +3,6 @@ byte equality with llama-quantize itself is tests/test_llama_quantize_hashes.py)
 
 from __future__ import annotations
 
-import shutil
-
 import llama_models
 import numpy as np
 import pytest
@@ -174,17 +172,30 @@ def test_prune_layers(folder, monkeypatch):
 def test_keep_split(folder, monkeypatch, tmp_path):
     assert run(folder, monkeypatch, "--keep-split", "gqa.gguf", "ks.gguf", "Q8_0") == 0
     assert (folder / "ks-00001-of-00001.gguf").exists() and not (folder / "ks.gguf").exists()
-    # a split input: not supported yet, nothing written
+    with fastgguf.open(str(folder / "ks-00001-of-00001.gguf")) as out, fastgguf.open(str(folder / "gqa.gguf")) as src:
+        assert list(out.tensors) == list(src.tensors)  # the input's order, as llama-quantize keeps it
+        assert not any(k.startswith("split.") for k in out.metadata)
+    # a split input: one output shard per input shard, split keys at the end of each
     from fastgguf import GGUFWriter
+    from fastgguf.reader import GGUFFile
     for i in range(2):
         w = GGUFWriter(tmp_path / f"m-0000{i + 1}-of-00002.gguf")
-        w.add("general.architecture", "llama")
-        w.add("llama.block_count", 1, V.UINT32)
+        if i == 0:
+            w.add("general.architecture", "llama")
+            w.add("llama.block_count", 2, V.UINT32)
         w.add("split.no", i, V.UINT16)
         w.add("split.count", 2, V.UINT16)
-        w.add("split.tensors.count", 2, V.INT32)
-        w.add_tensor(f"blk.0.t{i}.weight", np.zeros((2, 32), np.float32))
+        w.add("split.tensors.count", 4, V.INT32)
+        for j in range(2):
+            w.add_tensor(f"blk.{1 - i}.t{j}.weight", np.full((2, 32), i + j, np.float32))
         w.write()
-    shutil.copy(folder / "gqa.gguf", tmp_path / "unused.gguf")
-    assert run(tmp_path, monkeypatch, "--keep-split", "m-00001-of-00002.gguf", "o.gguf", "Q8_0") != 0
-    assert not any(p.name.startswith("o") for p in tmp_path.iterdir())
+    assert run(tmp_path, monkeypatch, "--keep-split", "m-00001-of-00002.gguf", "o.gguf", "Q8_0") == 0
+    for i in range(2):
+        with GGUFFile(str(tmp_path / f"o-0000{i + 1}-of-00002.gguf")) as shard:  # the shard alone
+            assert list(shard.metadata)[-3:] == ["split.no", "split.count", "split.tensors.count"]
+            assert shard.metadata["split.no"] == i and shard.metadata["split.tensors.count"] == 4
+            assert list(shard.tensors) == [f"blk.{1 - i}.t0.weight", f"blk.{1 - i}.t1.weight"]
+            assert all(t.type == T.Q8_0 for t in shard.tensors.values())
+            assert ("general.file_type" in shard.metadata) == (i == 0)
+    with fastgguf.open(str(tmp_path / "o-00001-of-00002.gguf")) as model:  # fastgguf reads it as one model
+        assert len(model.tensors) == 4

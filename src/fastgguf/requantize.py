@@ -575,7 +575,7 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
                     output_tensor_type: str | GGMLType | int | None = None,
                     token_embedding_type: str | GGMLType | int | None = None,
                     leave_output_tensor: bool = False, prune_layers: Iterable[int] | None = None,
-                    ) -> tuple[list[TensorPlan], int]:
+                    keep_split: bool = False) -> tuple[list[TensorPlan], int]:
     """The type each tensor of ``model`` gets from :func:`requantize`, and the ``general.file_type``.
 
     Parameters are those of :func:`requantize` (``model`` open). Nothing is read but the header.
@@ -583,7 +583,8 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
     Returns
     -------
     plans : list of TensorPlan
-        One per tensor written, in llama.cpp's order (by layer, then name), which is the output's.
+        One per tensor written, in llama.cpp's order (by layer, then name; with ``keep_split`` the
+        input's), which is the output's.
     file_type : int
         ``llama_ftype`` value for ``general.file_type``.
 
@@ -605,6 +606,10 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
             if not any(fnmatch.fnmatchcase(t.name, pattern) for t in all_tensors):
                 raise ValueError(f"{option} {pattern!r} matches no tensor")
     tensors, _ = _prune(_llama_order(all_tensors), prune_layers or ())
+    if keep_split:  # llama-quantize sorts by (shard, offset) after naming: the rules see that order
+        where = {t.name: ((model.shard_of(t.name) if isinstance(model, SplitModel) else 0), t.offset)
+                 for t in all_tensors}
+        tensors.sort(key=lambda t: where[t.source])
     quantized_base = base not in _FLOAT_TYPES
     use_rules = mix is not None and quantized_base
     hp = _Hparams.of(model.metadata, needed=use_rules)
@@ -720,7 +725,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
                include_weights: Iterable[str] | None = None, exclude_weights: Iterable[str] | None = None,
                prune_layers: Iterable[int] | None = None,
                override_kv: Iterable[str | tuple[str, GGUFValueType, Any]] | None = None,
-               dry_run: bool = False) -> list[TensorPlan]:
+               dry_run: bool = False, keep_split: bool = False) -> list[TensorPlan]:
     """Write a copy of a GGUF model with its weights quantized to ``type_or_mix``.
 
     The output is laid out as ``llama-quantize`` lays it out: tensors in llama.cpp's order (by
@@ -771,6 +776,10 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
         triples, set in the output's metadata.
     dry_run : bool
         Plan and check only; nothing is written.
+    keep_split : bool
+        llama-quantize's ``--keep-split``: one output per input shard, named ``OUT-00001-of-0000N.gguf``
+        (OUT without ``.gguf``; also for a one-file input), tensors in the input's order (shard, then
+        offset; the mix's layer counters follow it), ``split.*`` keys when there are several.
 
     Returns
     -------
@@ -810,7 +819,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
         imatrix = None  # every entry left out: llama-quantize then has no importance matrix
     options = dict(tensor_types=tensor_types, output_tensor_type=output_tensor_type,
                    token_embedding_type=token_embedding_type, leave_output_tensor=leave_output_tensor,
-                   prune_layers=prune_layers)
+                   prune_layers=prune_layers, keep_split=keep_split)
     with open_model(in_path) as model:
         inputs = model.paths if isinstance(model, SplitModel) else (model.path,)
         if out_path is None and not dry_run:
@@ -832,38 +841,60 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
             return plans
         assert out_path is not None
         out_path = os.fspath(out_path)
-        writer = GGUFWriter(byteorder=model.byteorder, alignment=model.alignment, version=3)
         block_count = _prune(_llama_order(model.tensors.values()), prune_layers or ())[1]
         extra = list(overrides) + imatrix_keys
         if block_count is not None:
             arch = model.metadata.get("general.architecture", "")
             extra.append((f"{arch}.block_count", GGUFValueType.UINT32, block_count))
-        _copy_metadata(model.metadata, writer, file_type, extra)
-        for plan in plans:
-            writer.add_tensor_info(plan.name, plan.target_type, plan.shape)
+        # (path, plans) per output file: one, or with keep_split one per input shard (llama_split_path's names)
+        groups: list[tuple[str, list[TensorPlan]]] = [(out_path, plans)]
+        if keep_split:
+            shard = (lambda name: model.shard_of(name)) if isinstance(model, SplitModel) else (lambda name: 0)
+            n_split = max([shard(p.input_name) + 1 for p in plans] + [1])
+            base = out_path[:-5] if ".gguf" in out_path else out_path
+            groups = [(f"{base}-{i + 1:05d}-of-{n_split:05d}.gguf", [p for p in plans if shard(p.input_name) == i])
+                      for i in range(n_split)]
+            for path, _ in groups:
+                _refuse_overwriting_input(path, inputs)
         quantize = _quantize_function() if converted else None
         scratch = _Scratch()
-        partial, handle = _create_beside(out_path)
+        partials: list[tuple[str, str]] = []
         try:
-            with handle:
-                writer.write_header(handle)
-                for plan in plans:
-                    info = model.tensors[plan.input_name]
-                    info._layout.check_intact()
-                    if plan.converted:
-                        assert quantize is not None
-                        _write_converted(writer, handle, info, plan, quantize,
-                                         _imatrix_entry(plan, imatrix, mix, file_type), threads, progress, scratch)
-                    else:
-                        _write_copy(writer, handle, info, progress)
-                    info._release_pages()
-                writer.end_stream()
-            os.replace(partial, out_path)
+            for index, (path, group) in enumerate(groups):
+                writer = GGUFWriter(byteorder=model.byteorder, alignment=model.alignment, version=3)
+                split_keys = [] if len(groups) == 1 else [
+                    ("split.no", GGUFValueType.UINT16, index), ("split.count", GGUFValueType.UINT16, len(groups)),
+                    ("split.tensors.count", GGUFValueType.INT32, len(plans))]
+                if index == 0:
+                    _copy_metadata(model.metadata, writer, file_type, extra + split_keys)
+                else:
+                    for key, vtype, value in split_keys:
+                        writer.add(key, value, vtype)
+                for plan in group:
+                    writer.add_tensor_info(plan.name, plan.target_type, plan.shape)
+                partial, handle = _create_beside(path)
+                partials.append((partial, path))
+                with handle:
+                    writer.write_header(handle)
+                    for plan in group:
+                        info = model.tensors[plan.input_name]
+                        info._layout.check_intact()
+                        if plan.converted:
+                            assert quantize is not None
+                            _write_converted(writer, handle, info, plan, quantize,
+                                             _imatrix_entry(plan, imatrix, mix, file_type), threads, progress, scratch)
+                        else:
+                            _write_copy(writer, handle, info, progress)
+                        info._release_pages()
+                    writer.end_stream()
+            for partial, path in partials:
+                os.replace(partial, path)
         except BaseException:
-            try:
-                os.unlink(partial)
-            except FileNotFoundError:
-                pass
+            for partial, _ in partials:
+                try:
+                    os.unlink(partial)
+                except FileNotFoundError:
+                    pass
             raise
     return plans
 
@@ -910,12 +941,15 @@ def _copy_metadata(metadata, writer: GGUFWriter, file_type: int,
             entries[key] = (_array_items(metadata[key], etype), V.ARRAY, etype)
         else:
             entries[key] = (metadata[key], vtype, None)
-    sets = [("general.quantization_version", V.UINT32, 2), ("general.file_type", V.UINT32, file_type), *extra]
+    sets = [("general.quantization_version", V.UINT32, 2), ("general.file_type", V.UINT32, file_type)]
     for key, vtype, value in sets:
         entries.pop(key, None)
         entries[key] = (value, vtype, None)
     for key in _SPLIT_KEYS:
         entries.pop(key, None)
+    for key, vtype, value in extra:
+        entries.pop(key, None)
+        entries[key] = (value, vtype, None)
     for key, (value, vtype, etype) in entries.items():
         if etype is None:
             writer.add(key, value, vtype)

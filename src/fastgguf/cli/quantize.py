@@ -105,7 +105,8 @@ def _forms(args) -> tuple[str, str | None, str, bool, int | None]:
     parsed = parse_llama_ftype(pos[1])
     if parsed is not None:  # IN TYPE [NTHREADS]: OUT is ggml-model-TYPE.gguf beside IN
         name, ftype = parsed
-        out = None if args.dry_run else os.path.join(os.path.dirname(inp), f"ggml-model-{name}.gguf")
+        suffix = "" if args.keep_split else ".gguf"  # llama-quantize adds none with --keep-split
+        out = None if args.dry_run else os.path.join(os.path.dirname(inp), f"ggml-model-{name}{suffix}")
         rest = pos[2:]
     else:
         if len(pos) < 3:
@@ -142,12 +143,7 @@ def cmd_quantize(args) -> None:
     with open_model(inp) as model:  # the input's size for the progress bar
         total = sum(t.nbytes for t in model.tensors.values())
         n_elements = sum(t.n_elements for t in model.tensors.values())
-        split_input = isinstance(model, SplitModel) and len(model.paths) > 1
-    if args.keep_split and out is not None:
-        if split_input:
-            raise CommandError("--keep-split with a split input is not supported yet; nothing was written")
-        base = out[:-5] if out.endswith(".gguf") else out
-        out = f"{base}-00001-of-00001.gguf"  # llama_split_path of the one shard, as llama-quantize names it
+        n_shards = len(model.paths) if isinstance(model, SplitModel) else 1
     progress = None if args.dry_run else progress_bar(total, not args.no_progress, "quantize")
     try:
         plans = requantize(inp, out, qtype, imatrix=args.imatrix, filter=args.filter, keep=args.keep,
@@ -156,7 +152,7 @@ def cmd_quantize(args) -> None:
                            token_embedding_type=args.token_embedding_type,
                            leave_output_tensor=args.leave_output_tensor, include_weights=args.include_weights,
                            exclude_weights=args.exclude_weights, prune_layers=args.prune_layers,
-                           override_kv=args.override_kv, dry_run=args.dry_run)
+                           override_kv=args.override_kv, dry_run=args.dry_run, keep_split=args.keep_split)
     except NotImplementedError as error:
         raise CommandError(f"{error}; nothing was written") from None
     except ValueError as error:
@@ -180,8 +176,12 @@ def cmd_quantize(args) -> None:
         print(f"  {plan.name}: {state} ({plan.note})", file=sys.stderr)
     if one_d and not args.verbose:
         print(f"  {len(one_d)} tensors of fewer than 2 dimensions (norms, biases) kept as they are", file=sys.stderr)
-    in_size, out_size = os.path.getsize(inp), os.path.getsize(out)
-    print(f"wrote {out}: {len(converted)} of {len(plans)} tensors quantized, "
+    written = [out]
+    if args.keep_split:
+        base = out[:-5] if ".gguf" in out else out
+        written = [f"{base}-{i + 1:05d}-of-{n_shards:05d}.gguf" for i in range(n_shards)]
+    in_size, out_size = total, sum(os.path.getsize(path) for path in written)
+    print(f"wrote {', '.join(written)}: {len(converted)} of {len(plans)} tensors quantized, "
           f"{len(plans) - len(converted)} kept; {in_size} -> {out_size} bytes", file=sys.stderr)
 
 
@@ -247,7 +247,7 @@ def register(commands) -> None:
     quantize.add_argument("--override-kv", action="append", metavar="KEY=TYPE:VALUE",
                           help="set metadata KEY (TYPE int, float, bool or str; repeatable)")
     quantize.add_argument("--keep-split", action="store_true",
-                          help="write OUT-00001-of-0000N.gguf shards like the input's (one-file input only)")
+                          help="write shards like the input's, OUT-00001-of-0000N.gguf (OUT without .gguf)")
     quantize.add_argument("--dry-run", action="store_true", help="print each tensor's type and the sizes; "
                                                                  "write nothing")
     quantize.add_argument("--allow-requantize", action="store_true",
