@@ -51,8 +51,10 @@ def test_positional_forms(folder, monkeypatch):
     assert run(folder, monkeypatch, "gqa.gguf", "o2.gguf", "--type", "Q4_K") == 0  # fastgguf's form: plain Q4_K
     with fastgguf.open(str(folder / "o2.gguf")) as out:
         assert out.tensors["blk.0.ffn_down.weight"].type == T.Q4_K
-    assert run(folder, monkeypatch, "gqa.gguf", "o3.gguf", "bogus") != 0
-    assert run(folder, monkeypatch, "gqa.gguf", "o3.gguf", "Q8_0", "x") != 0
+    for bad in (["o3.gguf", "bogus"], ["o3.gguf", "Q8_0", "x"], ["o3.gguf"], ["Q8_0", "2", "3"]):
+        with pytest.raises(SystemExit) as exit_info:  # usage errors
+            run(folder, monkeypatch, "gqa.gguf", *bad)
+        assert exit_info.value.code == 2
     assert not (folder / "o3.gguf").exists()
 
 

@@ -11,6 +11,7 @@ import argparse
 import math
 import os
 import sys
+from typing import NoReturn
 
 from ..errors import GGUFError
 from ..requantize import FILE_TYPES, MIXES, read_tensor_type_file, requantize
@@ -91,16 +92,22 @@ def _prune_layers(text: str) -> list[int]:
     return ids
 
 
+def _usage(args, message: str) -> NoReturn:
+    """A usage error (exit status 2), as argparse reports its own."""
+    args.usage_error(message)
+    raise SystemExit(2)
+
+
 def _forms(args) -> tuple[str, str | None, str, bool, int | None]:
     """(input, output or None, type, whether llama-quantize's form was used, threads)."""
     pos = list(args.positional)
     threads = args.threads
     if args.type is not None:  # fastgguf's form: FILE OUT --type TYPE
         if not pos or len(pos) > 2 or (len(pos) == 1 and not args.dry_run):
-            raise CommandError("give FILE OUT --type TYPE, or llama-quantize's form IN [OUT] TYPE [NTHREADS]")
+            _usage(args, "give FILE OUT --type TYPE, or llama-quantize's form IN [OUT] TYPE [NTHREADS]")
         return pos[0], (pos[1] if len(pos) > 1 else None), args.type, False, threads
     if len(pos) < 2:
-        raise CommandError("give FILE OUT --type TYPE, or llama-quantize's form IN [OUT] TYPE [NTHREADS]")
+        _usage(args, "give FILE OUT --type TYPE, or llama-quantize's form IN [OUT] TYPE [NTHREADS]")
     inp = pos[0]
     parsed = parse_llama_ftype(pos[1])
     if parsed is not None:  # IN TYPE [NTHREADS]: OUT is ggml-model-TYPE.gguf beside IN
@@ -110,22 +117,22 @@ def _forms(args) -> tuple[str, str | None, str, bool, int | None]:
         rest = pos[2:]
     else:
         if len(pos) < 3:
-            raise CommandError("missing ftype")
+            _usage(args, "missing ftype")
         out = pos[1]
         parsed = parse_llama_ftype(pos[2])
         if parsed is None:
-            raise CommandError(f"invalid ftype {pos[2]!r}")
+            _usage(args, f"invalid ftype {pos[2]!r}")
         name, ftype = parsed
         rest = pos[3:]
     if len(rest) > 1:
-        raise CommandError(f"unexpected arguments: {' '.join(rest[1:])}")
+        _usage(args, f"unexpected arguments: {' '.join(rest[1:])}")
     if rest:
         try:
             n = int(rest[0].strip().split()[0]) if rest[0].strip() else None
         except ValueError:
             n = None
         if n is None:
-            raise CommandError(f"invalid nthread {rest[0]!r}")
+            _usage(args, f"invalid nthread {rest[0]!r}")
         threads = n if n > 0 else None
     return inp, out, ftype, True, threads
 
@@ -262,4 +269,4 @@ def register(commands) -> None:
     quantize.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     quantize.add_argument("-v", "--verbose", action="store_true", help="also list 1-D tensors and every tensor "
                                                                      "whose type differs from TYPE's, with the reason")
-    quantize.set_defaults(run=cmd_quantize)
+    quantize.set_defaults(run=cmd_quantize, usage_error=quantize.error)
