@@ -201,3 +201,21 @@ def test_keep_split(folder, monkeypatch, tmp_path):
             assert ("general.file_type" in shard.metadata) == (i == 0)
     with fastgguf.open(str(tmp_path / "o-00001-of-00002.gguf")) as model:  # fastgguf reads it as one model
         assert len(model.tensors) == 4
+
+
+def test_outer_dimensions_of_one_count_as_gguf_counts_them(tmp_path):
+    # ggml_n_dims: a (1, 256) weight is 1-D to llama-quantize (kept) and written with one dimension
+    from fastgguf import GGUFWriter
+    from fastgguf.requantize import requantize
+    w = GGUFWriter(tmp_path / "m.gguf")
+    w.add("general.architecture", "llama")
+    w.add("llama.block_count", 1, V.UINT32)
+    w.add_tensor("blk.0.row.weight", np.ones((1, 256), np.float32))
+    w.add_tensor("blk.0.experts.weight", np.ones((1, 2, 256), np.float32))
+    w.write()
+    plans = requantize(tmp_path / "m.gguf", tmp_path / "o.gguf", "Q8_0")
+    assert {p.name: p.note for p in plans}["blk.0.row.weight"] == "1-D"
+    with fastgguf.open(str(tmp_path / "o.gguf")) as out:
+        assert out.tensors["blk.0.row.weight"].shape == (256,) and out.tensors["blk.0.row.weight"].type == T.F32
+        assert out.tensors["blk.0.experts.weight"].shape == (2, 256)
+        assert out.tensors["blk.0.experts.weight"].type == T.Q8_0

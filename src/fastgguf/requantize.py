@@ -179,10 +179,24 @@ def _category(name: str) -> str:
     return "other"
 
 
+def _n_dims(shape: tuple[int, ...]) -> int:
+    """ggml_n_dims: dimensions up to the last one above 1 (outermost first here), at least 1."""
+    for i, n in enumerate(shape):
+        if n > 1:
+            return len(shape) - i
+    return 1
+
+
+def _ggml_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape as gguf writes a tensor's info: ``ggml_n_dims`` dimensions (outer ones of 1 dropped)."""
+    return tuple(shape[len(shape) - _n_dims(shape):]) if shape else shape
+
+
 def _why_not_quantized(info: _Named | TensorInfo) -> str | None:
     """Why llama-quantize leaves this tensor as it is, or None when it quantizes it."""
-    if len(info.shape) < 2:
-        return f"{len(info.shape)}-D"
+    dims = _n_dims(info.shape)
+    if dims < 2:
+        return f"{dims}-D"
     name = info.name
     if not name.endswith("weight"):
         return "not a weight"
@@ -871,7 +885,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
                     for key, vtype, value in split_keys:
                         writer.add(key, value, vtype)
                 for plan in group:
-                    writer.add_tensor_info(plan.name, plan.target_type, plan.shape)
+                    writer.add_tensor_info(plan.name, plan.target_type, _ggml_shape(plan.shape))
                 partial, handle = _create_beside(path)
                 partials.append((partial, path))
                 with handle:
