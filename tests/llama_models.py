@@ -207,6 +207,9 @@ def _cases() -> list[tuple[str, str, list[str], str]]:
         ("gqa-include-weights", "gqa", [*im, "--include-weights", "attn_"], "IQ4_NL"),
         ("gqa-allow-requantize", "gqa", ["--allow-requantize"], "Q8_0"),
         ("gqa-keep-split", "gqa", ["--keep-split"], "Q6_K"),
+        ("gqa-keep-split-Q4_K_M", "gqa", ["--keep-split"], "Q4_K_M"),
+        ("gqa-COPY", "gqa", [], "COPY"),
+        ("gqa-COPY-prune", "gqa", ["--prune-layers", "7", "--override-kv", "general.file_type=int:15"], "COPY"),
     ]
     tim = ["--imatrix", f"tied-{IMATRIX}"]
     for ftype in ["Q4_K_M", "Q3_K_M", "Q2_K", "IQ4_XS", "Q6_K", "MXFP4_MOE"]:

@@ -35,7 +35,7 @@ def plan_types(folder, mix="Q4_K_M", **kwargs):
 @pytest.mark.parametrize("text, expected", [
     ("Q4_K_M", ("Q4_K_M", "Q4_K_M")), ("q4_k", ("Q4_K", "Q4_K_M")), ("Q3_K", ("Q3_K", "Q3_K_M")),
     ("15", ("Q4_K", "Q4_K_M")), (" 7", ("Q8_0", "Q8_0")), ("0", ("F32", "F32")), ("iq2_m", ("IQ2_M", "IQ2_M")),
-    ("COPY", None), ("Q4_K_X", None), ("NVFP4", None), ("99", None), ("out.gguf", None)])
+    ("copy", ("COPY", "COPY")), ("Q4_K_X", None), ("NVFP4", None), ("99", None), ("out.gguf", None)])
 def test_llama_ftype_names(text, expected):
     assert parse_llama_ftype(text) == expected
 
@@ -219,3 +219,23 @@ def test_outer_dimensions_of_one_count_as_gguf_counts_them(tmp_path):
         assert out.tensors["blk.0.row.weight"].shape == (256,) and out.tensors["blk.0.row.weight"].type == T.F32
         assert out.tensors["blk.0.experts.weight"].shape == (2, 256)
         assert out.tensors["blk.0.experts.weight"].type == T.Q8_0
+
+
+def test_copy(folder, monkeypatch, tmp_path):
+    assert run(folder, monkeypatch, "gqa.gguf", "cp.gguf", "COPY") == 0
+    with fastgguf.open(str(folder / "cp.gguf")) as out, fastgguf.open(str(folder / "gqa.gguf")) as src:
+        assert out.metadata["general.file_type"] == 1  # the input's
+        for name, info in src.tensors.items():
+            assert out.tensors[name].type == info.type and out.tensors[name].raw.tobytes() == info.raw.tobytes()
+    # without general.file_type: llama.cpp's guess from the most common type, marked guessed (| 1024)
+    from fastgguf import GGUFWriter
+    from fastgguf.requantize import requantize
+    w = GGUFWriter(tmp_path / "m.gguf")
+    w.add("general.architecture", "llama")
+    for i in range(3):
+        w.add_tensor(f"blk.{i}.a.weight", np.ones((2, 32), np.float16))
+    w.add_tensor("blk.0.b.weight", np.ones((2, 32), np.float32))
+    w.write()
+    requantize(tmp_path / "m.gguf", tmp_path / "o.gguf", "COPY")
+    with fastgguf.open(str(tmp_path / "o.gguf")) as out:
+        assert out.metadata["general.file_type"] == 1 | 1024

@@ -521,6 +521,13 @@ static inline void fgg__iq1_m_splits(const float px[2][17], const float pw[2][17
             q2[2][i2] = wm0 + wp1;
             q2[3][i2] = wm0 + wm1;
         }
+        /* a row of splits none of which beats the best at its start leaves the best as it is
+         * (tested side by side); any other row is walked with ggml's test in ggml's order */
+        const float thr = best;
+        int any = 0;
+        for (int k = 0; k < 4; ++k)
+            for (int i2 = i1; i2 <= 16; ++i2) any |= (q2[k][i2] > 0) & (qx[k][i2] * qx[k][i2] > thr * q2[k][i2]);
+        if (!any) continue;
         for (int i2 = i1; i2 <= 16; ++i2) {
             for (int k = 0; k < 4; ++k) {
                 const float sx = qx[k][i2], s2 = q2[k][i2];

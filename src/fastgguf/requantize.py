@@ -609,6 +609,8 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
         a glob that matches no tensor; a tensor needing an importance matrix that ``imatrix``
         lacks, or an entry of the wrong length.
     """
+    if isinstance(type_or_mix, str) and type_or_mix.strip().upper() == "COPY":
+        return _plan_copy(model, prune_layers, keep_split)
     mix, base, file_type, llama_ftype = _resolve(type_or_mix, pure)
     filter, keep = list(filter or ()), list(keep or ())
     patterns = [(re.compile(p), t) for p, t in parse_tensor_types(tensor_types or ())]
@@ -685,6 +687,39 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
         plans.append(_plan(info, new, f"row length {ncols}: {new.name} instead of {wanted.name}"))
     _check_imatrix(plans, imatrix, mix, file_type)
     return plans, file_type
+
+
+#: llama_model_loader's guess of the file type from the most common tensor type (or'd with 1024, "guessed").
+_GUESSED_FILE_TYPES = {
+    _T.F32: 0, _T.F16: 1, _T.BF16: 32, _T.Q4_0: 2, _T.Q4_1: 3, _T.Q5_0: 8, _T.Q5_1: 9, _T.Q8_0: 7, _T.Q2_K: 10,
+    _T.Q3_K: 12, _T.Q4_K: 15, _T.Q5_K: 17, _T.Q6_K: 18, _T.TQ1_0: 36, _T.TQ2_0: 37, _T.IQ2_XXS: 19,
+    _T.IQ2_XS: 20, _T.IQ2_S: 28, _T.IQ3_XXS: 23, _T.IQ1_S: 24, _T.IQ1_M: 31, _T.IQ4_NL: 25, _T.IQ4_XS: 30,
+    _T.IQ3_S: 26, _T.NVFP4: 39, _T.Q1_0: 40, _T.Q2_0: 41,
+}
+
+
+def _plan_copy(model: GGUFFile | SplitModel, prune_layers: Iterable[int] | None,
+               keep_split: bool) -> tuple[list[TensorPlan], int]:
+    """llama-quantize's ``COPY``: every tensor as it is; the file type the input's (or guessed as llama.cpp does)."""
+    ordered = _llama_order(model.tensors.values())
+    counts: dict[GGMLType, int] = {}
+    most, best = 0, _T.F32
+    for info in ordered:  # the first type to reach the highest count
+        counts[info.type] = counts.get(info.type, 0) + 1
+        if counts[info.type] > most:
+            most, best = counts[info.type], info.type
+    file_type = _GUESSED_FILE_TYPES.get(best, 0) | 1024
+    if "general.file_type" in model.metadata:
+        try:
+            file_type = int(model.metadata["general.file_type"]) % (1 << 32)
+        except (TypeError, ValueError):
+            raise GGUFError(f"general.file_type is not a number: {model.metadata['general.file_type']!r}") from None
+    tensors, _ = _prune(ordered, prune_layers or ())
+    if keep_split:
+        where = {t.name: ((model.shard_of(t.name) if isinstance(model, SplitModel) else 0), t.offset)
+                 for t in ordered}
+        tensors.sort(key=lambda t: where[t.source])
+    return [_plan(info, info.type, "COPY") for info in tensors], file_type
 
 
 def _plan(info: _Named, target: GGMLType, note: str) -> TensorPlan:
@@ -842,7 +877,8 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
             _refuse_overwriting_input(os.fspath(out_path), inputs)
         plans, file_type = plan_requantize(model, type_or_mix, imatrix=imatrix, filter=filter, keep=keep, pure=pure,
                                            **options)  # type: ignore[arg-type]
-        mix = _resolve(type_or_mix, pure)[0]
+        copy = isinstance(type_or_mix, str) and type_or_mix.strip().upper() == "COPY"
+        mix = None if copy else _resolve(type_or_mix, pure)[0]
         converted = [p for p in plans if p.converted]
         quantizable = set(quantizable_types())
         missing = sorted({p.target_type.name for p in converted if p.target_type not in quantizable})

@@ -32,15 +32,15 @@ _LLAMA_FTYPES = [
     ("Q3_K", "Q3_K_M"), ("IQ3_XS", "IQ3_XS"), ("Q3_K_S", "Q3_K_S"), ("Q3_K_M", "Q3_K_M"), ("Q3_K_L", "Q3_K_L"),
     ("IQ4_NL", "IQ4_NL"), ("IQ4_XS", "IQ4_XS"), ("Q4_K", "Q4_K_M"), ("Q4_K_S", "Q4_K_S"), ("Q4_K_M", "Q4_K_M"),
     ("Q5_K", "Q5_K_M"), ("Q5_K_S", "Q5_K_S"), ("Q5_K_M", "Q5_K_M"), ("Q6_K", "Q6_K"), ("Q8_0", "Q8_0"),
-    ("F16", "F16"), ("BF16", "BF16"), ("F32", "F32"),
+    ("F16", "F16"), ("BF16", "BF16"), ("F32", "F32"), ("COPY", "COPY"),
 ]
 
 
 def parse_llama_ftype(text: str) -> tuple[str, str] | None:
     """llama-quantize's ``try_parse_ftype``: (the name as it prints it, the file type meant) or None.
 
-    A name in any case, or an ``llama_ftype`` number (``std::stoi``: leading spaces, a sign, digits).
-    ``COPY`` is not supported.
+    A name in any case (``COPY``: every tensor copied), or an ``llama_ftype`` number (``std::stoi``:
+    leading spaces, a sign, digits).
     """
     upper = text.upper()
     for name, ftype in _LLAMA_FTYPES:
@@ -52,7 +52,7 @@ def parse_llama_ftype(text: str) -> tuple[str, str] | None:
     if n:
         number = int(stripped[: len(stripped) - len(digits) + n])
         for name, ftype in _LLAMA_FTYPES:
-            if FILE_TYPES[ftype] == number:
+            if FILE_TYPES.get(ftype) == number:
                 return name, ftype
     return None
 
