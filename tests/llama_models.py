@@ -12,6 +12,8 @@ Models (:data:`MODELS`):
     llama, 8 layers, embedding 256, 8 heads / 2 KV heads (GQA 4), feed-forward 512, F16
     weights and F32 norms, an ``output.weight``, and one tensor whose row length (96) no
     256-element block divides (the fallbacks).
+``split``
+    ``gqa`` in two shards as ``llama-gguf-split`` writes them (:func:`write_split`).
 ``tied``
     llama, 4 layers, no GQA, no ``output.weight`` (tied embeddings), a mixture of 4 experts
     (3-D ``ffn_*_exps`` tensors, per-expert importance matrices), F32 weights.
@@ -167,11 +169,49 @@ def write_imatrix(folder: str | os.PathLike, model: str) -> tuple[str, str]:
     return gguf_path, dat_path
 
 
+def write_split(folder: str | os.PathLike) -> list[str]:
+    """The ``gqa`` model as two shards, laid out as ``llama-gguf-split`` lays them out.
+
+    ``gqa-split-00001-of-00002.gguf`` holds every metadata entry and the first 40 tensors (in
+    the file's order), ``-00002-of-00002`` the rest; each has ``split.no``, ``split.count`` and
+    ``split.tensors.count`` (the first after the model's entries, the second only those).
+    """
+    with fastgguf.open(os.path.join(os.fspath(folder), "gqa.gguf")) as src:
+        names = list(src.tensors)
+        parts = [names[:40], names[40:]]
+        paths = []
+        for i, part in enumerate(parts):
+            path = os.path.join(os.fspath(folder), f"gqa-split-{i + 1:05d}-of-{len(parts):05d}.gguf")
+            w = GGUFWriter(path)
+            if i == 0:
+                for key in src.metadata:
+                    vtype = src.metadata.value_type(key)
+                    if vtype == V.ARRAY:
+                        w.add(key, src.metadata[key], V.ARRAY, src.metadata.element_type(key))
+                    else:
+                        w.add(key, src.metadata.raw(key) if vtype == V.STRING else src.metadata[key], vtype)
+            w.add("split.no", i, V.UINT16)
+            w.add("split.count", len(parts), V.UINT16)
+            w.add("split.tensors.count", len(names), V.INT32)
+            for name in part:
+                info = src.tensors[name]
+                w.add_tensor(name, info.raw.tobytes(), info.type, tuple(info.shape))
+            w.write()
+            paths.append(path)
+    return paths
+
+
+def input_file(model: str) -> str:
+    """IN on the command line for a case's model."""
+    return "gqa-split-00001-of-00002.gguf" if model == "split" else f"{model}.gguf"
+
+
 def write_all(folder: str | os.PathLike) -> None:
     """Every model, its importance matrices and the tensor-type file, into ``folder``."""
     for model in MODELS:
         write_model(folder, model)
         write_imatrix(folder, model)
+    write_split(folder)
     with open(os.path.join(os.fspath(folder), TENSOR_TYPE_FILE), "w", encoding="utf-8") as handle:
         handle.write(TENSOR_TYPE_FILE_TEXT)
 
@@ -217,18 +257,24 @@ def _cases() -> list[tuple[str, str, list[str], str]]:
     for ftype in ["IQ2_XS", "IQ3_XXS", "IQ1_M", "Q4_0"]:
         cases.append((f"tied-imatrix-{ftype}", "tied", tim, ftype))
     cases.append(("tied-output-type", "tied", ["--output-tensor-type", "q5_k"], "Q4_K_M"))
+    cases += [
+        ("split-Q4_K_M", "split", [], "Q4_K_M"),
+        ("split-keep-split-Q4_K_M", "split", ["--keep-split"], "Q4_K_M"),
+        ("split-keep-split-imatrix-IQ2_XS", "split", ["--keep-split", *im], "IQ2_XS"),
+    ]
     return cases
 
 
 CASES = _cases()
 
 
-def output_name(case_id: str, args: list[str]) -> tuple[str, str]:
-    """(OUT as given on the command line, the file that gets written) for a case."""
+def output_name(case_id: str, args: list[str], model: str) -> tuple[str, list[str]]:
+    """(OUT as given on the command line, the files that get written) for a case."""
     out = f"out-{case_id}.gguf"
     if "--keep-split" in args:
-        return out, f"out-{case_id}-00001-of-00001.gguf"
-    return out, out
+        n = 2 if model == "split" else 1
+        return out, [f"out-{case_id}-{i + 1:05d}-of-{n:05d}.gguf" for i in range(n)]
+    return out, [out]
 
 
 def read_model(path: str) -> fastgguf.GGUFFile:

@@ -58,16 +58,18 @@ def test_same_bytes_as_llama_quantize(case, models, monkeypatch, capsys):
     if record is None:
         pytest.skip("no reference recorded")
     monkeypatch.chdir(models)
-    out, written = llama_models.output_name(case_id, args)
-    for name in {out, written}:
+    out, written = llama_models.output_name(case_id, args, model)
+    for name in {out, *written}:
         if os.path.exists(name):
             os.unlink(name)
-    status = fastgguf.cli.main(["quantize", *args, f"{model}.gguf", out, ftype, "2", "--no-progress"])
+    status = fastgguf.cli.main(["quantize", *args, llama_models.input_file(model), out, ftype, "2", "--no-progress"])
     if "error" in record:
         assert status != 0, f"llama-quantize refused this case ({record['error']}); fastgguf wrote it"
-        assert not os.path.exists(written)
+        assert not any(os.path.exists(name) for name in {out, *written})
         return
     assert status == 0, capsys.readouterr().err
-    assert os.path.getsize(written) == record["size"]
-    assert sha256(written) == record["sha256"]
-    os.unlink(written)
+    assert record["files"] == written
+    assert [os.path.getsize(name) for name in written] == record["size"]
+    assert [sha256(name) for name in written] == record["sha256"]
+    for name in written:
+        os.unlink(name)

@@ -50,19 +50,20 @@ def sha256(path: str) -> str:
 
 def run_case(binary: str, folder: str, case_id: str, model: str, args: list[str], ftype: str) -> dict:
     """Run one case in ``folder``; its record for the JSON file."""
-    out, written = llama_models.output_name(case_id, args)
-    for name in {out, written}:
+    out, written = llama_models.output_name(case_id, args, model)
+    for name in {out, *written}:
         if os.path.exists(os.path.join(folder, name)):
             os.unlink(os.path.join(folder, name))
-    command = [binary, *args, f"{model}.gguf", out, ftype, "2"]
+    command = [binary, *args, llama_models.input_file(model), out, ftype, "2"]
     result = subprocess.run(command, cwd=folder, capture_output=True, text=True, errors="replace")
     record: dict = {"model": model, "args": args, "type": ftype}
     if result.returncode != 0:
         lines = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()]
         record["error"] = lines[-1] if lines else f"exit status {result.returncode}"
         return record
-    record["sha256"] = sha256(os.path.join(folder, written))
-    record["size"] = os.path.getsize(os.path.join(folder, written))
+    record["files"] = written
+    record["sha256"] = [sha256(os.path.join(folder, name)) for name in written]
+    record["size"] = [os.path.getsize(os.path.join(folder, name)) for name in written]
     return record
 
 
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.cases and case_id not in args.cases:
                 continue
             records[case_id] = run_case(binary, folder, case_id, model, case_args, ftype)
-            state = records[case_id].get("sha256", "refused: " + records[case_id].get("error", ""))
+            state = " ".join(records[case_id].get("sha256", ["refused: " + records[case_id].get("error", "")]))
             print(f"{case_id}: {state}", flush=True)
     order = [case[0] for case in llama_models.CASES]
     document = {
