@@ -30,9 +30,9 @@ import numpy as np
 
 from .errors import GGUFError
 from .reader import GGUFFile, TensorInfo
-from .types import GGMLType
+from .types import GGMLType, GGUFValueType
 
-__all__ = ["read_imatrix"]
+__all__ = ["read_imatrix", "read_imatrix_info"]
 
 _SUFFIXES = (".in_sum2", ".in_sum", ".counts")
 
@@ -66,6 +66,60 @@ def read_imatrix(path: str | os.PathLike) -> dict[str, np.ndarray]:
     if magic == b"GGUF":
         return _read_gguf(path)
     return _read_legacy(path)
+
+
+def read_imatrix_info(path: str | os.PathLike) -> tuple[list[bytes], int]:
+    """The dataset names and chunk count an importance matrix file records, as llama.cpp reads them.
+
+    ``llama-quantize`` writes the first dataset as ``quantize.imatrix.dataset`` and a positive
+    chunk count as ``quantize.imatrix.chunks_count``. GGUF files: the string array
+    ``imatrix.datasets`` and ``imatrix.chunk_count``; legacy ``.dat`` files: the optional
+    ``int32`` chunk count, ``int32`` length and name after the entries. Names end at a NUL byte
+    (C strings). Missing parts give ``([], 0)``. Call :func:`read_imatrix` first to check the file.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as handle:
+        magic = handle.read(4)
+    if magic == b"GGUF":
+        with GGUFFile(path) as f:
+            meta = f.metadata
+            datasets: list[bytes] = []
+            if "imatrix.datasets" in meta and meta.value_type("imatrix.datasets") == GGUFValueType.ARRAY \
+                    and meta.element_type("imatrix.datasets") == GGUFValueType.STRING:
+                names = meta["imatrix.datasets"]
+                datasets = [names.raw(i).split(b"\0", 1)[0] for i in range(len(names))]
+            count = meta.get("imatrix.chunk_count", 0)
+            try:
+                chunks = int(count)
+            except (TypeError, ValueError):
+                chunks = 0
+            return datasets, chunks
+    with open(path, "rb") as handle:
+        data = handle.read()
+    pos, size = 4, len(data)
+    if size < 4:
+        return [], 0
+    (n_entries,) = struct.unpack_from("<i", data, 0)
+    for _ in range(max(n_entries, 0)):
+        if pos + 4 > size:
+            return [], 0
+        (length,) = struct.unpack_from("<i", data, pos)
+        pos += 4 + length + 4
+        if pos + 4 > size:
+            return [], 0
+        (nval,) = struct.unpack_from("<i", data, pos)
+        pos += 4 + 4 * nval
+    if pos + 4 > size:
+        return [], 0
+    (chunks,) = struct.unpack_from("<i", data, pos)
+    pos += 4
+    if pos + 4 > size:
+        return [], chunks
+    (length,) = struct.unpack_from("<i", data, pos)
+    pos += 4
+    if length <= 0 or pos + length > size:
+        return [], chunks
+    return [data[pos : pos + length].split(b"\0", 1)[0]], chunks
 
 
 def _read_gguf(path: str) -> dict[str, np.ndarray]:

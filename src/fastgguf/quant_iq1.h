@@ -20,8 +20,12 @@
  *    shifted by +-0.125: x_p = {-0.875, 0.125, 1.125}, x_m = {-1.125, -0.125, 0.875}) is tried,
  *    i1 = 0..n, i2 = i1..n. IQ1_S: running sums S_j = S_{j-1} + w*x, W_j = W_{j-1} + w in sorted
  *    order, sumqx = ((S_i1 - S_0)*v0 + (S_i2 - S_i1)*v1) + (S_n - S_i2)*v2, sumq2 likewise with
- *    W and v*v, x_p then x_m. IQ1_M: four patterns (x_p/x_m for each half of 8), each sum
- *    accumulated from zero over the sorted values in order, (w*v)*x and (w*v)*v. A split is
+ *    W and v*v, x_p then x_m. IQ1_M (ggml after d99724f2, checked against llama.cpp 0c1e57098):
+ *    running sums S_h, W_h per half h of the block (the values of positions 0..7 / 8..15 in
+ *    sorted order, the other half's sums carried along), T_h/W_h their totals; for pattern
+ *    k (0 = x_p x_p, 1 = x_p x_m, 2 = x_m x_p, 3 = x_m x_m, by half) sumqx = sum over h of
+ *    T_h*v2 - (S_h[i1] + S_h[i2]), sumq2 = sum over h of ((W_h*v2)*v2 + W_h[i1]*(v0^2 - v1^2))
+ *    + W_h[i2]*(v1^2 - v2^2), the two halves added first half first. A split is
  *    taken when sumq2 > 0 and sumqx^2 > best*sumq2 (best starts at -FLT_MAX); scale =
  *    sumqx/sumq2, best = scale*sumqx.
  *  - a negative scale is negated with the levels mirrored (l -> 2 - l) and the shift/pattern
@@ -34,9 +38,8 @@
  *    from the stored grid points, patterns and block scales (sums over all 16 blocks, skipped
  *    blocks included as grid point 0), stored fp16(d*1.1125) in the four top nibbles.
  *
- * Speed: IQ1_M's split search keeps the partial sums of the first run (shared by all i2) and of
- * the second run (extended one value at a time as i2 grows), so each split adds only its third
- * run: the same additions in the same order as summing every split from zero. IQ1_S scores the
+ * Speed: IQ1_M scores all splits of one i1 first (independent float sums the compiler can
+ * vectorize), then takes the best in ggml's order. IQ1_S scores the
  * splits of each i1 side by side in chunks starting at i1, tested against the best at the
  * chunk's start; a chunk with several splits that beat it is resolved at once by a running
  * maximum whose every step is checked exactly (fgg__iq1_scan), else walked in ggml's order.
@@ -478,6 +481,73 @@ static void fgg__iq1_s_superblock(const float *x, uint8_t *blk, const float *qw,
     }
 }
 
+/* IQ1_M's split search (ggml's current quantize_row_iq1_m_impl): for the split (i1, i2) of the
+ * sorted values and half h, with T_h / W_h the half's totals, the sums are
+ *   sumqx_h = T_h*v2 - (S_h[i1] + S_h[i2]),   sumq2_h = ((W_h*v2)*v2 + W_h[i1]*c1) + W_h[i2]*c2
+ * (v = x_p or x_m, c1 = v0^2 - v1^2, c2 = v1^2 - v2^2), pattern k adds its two halves:
+ * 0 = p+p, 1 = p+m, 2 = m+p, 3 = m+m. Each split's sums are independent of the others', so
+ * they are computed for a whole row of i2 first; the best is then taken in ggml's order. */
+static inline void fgg__iq1_m_splits(const float px[2][17], const float pw[2][17], float *best_out,
+                                     float *scale_out, int *b1_out, int *b2_out, int *bk_out) {
+    const float *vp = fgg__iq1_xp, *vm = fgg__iq1_xm;
+    const float p2 = vp[2], m2 = vm[2];
+    const float cp1 = vp[0] * vp[0] - vp[1] * vp[1], cp2 = vp[1] * vp[1] - vp[2] * vp[2];
+    const float cm1 = vm[0] * vm[0] - vm[1] * vm[1], cm2 = vm[1] * vm[1] - vm[2] * vm[2];
+    float txp[2], txm[2], twp[2], twm[2];
+    for (int h = 0; h < 2; ++h) {
+        txp[h] = px[h][16] * p2;
+        txm[h] = px[h][16] * m2;
+        twp[h] = pw[h][16] * p2 * p2;
+        twm[h] = pw[h][16] * m2 * m2;
+    }
+    float best = *best_out, scale = *scale_out;
+    int b1 = *b1_out, b2 = *b2_out, bk = *bk_out;
+    for (int i1 = 0; i1 <= 16; ++i1) {
+        float qx[4][17], q2[4][17];
+        const float a0 = px[0][i1], a1 = px[1][i1];
+        const float ap0 = twp[0] + pw[0][i1] * cp1, ap1 = twp[1] + pw[1][i1] * cp1;
+        const float am0 = twm[0] + pw[0][i1] * cm1, am1 = twm[1] + pw[1][i1] * cm1;
+        for (int i2 = i1; i2 <= 16; ++i2) {
+            const float s0 = a0 + px[0][i2], s1 = a1 + px[1][i2];
+            const float xp0 = txp[0] - s0, xp1 = txp[1] - s1, xm0 = txm[0] - s0, xm1 = txm[1] - s1;
+            const float wp0 = ap0 + pw[0][i2] * cp2, wp1 = ap1 + pw[1][i2] * cp2;
+            const float wm0 = am0 + pw[0][i2] * cm2, wm1 = am1 + pw[1][i2] * cm2;
+            qx[0][i2] = xp0 + xp1;
+            qx[1][i2] = xp0 + xm1;
+            qx[2][i2] = xm0 + xp1;
+            qx[3][i2] = xm0 + xm1;
+            q2[0][i2] = wp0 + wp1;
+            q2[1][i2] = wp0 + wm1;
+            q2[2][i2] = wm0 + wp1;
+            q2[3][i2] = wm0 + wm1;
+        }
+        /* a row of splits none of which beats the best at its start leaves the best as it is
+         * (tested side by side); any other row is walked with ggml's test in ggml's order */
+        const float thr = best;
+        int any = 0;
+        for (int k = 0; k < 4; ++k)
+            for (int i2 = i1; i2 <= 16; ++i2) any |= (q2[k][i2] > 0) & (qx[k][i2] * qx[k][i2] > thr * q2[k][i2]);
+        if (!any) continue;
+        for (int i2 = i1; i2 <= 16; ++i2) {
+            for (int k = 0; k < 4; ++k) {
+                const float sx = qx[k][i2], s2 = q2[k][i2];
+                if (s2 > 0 && sx * sx > best * s2) {
+                    scale = sx / s2;
+                    best = scale * sx;
+                    b1 = i1;
+                    b2 = i2;
+                    bk = k;
+                }
+            }
+        }
+    }
+    *best_out = best;
+    *scale_out = scale;
+    *b1_out = b1;
+    *b2_out = b2;
+    *bk_out = bk;
+}
+
 /* (sumsq, xn, sumsq_next as for IQ1_S; only used with an importance matrix) */
 static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw, float sumsq, const float *xn,
                                   float *sumsq_next) {
@@ -503,70 +573,20 @@ static void fgg__iq1_m_superblock(const float *x, uint8_t *blk, const float *qw,
         if (fgg__iq1_small(xb, 16, 1e-7f)) continue;
         int order[16], rank[16];
         fgg__iq1_sort(xb, 16, order, rank);
-        /* per sorted value: its contributions for the four patterns, for each level */
-        float cx[16][3][4], c2[16][3][4];
+        /* prefix sums over the sorted values, one pair per half of the block (each half has its
+         * own shift); pattern k's sums for a split then come from the ends of its runs */
+        float px[2][17], pw[2][17];
+        px[0][0] = px[1][0] = pw[0][0] = pw[1][0] = 0.0f;
         for (int j = 0; j < 16; ++j) {
-            int i = order[j];
-            for (int l = 0; l < 3; ++l) {
-                float wp = w[i] * vp[l], wm = w[i] * vm[l];
-                float px = wp * xb[i], mx = wm * xb[i];
-                float p2 = wp * vp[l], m2 = wm * vm[l];
-                /* pattern k: first half uses x_p for k < 2, second half x_p for even k */
-                int first = i < 8;
-                cx[j][l][0] = px;
-                c2[j][l][0] = p2;
-                cx[j][l][1] = first ? px : mx;
-                c2[j][l][1] = first ? p2 : m2;
-                cx[j][l][2] = first ? mx : px;
-                c2[j][l][2] = first ? m2 : p2;
-                cx[j][l][3] = mx;
-                c2[j][l][3] = m2;
-            }
+            const int i = order[j], h = i >= 8;
+            px[h][j + 1] = px[h][j] + w[i] * xb[i];
+            px[1 - h][j + 1] = px[1 - h][j];
+            pw[h][j + 1] = pw[h][j] + w[i];
+            pw[1 - h][j + 1] = pw[1 - h][j];
         }
         float best = -FLT_MAX, scale = 0.0f;
         int b1 = -1, b2 = -1, bk = -1;
-        float ax[4] = {0, 0, 0, 0}, a2[4] = {0, 0, 0, 0};
-        for (int i1 = 0; i1 <= 16; ++i1) {
-            if (i1 > 0) {
-                for (int k = 0; k < 4; ++k) {
-                    ax[k] += cx[i1 - 1][0][k];
-                    a2[k] += c2[i1 - 1][0][k];
-                }
-            }
-            float bx[4], b2s[4];
-            for (int k = 0; k < 4; ++k) {
-                bx[k] = ax[k];
-                b2s[k] = a2[k];
-            }
-            for (int i2 = i1; i2 <= 16; ++i2) {
-                if (i2 > i1) {
-                    for (int k = 0; k < 4; ++k) {
-                        bx[k] += cx[i2 - 1][1][k];
-                        b2s[k] += c2[i2 - 1][1][k];
-                    }
-                }
-                float sx[4], s2[4];
-                for (int k = 0; k < 4; ++k) {
-                    sx[k] = bx[k];
-                    s2[k] = b2s[k];
-                }
-                for (int j = i2; j < 16; ++j) {
-                    for (int k = 0; k < 4; ++k) {
-                        sx[k] += cx[j][2][k];
-                        s2[k] += c2[j][2][k];
-                    }
-                }
-                for (int k = 0; k < 4; ++k) {
-                    if (s2[k] > 0 && sx[k] * sx[k] > best * s2[k]) {
-                        scale = sx[k] / s2[k];
-                        best = scale * sx[k];
-                        b1 = i1;
-                        b2 = i2;
-                        bk = k;
-                    }
-                }
-            }
-        }
+        fgg__iq1_m_splits(px, pw, &best, &scale, &b1, &b2, &bk);
         if (bk < 0) continue;
         uint8_t L[16];
         for (int i = 0; i < 16; ++i) L[i] = (uint8_t)((rank[i] >= b1) + (rank[i] >= b2)); /* b1 <= b2 */

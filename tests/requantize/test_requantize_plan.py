@@ -206,9 +206,13 @@ def test_row_length_fallbacks(tmp_path):
     types, _, notes = plan(path, "Q4_K_M")
     assert types["blk.0.odd96.weight"] == T.Q5_0 and "Q5_0 instead of Q4_K" in notes["blk.0.odd96.weight"]
     assert types["blk.0.odd100.weight"] == T.F16
-    with pytest.raises(ValueError, match="no fallback for Q8_0"):
-        plan(path, "Q8_0")
-    assert plan(path, "Q8_0", keep=["*odd100*"])[0]["blk.0.odd96.weight"] == T.Q8_0
+    # a 32-element block type has nothing smaller to fall back to: F16, as llama.cpp does
+    types, _, notes = plan(path, "Q8_0")
+    assert types["blk.0.odd96.weight"] == T.Q8_0 and types["blk.0.odd100.weight"] == T.F16
+    assert "F16 instead of Q8_0" in notes["blk.0.odd100.weight"]
+    with pytest.raises(ValueError, match="no fallback for Q1_0"):  # a larger block without one: an error
+        plan(path, "Q1_0")
+    assert plan(path, "Q1_0", keep=["*odd*"])[0]["blk.0.attn_q.weight"] == T.Q1_0
     # One tensor type on every weight: what the block does not divide is kept as it is, and said so.
     types, file_type, notes = plan(path, "Q4_K")
     assert file_type == 15
