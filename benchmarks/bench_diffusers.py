@@ -37,11 +37,12 @@ def forward_seconds(path: str, directory: str, config: dict, fast: bool, repeat:
     Through fastgguf if ``fast``. The second figure is the part of a forward the two paths do
     differently: each ``GGUFLinear``'s weight turned into ``compute_dtype`` as its forward does it.
     """
-    import diffusers_gguf_models as models
     import torch
     from diffusers.quantizers.gguf import utils
 
     from fastgguf.integrations import diffusers as integration
+
+    import diffusers_gguf_models as models
 
     dtype = getattr(torch, dtype_name)
     if fast and not integration.enable():
@@ -73,10 +74,11 @@ def main(argv: list[str]) -> None:
     import argparse
 
     import diffusers
-    import diffusers_gguf_models as models
     import torch
 
     from fastgguf import GGMLType
+
+    import diffusers_gguf_models as models
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--type", action="append", help=f"weight type(s) (default: {', '.join(TYPES)})")
@@ -117,10 +119,10 @@ if __name__ != "__main__":
 
 @pytest.fixture(scope="module")
 def small_file(tmp_path_factory):
-    import diffusers_gguf_models as models
-
     from fastgguf import GGMLType
     from fastgguf.integrations import diffusers as integration
+
+    import diffusers_gguf_models as models
 
     if integration.unsupported_reason() is not None:
         pytest.skip(integration.unsupported_reason())

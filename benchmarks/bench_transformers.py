@@ -180,9 +180,9 @@ if __name__ != "__main__":
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    import hf_gguf_models
-
     from fastgguf.integrations import transformers as integration
+
+    import hf_gguf_models
 
     if integration.unsupported_reason() is not None:
         pytest.skip(integration.unsupported_reason())

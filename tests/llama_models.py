@@ -2,7 +2,7 @@
 
 Shared by ``tools/gen_llama_references.py`` (which runs llama.cpp's ``llama-quantize`` on them
 and records the sha256 of each output in ``tests/data/llama_quantize_hashes.json``) and
-``tests/test_llama_quantize_hashes.py`` (which runs ``fastgguf quantize`` with the same
+``tests/requantize/test_llama_quantize_hashes.py`` (which runs ``fastgguf quantize`` with the same
 arguments and compares). Everything here is a function of fixed seeds, so both sides build the
 same bytes.
 

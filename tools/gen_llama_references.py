@@ -4,7 +4,7 @@ Builds the models, importance matrices and tensor-type file of ``tests/llama_mod
 temporary folder, runs ``llama-quantize [options] IN OUT TYPE 2`` there for every case of its
 ``CASES`` (mixes with and without an importance matrix, and each llama-quantize option), and
 writes the sha256 of each output file, or the fact that llama-quantize refused the case, to
-``tests/data/llama_quantize_hashes.json``. ``tests/test_llama_quantize_hashes.py`` runs
+``tests/data/llama_quantize_hashes.json``. ``tests/requantize/test_llama_quantize_hashes.py`` runs
 ``fastgguf quantize`` with the same arguments and compares. This script contains no llama.cpp
 code and the tests never build or run llama.cpp.
 

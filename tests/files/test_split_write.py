@@ -5,7 +5,6 @@ import os
 
 import numpy as np
 import pytest
-from split_models import CASES, MERGED_FROM, REFERENCES, build_models, sha256, split_kwargs
 
 import fastgguf
 from fastgguf import (
@@ -20,6 +19,8 @@ from fastgguf import (
     split_file,
 )
 from fastgguf.cli import main
+
+from split_models import CASES, MERGED_FROM, REFERENCES, build_models, sha256, split_kwargs
 
 V = GGUFValueType
 

@@ -25,11 +25,11 @@ diffusers = pytest.importorskip("diffusers")
 gguf = pytest.importorskip("gguf")
 pytest.importorskip("accelerate")  # diffusers loads GGUF weights only with it
 
-import diffusers_gguf_models as models  # noqa: E402 - after the skips: it needs torch and diffusers
-
 import fastgguf  # noqa: E402
 from fastgguf import GGMLType  # noqa: E402
 from fastgguf.integrations import diffusers as integration, gguf_py  # noqa: E402
+
+import diffusers_gguf_models as models  # noqa: E402 - after the skips: it needs torch and diffusers
 
 pytestmark = pytest.mark.skipif(integration.unsupported_reason() is not None,
                                 reason=str(integration.unsupported_reason()))

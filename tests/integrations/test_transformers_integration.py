@@ -29,10 +29,10 @@ transformers = pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 pytest.importorskip("accelerate")  # transformers loads GGUF weights only with it
 
-import hf_gguf_models  # noqa: E402 - after the skips: it needs torch and transformers
-
 from fastgguf import GGMLType  # noqa: E402
 from fastgguf.integrations import transformers as integration  # noqa: E402
+
+import hf_gguf_models  # noqa: E402 - after the skips: it needs torch and transformers
 
 pytestmark = pytest.mark.skipif(integration.unsupported_reason() is not None,
                                 reason=str(integration.unsupported_reason()))

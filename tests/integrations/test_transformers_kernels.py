@@ -10,9 +10,9 @@ from fastgguf import GGMLType
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 gguf_kernels = pytest.importorskip("transformers.integrations.gguf.kernels")
-from lfm2_gguf import build_lfm2  # noqa: E402
-
 from fastgguf.integrations import _transformers_kernels  # noqa: E402
+
+from lfm2_gguf import build_lfm2  # noqa: E402
 
 
 @pytest.fixture

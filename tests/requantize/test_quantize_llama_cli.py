@@ -1,9 +1,8 @@
 """`fastgguf quantize` as llama-quantize: its command line, options and recorded keys (behaviour checks;
-byte equality with llama-quantize itself is tests/test_llama_quantize_hashes.py)."""
+byte equality with llama-quantize itself is tests/requantize/test_llama_quantize_hashes.py)."""
 
 from __future__ import annotations
 
-import llama_models
 import numpy as np
 import pytest
 
@@ -12,6 +11,8 @@ import fastgguf.cli
 from fastgguf import GGMLType as T, GGUFValueType as V
 from fastgguf.cli.quantize import parse_llama_ftype
 from fastgguf.requantize import parse_override_kv, parse_tensor_types, plan_requantize
+
+import llama_models
 
 
 @pytest.fixture(scope="module")

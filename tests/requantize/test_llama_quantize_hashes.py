@@ -13,13 +13,15 @@ import json
 import os
 from pathlib import Path
 
-import llama_models
 import numpy as np
 import pytest
 
 import fastgguf.cli
 
-DATA = Path(__file__).parent / "data"
+import llama_models
+from conftest import TESTS
+
+DATA = TESTS / "data"
 HASHES = DATA / "llama_quantize_hashes.json"
 REFERENCE = json.loads((DATA / "llama_cpp_reference.json").read_text())
 RECORDS = json.loads(HASHES.read_text())["cases"] if HASHES.exists() else {}
