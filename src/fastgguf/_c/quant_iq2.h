@@ -67,7 +67,7 @@
 
 #include <stdlib.h>
 
-#include "quant_iq_common.h"
+#include "quant_common.h"
 #include "quant_kquant.h" /* fgg_q_fit_pos: the positive-levels fit (ggml's make_qp_quants) */
 
 #if FGG_IQ_SIMD && defined(__AVX512F__)

@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "quant_iq_common.h"
+#include "quant_common.h"
 
 #if FGG_IQ_SIMD && defined(__SSE2__)
 #include <immintrin.h>

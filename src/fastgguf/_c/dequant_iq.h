@@ -1,4 +1,4 @@
-/* C helpers of the IQ / ternary / FP4 / Q1_0 / Q2_0 kernels (_kernels_iq.pxi declares them). */
+/* C helpers of the IQ / ternary / FP4 / Q1_0 / Q2_0 kernels (kernels_iq.pxi declares them). */
 #ifndef FGG_KERNELS_IQ_H
 #define FGG_KERNELS_IQ_H
 #include <stdint.h>

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
-#include "_cpu.h"
+#include "cpu.h"
 
 #if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
 #include <immintrin.h>

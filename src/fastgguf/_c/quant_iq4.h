@@ -26,7 +26,7 @@
 #ifndef FGG_QUANT_IQ4_H
 #define FGG_QUANT_IQ4_H
 
-#include "quant_iq_common.h"
+#include "quant_common.h"
 
 /* The 16 values a 4-bit non-linear code stands for (float copies of ggml's kvalues_iq4nl). */
 static const float fgg_iq4_values[16] = {

@@ -1,4 +1,4 @@
-/* Shared inline helpers of the dequantization kernels; declared (and documented) in _kernel_helpers.pxd. */
+/* Shared inline helpers of the dequantization kernels; declared (and documented) in dequant_common.pxd. */
 #ifndef FGG_KERNEL_HELPERS_H
 #define FGG_KERNEL_HELPERS_H
 #include <stdint.h>

@@ -1,9 +1,9 @@
 # Legacy 32-element block quants -> float32: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1.
-# Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
+# Included from kernels.pxi (which provides dequant_fn and the dequant_common).
 #
 # Each kernel decodes the block's scale(s) once, unpacks 16 quants at a time in an fgg_v16 (an
 # SSE2 register on x86, two uint64 words elsewhere), then converts them with the SIMD steps of
-# _kernel_helpers.pxd. Float operations follow gguf-py's order and precision
+# dequant_common.pxd. Float operations follow gguf-py's order and precision
 # exactly (float32 throughout, no FMA): that is what makes the results the same bits.
 #
 # Block layouts (bytes):

@@ -1,8 +1,8 @@
 # Dequantization kernels for the importance-matrix (IQ1_S ... IQ4_XS), ternary
 # (TQ1_0, TQ2_0), FP4 (MXFP4, NVFP4) and 1-/2-bit (Q1_0, Q2_0) block types.
 #
-# Included by _kernels.pxi, which defines ``dequant_fn`` and cimports the shared
-# helpers (fgg_load_u16le, fgg_half_to_float, ...) from _kernel_helpers.pxd. Every kernel converts
+# Included by kernels.pxi, which defines ``dequant_fn`` and cimports the shared
+# helpers (fgg_load_u16le, fgg_half_to_float, ...) from dequant_common.pxd. Every kernel converts
 # ``n_blocks`` whole consecutive blocks at ``src`` to float32 at ``dst``; the
 # caller has checked the byte counts. Each kernel repeats gguf-py's float32
 # operations in the same order, so the results are the same bits.
@@ -17,25 +17,25 @@
 from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 
-include "_iq_tables.pxi"
+include "iq_tables.pxi"
 
-cdef extern from "_kernels_iq.h":
+cdef extern from "dequant_iq.h":
     # IQ1_S / IQ1_M grid offset, indexed by its sign bit: a load, where a select would branch.
     const float IQ1_DELTAS "fgg_iq1_deltas" [2]
 
 
-# The grids are also stored as float32 (fgg_<grid>_f32 in _iq_tables.h): a group then decodes
+# The grids are also stored as float32 (fgg_<grid>_f32 in iq_tables.h): a group then decodes
 # with plain vector loads, no byte-to-float conversion (which the compiler leaves scalar).
 
 
-cdef extern from "_kernels_iq.h":
+cdef extern from "dequant_iq.h":
     void iq_grid8 "fgg_grid8" (float *dst, float scale, const float *grid, const float *signs) noexcept nogil
     void iq_grid4x2 "fgg_grid4x2" (float *dst, float scale, const float *grid_a, const float *grid_b,
                                         const float *signs) noexcept nogil
     void iq1_grid8 "fgg_iq1_grid8" (float *dst, float scale, const float *grid, float delta) noexcept nogil
 
 
-cdef extern from "_kernels_iq.h":
+cdef extern from "dequant_iq.h":
     void iq_lut4_decode32 "fgg_lut4_decode32" (float *dst, const uint8_t *codes, const int8_t *lut,
                                                      float scale) noexcept nogil
     void iq_lut4_decode16 "fgg_lut4_decode16" (float *dst, const uint8_t *codes, const int8_t *lut,
@@ -240,7 +240,7 @@ cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 
 # --- ternary ----------------------------------------------------------------
 
-cdef extern from "_kernels_iq.h":
+cdef extern from "dequant_iq.h":
     void tq1_digits16 "fgg_tq1_digits16" (float *dst, const uint8_t *src, Py_ssize_t stride,
                                                int n_digits, float d) noexcept nogil
 
@@ -308,7 +308,7 @@ cdef void dequant_nvfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 
 # --- 1- and 2-bit linear ----------------------------------------------------
 
-cdef extern from "_kernels_iq.h":
+cdef extern from "dequant_iq.h":
     void q1_block "fgg_q1_block" (float *dst, const uint8_t *src, uint32_t d_bits) noexcept nogil
     void q2_block "fgg_q2_block" (float *dst, const uint8_t *src, float d) noexcept nogil
 

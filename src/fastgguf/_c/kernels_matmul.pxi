@@ -1,6 +1,6 @@
 # fastgguf.matmul's drivers: out[m, n] = sum_k x[m, k] * W[n, k] straight from W's blocks.
-# Included at the end of _kernels.pxi, so every kernel build has them, compiled with its ISA
-# flags; the dot products themselves are in matmul_dot.h.
+# Included at the end of kernels.pxi, so every kernel build has them, compiled with its ISA
+# flags; the dot products themselves are in dot.h.
 #
 # Float path (matmul_rows): each weight row is dequantized _MM_CHUNK elements at a time into a
 # scratch buffer that stays in L1 (never written to memory), and that chunk is multiplied with
@@ -9,7 +9,7 @@
 
 from libc.stdlib cimport getenv
 
-cdef extern from "matmul_dot.h" nogil:
+cdef extern from "dot.h" nogil:
     enum: FGG_MM_LANES
     ctypedef struct fgg_mm_q8:
         float d
@@ -53,7 +53,7 @@ cdef bint _vnni_on = False
 
 
 cdef void dot_rows(fgg_kernel_row *rows) noexcept:
-    """The table's ``dot`` column: the integer kernels of matmul_dot.h (x as fgg_mm_q8 blocks).
+    """The table's ``dot`` column: the integer kernels of dot.h (x as fgg_mm_q8 blocks).
 
     The AVX-512 VNNI ones where this build has them and the CPU can run them, unless the
     environment variable ``FASTGGUF_NO_VNNI`` is set (non-empty, not ``0``); else maddubs (AVX2,

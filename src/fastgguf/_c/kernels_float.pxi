@@ -1,5 +1,5 @@
 # Plain element types -> float32: F32, F16, BF16, F64, I8, I16, I32, I64 (block size 1).
-# Included from _kernels.pxi (which provides the table types and the _kernel_helpers). The
+# Included from kernels.pxi (which provides the table types and the dequant_common). The
 # "quantize" column of F32/F16/BF16 (round to nearest even, as ggml) is C in quant_float.h.
 #
 # The loops are single flat passes over raw pointers so the compiler vectorizes them; loads go
@@ -86,7 +86,7 @@ cdef void dequant_i64(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nog
 
 
 # Big-endian data: each element's bytes are reversed into little-endian order, then the
-# ordinary kernel above runs on the result (see _run in _kernels.pxi).
+# ordinary kernel above runs on the result (see _run in kernels.pxi).
 
 cdef void swap_bytes_1(const uint8_t *src, uint8_t *dst, Py_ssize_t n, int type_id) noexcept nogil:
     memcpy(dst, src, <size_t>n)

@@ -6,7 +6,7 @@
  *        IQ3_S's 512). Call once, before any quantizer runs and before any thread can (the
  *        kernel modules do it at import); later calls do nothing. Returns 0, or -1 when a grid
  *        is not what the tables are derived for (the quantizers must then not be used).
- *   int  fgg_iq3_init_tables(void)   the same with the grids of _iq_tables.h
+ *   int  fgg_iq3_init_tables(void)   the same with the grids of iq_tables.h
  *   void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
  *                             const float *imatrix)   n_per_row % 256 == 0, 98-byte blocks
  *   void fgg_quantize_iq3_s(...)                      n_per_row % 256 == 0, 110-byte blocks
@@ -49,8 +49,8 @@
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
 
-#include "_iq_tables.h"
-#include "quant_iq_common.h"
+#include "iq_tables.h"
+#include "quant_common.h"
 
 /* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
  * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */

@@ -1,6 +1,6 @@
 /* The "quantize" column of the plain float types: float32 -> F32 / F16 / BF16 rows.
  *
- * Same signature as every fgg_quantize_<type> (see _kernels.pxi): n_rows rows of n_per_row floats
+ * Same signature as every fgg_quantize_<type> (see kernels.pxi): n_rows rows of n_per_row floats
  * at src to n_rows rows of the type at dst, little-endian; imatrix is ignored (a conversion has
  * nothing to weigh). Results are ggml's bits:
  *   F16:  IEEE round to nearest, ties to even; overflow to +-inf; every NaN becomes the quiet NaN

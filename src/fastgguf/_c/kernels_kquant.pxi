@@ -1,8 +1,8 @@
 # K-quants (256-element super-blocks) -> float32: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
-# Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
+# Included from kernels.pxi (which provides dequant_fn and the dequant_common).
 #
 # Each kernel unpacks 16 quants at a time in an fgg_v16 (an SSE2 register on x86, two uint64
-# words elsewhere) and converts them with the SIMD steps of _kernel_helpers.pxd, using gguf-py's float32 order: sub-scale = d * float(scale),
+# words elsewhere) and converts them with the SIMD steps of dequant_common.pxd, using gguf-py's float32 order: sub-scale = d * float(scale),
 # sub-min = dmin * float(min), value = sub-scale * q - sub-min (or sub-scale * q).
 #
 # Element order inside a super-block, with l the position inside a 32-run:
