@@ -10,16 +10,17 @@
 #    src/fastgguf/_byteswap.py: its multi-byte fields in BLOCK_FIELDS. Then run
 #    ``python tools/gen_type_table.py`` (writes type_table.h/.pxd: FGG_TYPE_<NAME>, layouts,
 #    byte-swap fields; tests/test_dequant_kernel_table.py fails until it is rerun).
-# 2. One kernel file, the family's _kernels_<family>.pxi (float, legacy, kquant, iq): write
+# 2. One kernel file, the family's kernels_<family>.pxi (float, legacy, kquant, iq): write
 #    ``cdef void dequant_<name>(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil``
 #    and add its row to the family's ``<family>_rows()``:
 #        rows[FGG_TYPE_<NAME>] = fgg_kernel_row(dequantize=dequant_<name>, byteswap=swap_block_fields,
 #                                               quantize=NULL, dot=NULL)
 #    (swap_block_fields reverses the BLOCK_FIELDS of step 1; plain element types use swap_bytes_<n>).
-#    Hand-written C goes in a .h file next to it (prefix fgg_), declared with ``cdef extern from``.
+#    Hand-written C goes in a .h file next to it (prefix fgg_, including base.h), declared in the
+#    .pxd of the same name.
 # 3. One test parameter list: add the type to ENGINE_TYPES / the reference in tests/dequant_refs.py
 #    (and, for a quantizer, to QUANTIZE_TYPES in tests/test_quantize.py with its vectors).
-# A new family (rarely): a new _kernels_<family>.pxi with its ``<family>_rows()``, included below
+# A new family (rarely): a new kernels_<family>.pxi with its ``<family>_rows()``, included below
 # and called in _fill_table().
 #
 # Adding a quantizer (the "quantize" column) to an existing type
@@ -28,7 +29,7 @@
 # int64_t n_per_row, const float *imatrix)`` in src/fastgguf/_c/quant_<family>.h (ggml's quantize_<type>
 # contract: n_rows rows of n_per_row floats -> n_rows rows of blocks; imatrix NULL or n_per_row
 # floats >= 0; finite input, n_per_row a multiple of the block size, all checked before the call;
-# thread-safe: const or generated tables only). Declare it in the family's .pxi:
+# thread-safe: const or generated tables only). Declare it in quant_<family>.pxd:
 #     cdef extern from "quant_<family>.h":
 #         void fgg_quantize_<name>(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
 #                                  const float *imatrix) noexcept nogil
@@ -42,7 +43,7 @@
 # Write ``static inline void fgg_mm_rows_<name>(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
 # ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/_c/dot.h (one weight row
 # against m rows of Q8-quantized x; the same operations on every build, see the comment there),
-# declare it in kernels_matmul.pxi and set it in dot_rows(); add the type to INT_TYPES in
+# declare it in dot.pxd and set it in dot_rows(); add the type to INT_TYPES in
 # tests/test_matmul.py.
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
@@ -53,6 +54,8 @@ from libc.math cimport isfinite
 from fastgguf._c.dequant_common cimport *
 from fastgguf._c.type_table cimport *
 from fastgguf._c.sigbus cimport fgg_guard, fgg_guard_enter, fgg_guard_leave, fgg_sigbus_install
+from fastgguf._c.cpu cimport *
+from fastgguf._c.prefault cimport *
 
 from fastgguf.errors import GGUFError
 
@@ -401,10 +404,6 @@ def quantize_into(const float[:, ::1] src not None, uint8_t[:, ::1] dst not None
     return bad
 
 
-cdef extern from "prefault.h":
-    int fgg_prefault(const void *p, size_t n) nogil
-
-
 def prefault(const uint8_t[::1] data not None):
     """Map every page of ``data`` (a file map, usually) in one call before it is read, GIL released.
 
@@ -417,11 +416,6 @@ def prefault(const uint8_t[::1] data not None):
     with nogil:
         done = fgg_prefault(&data[0], <size_t>data.shape[0])
     return done
-
-
-cdef extern from "cpu.h":
-    int fgg_cpu_has_avx2() nogil
-    int fgg_cpu_has_avx512() nogil
 
 
 def cpu_supports(str variant):

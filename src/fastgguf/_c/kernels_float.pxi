@@ -8,10 +8,7 @@
 from libc.string cimport memcpy
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t
 
-cdef extern from "quant_float.h":
-    void fgg_quantize_f32(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix) noexcept nogil
-    void fgg_quantize_f16(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix) noexcept nogil
-    void fgg_quantize_bf16(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix) noexcept nogil
+from fastgguf._c.quant_float cimport *
 
 
 cdef void dequant_f32(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:

@@ -17,6 +17,7 @@
 
 from libc.string cimport memcpy
 from libc.stdint cimport int8_t, uint64_t
+from fastgguf._c.quant_legacy cimport *
 
 
 cdef inline fgg_v16 _high_bits(const uint8_t *mask) noexcept nogil:
@@ -104,27 +105,6 @@ cdef void dequant_q8_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         src += 36
         dst += 32
 
-
-
-# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
-cdef extern from "quant_legacy.h":
-    void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    int64_t fgg_quantize_checked_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
 
 cdef void legacy_rows(fgg_kernel_row *rows) noexcept nogil:
     """This family's rows of the kernel table."""
