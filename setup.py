@@ -77,8 +77,8 @@ def extension(name, extra_flags=()):
     return Extension(
         f"fastgguf.{name}",
         [f"src/fastgguf/{name}.pyx"],
-        depends=sorted(glob.glob("src/fastgguf/*.h")),  # the hand-written and generated C they include
-        include_dirs=[np.get_include(), "src/fastgguf"],
+        depends=sorted(glob.glob("src/fastgguf/_c/*.*")),  # the C layer they include and cimport
+        include_dirs=[np.get_include(), "src/fastgguf/_c"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
         extra_compile_args=BASE_FLAGS + list(extra_flags),
         extra_link_args=LINK_FLAGS,
@@ -92,7 +92,7 @@ setup(
     ext_modules=cythonize(
         extensions,
         compiler_directives=DIRECTIVES,
-        include_path=["src/fastgguf"],
+        include_path=["src"],  # cimport fastgguf._c.<header>
         annotate=False,
     ),
 )

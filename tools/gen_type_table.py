@@ -1,10 +1,10 @@
-"""Write the C/Cython view of the type table: ``src/fastgguf/_type_table.h`` and ``_type_table.pxd``.
+"""Write the C/Cython view of the type table: ``src/fastgguf/_c/type_table.h`` and ``type_table.pxd``.
 
 ``fastgguf.types`` is the one place a tensor type is named and laid out, and
 ``fastgguf._byteswap.BLOCK_FIELDS`` says which bytes of a block are multi-byte numbers. The
 kernels need both at compile time (ids as constants, layouts as ``static const`` data, so that a
 kernel module's import runs no table-setup code): this script writes them out. The kernel table
-(``_kernels.pxi``) is indexed by these ids; ``tests/dequant/test_dequant_kernel_table.py`` runs ``--check``.
+(``_c/kernels.pxi``) is indexed by these ids; ``tests/dequant/test_dequant_kernel_table.py`` runs ``--check``.
 
 Usage::
 
@@ -19,8 +19,8 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-HEADER = ROOT / "src" / "fastgguf" / "_type_table.h"
-PXD = ROOT / "src" / "fastgguf" / "_type_table.pxd"
+HEADER = ROOT / "src" / "fastgguf" / "_c" / "type_table.h"
+PXD = ROOT / "src" / "fastgguf" / "_c" / "type_table.pxd"
 
 #: Kernel tables have this many rows: every id below it (ggml's ids are small and dense).
 TYPE_LIMIT = 64
@@ -97,10 +97,10 @@ def render() -> tuple[str, str]:
     h.append("")
     h.append("#endif")
 
-    p = [f"# {NOTICE}", "# Declarations of _type_table.h: type ids, block layouts, byte-swapped fields.", ""]
+    p = [f"# {NOTICE}", "# Declarations of type_table.h: type ids, block layouts, byte-swapped fields.", ""]
     p.append("from libc.stdint cimport int16_t, int32_t")
     p.append("")
-    p.append('cdef extern from "_type_table.h":')
+    p.append('cdef extern from "type_table.h":')
     p.append("    enum:")
     for qtype, _ in traits:
         p.append(f"        FGG_TYPE_{qtype.name}")

@@ -4,7 +4,7 @@ big-endian file.
 ggml writes a block as its C struct in the host's byte order: fp16/f32 scales, uint16/int16/uint32
 fields, and the uint32 words its reference quantizers store into byte arrays (Q5's high bits,
 IQ2_XXS's grid/sign words, IQ3_XXS's scale-and-sign words) come out reversed on a big-endian host;
-plain byte arrays do not. The kernels (through ``_type_table.h``, written by
+plain byte arrays do not. The kernels (through ``type_table.h``, written by
 ``tools/gen_type_table.py``) and :func:`byteswap_blocks` (used by ``GGUFWriter``) both read
 :data:`BLOCK_FIELDS`.
 """

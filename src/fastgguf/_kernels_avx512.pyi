@@ -1,3 +1,3 @@
-"""The "avx512" kernel build: the same functions as every _kernels_* module (one source, _kernels.pxi)."""
+"""The "avx512" kernel build: the same functions as every _kernels_* module (one source, _c/kernels.pxi)."""
 
 from ._kernels_portable import *  # noqa: F403

@@ -1,4 +1,4 @@
-"""Dequantization kernels, "portable" build (same source as every _kernels_* module: _kernels.pxi).
+"""Dequantization kernels, "portable" build (same source as every _kernels_* module: _c/kernels.pxi).
 
 Private: use :func:`fastgguf.dequantize`. Import a non-portable build only on a CPU for which
 ``_kernels_portable.cpu_supports(name)`` is true.
@@ -88,7 +88,7 @@ def quantize_into(
     NaN or an infinity (the rows before it are written, it and those after it are not).
     """
 
-# fastgguf.matmul's drivers (_kernels_matmul.pxi).
+# fastgguf.matmul's drivers (_c/kernels_matmul.pxi).
 
 def int_dot_isa() -> str:
     """The instructions of this build's integer dot products: ``"vnni"``, ``"maddubs"`` or ``"c"``."""

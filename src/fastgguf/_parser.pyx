@@ -18,7 +18,7 @@ from cpython.unicode cimport Py_UCS1, Py_UCS2, PyUnicode_1BYTE_DATA, PyUnicode_2
 from libc.string cimport memcpy
 from libc.stdint cimport INT64_MAX, int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-from fastgguf._cursor cimport (
+from fastgguf._c.cursor cimport (
     Cursor, cursor_left, cursor_offset, skip, take_f32, take_f64, take_len, take_u8, take_u16, take_u32,
     take_u64,
 )

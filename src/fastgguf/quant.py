@@ -1,6 +1,6 @@
 """Quantize float arrays into GGUF tensor data (ggml's block formats, ggml's bits).
 
-The work is done by the "quantize" column of the kernel table (``_kernels.pxi``), with the GIL
+The work is done by the "quantize" column of the kernel table (``_c/kernels.pxi``), with the GIL
 released and rows split across threads; every type gives the same bytes for any thread count and
 on every CPU path. Types whose quantizer has not landed yet raise :class:`NotImplementedError`;
 :func:`supported_types` lists the others.

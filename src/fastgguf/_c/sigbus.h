@@ -1,4 +1,4 @@
-/* SIGBUS guard for reads of memory-mapped files; declared (and documented) in _sigbus.pxd. */
+/* SIGBUS guard for reads of memory-mapped files; declared (and documented) in sigbus.pxd. */
 #ifndef FGG_SIGBUS_H
 #define FGG_SIGBUS_H
 #if defined(__unix__) || defined(__APPLE__)

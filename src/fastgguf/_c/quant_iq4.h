@@ -26,7 +26,7 @@
 #ifndef FGG_QUANT_IQ4_H
 #define FGG_QUANT_IQ4_H
 
-#include "quant_iq_common.h"
+#include "quant_common.h"
 
 /* The 16 values a 4-bit non-linear code stands for (float copies of ggml's kvalues_iq4nl). */
 static const float fgg_iq4_values[16] = {
@@ -62,7 +62,7 @@ FGG_IQ_INLINE fgg_iq_vi fgg_iq4_index_v(fgg_iq_vf x, fgg_iq_vf *q) {
     for (int t = 1; t < 15; ++t) {
         fgg_iq_vi up = ~(x < fgg_iq_splat(v[t]));
         count -= up;
-#if defined(__AVX__) /* one blend instruction each */
+#if FGG_HAVE_AVX /* one blend instruction each */
         lo = fgg_iq_select(up, fgg_iq_splat(v[t]), lo);
         hi = fgg_iq_select(up, fgg_iq_splat(v[t + 1]), hi);
 #else
@@ -181,7 +181,7 @@ static void fgg_quantize_iq4_nl(const float *src, uint8_t *dst, int64_t n_rows, 
         for (int64_t b = 0; b < nb; ++b, x += 32, y += 18) {
             fgg_iq4_weights(x, imatrix ? imatrix + 32 * b : NULL, 32, w);
             float d = fgg_iq4_scale(x, w);
-            fgg_iq_store_u16le(y, fgg_iq_fp16(d));
+            fgg_store_u16le(y, fgg_float_to_half(d));
             fgg_iq4_pack(x, d ? 1 / d : 0.f, y + 2);
         }
     }
@@ -217,8 +217,8 @@ static void fgg_quantize_iq4_xs(const float *src, uint8_t *dst, int64_t n_rows, 
                 scales_l[ib / 2] |= (uint8_t)((l & 0xf) << 4 * (ib % 2));
                 scales_h |= (uint16_t)((l >> 4) << 2 * ib);
             }
-            fgg_iq_store_u16le(y, fgg_iq_fp16(d));
-            fgg_iq_store_u16le(y + 2, scales_h);
+            fgg_store_u16le(y, fgg_float_to_half(d));
+            fgg_store_u16le(y + 2, scales_h);
             memcpy(y + 4, scales_l, 4);
         }
     }

@@ -1,8 +1,8 @@
 # K-quants (256-element super-blocks) -> float32: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K.
-# Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
+# Included from kernels.pxi (which provides dequant_fn and the dequant_common).
 #
 # Each kernel unpacks 16 quants at a time in an fgg_v16 (an SSE2 register on x86, two uint64
-# words elsewhere) and converts them with the SIMD steps of _kernel_helpers.pxd, using gguf-py's float32 order: sub-scale = d * float(scale),
+# words elsewhere) and converts them with the SIMD steps of dequant_common.pxd, using gguf-py's float32 order: sub-scale = d * float(scale),
 # sub-min = dmin * float(min), value = sub-scale * q - sub-min (or sub-scale * q).
 #
 # Element order inside a super-block, with l the position inside a 32-run:
@@ -23,6 +23,7 @@
 
 from libc.string cimport memcpy
 from libc.stdint cimport int8_t, uint64_t
+from fastgguf._c.quant_kquant cimport *
 
 
 cdef void dequant_q2_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
@@ -203,22 +204,6 @@ cdef void dequant_q8_k(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         src += 292
         dst += 256
 
-
-
-# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
-cdef extern from "quant_kquant.h":
-    void fgg_quantize_q2_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q4_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q5_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q6_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q8_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
 
 cdef void kquant_rows(fgg_kernel_row *rows) noexcept nogil:
     """This family's rows of the kernel table."""

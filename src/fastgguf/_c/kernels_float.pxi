@@ -1,5 +1,5 @@
 # Plain element types -> float32: F32, F16, BF16, F64, I8, I16, I32, I64 (block size 1).
-# Included from _kernels.pxi (which provides the table types and the _kernel_helpers). The
+# Included from kernels.pxi (which provides the table types and the dequant_common). The
 # "quantize" column of F32/F16/BF16 (round to nearest even, as ggml) is C in quant_float.h.
 #
 # The loops are single flat passes over raw pointers so the compiler vectorizes them; loads go
@@ -8,10 +8,7 @@
 from libc.string cimport memcpy
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t
 
-cdef extern from "quant_float.h":
-    void fgg_quantize_f32(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix) noexcept nogil
-    void fgg_quantize_f16(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix) noexcept nogil
-    void fgg_quantize_bf16(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row, const float *imatrix) noexcept nogil
+from fastgguf._c.quant_float cimport *
 
 
 cdef void dequant_f32(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nogil:
@@ -86,7 +83,7 @@ cdef void dequant_i64(const uint8_t *src, float *dst, Py_ssize_t n) noexcept nog
 
 
 # Big-endian data: each element's bytes are reversed into little-endian order, then the
-# ordinary kernel above runs on the result (see _run in _kernels.pxi).
+# ordinary kernel above runs on the result (see _run in kernels.pxi).
 
 cdef void swap_bytes_1(const uint8_t *src, uint8_t *dst, Py_ssize_t n, int type_id) noexcept nogil:
     memcpy(dst, src, <size_t>n)

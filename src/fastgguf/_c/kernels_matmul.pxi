@@ -1,6 +1,6 @@
 # fastgguf.matmul's drivers: out[m, n] = sum_k x[m, k] * W[n, k] straight from W's blocks.
-# Included at the end of _kernels.pxi, so every kernel build has them, compiled with its ISA
-# flags; the dot products themselves are in matmul_dot.h.
+# Included at the end of kernels.pxi, so every kernel build has them, compiled with its ISA
+# flags; the dot products themselves are in dot.h.
 #
 # Float path (matmul_rows): each weight row is dequantized _MM_CHUNK elements at a time into a
 # scratch buffer that stays in L1 (never written to memory), and that chunk is multiplied with
@@ -9,23 +9,7 @@
 
 from libc.stdlib cimport getenv
 
-cdef extern from "matmul_dot.h" nogil:
-    enum: FGG_MM_LANES
-    ctypedef struct fgg_mm_q8:
-        float d
-    void fgg_mm_dot_acc(const float *w, const float *x, Py_ssize_t n, float *acc)
-    float fgg_mm_lanes_sum(const float *acc)
-    void fgg_mm_quantize_x8(const float *x, Py_ssize_t n, fgg_mm_q8 *out)
-    void fgg_mm_rows_q8_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q4_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q4_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q6_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q8_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q4_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q4_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q6_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    int fgg_mm_vnni_usable()
-    enum: FGG_MM_INT_SIMD_BUILD
+from fastgguf._c.dot cimport *
 
 
 cdef enum:
@@ -53,7 +37,7 @@ cdef bint _vnni_on = False
 
 
 cdef void dot_rows(fgg_kernel_row *rows) noexcept:
-    """The table's ``dot`` column: the integer kernels of matmul_dot.h (x as fgg_mm_q8 blocks).
+    """The table's ``dot`` column: the integer kernels of dot.h (x as fgg_mm_q8 blocks).
 
     The AVX-512 VNNI ones where this build has them and the CPU can run them, unless the
     environment variable ``FASTGGUF_NO_VNNI`` is set (non-empty, not ``0``); else maddubs (AVX2,

@@ -1,4 +1,4 @@
-/* Pre-faulting a range of mapped input before the kernels read it (declared in _kernels.pxi).
+/* Pre-faulting a range of mapped input before the kernels read it (declared in kernels.pxi).
  *
  * Reading a freshly mapped file page by page costs one minor fault per 4 KiB page (tens of
  * thousands for a model): the kernel's fault handling, not the dequantization, then dominates.

@@ -1,9 +1,9 @@
 # Legacy 32-element block quants -> float32: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1.
-# Included from _kernels.pxi (which provides dequant_fn and the _kernel_helpers).
+# Included from kernels.pxi (which provides dequant_fn and the dequant_common).
 #
 # Each kernel decodes the block's scale(s) once, unpacks 16 quants at a time in an fgg_v16 (an
 # SSE2 register on x86, two uint64 words elsewhere), then converts them with the SIMD steps of
-# _kernel_helpers.pxd. Float operations follow gguf-py's order and precision
+# dequant_common.pxd. Float operations follow gguf-py's order and precision
 # exactly (float32 throughout, no FMA): that is what makes the results the same bits.
 #
 # Block layouts (bytes):
@@ -17,6 +17,7 @@
 
 from libc.string cimport memcpy
 from libc.stdint cimport int8_t, uint64_t
+from fastgguf._c.quant_legacy cimport *
 
 
 cdef inline fgg_v16 _high_bits(const uint8_t *mask) noexcept nogil:
@@ -104,27 +105,6 @@ cdef void dequant_q8_1(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         src += 36
         dst += 32
 
-
-
-# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
-cdef extern from "quant_legacy.h":
-    void fgg_quantize_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q8_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    int64_t fgg_quantize_checked_q4_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q4_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q5_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q5_1(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_q8_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
 
 cdef void legacy_rows(fgg_kernel_row *rows) noexcept nogil:
     """This family's rows of the kernel table."""

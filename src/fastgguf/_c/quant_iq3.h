@@ -6,7 +6,7 @@
  *        IQ3_S's 512). Call once, before any quantizer runs and before any thread can (the
  *        kernel modules do it at import); later calls do nothing. Returns 0, or -1 when a grid
  *        is not what the tables are derived for (the quantizers must then not be used).
- *   int  fgg_iq3_init_tables(void)   the same with the grids of _iq_tables.h
+ *   int  fgg_iq3_init_tables(void)   the same with the grids of iq_tables.h
  *   void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
  *                             const float *imatrix)   n_per_row % 256 == 0, 98-byte blocks
  *   void fgg_quantize_iq3_s(...)                      n_per_row % 256 == 0, 110-byte blocks
@@ -49,8 +49,8 @@
 #ifndef FGG_QUANT_IQ3_H
 #define FGG_QUANT_IQ3_H
 
-#include "_iq_tables.h"
-#include "quant_iq_common.h"
+#include "iq_tables.h"
+#include "quant_common.h"
 
 /* Neighbour list storage: one count plus the entries, for each point off the grid. The sizes are
  * what the two grids give; fgg_iq3_init fails if its lists would not fill them exactly. */
@@ -147,7 +147,7 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
     return used == capacity ? 0 : -1;
 }
 
-#if FGG_IQ_SIMD && (defined(__AVX512F__) || defined(__AVX2__))
+#if FGG_IQ_SIMD && (FGG_HAVE_AVX512 || FGG_HAVE_AVX2)
 /* AVX2 / AVX-512: IQ3_S's neighbour searches with one list entry per lane. A coordinate's term
  * sw*(scale*(2l+1) - x)^2 depends only on its level l, so for each scale the 8 terms of each
  * coordinate are computed once (the same float operations as per entry) and each entry's
@@ -155,7 +155,7 @@ static int fgg_iq3_build(fgg_iq3_table *t, const uint8_t (*grid)[4], int n, int 
  * stored again for this, FGG_IQ3_TW entries per chunk, each coordinate's permute index as bytes
  * (AVX-512: coordinates 1 and 3 read the upper half of a two-coordinate table, index l + 8). */
 #define FGG_IQ3_S_TERMS 1
-#if defined(__AVX512F__)
+#if FGG_HAVE_AVX512
 #define FGG_IQ3_TW 16
 #define FGG_IQ3_S_CHUNKS 4096
 #else
@@ -311,14 +311,14 @@ static inline int fgg_iq3_neighbour(const fgg_iq3_table *t, const uint16_t *list
 
 #if FGG_IQ_SIMD
 /* 16 float / int lanes with AVX-512, 8 with AVX, 4 otherwise (the candidate search below) */
-#if defined(__AVX512F__)
+#if FGG_HAVE_AVX512
 #define FGG_IQ3_CL 16
 typedef float fgg_iq3_vf __attribute__((vector_size(64)));
 typedef int32_t fgg_iq3_vi __attribute__((vector_size(64)));
 FGG_IQ_INLINE fgg_iq3_vf fgg_iq3_splat(float x) {
     return (fgg_iq3_vf){x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
 }
-#elif defined(__AVX__)
+#elif FGG_HAVE_AVX
 #define FGG_IQ3_CL 8
 typedef float fgg_iq3_vf __attribute__((vector_size(32)));
 typedef int32_t fgg_iq3_vi __attribute__((vector_size(32)));
@@ -500,9 +500,9 @@ static float fgg_iq3_block(const fgg_iq3_table *t, int is_s, const float *xb, co
                 l = (l & ~big) | (big & 7);
                 u |= l << (3 * i);
                 fgg_iq3_vi q = 2 * l + 1;
-#if defined(__AVX512F__)
+#if FGG_HAVE_AVX512
                 fgg_iq3_vf qf = (fgg_iq3_vf)_mm512_cvtepi32_ps((__m512i)q);
-#elif defined(__AVX__)
+#elif FGG_HAVE_AVX
                 fgg_iq3_vf qf = (fgg_iq3_vf)_mm256_cvtepi32_ps((__m256i)q);
 #else
                 fgg_iq3_vf qf;
@@ -657,12 +657,12 @@ static void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows,
                 continue;
             }
             float d = max_scale / 31;
-            fgg_iq_store_u16le(y, fgg_iq_fp16(d * 1.0125f));
+            fgg_store_u16le(y, fgg_float_to_half(d * 1.0125f));
             float id = 1 / d;
             for (int ib = 0; ib < 8; ++ib) {
                 int l = fgg_iq_nearest_int(0.5f * (id * scales[ib] - 1));
                 l = l < 0 ? 0 : l > 15 ? 15 : l;
-                fgg_iq_store_u32le(y + 66 + 4 * ib, packed[ib] | (uint32_t)l << 28);
+                fgg_store_u32le(y + 66 + 4 * ib, packed[ib] | (uint32_t)l << 28);
             }
         }
     }
@@ -699,7 +699,7 @@ static void fgg_quantize_iq3_s(const float *src, uint8_t *dst, int64_t n_rows, i
             }
             if (!max_scale) continue;
             float d = max_scale / 31;
-            fgg_iq_store_u16le(y, fgg_iq_fp16(d * 1.033f));
+            fgg_store_u16le(y, fgg_float_to_half(d * 1.033f));
             float id = 1 / d;
             for (int ib = 0; ib < 8; ib += 2) {
                 int l1 = fgg_iq_nearest_int(0.5f * (id * scales[ib] - 1));

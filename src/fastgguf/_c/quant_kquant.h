@@ -11,7 +11,7 @@
 #ifndef FGG_QUANT_KQUANT_H
 #define FGG_QUANT_KQUANT_H
 
-#include "quant_legacy.h"
+#include "quant_common.h"
 
 /* Fit of non-negative values x (scales or mins) on levels 0..nmax with weights w: best of nine
  * trial inverse scales by weighted squared error, then up to five passes that move single levels
@@ -143,91 +143,91 @@ static inline float fgg_q_fit_q3(int n, int nmax, const float *x, int8_t *L) {
  * w l l, are recomputed when needed rather than kept. Only the scales are kept: the final pass
  * requantizes every sub-block whose scale is not zero, and refits the others (rare) for their
  * levels (fgg__q3k_finish). */
-#define FGG_Q3_V (16 / FGG_Q_W)
-#define FGG_Q3_S (FGG_Q_W == 16 ? 4 : 2) /* with 8 lanes, more slots spill their sums to the stack */
+#define FGG_Q3_V (16 / FGG_IQ_W)
+#define FGG_Q3_S (FGG_IQ_W == 16 ? 4 : 2) /* with 8 lanes, more slots spill their sums to the stack */
 
-#if defined(__AVX512F__) && FGG_Q_W == 16
+#if FGG_HAVE_AVX512 && FGG_IQ_W == 16
 typedef __mmask16 fgg_q3_m;
-FGG_Q_INL fgg_q3_m fgg__q3_gt(fgg_q_vf8 a, fgg_q_vf8 b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_GT_OQ); }
-FGG_Q_INL fgg_q3_m fgg__q3_ne(fgg_q_vf8 a, fgg_q_vf8 b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NEQ_OQ); }
-FGG_Q_INL fgg_q3_m fgg__q3_nlt(fgg_q_vf8 a, fgg_q_vf8 b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NLT_UQ); }
-FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) {
-    return (fgg_q_vf8)_mm512_mask_blend_ps(m, (__m512)b, (__m512)a);
+FGG_IQ_INLINE fgg_q3_m fgg__q3_gt(fgg_iq_vf a, fgg_iq_vf b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_GT_OQ); }
+FGG_IQ_INLINE fgg_q3_m fgg__q3_ne(fgg_iq_vf a, fgg_iq_vf b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NEQ_OQ); }
+FGG_IQ_INLINE fgg_q3_m fgg__q3_nlt(fgg_iq_vf a, fgg_iq_vf b) { return _mm512_cmp_ps_mask((__m512)a, (__m512)b, _CMP_NLT_UQ); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_sel(fgg_q3_m m, fgg_iq_vf a, fgg_iq_vf b) {
+    return (fgg_iq_vf)_mm512_mask_blend_ps(m, (__m512)b, (__m512)a);
 }
-FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm512_max_ps((__m512)a, (__m512)b); }
-FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm512_min_ps((__m512)a, (__m512)b); }
-FGG_Q_INL int fgg__q3_any(fgg_q3_m m) { return m != 0; }
-FGG_Q_INL fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return (fgg_q3_m)(a & ~b); } /* a and not b */
-FGG_Q_INL void fgg__q3_store_sel(fgg_q_vf8 *p, fgg_q3_m m, fgg_q_vf8 a) { _mm512_mask_store_ps(p, m, (__m512)a); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_max(fgg_iq_vf a, fgg_iq_vf b) { return (fgg_iq_vf)_mm512_max_ps((__m512)a, (__m512)b); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_min(fgg_iq_vf a, fgg_iq_vf b) { return (fgg_iq_vf)_mm512_min_ps((__m512)a, (__m512)b); }
+FGG_IQ_INLINE int fgg__q3_any(fgg_q3_m m) { return m != 0; }
+FGG_IQ_INLINE fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return (fgg_q3_m)(a & ~b); } /* a and not b */
+FGG_IQ_INLINE void fgg__q3_store_sel(fgg_iq_vf *p, fgg_q3_m m, fgg_iq_vf a) { _mm512_mask_store_ps(p, m, (__m512)a); }
 #define FGG_Q3_NONE ((fgg_q3_m)0)
 #else
-typedef fgg_q_vi8 fgg_q3_m;
-FGG_Q_INL fgg_q3_m fgg__q3_gt(fgg_q_vf8 a, fgg_q_vf8 b) { return a > b; }
-FGG_Q_INL fgg_q3_m fgg__q3_ne(fgg_q_vf8 a, fgg_q_vf8 b) { return a != b; } /* never NaN here */
-FGG_Q_INL fgg_q3_m fgg__q3_nlt(fgg_q_vf8 a, fgg_q_vf8 b) { return ~(a < b); }
-FGG_Q_INL fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return a & ~b; }
+typedef fgg_iq_vi fgg_q3_m;
+FGG_IQ_INLINE fgg_q3_m fgg__q3_gt(fgg_iq_vf a, fgg_iq_vf b) { return a > b; }
+FGG_IQ_INLINE fgg_q3_m fgg__q3_ne(fgg_iq_vf a, fgg_iq_vf b) { return a != b; } /* never NaN here */
+FGG_IQ_INLINE fgg_q3_m fgg__q3_nlt(fgg_iq_vf a, fgg_iq_vf b) { return ~(a < b); }
+FGG_IQ_INLINE fgg_q3_m fgg__q3_andnot(fgg_q3_m a, fgg_q3_m b) { return a & ~b; }
 #define FGG_Q3_NONE ((fgg_q3_m){0})
 #define fgg__q3_store_sel(p, m, a) (*(p) = fgg__q3_sel((m), (a), *(p))) /* *p = a in the lanes of m */
-#if defined(__AVX__) && FGG_Q_W == 8
-FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) {
-    return (fgg_q_vf8)_mm256_blendv_ps((__m256)b, (__m256)a, (__m256)m);
+#if FGG_HAVE_AVX && FGG_IQ_W == 8
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_sel(fgg_q3_m m, fgg_iq_vf a, fgg_iq_vf b) {
+    return (fgg_iq_vf)_mm256_blendv_ps((__m256)b, (__m256)a, (__m256)m);
 }
-FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm256_max_ps((__m256)a, (__m256)b); }
-FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm256_min_ps((__m256)a, (__m256)b); }
-FGG_Q_INL int fgg__q3_any(fgg_q3_m m) { return _mm256_movemask_ps((__m256)m) != 0; }
-#elif defined(__SSE2__) && FGG_Q_W == 4
-FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(m, a, b); }
-FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm_max_ps((__m128)a, (__m128)b); }
-FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return (fgg_q_vf8)_mm_min_ps((__m128)a, (__m128)b); }
-FGG_Q_INL int fgg__q3_any(fgg_q3_m m) { return _mm_movemask_ps((__m128)m) != 0; }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_max(fgg_iq_vf a, fgg_iq_vf b) { return (fgg_iq_vf)_mm256_max_ps((__m256)a, (__m256)b); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_min(fgg_iq_vf a, fgg_iq_vf b) { return (fgg_iq_vf)_mm256_min_ps((__m256)a, (__m256)b); }
+FGG_IQ_INLINE int fgg__q3_any(fgg_q3_m m) { return _mm256_movemask_ps((__m256)m) != 0; }
+#elif FGG_HAVE_SSE2 && FGG_IQ_W == 4
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_sel(fgg_q3_m m, fgg_iq_vf a, fgg_iq_vf b) { return fgg_iq_select(m, a, b); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_max(fgg_iq_vf a, fgg_iq_vf b) { return (fgg_iq_vf)_mm_max_ps((__m128)a, (__m128)b); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_min(fgg_iq_vf a, fgg_iq_vf b) { return (fgg_iq_vf)_mm_min_ps((__m128)a, (__m128)b); }
+FGG_IQ_INLINE int fgg__q3_any(fgg_q3_m m) { return _mm_movemask_ps((__m128)m) != 0; }
 #else
-FGG_Q_INL fgg_q_vf8 fgg__q3_sel(fgg_q3_m m, fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(m, a, b); }
-FGG_Q_INL fgg_q_vf8 fgg__q3_max(fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(a > b, a, b); }
-FGG_Q_INL fgg_q_vf8 fgg__q3_min(fgg_q_vf8 a, fgg_q_vf8 b) { return fgg_q_fsel(a < b, a, b); }
-FGG_Q_INL int fgg__q3_any(fgg_q3_m m) {
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_sel(fgg_q3_m m, fgg_iq_vf a, fgg_iq_vf b) { return fgg_iq_select(m, a, b); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_max(fgg_iq_vf a, fgg_iq_vf b) { return fgg_iq_select(a > b, a, b); }
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_min(fgg_iq_vf a, fgg_iq_vf b) { return fgg_iq_select(a < b, a, b); }
+FGG_IQ_INLINE int fgg__q3_any(fgg_q3_m m) {
     int any = 0;
-    for (int k = 0; k < FGG_Q_W; ++k) any |= m[k];
+    for (int k = 0; k < FGG_IQ_W; ++k) any |= m[k];
     return any != 0;
 }
 #endif
 #endif
 
 /* nearest integer, ties to even, per lane, for |t| < 2^21 */
-FGG_Q_INL fgg_q_vf8 fgg__q3_round(fgg_q_vf8 t) {
-#if defined(__AVX__) && FGG_Q_W == 8
-    return (fgg_q_vf8)_mm256_round_ps((__m256)t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+FGG_IQ_INLINE fgg_iq_vf fgg__q3_round(fgg_iq_vf t) {
+#if FGG_HAVE_AVX && FGG_IQ_W == 8
+    return (fgg_iq_vf)_mm256_round_ps((__m256)t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 #else
     return (t + 12582912.0f) - 12582912.0f;
 #endif
 }
 
-/* in place transpose of the FGG_Q_W x FGG_Q_W tile a[0 .. FGG_Q_W) (vector r = row r), by
+/* in place transpose of the FGG_IQ_W x FGG_IQ_W tile a[0 .. FGG_IQ_W) (vector r = row r), by
  * exchanging the off-diagonal halves of ever smaller sub-tiles */
-FGG_Q_INL void fgg__q_transpose_tile(fgg_q_vf8 *a) {
-    fgg_q_vi8 c;
-    for (int k = 0; k < FGG_Q_W; ++k) c[k] = k;
+FGG_IQ_INLINE void fgg__q_transpose_tile(fgg_iq_vf *a) {
+    fgg_iq_vi c;
+    for (int k = 0; k < FGG_IQ_W; ++k) c[k] = k;
 #pragma GCC unroll 4
-    for (int b = 1; b < FGG_Q_W; b *= 2) {
-        const fgg_q_vi8 odd = (c & b) != 0;
-        const fgg_q_vi8 lo = fgg_q_isel(odd, c + (FGG_Q_W - b), c), hi = fgg_q_isel(odd, c + FGG_Q_W, c + b);
+    for (int b = 1; b < FGG_IQ_W; b *= 2) {
+        const fgg_iq_vi odd = (c & b) != 0;
+        const fgg_iq_vi lo = fgg_q_isel(odd, c + (FGG_IQ_W - b), c), hi = fgg_q_isel(odd, c + FGG_IQ_W, c + b);
 #pragma GCC unroll 16
-        for (int r = 0; r < FGG_Q_W; ++r) {
+        for (int r = 0; r < FGG_IQ_W; ++r) {
             if (r & b) continue;
-            const fgg_q_vf8 p = a[r], q = a[r + b];
+            const fgg_iq_vf p = a[r], q = a[r + b];
             a[r] = __builtin_shuffle(p, q, lo);
             a[r + b] = __builtin_shuffle(p, q, hi);
         }
     }
 }
 
-/* the 16 groups of 16 floats at x as columns: t[i][v] lane k = x[16 (v FGG_Q_W + k) + i] */
-FGG_Q_INL void fgg__q3_transpose(const float *x, fgg_q_vf8 t[16][FGG_Q3_V]) {
+/* the 16 groups of 16 floats at x as columns: t[i][v] lane k = x[16 (v FGG_IQ_W + k) + i] */
+FGG_IQ_INLINE void fgg__q3_transpose(const float *x, fgg_iq_vf t[16][FGG_Q3_V]) {
     for (int gv = 0; gv < FGG_Q3_V; ++gv) {
         for (int cv = 0; cv < FGG_Q3_V; ++cv) {
-            fgg_q_vf8 a[FGG_Q_W];
-            for (int r = 0; r < FGG_Q_W; ++r) memcpy(&a[r], x + 16 * (gv * FGG_Q_W + r) + cv * FGG_Q_W, sizeof a[r]);
+            fgg_iq_vf a[FGG_IQ_W];
+            for (int r = 0; r < FGG_IQ_W; ++r) memcpy(&a[r], x + 16 * (gv * FGG_IQ_W + r) + cv * FGG_IQ_W, sizeof a[r]);
             fgg__q_transpose_tile(a);
-            for (int r = 0; r < FGG_Q_W; ++r) t[cv * FGG_Q_W + r][gv] = a[r];
+            for (int r = 0; r < FGG_IQ_W; ++r) t[cv * FGG_IQ_W + r][gv] = a[r];
         }
     }
 }
@@ -235,15 +235,15 @@ FGG_Q_INL void fgg__q3_transpose(const float *x, fgg_q_vf8 t[16][FGG_Q3_V]) {
 /* scales[16 b + j] = fgg_q_fit_q3(16, 4, x + 256 b + 16 j, ...) for the nblk super-blocks at x */
 static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
     enum { V = FGG_Q3_V, S = FGG_Q3_S };
-    fgg_q_vf8 X[S][16][V], W2[S][16][V], W3[S][16][V], Lf[S][16][V]; /* x, w = x^2, w x, level */
-    fgg_q_vf8 sumlx[S][V], suml2[S][V];
+    fgg_iq_vf X[S][16][V], W2[S][16][V], W3[S][16][V], Lf[S][16][V]; /* x, w = x^2, w x, level */
+    fgg_iq_vf sumlx[S][V], suml2[S][V];
     fgg_q3_m zero[S][V], bad[S][V], changed[S][V];
     int64_t blk[S];
     int pass[S], active[S], n_active = 0;
     int64_t next = 0;
-    const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
-    const fgg_q_vf8 tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(2097152.0f);
-    const fgg_q_vf8 lo = fgg_q_splat8(-4.0f), hi = fgg_q_splat8(3.0f);
+    const fgg_iq_vf zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
+    const fgg_iq_vf tlo = magic - 4.0f, thi = magic + 3.0f, big = fgg_q_splat8(2097152.0f);
+    const fgg_iq_vf lo = fgg_q_splat8(-4.0f), hi = fgg_q_splat8(3.0f);
     int8_t spare[16];
 #define FGG__Q3_LOAD(s)                                                                              \
     do {                                                                                             \
@@ -254,9 +254,9 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
         pass[s] = 0;                                                                                 \
         fgg__q3_transpose(x + 256 * blk[s], X[s]);                                                   \
         for (int v = 0; v < V; ++v) {                                                                \
-            fgg_q_vf8 amax = zf, vmax = zf, slx = zf, sl2 = zf;                                      \
+            fgg_iq_vf amax = zf, vmax = zf, slx = zf, sl2 = zf;                                      \
             for (int i = 0; i < 16; ++i) {                                                           \
-                const fgg_q_vf8 xi = X[s][i][v], a = fgg_q_abs8(xi);                                 \
+                const fgg_iq_vf xi = X[s][i][v], a = fgg_q_abs8(xi);                                 \
                 const fgg_q3_m m = fgg__q3_gt(a, amax);                                              \
                 amax = fgg__q3_sel(m, a, amax);                                                      \
                 vmax = fgg__q3_sel(m, xi, vmax);                                                     \
@@ -265,10 +265,10 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
             }                                                                                        \
             zero[s][v] = fgg__q3_gt(fgg_q_splat8(FGG_Q_EPS), amax);                                  \
             bad[s][v] = FGG_Q3_NONE;                                                                 \
-            const fgg_q_vf8 iscale = -4.0f / vmax;                                                   \
+            const fgg_iq_vf iscale = -4.0f / vmax;                                                   \
             for (int i = 0; i < 16; ++i) {                                                           \
-                const fgg_q_vf8 t = fgg__q3_min(fgg__q3_max(iscale * X[s][i][v] + magic, tlo), thi); \
-                const fgg_q_vf8 fl = t - magic;                                                      \
+                const fgg_iq_vf t = fgg__q3_min(fgg__q3_max(iscale * X[s][i][v] + magic, tlo), thi); \
+                const fgg_iq_vf fl = t - magic;                                                      \
                 Lf[s][i][v] = fl;                                                                    \
                 slx += W3[s][i][v] * fl;                                                             \
                 sl2 += W2[s][i][v] * fl * fl;                                                        \
@@ -287,17 +287,17 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
                 if (!active[s]) continue;
 #pragma GCC unroll 4
                 for (int v = 0; v < V; ++v) {
-                    const fgg_q_vf8 xi = X[s][i][v], w = W2[s][i][v], wx = W3[s][i][v], fl = Lf[s][i][v];
-                    const fgg_q_vf8 slx0 = sumlx[s][v] - wx * fl;
-                    const fgg_q_vf8 sl20 = suml2[s][v] - w * fl * fl;
-                    const fgg_q_vf8 r = xi * sl20 / slx0;
-                    const fgg_q_vf8 fn = fgg__q3_round(fgg__q3_min(fgg__q3_max(r, lo), hi));
+                    const fgg_iq_vf xi = X[s][i][v], w = W2[s][i][v], wx = W3[s][i][v], fl = Lf[s][i][v];
+                    const fgg_iq_vf slx0 = sumlx[s][v] - wx * fl;
+                    const fgg_iq_vf sl20 = suml2[s][v] - w * fl * fl;
+                    const fgg_iq_vf r = xi * sl20 / slx0;
+                    const fgg_iq_vf fn = fgg__q3_round(fgg__q3_min(fgg__q3_max(r, lo), hi));
                     const fgg_q3_m pos = fgg__q3_gt(slx0, zf);
                     bad[s][v] |= pos & fgg__q3_nlt(fgg_q_abs8(r), big);
-                    const fgg_q_vf8 a = wx * fn, b = w * fn * fn;
-                    const fgg_q_vf8 slx = slx0 + a;
-                    const fgg_q_vf8 sl2 = sl20 + b;
-                    const fgg_q_vf8 ss = slx * slx;
+                    const fgg_iq_vf a = wx * fn, b = w * fn * fn;
+                    const fgg_iq_vf slx = slx0 + a;
+                    const fgg_iq_vf sl2 = sl20 + b;
+                    const fgg_iq_vf ss = slx * slx;
                     const fgg_q3_m upd = (pos & fgg__q3_ne(fn, fl) & fgg__q3_gt(sl2, zf)) &
                                          fgg__q3_gt(ss * suml2[s][v], sumlx[s][v] * sumlx[s][v] * sl2);
                     fgg__q3_store_sel(&Lf[s][i][v], upd, fn);
@@ -315,9 +315,9 @@ static void fgg__q3k_fit_plain(const float *x, int64_t nblk, float *scales) {
             float *out = scales + 16 * blk[s];
             int redo = 0;
             for (int v = 0; v < V; ++v) {
-                fgg_q_vf8 d = fgg__q3_sel(fgg__q3_gt(suml2[s][v], zf), sumlx[s][v] / suml2[s][v], zf);
+                fgg_iq_vf d = fgg__q3_sel(fgg__q3_gt(suml2[s][v], zf), sumlx[s][v] / suml2[s][v], zf);
                 d = fgg__q3_sel(zero[s][v], zf, d);
-                memcpy(out + v * FGG_Q_W, &d, sizeof d);
+                memcpy(out + v * FGG_IQ_W, &d, sizeof d);
                 redo |= fgg__q3_any(fgg__q3_andnot(bad[s][v], zero[s][v]));
             }
             if (redo) {
@@ -343,18 +343,18 @@ static inline float fgg__q_signed_trial_num(int nmax, int t) {
  * ones: every product iscale * x is within +-(nmax + 1), the lanes of a group below FGG_Q_EPS
  * excepted, and those are discarded. wsum (if not NULL) gets the groups' weight sums, left to
  * right. */
-static void fgg__q_fit_signed16(int nmax, const fgg_q_vf8 X[16][FGG_Q3_V], fgg_q_vf8 W[16][FGG_Q3_V], int w_given,
+static void fgg__q_fit_signed16(int nmax, const fgg_iq_vf X[16][FGG_Q3_V], fgg_iq_vf W[16][FGG_Q3_V], int w_given,
                                 float *scales, float *wsum) {
     enum { V = FGG_Q3_V };
-    fgg_q_vf8 WX[16][V];
-    const fgg_q_vf8 zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
-    const fgg_q_vf8 tlo = magic - (float)nmax, thi = magic + (float)(nmax - 1);
-    fgg_q_vf8 amax[V], vmax[V], scale[V], best[V];
+    fgg_iq_vf WX[16][V];
+    const fgg_iq_vf zf = fgg_q_splat8(0.0f), magic = fgg_q_splat8(12582912.0f);
+    const fgg_iq_vf tlo = magic - (float)nmax, thi = magic + (float)(nmax - 1);
+    fgg_iq_vf amax[V], vmax[V], scale[V], best[V];
     for (int v = 0; v < V; ++v) {
         amax[v] = vmax[v] = scale[v] = best[v] = zf; /* scale and best: set by trial 0 */
-        fgg_q_vf8 s = zf;
+        fgg_iq_vf s = zf;
         for (int i = 0; i < 16; ++i) {
-            const fgg_q_vf8 xi = X[i][v], a = fgg_q_abs8(xi);
+            const fgg_iq_vf xi = X[i][v], a = fgg_q_abs8(xi);
             const fgg_q3_m m = fgg__q3_gt(a, amax[v]);
             amax[v] = fgg__q3_sel(m, a, amax[v]);
             vmax[v] = fgg__q3_sel(m, xi, vmax[v]);
@@ -362,25 +362,25 @@ static void fgg__q_fit_signed16(int nmax, const fgg_q_vf8 X[16][FGG_Q3_V], fgg_q
             WX[i][v] = W[i][v] * xi; /* (w x) l, as the scalar sums group it */
             s += W[i][v];
         }
-        if (wsum) memcpy(wsum + v * FGG_Q_W, &s, sizeof s);
+        if (wsum) memcpy(wsum + v * FGG_IQ_W, &s, sizeof s);
     }
     for (int t = 0; t < 19; ++t) {
         const float num = fgg__q_signed_trial_num(nmax, t);
-        fgg_q_vf8 iscale[V], slx[V], sl2[V];
+        fgg_iq_vf iscale[V], slx[V], sl2[V];
         for (int v = 0; v < V; ++v) {
             iscale[v] = num / vmax[v];
             slx[v] = sl2[v] = zf;
         }
         for (int i = 0; i < 16; ++i) {
             for (int v = 0; v < V; ++v) {
-                const fgg_q_vf8 fl = fgg__q3_min(fgg__q3_max(iscale[v] * X[i][v] + magic, tlo), thi) - magic;
+                const fgg_iq_vf fl = fgg__q3_min(fgg__q3_max(iscale[v] * X[i][v] + magic, tlo), thi) - magic;
                 slx[v] += WX[i][v] * fl;
                 sl2[v] += W[i][v] * fl * fl;
             }
         }
         for (int v = 0; v < V; ++v) {
             if (t == 0) {
-                scale[v] = fgg_q_fsel(sl2[v] != 0.0f, slx[v] / sl2[v], zf);
+                scale[v] = fgg_iq_select(sl2[v] != 0.0f, slx[v] / sl2[v], zf);
                 best[v] = scale[v] * slx[v];
             } else {
                 const fgg_q3_m upd = fgg__q3_gt(sl2[v], zf) & fgg__q3_gt(slx[v] * slx[v], best[v] * sl2[v]);
@@ -390,33 +390,33 @@ static void fgg__q_fit_signed16(int nmax, const fgg_q_vf8 X[16][FGG_Q3_V], fgg_q
         }
     }
     for (int v = 0; v < V; ++v) {
-        const fgg_q_vf8 r = fgg__q3_sel(fgg__q3_gt(fgg_q_splat8(FGG_Q_EPS), amax[v]), zf, scale[v]);
-        memcpy(scales + v * FGG_Q_W, &r, sizeof r);
+        const fgg_iq_vf r = fgg__q3_sel(fgg__q3_gt(fgg_q_splat8(FGG_Q_EPS), amax[v]), zf, scale[v]);
+        memcpy(scales + v * FGG_IQ_W, &r, sizeof r);
     }
 }
 
 /* fgg_q_fit_signed(16, nmax, x, L, w) with lanes as its 19 trials: the sums of all trials at
  * once, then the choice among them in trial order, as the scalar fit makes it */
 static float fgg__q_fit_signed_trials(int nmax, const float *x, int8_t *L, const float *w) {
-    enum { T = (19 + FGG_Q_W - 1) / FGG_Q_W };
+    enum { T = (19 + FGG_IQ_W - 1) / FGG_IQ_W };
     const float vmax = fgg_q_signed_amax(x, 16);
     if (fabsf(vmax) < FGG_Q_EPS) {
         memset(L, 0, 16);
         return 0.0f;
     }
-    float num[T * FGG_Q_W], sx[T * FGG_Q_W], s2[T * FGG_Q_W];
-    for (int t = 0; t < T * FGG_Q_W; ++t) num[t] = fgg__q_signed_trial_num(nmax, t < 19 ? t : 0); /* spare lanes: trial 0 */
-    const fgg_q_vf8 zf = fgg_q_splat8(0.0f);
-    fgg_q_vf8 iscale[T], slx[T], sl2[T];
+    float num[T * FGG_IQ_W], sx[T * FGG_IQ_W], s2[T * FGG_IQ_W];
+    for (int t = 0; t < T * FGG_IQ_W; ++t) num[t] = fgg__q_signed_trial_num(nmax, t < 19 ? t : 0); /* spare lanes: trial 0 */
+    const fgg_iq_vf zf = fgg_q_splat8(0.0f);
+    fgg_iq_vf iscale[T], slx[T], sl2[T];
     for (int k = 0; k < T; ++k) {
-        memcpy(&iscale[k], num + k * FGG_Q_W, sizeof iscale[k]);
+        memcpy(&iscale[k], num + k * FGG_IQ_W, sizeof iscale[k]);
         iscale[k] = iscale[k] / vmax;
         slx[k] = sl2[k] = zf;
     }
     for (int i = 0; i < 16; ++i) {
-        const fgg_q_vf8 xi = fgg_q_splat8(x[i]), wi = fgg_q_splat8(w[i]), wxi = fgg_q_splat8(w[i] * x[i]);
+        const fgg_iq_vf xi = fgg_q_splat8(x[i]), wi = fgg_q_splat8(w[i]), wxi = fgg_q_splat8(w[i] * x[i]);
         for (int k = 0; k < T; ++k) {
-            const fgg_q_vf8 fl = fgg_q_tof8(fgg_q_clamp8(fgg_q_round8(iscale[k] * xi), -nmax, nmax - 1));
+            const fgg_iq_vf fl = fgg_q_tof8(fgg_q_clamp8(fgg_q_round8(iscale[k] * xi), -nmax, nmax - 1));
             slx[k] += wxi * fl;
             sl2[k] += wi * fl * fl;
         }
@@ -439,28 +439,28 @@ static float fgg__q_fit_signed_trials(int nmax, const float *x, int8_t *L, const
 }
 
 /* lane-wise sqrtf (IEEE correctly rounded in every branch) */
-FGG_Q_INL fgg_q_vf8 fgg__q_sqrt8(fgg_q_vf8 v) {
-#if FGG_Q_W == 16
-    return (fgg_q_vf8)_mm512_sqrt_ps((__m512)v);
-#elif FGG_Q_W == 8 && defined(__AVX__)
-    return (fgg_q_vf8)_mm256_sqrt_ps((__m256)v);
-#elif FGG_Q_W == 4 && defined(__SSE2__)
-    return (fgg_q_vf8)_mm_sqrt_ps((__m128)v);
+FGG_IQ_INLINE fgg_iq_vf fgg__q_sqrt8(fgg_iq_vf v) {
+#if FGG_IQ_W == 16
+    return (fgg_iq_vf)_mm512_sqrt_ps((__m512)v);
+#elif FGG_IQ_W == 8 && FGG_HAVE_AVX
+    return (fgg_iq_vf)_mm256_sqrt_ps((__m256)v);
+#elif FGG_IQ_W == 4 && FGG_HAVE_SSE2
+    return (fgg_iq_vf)_mm_sqrt_ps((__m128)v);
 #else
-    for (int k = 0; k < FGG_Q_W; ++k) v[k] = sqrtf(v[k]);
+    for (int k = 0; k < FGG_IQ_W; ++k) v[k] = sqrtf(v[k]);
     return v;
 #endif
 }
 
-/* sums of squares (left to right, as fgg_q_sumsq) of the FGG_Q_W super-blocks at x, one per
- * lane: the blocks' FGG_Q_W x FGG_Q_W tiles transposed, so each lane's chain runs in order */
-FGG_Q_INL fgg_q_vf8 fgg__q_sumsq256_lanes(const float *x) {
-    fgg_q_vf8 acc = fgg_q_splat8(0.0f);
-    for (int c = 0; c < 256; c += FGG_Q_W) {
-        fgg_q_vf8 a[FGG_Q_W];
-        for (int r = 0; r < FGG_Q_W; ++r) memcpy(&a[r], x + 256 * r + c, sizeof a[r]);
+/* sums of squares (left to right, as fgg_q_sumsq) of the FGG_IQ_W super-blocks at x, one per
+ * lane: the blocks' FGG_IQ_W x FGG_IQ_W tiles transposed, so each lane's chain runs in order */
+FGG_IQ_INLINE fgg_iq_vf fgg__q_sumsq256_lanes(const float *x) {
+    fgg_iq_vf acc = fgg_q_splat8(0.0f);
+    for (int c = 0; c < 256; c += FGG_IQ_W) {
+        fgg_iq_vf a[FGG_IQ_W];
+        for (int r = 0; r < FGG_IQ_W; ++r) memcpy(&a[r], x + 256 * r + c, sizeof a[r]);
         fgg__q_transpose_tile(a);
-        for (int k = 0; k < FGG_Q_W; ++k) acc += a[k] * a[k];
+        for (int k = 0; k < FGG_IQ_W; ++k) acc += a[k] * a[k];
     }
     return acc;
 }
@@ -509,18 +509,18 @@ static void fgg__q2k_block(const float *x, uint8_t *blk, const float *qw) {
         if (max_scale > 0.0f) {
             const float is = 15.0f / max_scale;
             for (int j = 0; j < 16; ++j) sc[j] = (uint8_t)fgg_iq_nearest_int(is * scales[j]);
-            hd = fgg_iq_fp16(max_scale / 15.0f);
+            hd = fgg_float_to_half(max_scale / 15.0f);
         } else {
             memset(sc, 0, 16);
         }
         if (max_min > 0.0f) {
             const float im = 15.0f / max_min;
             for (int j = 0; j < 16; ++j) sc[j] = (uint8_t)(sc[j] | (fgg_iq_nearest_int(im * mins[j]) << 4));
-            hm = fgg_iq_fp16(max_min / 15.0f);
+            hm = fgg_float_to_half(max_min / 15.0f);
         }
-        fgg_q_put16(blk + 80, hd);
-        fgg_q_put16(blk + 82, hm);
-        fgg__q2k_requant(x, blk, sc, fgg_q_half_to_float(hd), fgg_q_half_to_float(hm), L);
+        fgg_store_u16le(blk + 80, hd);
+        fgg_store_u16le(blk + 82, hm);
+        fgg__q2k_requant(x, blk, sc, fgg_half_to_float(hd), fgg_half_to_float(hm), L);
         return;
     }
     float sw[16];
@@ -535,11 +535,11 @@ static void fgg__q2k_block(const float *x, uint8_t *blk, const float *qw) {
     fgg_q_fit_affine_n(16, 16, 3, xs, ws, Ls16, scales, mins, -0.9f, 0.05f, 36, 0);
     const float dm = fgg_q_fit_pos(16, 15, scales, Ls, sw);
     const float mm = fgg_q_fit_pos(16, 15, mins, Lm, sw);
-    const uint16_t hd = fgg_iq_fp16(dm), hm = fgg_iq_fp16(mm);
-    fgg_q_put16(blk + 80, hd);
-    fgg_q_put16(blk + 82, hm);
+    const uint16_t hd = fgg_float_to_half(dm), hm = fgg_float_to_half(mm);
+    fgg_store_u16le(blk + 80, hd);
+    fgg_store_u16le(blk + 82, hm);
     for (int j = 0; j < 16; ++j) sc[j] = (uint8_t)(Ls[j] | (Lm[j] << 4));
-    fgg__q2k_requant(x, blk, sc, fgg_q_half_to_float(hd), fgg_q_half_to_float(hm), L);
+    fgg__q2k_requant(x, blk, sc, fgg_half_to_float(hd), fgg_half_to_float(hm), L);
 }
 
 /* ------------------------------------------------------------------ Q3_K (110 bytes) */
@@ -555,7 +555,7 @@ static inline int fgg__q3k_get_scale(const uint8_t *sc, int j) {
     return (int8_t)((s | (((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32);
 }
 
-#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2 && !FGG_HAVE_AVX512
 /* Q3_K's and Q6_K's final levels of two sub-blocks of 16 (scales d0, d1):
  * clamp(nearest_int(x / d), -nmax, nmax - 1) + nmax as 32 bytes at U, in order */
 static inline void fgg__q_k_levels32_avx2(const float *x, float d0, float d1, int nmax, uint8_t *U) {
@@ -575,8 +575,8 @@ static inline void fgg__q_k_levels32_avx2(const float *x, float d0, float d1, in
  * them (refit = 0), or they are refitted here (refit = 1: the fits kept only the scales). */
 static void fgg__q3k_finish(const float *x, uint8_t *blk, int8_t *L, int refit) {
     uint8_t *hmask = blk, *qs = blk + 32, *sc = blk + 96;
-    const float d = fgg_q_half_to_float((uint16_t)(blk[108] | (blk[109] << 8)));
-#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+    const float d = fgg_half_to_float((uint16_t)(blk[108] | (blk[109] << 8)));
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2 && !FGG_HAVE_AVX512
     /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the bit
      * planes with byte-safe 16-bit shifts of masked bits */
     uint8_t U[256];
@@ -658,9 +658,9 @@ static void fgg__q3k_plain_block(const float *x, uint8_t *blk, const float *scal
             l = fgg_q_clampi(l, -32, 31) + 32;
             fgg__q3k_put_scale(sc, j, l);
         }
-        hd = fgg_iq_fp16(1.0f / iscale);
+        hd = fgg_float_to_half(1.0f / iscale);
     }
-    fgg_q_put16(blk + 108, hd);
+    fgg_store_u16le(blk + 108, hd);
     fgg__q3k_finish(x, blk, L, 1);
 }
 
@@ -673,7 +673,7 @@ static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw, f
     int8_t Ls[16];
     const float sigma2 = 2.0f * sumsq / 256.0f;
 #if FGG_IQ_SIMD
-    fgg_q_vf8 X[16][FGG_Q3_V], W[16][FGG_Q3_V];
+    fgg_iq_vf X[16][FGG_Q3_V], W[16][FGG_Q3_V];
     fgg__q3_transpose(x, X);
     fgg__q3_transpose(qw, W);
     for (int i = 0; i < 16; ++i)
@@ -696,11 +696,11 @@ static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw, f
     const float d_block = fgg_q_fit_signed(16, 32, scales, Ls, sw);
 #endif
     for (int j = 0; j < 16; ++j) fgg__q3k_put_scale(sc, j, Ls[j]);
-    const uint16_t hd = fgg_iq_fp16(d_block);
-    fgg_q_put16(blk + 108, hd);
+    const uint16_t hd = fgg_float_to_half(d_block);
+    fgg_store_u16le(blk + 108, hd);
 #if FGG_IQ_SIMD
     /* the fits kept only the scales: a sub-block whose scale comes out zero is refitted for its levels */
-    const float d = fgg_q_half_to_float(hd);
+    const float d = fgg_half_to_float(hd);
     const float *xs[16], *ws[16];
     int8_t *Ls16[16];
     int n_refit = 0;
@@ -718,7 +718,7 @@ static void fgg__q3k_imat_block(const float *x, uint8_t *blk, const float *qw, f
 
 /* Q3_K rows, one run of super-blocks. Without an importance matrix, fitted FGG_Q3_CHUNK at a
  * time (fgg__q3k_fit_plain), then finished one by one; with one, the sums of squares of
- * FGG_Q_W super-blocks are taken together (one dependent chain per lane). */
+ * FGG_IQ_W super-blocks are taken together (one dependent chain per lane). */
 #define FGG_Q3_CHUNK 64
 static void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                               const float *imatrix) {
@@ -729,10 +729,10 @@ static void fgg_quantize_q3_k(const float *src, uint8_t *dst, int64_t n_rows, in
             float sumsq[16];
             int count = 1;
 #if FGG_IQ_SIMD
-            if (total - b0 >= FGG_Q_W) {
-                const fgg_q_vf8 s = fgg__q_sumsq256_lanes(src + 256 * b0);
+            if (total - b0 >= FGG_IQ_W) {
+                const fgg_iq_vf s = fgg__q_sumsq256_lanes(src + 256 * b0);
                 memcpy(sumsq, &s, sizeof s);
-                count = FGG_Q_W;
+                count = FGG_IQ_W;
             } else
 #endif
                 sumsq[0] = fgg_q_sumsq(src + 256 * b0, 256);
@@ -832,8 +832,8 @@ static void fgg__q45k_block(const float *x, uint8_t *blk, int imat, int nmax, ui
             uint8_t lm = (uint8_t)fgg_iq_nearest_int(inv_min * mins[j]);
             fgg__q_put_scale_min_k4(sc, j, ls < 63 ? ls : 63, lm < 63 ? lm : 63);
         }
-        fgg_q_put16(blk, fgg_iq_fp16(max_scale / 63.0f));
-        fgg_q_put16(blk + 2, fgg_iq_fp16(max_min / 63.0f));
+        fgg_store_u16le(blk, fgg_float_to_half(max_scale / 63.0f));
+        fgg_store_u16le(blk + 2, fgg_float_to_half(max_min / 63.0f));
     } else {
         uint8_t Ls[8], Lm[8];
         const float d_block = fgg_q_fit_pos(8, 63, scales, Ls, sw);
@@ -841,11 +841,11 @@ static void fgg__q45k_block(const float *x, uint8_t *blk, int imat, int nmax, ui
         for (int j = 0; j < 8; ++j) {
             fgg__q_put_scale_min_k4(sc, j, Ls[j] < 63 ? Ls[j] : 63, Lm[j] < 63 ? Lm[j] : 63);
         }
-        fgg_q_put16(blk, fgg_iq_fp16(d_block));
-        fgg_q_put16(blk + 2, fgg_iq_fp16(m_block));
+        fgg_store_u16le(blk, fgg_float_to_half(d_block));
+        fgg_store_u16le(blk + 2, fgg_float_to_half(m_block));
     }
-    const float d = fgg_q_half_to_float((uint16_t)(blk[0] | (blk[1] << 8)));
-    const float dmin = fgg_q_half_to_float((uint16_t)(blk[2] | (blk[3] << 8)));
+    const float d = fgg_half_to_float((uint16_t)(blk[0] | (blk[1] << 8)));
+    const float dmin = fgg_half_to_float((uint16_t)(blk[2] | (blk[3] << 8)));
     for (int j = 0; j < 8; ++j) {
         int s, m;
         fgg__q_get_scale_min_k4(sc, j, &s, &m);
@@ -888,7 +888,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
         Ls16[j] = L + 16 * j;
     }
 #if FGG_IQ_SIMD
-    fgg_q_vf8 X[16][FGG_Q3_V], W[16][FGG_Q3_V];
+    fgg_iq_vf X[16][FGG_Q3_V], W[16][FGG_Q3_V];
     fgg__q3_transpose(x, X);
     if (qw) fgg__q3_transpose(qw, W);
     fgg__q_fit_signed16(32, X, W, qw != NULL, scales, NULL);
@@ -906,13 +906,13 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
     uint8_t *ql = blk, *qh = blk + 128;
     int8_t *sc = (int8_t *)(blk + 192);
     const float iscale = -128.0f / max_scale;
-    const uint16_t hd = fgg_iq_fp16(1.0f / iscale);
-    fgg_q_put16(blk + 208, hd);
+    const uint16_t hd = fgg_float_to_half(1.0f / iscale);
+    fgg_store_u16le(blk + 208, hd);
     for (int j = 0; j < 16; ++j) {
         int l = fgg_iq_nearest_int(iscale * scales[j]);
         sc[j] = (int8_t)(l < 127 ? l : 127);
     }
-    const float d = fgg_q_half_to_float(hd);
+    const float d = fgg_half_to_float(hd);
 #if FGG_IQ_SIMD
     /* a sub-block whose scale comes out zero keeps the levels of its fit: refit those */
     int n_refit = 0;
@@ -925,7 +925,7 @@ static void fgg__q6k_block(const float *x, uint8_t *blk, const float *qw) {
     }
     if (n_refit) fgg_q_fit_signed_n(n_refit, 16, 32, xs, ws, Ls16, scales); /* the scales are done with */
 #endif
-#if FGG_IQ_SIMD && defined(__AVX2__) && !defined(__AVX512F__)
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2 && !FGG_HAVE_AVX512
     /* levels of 32 elements (two sub-blocks) per step, packed to bytes in order; then the nibble
      * and 2-bit planes with byte-safe 16-bit shifts (levels are below 64) */
     uint8_t U[256];
@@ -978,7 +978,7 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
         return;
     }
     const float iscale = -127.0f / vmax;
-#if FGG_IQ_SIMD && defined(__AVX2__)
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2
     /* levels in -128..127 (nearest_int's wrap included), packed in order; each group's sum by
      * psadbw on the levels biased to unsigned */
     const __m256 vs = _mm256_set1_ps(iscale);
@@ -997,10 +997,10 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
         }
     }
 #elif FGG_IQ_SIMD
-    for (int j = 0; j < 256; j += FGG_Q_W) {
-        fgg_q_vf8 v;
+    for (int j = 0; j < 256; j += FGG_IQ_W) {
+        fgg_iq_vf v;
         memcpy(&v, x + j, sizeof v);
-        fgg_q_vi8 l = fgg_q_round8(v * iscale);
+        fgg_iq_vi l = fgg_q_round8(v * iscale);
         fgg_q_store_bytes((uint8_t *)q + j, fgg_q_isel(l > 127, l - l + 127, l));
     }
 #else
@@ -1009,7 +1009,7 @@ static void fgg__q8k_block(const float *x, uint8_t *blk) {
         q[j] = (int8_t)(v < 127 ? v : 127);
     }
 #endif
-#if !(FGG_IQ_SIMD && defined(__AVX2__))
+#if !(FGG_IQ_SIMD && FGG_HAVE_AVX2)
     for (int j = 0; j < 16; ++j) {
         int s = 0;
         for (int i = 0; i < 16; ++i) s += q[16 * j + i];

@@ -16,15 +16,9 @@
 #ifndef FGG_MATMUL_DOT_H
 #define FGG_MATMUL_DOT_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include <string.h>
 #include <math.h>
-#include "_cpu.h"
-
-#if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
-#include <immintrin.h>
-#endif
+#include "base.h"
+#include "cpu.h"
 
 #define FGG_MM_LANES 16
 
@@ -32,12 +26,12 @@
 static inline void fgg_mm_dot_acc(const float *w, const float *x, ptrdiff_t n, float *acc)
 {
     ptrdiff_t i = 0;
-#if !defined(FGG_NO_SIMD) && defined(__AVX512F__)
+#if FGG_HAVE_AVX512
     __m512 a = _mm512_loadu_ps(acc);
     for (; i + 16 <= n; i += 16)
         a = _mm512_add_ps(a, _mm512_mul_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i)));
     _mm512_storeu_ps(acc, a);
-#elif !defined(FGG_NO_SIMD) && defined(__AVX2__)
+#elif FGG_HAVE_AVX2
     __m256 a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 8);
     for (; i + 16 <= n; i += 16) {
         a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i)));
@@ -106,25 +100,6 @@ static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *ou
 
 static inline int32_t fgg_mm_qsum(const fgg_mm_q8 *x) { return (int32_t)x->half[0] + x->half[1]; }
 
-static inline float fgg_mm_h2f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13);
-    } else if (exp == 0) {
-        float f = (float)man * (1.0f / 16777216.0f);
-        return sign ? -f : f;
-    } else {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static inline uint16_t fgg_mm_le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-
 /* The integer kernels below all have one shape: one weight row (nb blocks at w) against m rows
  * of quantized x (row i at x + i * xs, in fgg_mm_q8 blocks), out[i * os] = the dot product.
  * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
@@ -136,7 +111,7 @@ static inline uint16_t fgg_mm_le16(const uint8_t *p) { return (uint16_t)(p[0] | 
  * in one fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto
  * x, madd with the scales, one 8-float vector per row) and the portable loop do exactly these
  * operations, so every build gives the same bits. */
-#if !defined(FGG_NO_SIMD) && (defined(__AVX2__) || defined(__AVX512F__))
+#if (FGG_HAVE_AVX2 || FGG_HAVE_AVX512)
 #define FGG_MM_INT_SIMD 1
 typedef __m256i fgg_mm_w32;   /* 32 signed weight bytes */
 typedef __m256i fgg_mm_lanes; /* 8 int32 */
@@ -258,7 +233,7 @@ static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += 34) {
-            float d = fgg_mm_h2f(fgg_mm_le16(wb));
+            float d = fgg_half_to_float(fgg_load_u16le(wb));
             fgg_mm_w32 q = fgg_mm_load32(wb + 2);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
@@ -279,7 +254,7 @@ static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += 18) {
-            float d = fgg_mm_h2f(fgg_mm_le16(wb));
+            float d = fgg_half_to_float(fgg_load_u16le(wb));
             fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
@@ -319,7 +294,7 @@ static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
         }
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_mm_h2f(fgg_mm_le16(wb)), dmin = fgg_mm_h2f(fgg_mm_le16(wb + 2));
+            float d = fgg_half_to_float(fgg_load_u16le(wb)), dmin = fgg_half_to_float(fgg_load_u16le(wb + 2));
             fgg_mm_k4_scales(wb + 4, sc, mn);
             for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
             for (int i = 0; i < mr; i++) {
@@ -348,7 +323,7 @@ static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
             const int8_t *scales = (const int8_t *)(wb + 192);
-            float d = fgg_mm_h2f(fgg_mm_le16(wb + 208));
+            float d = fgg_half_to_float(fgg_load_u16le(wb + 208));
             for (int h = 0; h < 2; h++) {
                 const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
 #if defined(FGG_MM_INT_SIMD)
@@ -396,7 +371,7 @@ static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
  * last row uses the 256-bit form. So the VNNI, maddubs and portable kernels give the same bits.
  * Each function is compiled for VNNI by a target attribute: the rest of the avx512 build still
  * runs on AVX-512 CPUs without VNNI, and these run only when fgg_cpu_has_avx512_vnni() says so. */
-#if defined(FGG_MM_INT_SIMD) && defined(__AVX512F__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(FGG_MM_INT_SIMD) && FGG_HAVE_AVX512 && (defined(__GNUC__) || defined(__clang__))
 #define FGG_MM_HAVE_VNNI 1
 #define FGG_MM_VNNI __attribute__((target("avx512vnni,avx512bw,avx512f,avx512vl,avx512dq")))
 
@@ -451,7 +426,7 @@ static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
         acc1 = fgg_mm_acc_zero();                                                                    \
         const uint8_t *wb = w;                                                                       \
         for (ptrdiff_t b = 0; b < nb; b++, wb += (BYTES)) {                                          \
-            float d = fgg_mm_h2f(fgg_mm_le16(wb));                                                   \
+            float d = fgg_half_to_float(fgg_load_u16le(wb));                                                   \
             __m256i q = UNPACK;                                                                      \
             __m512i qz = fgg_mm_v2_w(q);                                                             \
             __m512i qa = _mm512_abs_epi8(qz);                                                        \
@@ -493,7 +468,7 @@ static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, c
         for (int i = 0; i < mr; i++) mins[i] = 0.0f;
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_mm_h2f(fgg_mm_le16(wb)), dmin = fgg_mm_h2f(fgg_mm_le16(wb + 2));
+            float d = fgg_half_to_float(fgg_load_u16le(wb)), dmin = fgg_half_to_float(fgg_load_u16le(wb + 2));
             fgg_mm_k4_scales(wb + 4, sc, mn);
             for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
             if (np > 0)
@@ -550,7 +525,7 @@ static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, c
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
             const int8_t *scales = (const int8_t *)(wb + 192);
-            float d = fgg_mm_h2f(fgg_mm_le16(wb + 208));
+            float d = fgg_half_to_float(fgg_load_u16le(wb + 208));
             __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
             for (int h = 0; h < 2; h++) {
                 const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;

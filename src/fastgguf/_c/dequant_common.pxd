@@ -1,7 +1,7 @@
 # Shared inline helpers for every kernel family (floats, legacy, K-quants, IQ/TQ/...): the C is in
-# _kernel_helpers.h, next to this file; this declares what the kernels use.
+# dequant_common.h, next to this file; this declares what the kernels use.
 #
-# Use them with ``from fastgguf._kernel_helpers cimport *`` (``_kernels.pxi`` already does this, so a
+# Use them with ``from fastgguf._c.dequant_common cimport *`` (``kernels.pxi`` already does this, so a
 # family file included from it can call them directly). Everything here is a static inline C
 # function: cimporting this file adds no run-time import.
 #
@@ -35,7 +35,7 @@
 
 from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-cdef extern from "_kernel_helpers.h":
+cdef extern from "dequant_common.h":
     uint32_t fgg_bswap32(uint32_t x) noexcept nogil
     uint64_t fgg_bswap64(uint64_t x) noexcept nogil
     uint16_t fgg_load_u16le(const uint8_t *p) noexcept nogil

@@ -67,14 +67,12 @@
 
 #include <stdlib.h>
 
-#include "quant_iq_common.h"
+#include "quant_common.h"
 #include "quant_kquant.h" /* fgg_q_fit_pos: the positive-levels fit (ggml's make_qp_quants) */
 
-#if FGG_IQ_SIMD && defined(__AVX512F__)
-#include <immintrin.h>
+#if FGG_IQ_SIMD && FGG_HAVE_AVX512
 #define FGG_IQ2_VEC 16
-#elif FGG_IQ_SIMD && defined(__AVX2__)
-#include <immintrin.h>
+#elif FGG_IQ_SIMD && FGG_HAVE_AVX2
 #define FGG_IQ2_VEC 8
 #else
 #define FGG_IQ2_VEC 1
@@ -220,16 +218,16 @@ static size_t fgg_iq2_serialize(int which, uint8_t *out, size_t cap) {
         if (!ok) continue;
         int32_t m = t->map[u];
         int32_t v = m >= 0 ? m : -1;
-        if (at + 4 <= cap) fgg_iq_store_u32le(out + at, (uint32_t)v);
+        if (at + 4 <= cap) fgg_store_u32le(out + at, (uint32_t)v);
         at += 4;
         if (m >= 0) continue;
         const uint16_t *list = t->lists - m - 1;
         int n = 1;
         while (n < list[0] && list[1 + n] != list[1]) ++n; /* padding: copies of the first */
-        if (at + 2 <= cap) fgg_iq_store_u16le(out + at, (uint16_t)n);
+        if (at + 2 <= cap) fgg_store_u16le(out + at, (uint16_t)n);
         at += 2;
         for (int j = 0; j < n; ++j) {
-            if (at + 2 <= cap) fgg_iq_store_u16le(out + at, list[1 + j]);
+            if (at + 2 <= cap) fgg_store_u16le(out + at, list[1 + j]);
             at += 2;
         }
     }
@@ -488,9 +486,9 @@ static inline void fgg__iq2_signs(int n, const float *x, const float *w, float *
 /* sw = sqrtf(w) for n values (a multiple of 16): the SSE/AVX square roots are IEEE correctly
  * rounded, as sqrtf is (which the compiler does not vectorize: it may set errno). */
 static inline void fgg__iq2_sqrt(int n, const float *w, float *sw) {
-#if FGG_Q_X86_SQRT && defined(__AVX512F__)
+#if FGG_Q_X86_SQRT && FGG_HAVE_AVX512
     for (int i = 0; i < n; i += 16) _mm512_storeu_ps(sw + i, _mm512_sqrt_ps(_mm512_loadu_ps(w + i)));
-#elif FGG_Q_X86_SQRT && defined(__AVX__)
+#elif FGG_Q_X86_SQRT && FGG_HAVE_AVX
     for (int i = 0; i < n; i += 8) _mm256_storeu_ps(sw + i, _mm256_sqrt_ps(_mm256_loadu_ps(w + i)));
 #elif FGG_Q_X86_SQRT
     for (int i = 0; i < n; i += 4) _mm_storeu_ps(sw + i, _mm_sqrt_ps(_mm_loadu_ps(w + i)));
@@ -868,7 +866,7 @@ static void fgg__iq2_xs_s_superblock(const float *x, float sumx2, uint8_t *blk, 
         }
         if (!max_scale) return;
         float d = max_scale / 31;
-        fgg_iq_store_u16le(blk, fgg_iq_fp16(d * 0.9875f));
+        fgg_store_u16le(blk, fgg_float_to_half(d * 0.9875f));
         float id = 1 / d;
         for (int ib = 0; ib < 16; ++ib) {
             int l = fgg__iq2_scale_level(id, scales[ib]);
@@ -880,11 +878,11 @@ static void fgg__iq2_xs_s_superblock(const float *x, float sumx2, uint8_t *blk, 
         for (int ib = 0; ib < 16; ++ib) {
             for (int k = 0; k < 2; ++k) {
                 unsigned v = (unsigned)grid[ib][k] | (signs[ib][k] << 9);
-                fgg_iq_store_u16le(blk + 2 + 2 * (2 * ib + k), (uint16_t)v);
+                fgg_store_u16le(blk + 2 + 2 * (2 * ib + k), (uint16_t)v);
             }
         }
         float d = max_scale / 31;
-        fgg_iq_store_u16le(blk, fgg_iq_fp16(d));
+        fgg_store_u16le(blk, fgg_float_to_half(d));
         float id = 1 / d;
         for (int ib = 0; ib < 16; ++ib) {
             int l = fgg__iq2_scale_level(id, scales[ib]);
@@ -962,10 +960,10 @@ static void fgg__iq2_xxs_superblock(const float *x, float sumx2, uint8_t *blk, c
     }
     if (!max_scale) return;
     float d = max_scale / 31;
-    fgg_iq_store_u16le(blk, fgg_iq_fp16(d));
+    fgg_store_u16le(blk, fgg_float_to_half(d));
     float id = 1 / d;
     for (int ib = 0; ib < 8; ++ib) q2[2 * ib + 1] |= (uint32_t)fgg__iq2_scale_level(id, scales[ib]) << 28;
-    for (int i = 0; i < 16; ++i) fgg_iq_store_u32le(blk + 2 + 4 * i, q2[i]);
+    for (int i = 0; i < 16; ++i) fgg_store_u32le(blk + 2 + 4 * i, q2[i]);
 }
 
 /* The rows' super-blocks of 256 values: nbytes each, from sb(x, sum of x^2, block, imatrix part)

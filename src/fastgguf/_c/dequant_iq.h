@@ -1,8 +1,7 @@
-/* C helpers of the IQ / ternary / FP4 / Q1_0 / Q2_0 kernels (_kernels_iq.pxi declares them). */
+/* C helpers of the IQ / ternary / FP4 / Q1_0 / Q2_0 kernels (kernels_iq.pxi declares them). */
 #ifndef FGG_KERNELS_IQ_H
 #define FGG_KERNELS_IQ_H
-#include <stdint.h>
-#include <string.h>
+#include "base.h"
 
 static const float fgg_iq1_deltas[2] = {0.125f, -0.125f};
 
@@ -22,7 +21,7 @@ static const float fgg_iq1_deltas[2] = {0.125f, -0.125f};
 #if defined(__GNUC__) || defined(__clang__)
 typedef float fgg_v8f __attribute__((vector_size(32)));
 typedef float fgg_v4f __attribute__((vector_size(16)));
-#if defined(__AVX__)
+#if FGG_HAVE_AVX
 static inline void fgg_grid8(float *dst, float scale, const float *grid, const float *signs) {
     fgg_v8f g, s, v;
     memcpy(&g, grid, sizeof g);
@@ -59,7 +58,7 @@ static inline void fgg_iq1_grid8(float *dst, float scale, const float *grid, flo
     memcpy(dst + 4, &g1, sizeof g1);
 }
 #endif
-#if defined(__AVX__) && FGG_VEC_BUILTINS
+#if FGG_HAVE_AVX && FGG_VEC_BUILTINS
 static inline void fgg_grid4x2(float *dst, float scale, const float *grid_a,
                                     const float *grid_b, const float *signs) {
     fgg_v4f a, b;
@@ -106,15 +105,12 @@ static inline void fgg_iq1_grid8(float *dst, float scale, const float *grid, flo
 }
 #endif
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 /* Decode 16 bytes of 4-bit codes into 32 floats: dst[j] = scale * lut[low nibble of
    byte j], dst[16 + j] = scale * lut[high nibble of byte j]. With AVX2 the 16-entry
    int8 table sits in a register and one byte shuffle looks up 16 codes at once. */
 static inline void fgg_lut4_decode32(float *dst, const uint8_t *codes,
                                           const int8_t *lut, float scale) {
-#if defined(__AVX2__)
+#if FGG_HAVE_AVX2
     const __m128i table = _mm_loadu_si128((const __m128i *) lut);
     const __m128i mask = _mm_set1_epi8(0x0F);
     const __m128i bytes = _mm_loadu_si128((const __m128i *) codes);
@@ -136,7 +132,7 @@ static inline void fgg_lut4_decode32(float *dst, const uint8_t *codes,
 /* The same for 8 bytes -> 16 floats (NVFP4's 16-element sub-blocks). */
 static inline void fgg_lut4_decode16(float *dst, const uint8_t *codes,
                                           const int8_t *lut, float scale) {
-#if defined(__AVX2__)
+#if FGG_HAVE_AVX2
     const __m128i table = _mm_loadu_si128((const __m128i *) lut);
     const __m128i mask = _mm_set1_epi8(0x0F);
     const __m128i bytes = _mm_loadl_epi64((const __m128i *) codes);
@@ -158,7 +154,7 @@ static inline void fgg_lut4_decode16(float *dst, const uint8_t *codes,
    top digit is (code * 3) >> 8, i.e. (code >= 86) + (code >= 171), and multiplying the code
    by 3 (mod 256) brings up the next one. Written with vector types: the auto-vectorizer
    keeps these bytes in general registers in some builds. */
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__AVX2__) || FGG_VEC_BUILTINS)
+#if (defined(__GNUC__) || defined(__clang__)) && (FGG_HAVE_AVX2 || FGG_VEC_BUILTINS)
 typedef uint8_t fgg_v16u8 __attribute__((vector_size(16)));
 typedef int8_t fgg_v16i8 __attribute__((vector_size(16)));
 typedef int8_t fgg_v8i8 __attribute__((vector_size(8)));
@@ -166,14 +162,14 @@ typedef int32_t fgg_v8i32 __attribute__((vector_size(32)));
 static inline void fgg_tq1_digits16(float *dst, const uint8_t *src, Py_ssize_t stride,
                                          int n_digits, float d) {
     fgg_v16u8 q;
-#if !defined(__AVX2__)
+#if !FGG_HAVE_AVX2
     const fgg_v8f vd = {d, d, d, d, d, d, d, d};
 #endif
     memcpy(&q, src, sizeof q);
     for (int k = 0; k < n_digits; k++) {
         /* A true comparison is -1 in its lane: the sum is -digit, so digit - 1 = -sum - 1. */
         fgg_v16i8 value = -((fgg_v16i8) (q >= 86) + (fgg_v16i8) (q >= 171)) - 1;
-#if defined(__AVX2__)
+#if FGG_HAVE_AVX2
         /* gcc 12 widens the upper 8 int8 lanes one by one unless told how. */
         const __m128i lanes = (__m128i) value;
         const __m256 vscale = _mm256_set1_ps(d);
@@ -210,7 +206,7 @@ static inline void fgg_tq1_digits16(float *dst, const uint8_t *src, Py_ssize_t s
 /* Q1_0: the 8 outputs of one byte of sign bits, low bit first: +d where the bit is set, -d
    (d with its sign bit flipped, as ggml's -d) where it is clear.
    Q2_0: the 8 outputs of two bytes of 2-bit codes q, low bits first: (q - 1) * d. */
-#if defined(__AVX__) && (defined(__GNUC__) || defined(__clang__)) && FGG_VEC_BUILTINS
+#if FGG_HAVE_AVX && (defined(__GNUC__) || defined(__clang__)) && FGG_VEC_BUILTINS
 typedef uint32_t fgg_v8u32 __attribute__((vector_size(32)));
 static inline void fgg_q1_byte(float *dst, uint32_t byte, uint32_t d_bits) {
     const fgg_v8u32 shifts = {0, 1, 2, 3, 4, 5, 6, 7};

@@ -15,7 +15,7 @@
 # Between the enter and a SIGBUS, nothing may be left half-done that matters (locks, Python objects):
 # the kernels only read the map and write their own output. Not on Windows (no SIGBUS there).
 
-cdef extern from "_sigbus.h":
+cdef extern from "sigbus.h":
     ctypedef struct fgg_guard:
         pass
     const int FGG_HAVE_SIGBUS_GUARD

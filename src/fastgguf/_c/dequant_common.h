@@ -1,59 +1,8 @@
-/* Shared inline helpers of the dequantization kernels; declared (and documented) in _kernel_helpers.pxd. */
-#ifndef FGG_KERNEL_HELPERS_H
-#define FGG_KERNEL_HELPERS_H
-#include <stdint.h>
-#include <string.h>
-/* Which intrinsics this build may use. FGG_NO_SIMD (setup.py: FASTGGUF_NO_SIMD=1) forces the
-   plain C paths that non-x86 machines compile, so they can be tested on x86 too. */
-#if (defined(__SSE2__) || defined(_M_X64)) && !defined(FGG_NO_SIMD)
-#include <immintrin.h>
-#define FGG_HAVE_SSE2 1
-#else
-#define FGG_HAVE_SSE2 0
-#endif
-#if FGG_HAVE_SSE2 && defined(__AVX2__)
-#define FGG_HAVE_AVX2 1
-#else
-#define FGG_HAVE_AVX2 0
-#endif
-#if FGG_HAVE_SSE2 && defined(__AVX512F__) && defined(__AVX512BW__)
-#define FGG_HAVE_AVX512 1
-#else
-#define FGG_HAVE_AVX512 0
-#endif
-#if FGG_HAVE_SSE2 && defined(__F16C__)
-#define FGG_HAVE_F16C 1
-#else
-#define FGG_HAVE_F16C 0
-#endif
+/* Shared inline helpers of the dequantization kernels; declared (and documented) in dequant_common.pxd. */
+#ifndef FGG_DEQUANT_COMMON_H
+#define FGG_DEQUANT_COMMON_H
+#include "base.h"
 
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define FGG_HOST_BIG_ENDIAN 1
-#else
-#define FGG_HOST_BIG_ENDIAN 0
-#endif
-
-static inline uint16_t fgg_bswap16(uint16_t x) { return (uint16_t)((x >> 8) | (x << 8)); }
-static inline uint32_t fgg_bswap32(uint32_t x) {
-    return (x >> 24) | ((x >> 8) & 0x0000FF00u) | ((x << 8) & 0x00FF0000u) | (x << 24);
-}
-static inline uint64_t fgg_bswap64(uint64_t x) {
-    return ((uint64_t)fgg_bswap32((uint32_t)x) << 32) | fgg_bswap32((uint32_t)(x >> 32));
-}
-
-/* memcpy loads: legal at any alignment, and compile to one plain load (vectorizable). */
-static inline uint16_t fgg_load_u16le(const uint8_t *p) {
-    uint16_t v; memcpy(&v, p, 2);
-    return FGG_HOST_BIG_ENDIAN ? fgg_bswap16(v) : v;
-}
-static inline uint32_t fgg_load_u32le(const uint8_t *p) {
-    uint32_t v; memcpy(&v, p, 4);
-    return FGG_HOST_BIG_ENDIAN ? fgg_bswap32(v) : v;
-}
-static inline uint64_t fgg_load_u64le(const uint8_t *p) {
-    uint64_t v; memcpy(&v, p, 8);
-    return FGG_HOST_BIG_ENDIAN ? fgg_bswap64(v) : v;
-}
 /* Byte-lane constants for unpacking eight quants at a time in a uint64 (SWAR). */
 #define FGG_LANES_01 0x0101010101010101ULL
 #define FGG_LANES_03 0x0303030303030303ULL
@@ -66,9 +15,6 @@ static inline uint64_t fgg_lanes_minus(uint64_t x, uint64_t amount) {
     return ((x | FGG_LANES_80) - amount) ^ FGG_LANES_80;
 }
 
-static inline float fgg_bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline uint32_t fgg_float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float fgg_load_f32le(const uint8_t *p) { return fgg_bits_to_float(fgg_load_u32le(p)); }
 /* no NaN or infinity among n floats: the largest magnitude's bits stay below the exponent's all-ones
    (an unsigned max; no early exit, the rows checked are short) */
 static inline int fgg_all_finite(const float *x, int64_t n) {
@@ -93,32 +39,6 @@ static inline int fgg_all_finite(const float *x, int64_t n) {
         top = m > top ? m : top;
     }
     return top < 0x7f800000u;
-}
-
-/* fp16 -> fp32 without branches or selects (masks only, so loops over it vectorize) and
-   without producing or consuming float subnormals (so a DAZ/FTZ mode set by some other
-   library cannot change it): normals re-bias the exponent with an integer add (twice for
-   inf/NaN, which gives the all-ones exponent and keeps the payload); subnormals are built as
-   2^-14 * (1 + m/1024) and 2^-14 is subtracted, an exact float subtraction. */
-static inline float fgg_half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t shifted = (uint32_t)(h & 0x7FFFu) << 13;
-    uint32_t is_subnormal = 0u - (uint32_t)(shifted < 0x00800000u);   /* all ones or 0 */
-    uint32_t is_infnan = 0u - (uint32_t)(shifted >= 0x0F800000u);
-    uint32_t normal = shifted + 0x38000000u + (is_infnan & 0x38000000u);
-    uint32_t subnormal = fgg_float_to_bits(
-        fgg_bits_to_float(shifted + 0x38800000u) - fgg_bits_to_float(0x38800000u));
-    return fgg_bits_to_float((subnormal & is_subnormal) | (normal & ~is_subnormal) | sign);
-}
-
-static inline float fgg_bf16_to_float(uint16_t h) { return fgg_bits_to_float((uint32_t)h << 16); }
-
-static inline float fgg_half_to_float_scale(uint16_t h) {
-#if FGG_HAVE_F16C
-    return _cvtsh_ss(h);
-#else
-    return fgg_half_to_float(h);
-#endif
 }
 
 /* fgg_v16: 16 byte lanes (byte k of memory = lane k), an SSE2 register on x86 and two

@@ -1,8 +1,8 @@
 # Dequantization kernels for the importance-matrix (IQ1_S ... IQ4_XS), ternary
 # (TQ1_0, TQ2_0), FP4 (MXFP4, NVFP4) and 1-/2-bit (Q1_0, Q2_0) block types.
 #
-# Included by _kernels.pxi, which defines ``dequant_fn`` and cimports the shared
-# helpers (fgg_load_u16le, fgg_half_to_float, ...) from _kernel_helpers.pxd. Every kernel converts
+# Included by kernels.pxi, which defines ``dequant_fn`` and cimports the shared
+# helpers (fgg_load_u16le, fgg_half_to_float, ...) from dequant_common.pxd. Every kernel converts
 # ``n_blocks`` whole consecutive blocks at ``src`` to float32 at ``dst``; the
 # caller has checked the byte counts. Each kernel repeats gguf-py's float32
 # operations in the same order, so the results are the same bits.
@@ -17,29 +17,18 @@
 from libc.stdint cimport int8_t, int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 
-include "_iq_tables.pxi"
+include "iq_tables.pxi"
 
-cdef extern from "_kernels_iq.h":
-    # IQ1_S / IQ1_M grid offset, indexed by its sign bit: a load, where a select would branch.
-    const float IQ1_DELTAS "fgg_iq1_deltas" [2]
+from fastgguf._c.dequant_iq cimport *
+from fastgguf._c.quant_iq1 cimport *
+from fastgguf._c.quant_iq2 cimport *
+from fastgguf._c.quant_iq3 cimport *
+from fastgguf._c.quant_iq4 cimport *
+from fastgguf._c.quant_misc cimport *
 
 
-# The grids are also stored as float32 (fgg_<grid>_f32 in _iq_tables.h): a group then decodes
+# The grids are also stored as float32 (fgg_<grid>_f32 in iq_tables.h): a group then decodes
 # with plain vector loads, no byte-to-float conversion (which the compiler leaves scalar).
-
-
-cdef extern from "_kernels_iq.h":
-    void iq_grid8 "fgg_grid8" (float *dst, float scale, const float *grid, const float *signs) noexcept nogil
-    void iq_grid4x2 "fgg_grid4x2" (float *dst, float scale, const float *grid_a, const float *grid_b,
-                                        const float *signs) noexcept nogil
-    void iq1_grid8 "fgg_iq1_grid8" (float *dst, float scale, const float *grid, float delta) noexcept nogil
-
-
-cdef extern from "_kernels_iq.h":
-    void iq_lut4_decode32 "fgg_lut4_decode32" (float *dst, const uint8_t *codes, const int8_t *lut,
-                                                     float scale) noexcept nogil
-    void iq_lut4_decode16 "fgg_lut4_decode16" (float *dst, const uint8_t *codes, const int8_t *lut,
-                                                     float scale) noexcept nogil
 
 
 # --- 4-bit non-linear -------------------------------------------------------
@@ -240,11 +229,6 @@ cdef void dequant_iq1_m(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 
 # --- ternary ----------------------------------------------------------------
 
-cdef extern from "_kernels_iq.h":
-    void tq1_digits16 "fgg_tq1_digits16" (float *dst, const uint8_t *src, Py_ssize_t stride,
-                                               int n_digits, float d) noexcept nogil
-
-
 cdef void dequant_tq1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """TQ1_0: base-3 digits packed 5 per byte (4 in the last 4 bytes) as fixed-point fractions (54 bytes)."""
     cdef Py_ssize_t b
@@ -308,11 +292,6 @@ cdef void dequant_nvfp4(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noe
 
 # --- 1- and 2-bit linear ----------------------------------------------------
 
-cdef extern from "_kernels_iq.h":
-    void q1_block "fgg_q1_block" (float *dst, const uint8_t *src, uint32_t d_bits) noexcept nogil
-    void q2_block "fgg_q2_block" (float *dst, const uint8_t *src, float d) noexcept nogil
-
-
 cdef void dequant_q1_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil:
     """Q1_0: one bit per element choosing +d or -d, low bit first (18 bytes per 128 elements)."""
     cdef Py_ssize_t b
@@ -336,55 +315,7 @@ cdef void dequant_q2_0(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noex
         dst += 64
 
 
-cdef extern from "quant_iq4.h":
-    void fgg_quantize_iq4_nl(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                             const float *imatrix) noexcept nogil
-    void fgg_quantize_iq4_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                             const float *imatrix) noexcept nogil
-
-cdef extern from "quant_iq3.h":
-    # Derives IQ3's search tables (grid map, neighbour lists) from the grids; 0 on success. Runs
-    # once, from iq_rows (table fill: first use, GIL held, before any quantizer thread).
-    int fgg_iq3_init_tables() noexcept nogil
-    void fgg_quantize_iq3_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) noexcept nogil
-    void fgg_quantize_iq3_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                            const float *imatrix) noexcept nogil
-
-
-# quant-a's quantizers (ggml's quantize_<type>, bit-identical to its portable build)
-cdef extern from "quant_misc.h":
-    void fgg_quantize_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    int64_t fgg_quantize_checked_tq1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    int64_t fgg_quantize_checked_tq2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row) noexcept nogil
-    void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q1_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-    void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                           const float *imatrix) noexcept nogil
-
 # --- quantizers: IQ2_XXS, IQ2_XS, IQ2_S (quant_iq2.h), IQ1_S, IQ1_M (quant_iq1.h) -----------------
-
-cdef extern from "quant_iq1.h":
-    int fgg_iq2_init_raw(const void *grid256, const void *grid512, const void *grid1024,
-                         const void *grid2048) noexcept nogil
-    size_t fgg_iq2_serialize(int which, uint8_t *out, size_t cap) noexcept nogil
-    void fgg_quantize_iq2_xxs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                              const float *imatrix) noexcept nogil
-    void fgg_quantize_iq2_xs(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                             const float *imatrix) noexcept nogil
-    void fgg_quantize_iq2_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                            const float *imatrix) noexcept nogil
-    void fgg_quantize_iq1_s(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                            const float *imatrix) noexcept nogil
-    void fgg_quantize_iq1_m(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
-                            const float *imatrix) noexcept nogil
 
 
 cdef int _iq2_init() noexcept nogil:
@@ -405,7 +336,6 @@ def _iq2_search_table(int which):
     if n:
         fgg_iq2_serialize(which, &view[0], n)
     return bytes(out)
-
 
 
 cdef void iq_rows(fgg_kernel_row *rows) noexcept nogil:

@@ -1,4 +1,4 @@
-/* Which kernel builds this CPU can run (declared in _kernels.pxi, used through cpu_supports()). */
+/* Which kernel builds this CPU can run (declared in kernels.pxi, used through cpu_supports()). */
 #ifndef FGG_CPU_H
 #define FGG_CPU_H
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))

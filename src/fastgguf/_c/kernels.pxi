@@ -1,6 +1,6 @@
 # The kernel layer: one table, indexed by ggml type id, of what this build can do with each type;
 # the Python-callable drivers (dequantize_into, quantize_into) that check their arguments, release
-# the GIL and run a row of it. Each _kernels_<variant>.pyx is nothing but ``include "_kernels.pxi"``:
+# the GIL and run a row of it. Each _kernels_<variant>.pyx is nothing but ``include "kernels.pxi"``:
 # one source, compiled once per CPU level with different ISA flags (setup.py); fastgguf.dequant
 # imports only the builds this CPU can run (cpu_supports() of the portable build says which).
 #
@@ -8,51 +8,54 @@
 # -------------
 # 1. src/fastgguf/types.py: its id in GGMLType and its (block_size, type_size) in TYPE_TRAITS;
 #    src/fastgguf/_byteswap.py: its multi-byte fields in BLOCK_FIELDS. Then run
-#    ``python tools/gen_type_table.py`` (writes _type_table.h/.pxd: FGG_TYPE_<NAME>, layouts,
-#    byte-swap fields; tests/test_dequant_kernel_table.py fails until it is rerun).
-# 2. One kernel file, the family's _kernels_<family>.pxi (float, legacy, kquant, iq): write
+#    ``python tools/gen_type_table.py`` (writes type_table.h/.pxd: FGG_TYPE_<NAME>, layouts,
+#    byte-swap fields; tests/dequant/test_dequant_kernel_table.py fails until it is rerun).
+# 2. One kernel file, the family's kernels_<family>.pxi (float, legacy, kquant, iq): write
 #    ``cdef void dequant_<name>(const uint8_t *src, float *dst, Py_ssize_t n_blocks) noexcept nogil``
 #    and add its row to the family's ``<family>_rows()``:
 #        rows[FGG_TYPE_<NAME>] = fgg_kernel_row(dequantize=dequant_<name>, byteswap=swap_block_fields,
 #                                               quantize=NULL, dot=NULL)
 #    (swap_block_fields reverses the BLOCK_FIELDS of step 1; plain element types use swap_bytes_<n>).
-#    Hand-written C goes in a .h file next to it (prefix fgg_), declared with ``cdef extern from``.
+#    Hand-written C goes in a .h file next to it (prefix fgg_, including base.h), declared in the
+#    .pxd of the same name.
 # 3. One test parameter list: add the type to ENGINE_TYPES / the reference in tests/dequant_refs.py
-#    (and, for a quantizer, to QUANTIZE_TYPES in tests/test_quantize.py with its vectors).
-# A new family (rarely): a new _kernels_<family>.pxi with its ``<family>_rows()``, included below
+#    (and, for a quantizer, to QUANTIZE_TYPES in tests/quant/test_quantize.py with its vectors).
+# A new family (rarely): a new kernels_<family>.pxi with its ``<family>_rows()``, included below
 # and called in _fill_table().
 #
 # Adding a quantizer (the "quantize" column) to an existing type
 # ---------------------------------------------------------------
 # Write ``static void fgg_quantize_<name>(const float *src, uint8_t *dst, int64_t n_rows,
-# int64_t n_per_row, const float *imatrix)`` in src/fastgguf/quant_<family>.h (ggml's quantize_<type>
+# int64_t n_per_row, const float *imatrix)`` in src/fastgguf/_c/quant_<family>.h (ggml's quantize_<type>
 # contract: n_rows rows of n_per_row floats -> n_rows rows of blocks; imatrix NULL or n_per_row
 # floats >= 0; finite input, n_per_row a multiple of the block size, all checked before the call;
-# thread-safe: const or generated tables only). Declare it in the family's .pxi:
+# thread-safe: const or generated tables only). Declare it in quant_<family>.pxd:
 #     cdef extern from "quant_<family>.h":
 #         void fgg_quantize_<name>(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
 #                                  const float *imatrix) noexcept nogil
 # and replace ``quantize=NULL`` by ``quantize=fgg_quantize_<name>`` in the type's row. That is all:
-# fastgguf.quantize() and has_quantize() pick it up; add the type to tests/test_quantize.py.
+# fastgguf.quantize() and has_quantize() pick it up; add the type to tests/quant/test_quantize.py.
 # For a quantizer that runs at memory speed, the driver's separate NaN/inf pass over the input
 # costs a sixth of the time or more: QUANTIZE_CHECKED (below) takes a variant that finds them itself.
 #
 # Adding an integer dot product (the "dot" column, fastgguf.matmul(..., exact=False))
 # ------------------------------------------------------------------------------------
 # Write ``static inline void fgg_mm_rows_<name>(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
-# ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/matmul_dot.h (one weight row
+# ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/_c/dot.h (one weight row
 # against m rows of Q8-quantized x; the same operations on every build, see the comment there),
-# declare it in _kernels_matmul.pxi and set it in dot_rows(); add the type to INT_TYPES in
-# tests/test_matmul.py.
+# declare it in dot.pxd and set it in dot_rows(); add the type to INT_TYPES in
+# tests/matmul/test_matmul.py.
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
 from libc.math cimport isfinite
 
-from fastgguf._kernel_helpers cimport *
-from fastgguf._type_table cimport *
-from fastgguf._sigbus cimport fgg_guard, fgg_guard_enter, fgg_guard_leave, fgg_sigbus_install
+from fastgguf._c.dequant_common cimport *
+from fastgguf._c.type_table cimport *
+from fastgguf._c.sigbus cimport fgg_guard, fgg_guard_enter, fgg_guard_leave, fgg_sigbus_install
+from fastgguf._c.cpu cimport *
+from fastgguf._c.prefault cimport *
 
 from fastgguf.errors import GGUFError
 
@@ -73,9 +76,9 @@ ctypedef void (*fgg_quantize_fn)(const float *src, uint8_t *dst, int64_t n_rows,
 
 # Dot products of one weight row of n_blocks little-endian blocks with m activation rows (row i at
 # x + i * x_stride, in the form the type's dot product takes: for the integer path of
-# _kernels_matmul.pxi, fgg_mm_q8 blocks of 32 quantized values, x_stride counted in those blocks),
-# out[i * out_stride] = the dot product: the signature of matmul_dot.h's fgg_mm_rows_<type>
-# (mm_row_fn), with x as const void *. Filled by dot_rows() in _kernels_matmul.pxi (after the
+# kernels_matmul.pxi, fgg_mm_q8 blocks of 32 quantized values, x_stride counted in those blocks),
+# out[i * out_stride] = the dot product: the signature of dot.h's fgg_mm_rows_<type>
+# (mm_row_fn), with x as const void *. Filled by dot_rows() in kernels_matmul.pxi (after the
 # families: a type gets its dot product there, next to the matmul drivers that call it).
 ctypedef void (*fgg_dot_fn)(const uint8_t *w, Py_ssize_t n_blocks, const void *x, Py_ssize_t x_stride, int m,
                             float *out, Py_ssize_t out_stride) noexcept nogil
@@ -107,7 +110,7 @@ cdef bint _table_filled = False
 
 
 cdef void swap_block_fields(const uint8_t *src, uint8_t *dst, Py_ssize_t n_blocks, int type_id) noexcept nogil:
-    """The byteswap of every block type: reverse the fields _type_table.h lists for ``type_id``."""
+    """The byteswap of every block type: reverse the fields type_table.h lists for ``type_id``."""
     cdef Py_ssize_t type_size = fgg_type_size[type_id], b
     cdef const fgg_block_fields *fields = &fgg_swap_fields_of[type_id]
     cdef int r, k, i, width
@@ -126,10 +129,10 @@ cdef void swap_block_fields(const uint8_t *src, uint8_t *dst, Py_ssize_t n_block
                 p += width
 
 
-include "_kernels_float.pxi"
-include "_kernels_legacy.pxi"
-include "_kernels_kquant.pxi"
-include "_kernels_iq.pxi"
+include "kernels_float.pxi"
+include "kernels_legacy.pxi"
+include "kernels_kquant.pxi"
+include "kernels_iq.pxi"
 
 
 cdef void _fill_table() noexcept:
@@ -180,7 +183,7 @@ def has_dot(int type_id):
 
 
 def _type_layout(int type_id):
-    """(block_size, type_size) the kernels use for ``type_id`` (from _type_table.h; for the tests)."""
+    """(block_size, type_size) the kernels use for ``type_id`` (from type_table.h; for the tests)."""
     if not 0 <= type_id < FGG_TYPE_LIMIT:
         return (0, 0)
     return (fgg_block_size[type_id], fgg_type_size[type_id])
@@ -230,7 +233,7 @@ cdef int _run_guarded(fgg_dequantize_fn kernel, fgg_dequantize_fn stream_kernel,
     """Every _run of one call (all of ``src`` when ``row_index`` is NULL, else those rows).
 
     Returns -2 instead of killing the process if reading ``src`` raises SIGBUS (a mapped file
-    truncated under us, see _sigbus.pxd); the caller still owns and frees scratch and stage."""
+    truncated under us, see sigbus.pxd); the caller still owns and frees scratch and stage."""
     cdef fgg_guard guard
     cdef Py_ssize_t k
     if fgg_guard_enter(&guard):
@@ -401,10 +404,6 @@ def quantize_into(const float[:, ::1] src not None, uint8_t[:, ::1] dst not None
     return bad
 
 
-cdef extern from "_prefault.h":
-    int fgg_prefault(const void *p, size_t n) nogil
-
-
 def prefault(const uint8_t[::1] data not None):
     """Map every page of ``data`` (a file map, usually) in one call before it is read, GIL released.
 
@@ -417,11 +416,6 @@ def prefault(const uint8_t[::1] data not None):
     with nogil:
         done = fgg_prefault(&data[0], <size_t>data.shape[0])
     return done
-
-
-cdef extern from "_cpu.h":
-    int fgg_cpu_has_avx2() nogil
-    int fgg_cpu_has_avx512() nogil
 
 
 def cpu_supports(str variant):
@@ -438,4 +432,4 @@ def cpu_supports(str variant):
     if variant == "avx512":
         return bool(fgg_cpu_has_avx512())
     raise ValueError(f"unknown kernel variant {variant!r}")
-include "_kernels_matmul.pxi"
+include "kernels_matmul.pxi"

@@ -6,7 +6,8 @@
 #ifndef FGG_QUANT_MISC_H
 #define FGG_QUANT_MISC_H
 
-#include "quant_legacy.h"
+#include "iq_tables.h"
+#include "quant_common.h"
 
 /* ------------------------------------------------------------------ TQ1_0 / TQ2_0 */
 
@@ -37,7 +38,7 @@ static inline unsigned fgg__q_trits(const float *x, int stride, int count, float
     return t;
 }
 
-#if FGG_IQ_SIMD && defined(__AVX2__)
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2
 /* (The AVX-512 build runs these 8-lane steps too: 16-lane ones measured 3 % faster for TQ1_0 and
  * 11 % slower for TQ2_0.) */
 
@@ -87,7 +88,7 @@ static inline uint32_t fgg__q_tq1_tail4_avx2(const float *x, __m256 id) {
  * the base-3 number of its trits, most significant first. */
 static void fgg__q_tq1_block(const float *x, uint8_t *blk, float d) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-#if FGG_IQ_SIMD && defined(__AVX2__)
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2
     if (isfinite(id)) {
         const __m256 vid = _mm256_set1_ps(id);
         __m256i b[6];
@@ -109,14 +110,14 @@ static void fgg__q_tq1_block(const float *x, uint8_t *blk, float d) {
             blk[48 + m] = (uint8_t)((t * 256u + 242u) / 243u);
         }
     }
-    fgg_q_put16(blk + 52, fgg_iq_fp16(d));
+    fgg_store_u16le(blk + 52, fgg_float_to_half(d));
 }
 
 /* 256 elements -> 64 bytes of four 2-bit trits (element m + 32 n of each 128 in bits 2n), fp16 amax */
 static void fgg__q_tq2_block(const float *x, uint8_t *blk, float d) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    fgg_q_put16(blk + 64, fgg_iq_fp16(d));
-#if FGG_IQ_SIMD && defined(__AVX2__)
+    fgg_store_u16le(blk + 64, fgg_float_to_half(d));
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2
     if (isfinite(id)) {
         const __m256 vid = _mm256_set1_ps(id);
         for (int h = 0; h < 2; ++h) {
@@ -205,19 +206,19 @@ static inline uint8_t fgg__q_e2m1_code(float x, float e) {
  * x < 0, |-v e - x|, is the same float as |v e - |x||. The sign bit joins unless the code is 0. */
 static inline void fgg__q_e2m1_codes(const float *x, int n, float e, uint8_t *codes) {
 #if FGG_IQ_SIMD
-    fgg_q_vf8 value[8];
+    fgg_iq_vf value[8];
     for (int c = 0; c < 8; ++c) value[c] = fgg_q_splat8((float)fgg_q_e2m1x2[c] * e);
-    for (int i = 0; i < n; i += FGG_Q_W) {
-        fgg_q_vf8 v;
+    for (int i = 0; i < n; i += FGG_IQ_W) {
+        fgg_iq_vf v;
         memcpy(&v, x + i, sizeof v);
-        const fgg_q_vf8 a = fgg_q_abs8(v);
-        fgg_q_vf8 best_err = fgg_q_abs8(value[0] - a);
-        fgg_q_vi8 best = fgg_q_round8(fgg_q_splat8(0.0f));
+        const fgg_iq_vf a = fgg_q_abs8(v);
+        fgg_iq_vf best_err = fgg_q_abs8(value[0] - a);
+        fgg_iq_vi best = fgg_q_round8(fgg_q_splat8(0.0f));
         for (int c = 1; c < 8; ++c) {
-            const fgg_q_vf8 err = fgg_q_abs8(value[c] - a);
-            const fgg_q_vi8 m = err < best_err;
+            const fgg_iq_vf err = fgg_q_abs8(value[c] - a);
+            const fgg_iq_vi m = err < best_err;
             best = fgg_q_isel(m, best - best + c, best);
-            best_err = fgg_q_fsel(m, err, best_err);
+            best_err = fgg_iq_select(m, err, best_err);
         }
         best |= (v < 0.0f) & (best != 0) & 8;
         fgg_q_store_bytes(codes + i, best);
@@ -225,14 +226,6 @@ static inline void fgg__q_e2m1_codes(const float *x, int n, float e, uint8_t *co
 #else
     for (int i = 0; i < n; ++i) codes[i] = fgg__q_e2m1_code(x[i], e);
 #endif
-}
-
-/* half of the E8M0 scale 2^(e-127): 2^(e-128), built from bits */
-static inline float fgg__q_e8m0_half(uint8_t e) {
-    uint32_t bits = e < 2 ? (0x00200000u << e) : ((uint32_t)(e - 1) << 23);
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
 }
 
 /* ggml's shared exponent: (uint8_t)(floor(log2f(amax)) - 2 + 127) in float. For a normal amax
@@ -257,7 +250,7 @@ static void fgg_quantize_mxfp4(const float *src, uint8_t *dst, int64_t n_rows, i
         uint8_t *blk = dst + 17 * i;
         const float amax = fgg_q_amax(x, 32);
         const uint8_t e = amax > 0.0f ? fgg__q_mxfp4_exp(amax) : 0;
-        const float d = fgg__q_e8m0_half(e);
+        const float d = fgg_e8m0_half_f32[e];
         blk[0] = e;
         uint8_t c[32];
         fgg__q_e2m1_codes(x, 32, d, c);
@@ -287,14 +280,6 @@ static inline uint8_t fgg__q_to_ue4m3(float x) {
     return (uint8_t)((ex << 3) | man);
 }
 
-/* half the UE4M3 value (the E2M1 table is doubled) */
-static inline float fgg__q_from_ue4m3_half(uint8_t u) {
-    if (u == 0 || u == 0x7f) return 0.0f;
-    int ex = (u >> 3) & 0xf, man = u & 7;
-    float v = ex == 0 ? ldexpf((float)man, -9) : ldexpf(1.0f + (float)man / 8.0f, ex - 7);
-    return v * 0.5f;
-}
-
 /* 64 elements: four UE4M3 scales (one per 16), then 32 bytes of E2M1 codes */
 static void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
                                const float *imatrix) {
@@ -307,7 +292,7 @@ static void fgg_quantize_nvfp4(const float *src, uint8_t *dst, int64_t n_rows, i
             const float amax = fgg_q_amax(x, 16);
             const uint8_t u = fgg__q_to_ue4m3(amax / 6.0f);
             blk[s] = u;
-            const float d = fgg__q_from_ue4m3_half(u);
+            const float d = fgg_ue4m3_half_f32[u];
             uint8_t c[16];
             fgg__q_e2m1_codes(x, 16, d, c);
             for (int j = 0; j < 8; ++j) blk[4 + 8 * s + j] = (uint8_t)(c[j] | (c[j + 8] << 4));
@@ -327,7 +312,7 @@ static void fgg_quantize_q1_0(const float *src, uint8_t *dst, int64_t n_rows, in
         uint8_t *blk = dst + 18 * i;
         float s = 0.0f;
         for (int j = 0; j < 128; ++j) s += fabsf(x[j]);
-        fgg_q_put16(blk, fgg_iq_fp16(s / 128.0f));
+        fgg_store_u16le(blk, fgg_float_to_half(s / 128.0f));
         for (int b = 0; b < 16; ++b) {
             unsigned byte = 0;
             for (int k = 0; k < 8; ++k) byte |= (unsigned)(x[8 * b + k] >= 0.0f) << k;
@@ -346,8 +331,8 @@ static void fgg_quantize_q2_0(const float *src, uint8_t *dst, int64_t n_rows, in
         uint8_t *blk = dst + 18 * i;
         const float amax = fgg_q_amax(x, 64);
         const float id = amax > 0.0f ? 1.0f / amax : 0.0f;
-        fgg_q_put16(blk, fgg_iq_fp16(amax));
-#if FGG_IQ_SIMD && defined(__AVX2__)
+        fgg_store_u16le(blk, fgg_float_to_half(amax));
+#if FGG_IQ_SIMD && FGG_HAVE_AVX2
         if (isfinite(id)) { /* then |x * id| <= 1: the level is a trit (roundf + 1), inside the clamp */
             const __m256 vid = _mm256_set1_ps(id);
             __m256i q[8];

@@ -1,0 +1,5 @@
+# Declarations of cpu.h.
+
+cdef extern from "cpu.h":
+    int fgg_cpu_has_avx2() nogil
+    int fgg_cpu_has_avx512() nogil
