@@ -9,13 +9,7 @@ is renamed only when complete; after an error or ``KeyboardInterrupt`` nothing i
 
 :func:`plan_requantize` says, without writing anything, which type each tensor gets and why.
 
-Mixes (``Q4_K_M``, ``IQ2_M``, ...) follow ``llama_tensor_get_type`` of llama.cpp's
-``src/llama-quant.cpp`` (read at commit 007dbbf3, 2026): which tensors are quantized at all,
-the rules per tensor kind (``output.weight``, ``token_embd.weight``, ``attn_v``, ``attn_k``,
-``attn_q``, ``attn_output``, ``attn_qkv``, ``ffn_down``/``ffn_gate``/``ffn_up``) with the
-layer counting of ``use_more_bits``, the fallbacks when a row length is not a multiple of the
-block size, and which tensors need an importance matrix. See the README for what is not
-replicated.
+The per-tensor rules of llama.cpp's mixes are :mod:`fastgguf._llama_mixes`'s.
 """
 
 from __future__ import annotations
@@ -33,49 +27,32 @@ from typing import Any
 import numpy as np
 
 from . import dequant, quant
+from ._llama_mixes import (
+    FALLBACK,
+    FILE_TYPES,
+    FLOAT_TYPES,
+    GGML_NEEDS_IMATRIX,
+    LLAMA_NEEDS_IMATRIX,
+    MIXES,
+    PURE_FILE_TYPES,
+    TOKEN_EMBD,
+    Hparams,
+    MixRules,
+    category,
+    ggml_shape,
+    layer_of,
+    why_not_quantized,
+)
 from .errors import GGUFError
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open_model
-from .types import REGISTRY, TYPE_TRAITS, GGMLType, GGUFValueType, types_where
+from .types import TYPE_TRAITS, GGMLType, GGUFValueType
 from .writer import GGUFWriter
 
 __all__ = ["FILE_TYPES", "MIXES", "TensorPlan", "filter_imatrix", "parse_override_kv", "parse_tensor_types", "plan_requantize",
            "quantizable_types", "read_tensor_type_file", "requantize"]
 
 _T = GGMLType
-
-#: llama.cpp's ``llama_ftype`` values (``general.file_type``), by llama-quantize's name for them.
-FILE_TYPES: dict[str, int] = {
-    "F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10, "Q3_K_S": 11,
-    "Q3_K_M": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q5_K_S": 16, "Q5_K_M": 17, "Q6_K": 18,
-    "IQ2_XXS": 19, "IQ2_XS": 20, "Q2_K_S": 21, "IQ3_XS": 22, "IQ3_XXS": 23, "IQ1_S": 24, "IQ4_NL": 25,
-    "IQ3_S": 26, "IQ3_M": 27, "IQ2_S": 28, "IQ2_M": 29, "IQ4_XS": 30, "IQ1_M": 31, "BF16": 32, "TQ1_0": 36,
-    "TQ2_0": 37, "MXFP4_MOE": 38, "NVFP4": 39, "Q1_0": 40, "Q2_0": 41,
-}
-
-#: llama-quantize's file types and the tensor type each starts from (``llama_ftype_get_default_type``).
-#: ``--type`` with one of these names applies llama.cpp's per-tensor rules for it.
-MIXES: dict[str, GGMLType] = {
-    "F32": _T.F32, "F16": _T.F16, "BF16": _T.BF16, "Q4_0": _T.Q4_0, "Q4_1": _T.Q4_1, "Q5_0": _T.Q5_0,
-    "Q5_1": _T.Q5_1, "Q8_0": _T.Q8_0, "Q1_0": _T.Q1_0, "Q2_0": _T.Q2_0, "MXFP4_MOE": _T.MXFP4,
-    "NVFP4": _T.NVFP4, "Q2_K": _T.Q2_K, "Q2_K_S": _T.Q2_K, "Q3_K_S": _T.Q3_K, "Q3_K_M": _T.Q3_K,
-    "Q3_K_L": _T.Q3_K, "Q4_K_S": _T.Q4_K, "Q4_K_M": _T.Q4_K, "Q5_K_S": _T.Q5_K, "Q5_K_M": _T.Q5_K,
-    "Q6_K": _T.Q6_K, "TQ1_0": _T.TQ1_0, "TQ2_0": _T.TQ2_0, "IQ2_XXS": _T.IQ2_XXS, "IQ2_XS": _T.IQ2_XS,
-    "IQ2_S": _T.IQ2_XS, "IQ2_M": _T.IQ2_S, "IQ3_XXS": _T.IQ3_XXS, "IQ3_XS": _T.IQ3_S, "IQ3_S": _T.IQ3_S,
-    "IQ3_M": _T.IQ3_S, "IQ1_S": _T.IQ1_S, "IQ1_M": _T.IQ1_M, "IQ4_NL": _T.IQ4_NL, "IQ4_XS": _T.IQ4_XS,
-}
-
-#: ``general.file_type`` written for one tensor type on every weight: llama-quantize's file type of
-#: that name, else the one whose starting type it is (what ``llama-quantize --pure`` writes).
-_PURE_FILE_TYPES: dict[GGMLType, int] = {t: row.file_type for t, row in REGISTRY.items() if row.file_type is not None}
-
-_FLOAT_TYPES = frozenset({_T.F32, _T.F16, _T.BF16})
-#: Types ggml quantizes only with an importance matrix (``ggml_quantize_requires_imatrix``).
-_GGML_NEEDS_IMATRIX = types_where(imatrix="required")
-#: Target types llama-quantize refuses to write without an importance matrix (``tensor_requires_imatrix``).
-_LLAMA_NEEDS_IMATRIX = types_where(llama_imatrix=True)
-#: ``tensor_type_fallback``: the type used when a row length is not a multiple of the block size.
-_FALLBACK = {t: row.fallback for t, row in REGISTRY.items() if row.fallback is not None}
 
 #: Elements dequantized and quantized at a time (whole rows; at least one row).
 _CHUNK_ELEMENTS = 1 << 20
@@ -134,276 +111,6 @@ def _quantize_function() -> Callable[..., np.ndarray]:
     return quant.quantize
 
 
-# ---------------------------------------------------------------------------------------------
-# Which type each tensor gets
-
-_CATEGORIES = (  # (substring, category), tested in this order as llama.cpp does
-    ("attn_qkv.weight", "qkv"), ("attn_kv_b.weight", "kv_b"), ("attn_v.weight", "v"), ("attn_k.weight", "k"),
-    ("attn_q.weight", "q"), ("attn_output.weight", "attn_output"), ("ffn_up", "ffn_up"),
-    ("ffn_gate", "ffn_gate"), ("ffn_down", "ffn_down"),
-)
-_TOKEN_EMBD = ("token_embd.weight", "per_layer_token_embd.weight")
-_LAYER = re.compile(r"blk\.\s*([+-]?\d+)")
-
-# Substrings of tensor names llama-quantize never quantizes (tensor_allows_quantization).
-_NOT_QUANTIZED = (
-    "_norm.weight", "ffn_gate_inp.weight", "ffn_gate_tid2eid.weight", "altup", "laurel", "per_layer_model_proj",
-    "ssm_conv1d", "shortconv.conv.weight", "indexer.k_proj.weight", "indexer.q_proj.weight",
-    "time_mix_first.weight", "time_mix_w0.weight", "time_mix_w1.weight", "time_mix_w2.weight",
-    "time_mix_v0.weight", "time_mix_v1.weight", "time_mix_v2.weight", "time_mix_a0.weight", "time_mix_a1.weight",
-    "time_mix_a2.weight", "time_mix_g1.weight", "time_mix_g2.weight", "time_mix_decay_w1.weight",
-    "time_mix_decay_w2.weight", "time_mix_lerp_fused.weight", "attn_rel_b.weight", ".position_embd",
-    "sam.pos_embd", "sam.neck.", "sam.net_", ".rel_pos", ".patch_embd", ".patch_merger", "a.rvq.codebook",
-    "mm.a.code_embd",
-)
-
-
-def _category(name: str) -> str:
-    if name == "output.weight":
-        return "output"
-    if name in _TOKEN_EMBD:
-        return "token_embd"
-    for part, category in _CATEGORIES:
-        if part in name:
-            return category
-    return "other"
-
-
-def _n_dims(shape: tuple[int, ...]) -> int:
-    """ggml_n_dims: dimensions up to the last one above 1 (outermost first here), at least 1."""
-    for i, n in enumerate(shape):
-        if n > 1:
-            return len(shape) - i
-    return 1
-
-
-def _ggml_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The shape as gguf writes a tensor's info: ``ggml_n_dims`` dimensions (outer ones of 1 dropped)."""
-    return tuple(shape[len(shape) - _n_dims(shape):]) if shape else shape
-
-
-def _why_not_quantized(info: _Named | TensorInfo) -> str | None:
-    """Why llama-quantize leaves this tensor as it is, or None when it quantizes it."""
-    dims = _n_dims(info.shape)
-    if dims < 2:
-        return f"{dims}-D"
-    name = info.name
-    if not name.endswith("weight"):
-        return "not a weight"
-    if name in ("position_embd.weight", "token_types.weight") or any(part in name for part in _NOT_QUANTIZED):
-        return "kept by llama-quantize's rules"
-    return None
-
-
-def _layer_of(name: str) -> int | None:
-    match = _LAYER.match(name)
-    return int(match.group(1)) if match else None
-
-
-@dataclass
-class _Hparams:
-    arch: str
-    n_layer: int
-    n_gqa: int
-    n_expert: int
-    is_70b: bool
-
-    @classmethod
-    def of(cls, metadata: Mapping[str, Any], needed: bool) -> _Hparams:
-        arch = metadata.get("general.architecture", "")
-        arch = arch if isinstance(arch, str) else ""
-
-        def number(key: str, default: int) -> int:
-            value = metadata.get(f"{arch}.{key}", default)
-            if isinstance(value, np.ndarray):
-                value = value[0] if value.size else default  # per-layer arrays: layer 0, as n_gqa() uses
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                raise GGUFError(f"{arch}.{key} is not a number: {value!r}") from None
-
-        if needed and f"{arch}.block_count" not in metadata:
-            raise ValueError(f"llama.cpp's mix rules count layers: {arch or '(no general.architecture)'}"
-                             f".block_count is missing; use a plain tensor type (--pure)")
-        n_layer = number("block_count", 0)
-        n_head = number("attention.head_count", 0)
-        n_head_kv = number("attention.head_count_kv", n_head)
-        n_expert = number("expert_count", 0)
-        n_gqa = n_head // n_head_kv if n_head_kv else 0
-        return cls(arch, n_layer, n_gqa, n_expert, arch == "llama" and n_layer == 80 and n_head != n_head_kv)
-
-
-def _use_more_bits(i_layer: int, n_layer: int) -> bool:
-    return i_layer < n_layer // 8 or i_layer >= 7 * n_layer // 8 or (i_layer - n_layer // 8) % 3 == 2
-
-
-class _MixRules:
-    """llama.cpp's ``llama_tensor_get_type_impl``: the tensor type for each tensor of one file type.
-
-    Stateful like the original: counters of attn_v / ffn_* tensors advance as tensors are seen,
-    which must be in llama.cpp's order (:func:`_llama_order`).
-    """
-
-    def __init__(self, mix: str, hp: _Hparams, has_imatrix: bool, tensors: list[_Named]) -> None:
-        self.ft = mix
-        self.hp = hp
-        self.has_imatrix = has_imatrix
-        categories = [_category(t.name) for t in tensors]
-        self.n_attention_wv = sum(c in ("v", "qkv", "kv_b") for c in categories)
-        self.tied = "output" not in categories
-        self.n_ffn = hp.n_layer
-        self.i_attention_wv = self.i_ffn_down = self.i_ffn_gate = self.i_ffn_up = 0
-        self.output_type: GGMLType | None = None
-        self.token_embd_type: GGMLType | None = None
-
-    def _layer(self, counter: int, name: str) -> tuple[int, int]:
-        if self.hp.n_expert > 1:
-            layer = _layer_of(name)
-            if layer is None:
-                raise ValueError(f"cannot tell the layer of tensor {name!r} (expected blk.N.)")
-            if not 0 <= layer < self.n_ffn:
-                raise ValueError(f"bad layer {layer} for tensor {name!r}: must be in [0, {self.n_ffn})")
-            return layer, self.n_ffn
-        return counter, self.n_ffn
-
-    def type_for(self, info: _Named, new: GGMLType) -> GGMLType:
-        ft, hp, name = self.ft, self.hp, info.name
-        cat = _category(name)
-        gqa, n_expert, falcon = hp.n_gqa, hp.n_expert, hp.arch == "falcon"
-        very_low = ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")
-        attn_v_like = cat in ("v", "qkv", "kv_b")
-        if cat == "output" or (self.tied and cat == "token_embd"):
-            nx = info.shape[-1]
-            if self.output_type is not None:
-                new = self.output_type
-            elif ft == "MXFP4_MOE" or falcon or nx % TYPE_TRAITS[new].block_size:
-                new = _T.Q8_0
-            elif ft in ("IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M"):
-                new = _T.Q5_K
-            elif new != _T.Q8_0:
-                new = _T.Q6_K
-        elif ft == "MXFP4_MOE":
-            expert_role = cat in ("ffn_up", "ffn_gate", "ffn_down")
-            n_mat = info.shape[-3] if len(info.shape) >= 3 else 1
-            new = _T.MXFP4 if n_mat > 1 and (hp.arch != "bailingmoe3" or expert_role) else _T.Q8_0
-        elif cat == "token_embd":
-            if self.token_embd_type is not None:
-                new = self.token_embd_type
-            elif ft in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ1_M"):
-                new = _T.Q2_K
-            elif ft in ("IQ2_S", "IQ2_M", "IQ3_XXS"):
-                new = _T.IQ3_S
-            elif ft in ("TQ1_0", "TQ2_0", "Q2_0"):
-                new = _T.Q4_K
-        elif ft in very_low:
-            iq2_sm = ft in ("IQ2_S", "IQ2_M")
-            if attn_v_like:
-                new = _T.Q4_K if gqa >= 4 or n_expert >= 4 else (_T.IQ3_S if iq2_sm else _T.Q2_K)
-                self.i_attention_wv += 1
-            elif n_expert == 8 and cat == "k":
-                new = _T.Q4_K
-            elif cat == "ffn_down":
-                if self.i_ffn_down < self.n_ffn // 8:
-                    new = _T.IQ3_S if iq2_sm else _T.Q2_K
-                self.i_ffn_down += 1
-            elif cat == "attn_output":
-                if n_expert == 8:
-                    new = _T.Q5_K
-                elif ft in ("IQ1_S", "IQ1_M"):
-                    new = _T.IQ2_XXS
-                elif iq2_sm:
-                    new = _T.IQ3_S
-        elif attn_v_like:
-            i, n = self.i_attention_wv, self.n_attention_wv
-            if ft == "Q2_K":
-                new = _T.Q4_K if gqa >= 4 else _T.Q3_K
-            elif ft == "Q2_K_S" and gqa >= 4:
-                new = _T.Q4_K
-            elif ft == "IQ3_XXS":
-                new = _T.Q4_K if gqa >= 4 else (_T.IQ3_XXS if self.has_imatrix else _T.IQ3_S)
-            elif ft in ("IQ3_XS", "IQ3_S") and gqa >= 4:
-                new = _T.Q4_K
-            elif ft == "IQ3_M":
-                new = _T.Q4_K
-            elif ft == "Q3_K_M":
-                new = _T.Q5_K if i < 2 else _T.Q4_K
-            elif ft == "Q3_K_L":
-                new = _T.Q5_K
-            elif ft in ("IQ4_NL", "IQ4_XS") and gqa >= 4:
-                new = _T.Q5_K
-            elif ft in ("Q4_K_M", "Q5_K_M") and _use_more_bits(i, n):
-                new = _T.Q6_K
-            elif ft == "Q4_K_S" and i < 4:
-                new = _T.Q5_K
-            if hp.is_70b and new in (_T.Q3_K, _T.Q4_K):
-                new = _T.Q5_K
-            if n_expert == 8:
-                new = _T.Q8_0
-            self.i_attention_wv += 1
-        elif cat == "k":
-            if n_expert == 8:
-                new = _T.Q8_0
-            elif ft == "IQ3_XS":
-                new = _T.IQ3_XXS
-            elif ft == "IQ3_XXS":
-                new = _T.IQ2_S
-        elif cat == "q":
-            if ft == "IQ3_XS":
-                new = _T.IQ3_XXS
-            elif ft == "IQ3_XXS":
-                new = _T.IQ2_S
-        elif cat == "ffn_down":
-            i, n = self._layer(self.i_ffn_down, name)
-            if ft == "Q2_K":
-                new = _T.Q3_K
-            elif ft == "Q2_K_S":
-                if i < n // 8:
-                    new = _T.Q4_K
-            elif ft == "IQ3_XXS" and not self.has_imatrix:
-                new = _T.Q4_K if i < n // 8 else _T.Q3_K
-            elif ft == "Q3_K_M":
-                new = _T.Q5_K if i < n // 16 else (_T.Q4_K if not falcon or _use_more_bits(i, n) else _T.Q3_K)
-            elif ft == "IQ3_M" and (i < n // 8 or (n_expert == 8 and _use_more_bits(i, n))):
-                new = _T.Q4_K
-            elif ft == "Q3_K_L":
-                new = _T.Q4_K if falcon else _T.Q5_K
-            elif ft == "Q4_K_M":
-                if falcon:
-                    new = _T.Q6_K if i < n // 16 else (_T.Q5_K if _use_more_bits(i, n) else _T.Q4_K)
-                elif _use_more_bits(i, n):
-                    new = _T.Q6_K
-            elif i < n // 8 and ft in ("IQ4_NL", "IQ4_XS") and not self.has_imatrix:
-                new = _T.Q5_K
-            elif ft == "Q5_K_M" and _use_more_bits(i, n):
-                new = _T.Q6_K
-            elif ft == "Q4_K_S" and not falcon and i < n // 8:
-                new = _T.Q5_K
-            elif ft in ("Q4_0", "Q5_0") and self.has_imatrix and i < n // 8:
-                new = _T.Q4_1 if ft == "Q4_0" else _T.Q5_1
-            self.i_ffn_down += 1
-        elif cat == "attn_output":
-            if not falcon:
-                if n_expert == 8:
-                    if ft in ("Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ3_S",
-                              "IQ3_M", "IQ4_XS"):
-                        new = _T.Q5_K
-                else:
-                    new = {"Q2_K": _T.Q3_K, "IQ3_XXS": _T.IQ3_S, "Q3_K_M": _T.Q4_K, "Q3_K_L": _T.Q5_K,
-                           "IQ3_M": _T.Q4_K}.get(ft, new)
-            elif ft == "Q3_K_L":
-                new = _T.Q4_K
-        elif cat in ("ffn_gate", "ffn_up"):
-            counter = self.i_ffn_gate if cat == "ffn_gate" else self.i_ffn_up
-            i, n = self._layer(counter, name)
-            if ft == "IQ3_XS" and n // 8 <= i < 7 * n // 8:
-                new = _T.IQ3_XXS
-            if cat == "ffn_gate":
-                self.i_ffn_gate += 1
-            else:
-                self.i_ffn_up += 1
-        return new
-
-
 @dataclass(frozen=True)
 class _Named:
     """A tensor as the rules see it: its (possibly renumbered) name, shape and type, and its input name."""
@@ -417,7 +124,7 @@ class _Named:
 def _llama_order(tensors: Iterable[TensorInfo]) -> list[TensorInfo]:
     """llama.cpp's order of weights (``weight_name_comparer``): by layer (``blk.N.``; others first), then by name."""
     def key(info: TensorInfo) -> tuple[int, bytes]:
-        layer = _layer_of(info.name)
+        layer = layer_of(info.name)
         return (-1 if layer is None else layer, info.name.encode("utf-8", "surrogateescape"))
     return sorted(tensors, key=key)
 
@@ -474,13 +181,13 @@ def _resolve(type_or_mix: str | GGMLType | int, pure: bool) -> tuple[str | None,
         try:
             qtype = GGMLType[name]
         except KeyError:
-            raise ValueError(f"unknown type {type_or_mix!r}: give a tensor type ({', '.join(t.name for t in _PURE_FILE_TYPES)}) "
+            raise ValueError(f"unknown type {type_or_mix!r}: give a tensor type ({', '.join(t.name for t in PURE_FILE_TYPES)}) "
                              f"or a llama.cpp mix ({', '.join(MIXES)})") from None
     else:
         qtype = GGMLType(type_or_mix)
-    if qtype not in _PURE_FILE_TYPES:
+    if qtype not in PURE_FILE_TYPES:
         raise ValueError(f"{qtype.name} is not a type llama.cpp stores weights in")
-    return None, qtype, _PURE_FILE_TYPES[qtype], False
+    return None, qtype, PURE_FILE_TYPES[qtype], False
 
 
 def _matches(name: str, patterns: Iterable[str] | None) -> bool:
@@ -616,22 +323,22 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
         where = {t.name: ((model.shard_of(t.name) if isinstance(model, SplitModel) else 0), t.offset)
                  for t in all_tensors}
         tensors.sort(key=lambda t: where[t.source])
-    quantized_base = base not in _FLOAT_TYPES
+    quantized_base = base not in FLOAT_TYPES
     use_rules = mix is not None and quantized_base
-    hp = _Hparams.of(model.metadata, needed=use_rules)
-    rules = _MixRules(mix, hp, imatrix is not None, tensors) if use_rules and mix is not None else None
+    hp = Hparams.of(model.metadata, needed=use_rules)
+    rules = MixRules(mix, hp, imatrix is not None, tensors) if use_rules and mix is not None else None
     if rules is not None:
         rules.output_type = out_type
     plans = []
     for info in tensors:
-        why = _why_not_quantized(info)
+        why = why_not_quantized(info)
         if why is None and leave_output_tensor and info.name == "output.weight":
             why = "--leave-output-tensor"
         if why is not None:
             plans.append(_plan(info, info.type, why))
             continue
         ncols = info.shape[-1]
-        cat = _category(info.name)
+        cat = category(info.name)
         note = ""
         new = base
         manual = None
@@ -667,8 +374,8 @@ def plan_requantize(model: GGUFFile | SplitModel, type_or_mix: str | GGMLType | 
             plans.append(_plan(info, info.type, f"row length {ncols} is not a multiple of {base.name}'s {block}"))
             continue
         wanted = new
-        if new in _FALLBACK:
-            new = _FALLBACK[new]
+        if new in FALLBACK:
+            new = FALLBACK[new]
         elif block > 32:
             raise ValueError(f"tensor {info.name!r}: row length {ncols} is not a multiple of {new.name}'s block "
                              f"size and llama.cpp defines no fallback for {new.name} (use --keep)")
@@ -722,15 +429,15 @@ def _imatrix_entry(plan: TensorPlan, imatrix: Mapping[str, np.ndarray] | None, m
                    file_type: int | None = None) -> np.ndarray | None:
     """The importance matrix for ``plan``'s tensor (n_matrices * n_per_row floats), or None; ValueError if required."""
     q2k_s = mix == "Q2_K_S" or file_type == FILE_TYPES["Q2_K_S"]
-    needs = plan.target_type in _GGML_NEEDS_IMATRIX or (
-        plan.name not in _TOKEN_EMBD and plan.name != "output.weight"
-        and (plan.target_type in _LLAMA_NEEDS_IMATRIX or (plan.target_type == _T.Q2_K and q2k_s)))
+    needs = plan.target_type in GGML_NEEDS_IMATRIX or (
+        plan.name not in TOKEN_EMBD and plan.name != "output.weight"
+        and (plan.target_type in LLAMA_NEEDS_IMATRIX or (plan.target_type == _T.Q2_K and q2k_s)))
     entry = None if imatrix is None else imatrix.get(plan.input_name)
     if entry is not None:
         entry = np.asarray(entry, dtype=np.float32).reshape(-1)
         expected = plan.shape[-1] * math.prod(plan.shape[:-2])
         if entry.size != expected:
-            if plan.name in _TOKEN_EMBD:
+            if plan.name in TOKEN_EMBD:
                 entry = None  # llama-quantize ignores a token_embd entry of the wrong size
             else:
                 raise ValueError(f"importance matrix entry {plan.name!r} has {entry.size} values, the tensor "
@@ -911,7 +618,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
                     for key, vtype, value in split_keys:
                         writer.add(key, value, vtype)
                 for plan in group:
-                    writer.add_tensor_info(plan.name, plan.target_type, _ggml_shape(plan.shape))
+                    writer.add_tensor_info(plan.name, plan.target_type, ggml_shape(plan.shape))
                 partial, handle = _create_beside(path)
                 partials.append((partial, path))
                 with handle:
