@@ -334,3 +334,16 @@ def test_cli_json_csv_table_and_plot(tiny, tmp_path, q4_file):
     assert status == 0 and "KLD mean" in out and "Q8_0" in out and "same top" in out
     assert main(["eval", path, "--text", text_path]) == 1  # nothing to compare
     assert main(["eval", *common, "--plot", str(tmp_path / "x.gif")]) == 1
+
+
+def test_moe_experts_swapped_in_place(tmp_path, tiny):
+    # qwen2moe: transformers merges ffn_gate_exps and ffn_up_exps into one parameter itself; F32 from F16 swaps every
+    # expert tensor in and must give the base's outputs exactly. The importance matrix leaves the experts out.
+    path = str(tmp_path / "moe.gguf")
+    hf_gguf_models.build(path, "qwen2moe", hidden=256, layers=1, intermediate=512, types={"": GGMLType.F16})
+    same, q4 = fastgguf.eval(path, ["F32", "Q4_K_M"], text=tiny[2], ctx=CTX, chunks=1)
+    assert same["kld_max"] == 0 and same["same_top_p"] == 100 and same["ppl"] == same["ppl_base"]
+    assert q4["kld_mean"] > 0
+    entries = collect_imatrix(path, tiny[2], str(tmp_path / "imatrix.gguf"), ctx=CTX, chunks=1)
+    assert "blk.0.ffn_down_shexp.weight" in entries and "blk.0.attn_q.weight" in entries
+    assert not any("_exps" in name for name in entries)
