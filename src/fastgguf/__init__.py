@@ -4,6 +4,7 @@ from ._backend import available_cpu_paths, cpu_path, get_num_threads, set_cpu_pa
 from ._version import __version__
 from .dequant import dequantize
 from .errors import GGUFError
+from .eval import eval  # noqa: A004 - fastgguf.eval, the model-output comparison
 from .export import export_model
 from .gguf_split import merge_files, split_file
 from .imatrix import read_imatrix
@@ -31,6 +32,7 @@ __all__ = [
     "cpu_path",
     "dequantize",
     "edit_metadata",
+    "eval",
     "export_model",
     "get_num_threads",
     "matmul",

@@ -12,7 +12,7 @@ import fastgguf
 import fastgguf.cli
 from fastgguf import GGMLType as T, GGUFWriter, requantize as rq
 from fastgguf.requantize import plan_requantize, quantizable_types, requantize
-from fastgguf.types import TYPE_TRAITS
+from fastgguf.types import REGISTRY, TYPE_TRAITS
 
 N_LAYER = 4
 COLS = 256
@@ -73,8 +73,8 @@ def stand_in_quantize(x, type, *, imatrix=None, threads=None):  # noqa: A002 - f
 
 #: This build's quantizers, less those needing an importance matrix.
 # (without an imatrix llama-quantize also refuses IQ3_XXS, IQ2_S and IQ1_M targets, which ggml itself takes)
-REAL_TYPES = [t for t in quantizable_types() if t in rq._PURE_FILE_TYPES
-              and t not in rq._GGML_NEEDS_IMATRIX | rq._LLAMA_NEEDS_IMATRIX]
+REAL_TYPES = [t for t in quantizable_types() if REGISTRY[t].file_type is not None
+              and REGISTRY[t].imatrix != "required" and not REGISTRY[t].llama_imatrix]
 
 
 @pytest.fixture(params=["stand-in"] + (["real"] if REAL_TYPES else []))
@@ -131,7 +131,7 @@ def test_round_trip_every_type(tmp_path, source_dtype, quantizer):
         out_path = tmp_path / f"out-{target.name}.gguf"
         plans = requantize(src_path, out_path, target, pure=True, threads=2)
         with fastgguf.open(src_path) as src, fastgguf.open(out_path) as out:
-            check_metadata(src, out, rq._PURE_FILE_TYPES[target])
+            check_metadata(src, out, REGISTRY[target].file_type)
             assert list(out.tensors) == [t.name for t in rq._llama_order(src.tensors.values())]  # llama.cpp's order
             for plan in plans:
                 s, o = src.tensors[plan.name], out.tensors[plan.name]
