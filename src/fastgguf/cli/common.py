@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import GGUFError
@@ -12,7 +14,7 @@ from ..reader import GGUFFile, TensorInfo
 from ..split import SplitModel, open_model
 from ..types import GGMLType
 
-__all__ = ["FILE_HELP", "CommandError", "open_input", "parse_types", "positive_int", "progress_bar",
+__all__ = ["FILE_HELP", "CommandError", "open_input", "parse_types", "positive_int", "progress", "progress_bar",
            "row_length_of", "select_tensors", "shard_of"]
 
 FILE_HELP = "a GGUF file, or any shard of a split model"
@@ -89,3 +91,14 @@ def progress_bar(total: int, enabled: bool, desc: str, unit: str = "B") -> Any:
         scaled = {"unit_scale": True, "unit_divisor": 1024} if unit == "B" else {"unit_scale": True}
         return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, **scaled)
     return None
+
+
+@contextlib.contextmanager
+def progress(total: int, enabled: bool, desc: str, unit: str = "B") -> Iterator[Callable[[int], Any] | None]:
+    """``with progress(...) as update:`` — a bar's ``update`` (or None without a bar), closed on the way out."""
+    bar = progress_bar(total, enabled, desc, unit)
+    try:
+        yield None if bar is None else bar.update
+    finally:
+        if bar is not None:
+            bar.close()

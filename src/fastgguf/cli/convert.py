@@ -5,9 +5,8 @@ from __future__ import annotations
 import sys
 
 from ..dequant import resolve_dtype
-from ..errors import GGUFError
 from ..export import OUTPUT_DTYPES, export_model, npy_filename, open_writer
-from .common import FILE_HELP, CommandError, open_input, positive_int, progress_bar, select_tensors
+from .common import FILE_HELP, CommandError, open_input, positive_int, progress, select_tensors
 
 __all__ = ["cmd_convert", "npy_filename", "register"]
 
@@ -22,20 +21,12 @@ def cmd_convert(args) -> None:
         raise CommandError(str(error)) from None
     with open_input(args.file) as model:
         tensors = select_tensors(model, args.filter)
-        progress = progress_bar(sum(t.n_elements for t in tensors) * dtype.itemsize, not args.no_progress,
-                                "convert")
-        try:
-            export_model(model, args.out, tensors=tensors, dtype=dtype, threads=args.threads,
-                         progress=None if progress is None else progress.update)
-        except NotImplementedError as error:
-            raise CommandError(f"{error} (use --filter to leave those tensors out)") from None
-        except ValueError as error:
-            if isinstance(error, GGUFError):
-                raise
-            raise CommandError(str(error)) from None
-        finally:
-            if progress is not None:
-                progress.close()
+        total = sum(t.n_elements for t in tensors) * dtype.itemsize
+        with progress(total, not args.no_progress, "convert") as update:
+            try:
+                export_model(model, args.out, tensors=tensors, dtype=dtype, threads=args.threads, progress=update)
+            except NotImplementedError as error:
+                raise CommandError(f"{error} (use --filter to leave those tensors out)") from None
     print(f"wrote {len(tensors)} tensors ({args.dtype}) to {args.out}", file=sys.stderr)
 
 

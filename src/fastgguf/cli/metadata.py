@@ -8,7 +8,7 @@ import sys
 from ..errors import GGUFError
 from ..metadata_edit import edit_metadata, resolve_value_type, set_metadata
 from ..reader import GGUFFile
-from .common import CommandError, progress_bar
+from .common import CommandError, progress
 
 __all__ = ["cmd_edit_metadata", "cmd_set_metadata", "parse_assignment", "register"]
 
@@ -63,9 +63,7 @@ def cmd_edit_metadata(args) -> None:
 def _set_metadata(args) -> None:
     try:
         old, new = set_metadata(args.file, args.key, args.value, args.type, dry_run=args.dry_run)
-    except (KeyError, ValueError) as error:
-        if isinstance(error, GGUFError):
-            raise
+    except KeyError as error:  # a missing key: its message, unquoted (ValueErrors reach main as they are)
         raise _fail(error) from None
     verb = "would set" if args.dry_run else "set"
     print(f"{verb} {args.key}: {old!r} -> {new!r}", file=sys.stderr)
@@ -86,17 +84,8 @@ def _edit_metadata(args) -> None:
     if new_untyped:
         raise CommandError(f"{', '.join(new_untyped)}: a new key needs a type: --set KEY=TYPE:VALUE "
                            f"(TYPE: {_TYPES_HELP})")
-    progress = progress_bar(total, not args.no_progress, "edit-metadata")
-    try:
-        edit_metadata(args.file, args.out, set=changes, remove=args.remove or (), types=types,
-                      progress=None if progress is None else progress.update)
-    except ValueError as error:
-        if isinstance(error, GGUFError):
-            raise
-        raise CommandError(str(error)) from None
-    finally:
-        if progress is not None:
-            progress.close()
+    with progress(total, not args.no_progress, "edit-metadata") as update:
+        edit_metadata(args.file, args.out, set=changes, remove=args.remove or (), types=types, progress=update)
     print(f"wrote {args.out}: {len(changes)} key(s) set, {len(args.remove or ())} removed", file=sys.stderr)
 
 

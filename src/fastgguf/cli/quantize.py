@@ -13,10 +13,9 @@ import os
 import sys
 from typing import NoReturn
 
-from ..errors import GGUFError
 from ..requantize import FILE_TYPES, MIXES, read_tensor_type_file, requantize
 from ..types import TYPE_TRAITS
-from .common import FILE_HELP, CommandError, positive_int, progress_bar
+from .common import FILE_HELP, CommandError, positive_int, progress
 
 __all__ = ["cmd_quantize", "register", "parse_llama_ftype"]
 
@@ -151,24 +150,17 @@ def cmd_quantize(args) -> None:
         total = sum(t.nbytes for t in model.tensors.values())
         n_elements = sum(t.n_elements for t in model.tensors.values())
         n_shards = len(model.paths) if isinstance(model, SplitModel) else 1
-    progress = None if args.dry_run else progress_bar(total, not args.no_progress, "quantize")
-    try:
-        plans = requantize(inp, out, qtype, imatrix=args.imatrix, filter=args.filter, keep=args.keep,
-                           pure=args.pure, threads=threads, progress=None if progress is None else progress.update,
-                           tensor_types=_tensor_types(args), output_tensor_type=args.output_tensor_type,
-                           token_embedding_type=args.token_embedding_type,
-                           leave_output_tensor=args.leave_output_tensor, include_weights=args.include_weights,
-                           exclude_weights=args.exclude_weights, prune_layers=args.prune_layers,
-                           override_kv=args.override_kv, dry_run=args.dry_run, keep_split=args.keep_split)
-    except NotImplementedError as error:
-        raise CommandError(f"{error}; nothing was written") from None
-    except ValueError as error:
-        if isinstance(error, GGUFError):
-            raise
-        raise CommandError(str(error)) from None
-    finally:
-        if progress is not None:
-            progress.close()
+    with progress(total, not args.no_progress and not args.dry_run, "quantize") as update:
+        try:
+            plans = requantize(inp, out, qtype, imatrix=args.imatrix, filter=args.filter, keep=args.keep,
+                               pure=args.pure, threads=threads, progress=update,
+                               tensor_types=_tensor_types(args), output_tensor_type=args.output_tensor_type,
+                               token_embedding_type=args.token_embedding_type,
+                               leave_output_tensor=args.leave_output_tensor, include_weights=args.include_weights,
+                               exclude_weights=args.exclude_weights, prune_layers=args.prune_layers,
+                               override_kv=args.override_kv, dry_run=args.dry_run, keep_split=args.keep_split)
+        except NotImplementedError as error:
+            raise CommandError(f"{error}; nothing was written") from None
     if args.dry_run:
         _print_dry_run(plans, total, n_elements)
         return

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import GGUFError
 from ..gguf_split import DEFAULT_MAX_TENSORS, OutputFile, merge_files, parse_size, split_file
-from .common import FILE_HELP, CommandError, open_input, positive_int, progress_bar
+from .common import FILE_HELP, open_input, positive_int, progress
 from .formatting import format_bytes
 
 __all__ = ["cmd_merge", "cmd_split", "register"]
@@ -33,18 +32,10 @@ def _print_plan(files: list[OutputFile]) -> None:
 def cmd_split(args) -> None:
     with open_input(args.file) as model:
         total = sum(info.nbytes for info in model.tensors.values())
-        progress = None if args.dry_run else progress_bar(total, not args.no_progress, "split")
-        try:
+        with progress(total, not args.no_progress and not args.dry_run, "split") as update:
             files = split_file(model, args.out_prefix, max_tensors=args.split_max_tensors,
                                max_size=args.split_max_size, no_tensor_first_split=args.no_tensor_first_split,
-                               dry_run=args.dry_run, progress=None if progress is None else progress.update)
-        except ValueError as error:
-            if isinstance(error, GGUFError):
-                raise
-            raise CommandError(str(error)) from None
-        finally:
-            if progress is not None:
-                progress.close()
+                               dry_run=args.dry_run, progress=update)
     _print_plan(files)
     if not args.dry_run:
         for shard in files:
@@ -54,13 +45,8 @@ def cmd_split(args) -> None:
 def cmd_merge(args) -> None:
     with open_input(args.file) as model:
         total = sum(info.nbytes for info in model.tensors.values())
-        progress = None if args.dry_run else progress_bar(total, not args.no_progress, "merge")
-        try:
-            merged = merge_files(model, args.out, dry_run=args.dry_run,
-                                 progress=None if progress is None else progress.update)
-        finally:
-            if progress is not None:
-                progress.close()
+        with progress(total, not args.no_progress and not args.dry_run, "merge") as update:
+            merged = merge_files(model, args.out, dry_run=args.dry_run, progress=update)
         shards = len(getattr(model, "shards", (model,)))
     verb = "would write" if args.dry_run else "wrote"
     print(f"{verb} {merged.path}: {len(merged.tensors)} tensors from {shards} shard(s), {format_bytes(merged.size)}",
