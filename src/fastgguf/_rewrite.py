@@ -18,7 +18,7 @@ from .reader import ArrayOfArrays, Metadata, StringArray, TensorInfo
 from .types import TYPE_TRAITS, GGUFValueType
 from .writer import GGUFWriter
 
-__all__ = ["PartialOutputs", "copy_entry", "copy_tensor", "refuse_overwriting"]
+__all__ = ["PartialOutputs", "copy_entry", "copy_tensor", "refuse_overwriting", "release_pages"]
 
 _COPY_BYTES = 16 << 20  # a tensor is copied in pieces of about this size
 
@@ -58,12 +58,16 @@ def copy_tensor(writer: GGUFWriter, handle: BinaryIO, info: TensorInfo,
     for start in range(0, raw.size, step):
         chunk = raw[start:start + step]
         writer.write_tensor_data(handle, chunk)
-        _release(info, start, start + chunk.size)
+        release_pages(info, start, start + chunk.size)
         if progress is not None:
             progress(chunk.size)
 
 
-def _release(info: TensorInfo, start: int, end: int) -> None:
+def release_pages(info: TensorInfo, start: int, end: int) -> None:
+    """Let the OS drop the mapped input pages of bytes ``start:end`` of a tensor (re-read if touched again).
+
+    Done after each block, so that the resident set holds one block of a large tensor's input, not all of it.
+    """
     mapped = info._layout.mmap
     if end <= start or not isinstance(mapped, mmap.mmap) or mapped.closed or not hasattr(mmap, "MADV_DONTNEED"):
         return

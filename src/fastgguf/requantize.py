@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import mmap
 import os
 import re
 import secrets
@@ -43,6 +42,7 @@ from ._llama_mixes import (
     layer_of,
     why_not_quantized,
 )
+from ._rewrite import refuse_overwriting, release_pages
 from .errors import GGUFError
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open_model
@@ -571,7 +571,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
         if out_path is None and not dry_run:
             raise ValueError("no output path")
         if out_path is not None:
-            _refuse_overwriting_input(os.fspath(out_path), inputs)
+            refuse_overwriting([os.fspath(out_path)], inputs)
         plans, file_type = plan_requantize(model, type_or_mix, imatrix=imatrix, filter=filter, keep=keep, pure=pure,
                                            **options)  # type: ignore[arg-type]
         copy = isinstance(type_or_mix, str) and type_or_mix.strip().upper() == "COPY"
@@ -602,7 +602,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
             groups = [(f"{base}-{i + 1:05d}-of-{n_split:05d}.gguf", [p for p in plans if shard(p.input_name) == i])
                       for i in range(n_split)]
             for path, _ in groups:
-                _refuse_overwriting_input(path, inputs)
+                refuse_overwriting([path], inputs)
         quantize = _quantize_function() if converted else None
         scratch = _Scratch()
         partials: list[tuple[str, str]] = []
@@ -644,17 +644,6 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
                     pass
             raise
     return plans
-
-
-def _refuse_overwriting_input(out_path: str, inputs: Iterable[str]) -> None:
-    if os.path.isdir(out_path):
-        raise ValueError(f"{out_path} is a folder")
-    for path in inputs:
-        same = os.path.realpath(path) == os.path.realpath(out_path)
-        if not same and os.path.exists(out_path):
-            same = os.path.samefile(path, out_path)
-        if same:
-            raise ValueError(f"the output {out_path} is the input file {path}; write to another path")
 
 
 def _create_beside(out_path: str):
@@ -721,7 +710,7 @@ def _write_copy(writer: GGUFWriter, handle, info: TensorInfo, progress) -> None:
     for start in range(0, raw.size, step):
         chunk = raw[start : start + step]
         writer.write_tensor_data(handle, chunk)  # same byte order as the input: copied as is
-        _release(info, start, start + chunk.size)
+        release_pages(info, start, start + chunk.size)
         if progress is not None:
             progress(chunk.size)
 
@@ -751,23 +740,10 @@ def _write_converted(writer: GGUFWriter, handle, info: TensorInfo, plan: TensorP
         except ValueError as error:
             raise ValueError(f"tensor {info.name!r} (rows {row}..{end - 1}): {error}") from None
         writer.write_tensor_data(handle, np.ascontiguousarray(blocks).reshape(-1), byteorder="<")
-        _release(info, row * in_row_bytes, end * in_row_bytes)
+        release_pages(info, row * in_row_bytes, end * in_row_bytes)
         if progress is not None:
             progress((end - row) * in_row_bytes)
         row = end
-
-
-def _release(info: TensorInfo, start: int, end: int) -> None:
-    """Let the OS drop the mapped input pages of bytes ``start:end`` of a tensor (re-read if touched again).
-
-    Done after each block of rows, so that the resident set holds one block of a large tensor's
-    input rather than the whole tensor.
-    """
-    mapped = info._layout.mmap
-    if end <= start or not isinstance(mapped, mmap.mmap) or mapped.closed or not hasattr(mmap, "MADV_DONTNEED"):
-        return
-    first = (info.offset + start) // mmap.PAGESIZE * mmap.PAGESIZE
-    mapped.madvise(mmap.MADV_DONTNEED, first, info.offset + end - first)
 
 
 class _Scratch:
