@@ -1,6 +1,6 @@
 """fastgguf.quantize: ggml's bytes for every type with a quantizer, on every CPU path and thread count.
 
-Generic tests run over ``QUANTIZE_TYPES``; a quantizer lands with its type added there and its
+Generic tests run over ``QUANTIZE_TYPES`` (from the type registry); a quantizer lands with its
 reference vectors in ``tests/data/quantize/<TYPE>.npz`` (written by ``tools/gen_quantize_vectors.py``
 from ggml itself; format in that script's docstring).
 """
@@ -12,22 +12,16 @@ import pytest
 
 import fastgguf
 from fastgguf import GGMLType as T, dequant, dequantize, quant, quantize
-from fastgguf.types import TYPE_TRAITS
+from fastgguf.types import REGISTRY, TYPE_TRAITS, types_where
 
 from conftest import TESTS
 
-#: Every type fastgguf.quantize produces. Add a type here when its quantizer lands.
-QUANTIZE_TYPES = [
-    T.F32, T.F16, T.BF16,
-    T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K,
-    T.TQ1_0, T.TQ2_0, T.MXFP4, T.NVFP4, T.Q1_0, T.Q2_0,
-]
-QUANTIZE_TYPES += [T.IQ4_NL, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S]  # quant_iq4.h, quant_iq3.h
-QUANTIZE_TYPES += [T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ1_S, T.IQ1_M]  # quant_iq2.h, quant_iq1.h
+#: Every type fastgguf.quantize produces: the registry's rows with an imatrix policy (checked against the kernels below).
+QUANTIZE_TYPES = sorted(t for t, row in REGISTRY.items() if row.imatrix)
 
 DATA = TESTS / "data" / "quantize"
 GGUF_PY_QUANTIZERS = {T.F32, T.F16, T.BF16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.TQ1_0, T.TQ2_0, T.MXFP4}
-IMATRIX_TYPES = [T.IQ2_XXS, T.IQ2_XS, T.IQ1_S]
+IMATRIX_TYPES = sorted(types_where(imatrix="required"))
 
 type_ids = pytest.mark.parametrize("qtype", QUANTIZE_TYPES, ids=lambda t: t.name)
 #: The generic tests below call quantize() without an importance matrix; the types ggml quantizes
