@@ -6,8 +6,8 @@
 #
 # Adding a type
 # -------------
-# 1. src/fastgguf/types.py: its id in GGMLType and its (block_size, type_size) in TYPE_TRAITS;
-#    src/fastgguf/_byteswap.py: its multi-byte fields in BLOCK_FIELDS. Then run
+# 1. src/fastgguf/types.py: its id in GGMLType and its row in REGISTRY (layout, byte-swapped fields,
+#    imatrix policy, llama file type; the recipe there). Then run
 #    ``python tools/gen_type_table.py`` (writes type_table.h/.pxd: FGG_TYPE_<NAME>, layouts,
 #    byte-swap fields; tests/dequant/test_dequant_kernel_table.py fails until it is rerun).
 # 2. One kernel file, the family's kernels_<family>.pxi (float, legacy, kquant, iq): write
@@ -15,11 +15,11 @@
 #    and add its row to the family's ``<family>_rows()``:
 #        rows[FGG_TYPE_<NAME>] = fgg_kernel_row(dequantize=dequant_<name>, byteswap=swap_block_fields,
 #                                               quantize=NULL, dot=NULL)
-#    (swap_block_fields reverses the BLOCK_FIELDS of step 1; plain element types use swap_bytes_<n>).
+#    (swap_block_fields reverses the fields of step 1; plain element types use swap_bytes_<n>).
 #    Hand-written C goes in a .h file next to it (prefix fgg_, including base.h), declared in the
 #    .pxd of the same name.
-# 3. One test parameter list: add the type to ENGINE_TYPES / the reference in tests/dequant_refs.py
-#    (and, for a quantizer, to QUANTIZE_TYPES in tests/quant/test_quantize.py with its vectors).
+# 3. Its independent reference in tests/dequant_refs.py (ENGINE_TYPES) and, for a quantizer, its
+#    vectors (tools/gen_quantize_vectors.py); the quantizer tests take their type list from the registry.
 # A new family (rarely): a new kernels_<family>.pxi with its ``<family>_rows()``, included below
 # and called in _fill_table().
 #
@@ -34,7 +34,7 @@
 #         void fgg_quantize_<name>(const float *src, uint8_t *dst, int64_t n_rows, int64_t n_per_row,
 #                                  const float *imatrix) noexcept nogil
 # and replace ``quantize=NULL`` by ``quantize=fgg_quantize_<name>`` in the type's row. That is all:
-# fastgguf.quantize() and has_quantize() pick it up; add the type to tests/quant/test_quantize.py.
+# fastgguf.quantize() and has_quantize() pick it up; give the type's registry row an imatrix policy.
 # For a quantizer that runs at memory speed, the driver's separate NaN/inf pass over the input
 # costs a sixth of the time or more: QUANTIZE_CHECKED (below) takes a variant that finds them itself.
 #
