@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -522,14 +523,24 @@ def collect_imatrix(model: str | os.PathLike, text: str | Sequence[int], out: st
     Every ``blk.*`` weight the transformers model multiplies in a linear layer gets the sums of the
     squares of its inputs, per input column, over all tokens of every chunk (``<name>.in_sum2``,
     ``(1, n_per_row)``), and the number of tokens (``<name>.counts``), as llama-imatrix collects them
-    (chunks of ``ctx`` tokens, BOS first when the vocabulary adds one, all positions). Expert tensors
-    of MoE models (3-D ``*_exps``) are not collected: transformers runs its experts as fused
-    operations with no module per expert to hook. ``progress(done, total)`` is called after each chunk.
+    (chunks of ``ctx`` tokens, BOS first when the vocabulary adds one, all positions).
+
+    MoE expert tensors (3-D ``ffn_{gate,up,down}_exps``) are collected per expert, as llama-imatrix
+    does for ``MUL_MAT_ID``: for every token and every expert the router chose for it, the expert's
+    row of ``in_sum2`` (``(n_expert, n_per_row)``) gets the squares of that expert's input, and its
+    count (``counts`` ``(n_expert, 1)``) one. Gate and up read the token's hidden state; down reads
+    ``act(gate) * up`` recomputed in float32 from that expert's weights. transformers runs the experts
+    as one module holding merged parameters (``gate_up_proj`` ``(n_expert, 2 * n_ff, n_embd)``,
+    ``down_proj`` ``(n_expert, n_embd, n_ff)``, called with the hidden states, top-k expert ids and
+    weights; qwen2moe, qwen3moe, mixtral, ...); a forward pre-hook on it reads the routing. Expert
+    tensors of a module laid out otherwise are left out, with a warning naming them.
+    ``progress(done, total)`` is called after each chunk.
 
     Returns
     -------
     dict
-        GGUF tensor name -> (in_sum2 float64 ``(n_mat, n_per_row)``, counts ``(n_mat,)``).
+        GGUF tensor name -> (in_sum2 float64 ``(n_mat, n_per_row)``, counts ``(n_mat,)``); ``n_mat`` is
+        1, or the number of experts for an expert tensor.
     """
     import torch
 
@@ -542,6 +553,8 @@ def collect_imatrix(model: str | os.PathLike, text: str | Sequence[int], out: st
         by_param = {hf: gguf for gguf, hf in loaded.mapping.items()}
         sums: dict[str, np.ndarray] = {}
         counts: dict[str, int] = {}
+        expert_sums: dict[str, np.ndarray] = {}
+        expert_counts: dict[str, np.ndarray] = {}
         handles = []
         for module_name, module in loaded.model.named_modules():
             if not isinstance(module, torch.nn.Linear):
@@ -563,6 +576,16 @@ def collect_imatrix(model: str | os.PathLike, text: str | Sequence[int], out: st
                 counts[name] = counts.get(name, 0) + x.shape[0]
 
             handles.append(module.register_forward_pre_hook(hook))
+        expert_names = {name for name, info in loaded.file.tensors.items()
+                        if name.startswith("blk.") and len(info.shape) == 3 and "_exps" in name}
+        for module_name, module in loaded.model.named_modules():
+            hooked = _hook_experts(module, module_name, loaded, expert_sums, expert_counts)
+            if hooked is not None:
+                handles.append(hooked[0])
+                expert_names -= hooked[1]
+        if expert_names:
+            warnings.warn(f"{model}: expert tensors not collected (no transformers experts module of a known "
+                          f"layout runs them): {', '.join(sorted(expert_names))}", stacklevel=2)
         if not handles:
             raise ValueError(f"{model}: no linear layer of the transformers model maps to a blk.* GGUF tensor")
         try:
@@ -587,5 +610,91 @@ def collect_imatrix(model: str | os.PathLike, text: str | Sequence[int], out: st
         writer.add_tensor(f"{name}.in_sum2", in_sum2.astype(np.float32))
         writer.add_tensor(f"{name}.counts", count.astype(np.float32).reshape(1, 1))
         result[name] = (in_sum2, count)
+    for name in sorted(expert_sums):
+        in_sum2, count = expert_sums[name], expert_counts[name].astype(np.float64)
+        writer.add_tensor(f"{name}.in_sum2", in_sum2.astype(np.float32))
+        writer.add_tensor(f"{name}.counts", count.astype(np.float32).reshape(-1, 1))
+        result[name] = (in_sum2, count)
     writer.write()
-    return result
+    return dict(sorted(result.items()))
+
+
+def _hook_experts(module: Any, module_name: str, loaded: _Loaded, sums: dict[str, np.ndarray],
+                  counts: dict[str, np.ndarray]) -> tuple[Any, set[str]] | None:
+    """Hook a transformers experts module (merged ``gate_up_proj`` / ``down_proj``) to collect its expert tensors.
+
+    Returns the hook's handle and the GGUF names it collects, or None when ``module`` is no experts module of
+    the layout this knows: ``gate_up_proj`` ``(E, 2 * n_ff, n_embd)`` with gate first, ``down_proj``
+    ``(E, n_embd, n_ff)``, ``act_fn``, no biases, not transposed, a forward taking ``hidden_states`` (tokens,
+    n_embd) and ``top_k_index`` (tokens, k) and computing ``down(act(gate(x)) * up(x))`` per chosen expert.
+    """
+    import inspect
+
+    import torch
+
+    gate_up, down, act = (getattr(module, attr, None) for attr in ("gate_up_proj", "down_proj", "act_fn"))
+    if not (isinstance(gate_up, torch.Tensor) and isinstance(down, torch.Tensor) and callable(act)):
+        return None
+    if gate_up.ndim != 3 or down.ndim != 3:
+        return None
+    n_expert, two_ff, n_embd = gate_up.shape
+    n_ff = two_ff // 2
+    if two_ff % 2 or tuple(down.shape) != (n_expert, n_embd, n_ff):
+        return None
+    if getattr(module, "is_transposed", False) or not getattr(module, "is_concatenated", True) \
+            or getattr(module, "has_bias", False) or not getattr(module, "has_gate", True) \
+            or getattr(module, "has_post_expert_norm", False) \
+            or any(getattr(module, attr, None) is not None for attr in ("gate_up_proj_bias", "down_proj_bias")):
+        return None
+    try:
+        signature = inspect.signature(module.forward)
+    except (TypeError, ValueError):
+        return None
+    if "hidden_states" not in signature.parameters or "top_k_index" not in signature.parameters:
+        return None
+    names: dict[str, str] = {}
+    prefix = f"{module_name}." if module_name else ""
+    for gguf_name, hf_name in loaded.mapping.items():
+        if hf_name not in (f"{prefix}gate_up_proj", f"{prefix}down_proj"):
+            continue
+        name = gguf_name if gguf_name in loaded.file.tensors else f"{gguf_name}.weight"
+        info = loaded.file.tensors.get(name)
+        if info is None or not name.startswith("blk.") or len(info.shape) != 3:
+            continue
+        # (numpy order) gate and up: (E, n_ff, n_embd) from gate_up_proj; down: (E, n_embd, n_ff) from down_proj
+        for role, param, shape in (("gate", "gate_up_proj", (n_expert, n_ff, n_embd)),
+                                   ("up", "gate_up_proj", (n_expert, n_ff, n_embd)),
+                                   ("down", "down_proj", (n_expert, n_embd, n_ff))):
+            if f"ffn_{role}_exps" in name and hf_name.endswith(param) and tuple(info.shape) == shape:
+                names[role] = name
+    if set(names) != {"gate", "up", "down"}:
+        return None
+
+    def hook(mod, args, kwargs):
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:
+            return None
+        x = bound.arguments["hidden_states"].detach()
+        index = bound.arguments["top_k_index"].detach()
+        x = x.reshape(-1, x.shape[-1])
+        index = index.reshape(x.shape[0], -1)
+        with torch.no_grad():
+            weights_gu = mod.gate_up_proj
+            for e in range(n_expert):
+                rows = (index == e).nonzero()[:, 0]  # one row per (token, choice), as llama-imatrix counts
+                if rows.numel() == 0:
+                    continue
+                current = x[rows].float()
+                gate, up = torch.nn.functional.linear(current, weights_gu[e].float()).chunk(2, dim=-1)
+                hidden = mod.act_fn(gate) * up
+                for role, inputs in (("gate", current), ("up", current), ("down", hidden)):
+                    name = names[role]
+                    if name not in sums:
+                        sums[name] = np.zeros((n_expert, inputs.shape[-1]))
+                        counts[name] = np.zeros(n_expert, np.int64)
+                    sums[name][e] += (inputs.double() ** 2).sum(dim=0).numpy()
+                    counts[name][e] += rows.numel()
+        return None
+
+    return module.register_forward_pre_hook(hook, with_kwargs=True), set(names.values())

@@ -338,7 +338,8 @@ def test_cli_json_csv_table_and_plot(tiny, tmp_path, q4_file):
 
 def test_moe_experts_swapped_in_place(tmp_path, tiny):
     # qwen2moe: transformers merges ffn_gate_exps and ffn_up_exps into one parameter itself; F32 from F16 swaps every
-    # expert tensor in and must give the base's outputs exactly. The importance matrix leaves the experts out.
+    # expert tensor in and must give the base's outputs exactly. The importance matrix has the routed experts (per
+    # expert) and the shared one (a plain linear layer).
     path = str(tmp_path / "moe.gguf")
     hf_gguf_models.build(path, "qwen2moe", hidden=256, layers=1, intermediate=512, types={"": GGMLType.F16})
     same, q4 = fastgguf.eval(path, ["F32", "Q4_K_M"], text=tiny[2], ctx=CTX, chunks=1)
@@ -346,4 +347,101 @@ def test_moe_experts_swapped_in_place(tmp_path, tiny):
     assert q4["kld_mean"] > 0
     entries = collect_imatrix(path, tiny[2], str(tmp_path / "imatrix.gguf"), ctx=CTX, chunks=1)
     assert "blk.0.ffn_down_shexp.weight" in entries and "blk.0.attn_q.weight" in entries
-    assert not any("_exps" in name for name in entries)
+    for kind in ("gate", "up", "down"):
+        sums, counts = entries[f"blk.0.ffn_{kind}_exps.weight"]
+        assert sums.shape[0] == counts.shape[0] == 4 and counts.sum() == CTX * 2  # tokens x top-k
+
+
+@pytest.fixture(scope="module")
+def moe(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("moe") / "qwen3moe.gguf")
+    hf_gguf_models.build(path, "qwen3moe", hidden=256, layers=1, intermediate=512, types={"": GGMLType.F16})
+    return path
+
+
+def test_imatrix_moe_experts_per_expert(moe, tiny, tmp_path):
+    # Per expert, as llama-imatrix's MUL_MAT_ID: recomputed here from the GGUF weights alone (router ffn_gate_inp,
+    # top-2 of its logits; gate/up/down experts dequantized, float64) and the hidden states entering the MoE block.
+    from fastgguf.eval import _chunks, _Loaded
+
+    path, text = moe, tiny[2]
+    out = str(tmp_path / "imatrix.gguf")
+    entries = collect_imatrix(path, text, out, ctx=CTX, chunks=2)
+    names = {kind: f"blk.0.ffn_{kind}_exps.weight" for kind in ("gate", "up", "down")}
+    assert set(names.values()) <= set(entries)
+    with fastgguf.open(path) as f:
+        weights = {kind: f.tensors[name].dequantize().astype(np.float64) for kind, name in names.items()}
+        router = f.tensors["blk.0.ffn_gate_inp.weight"].dequantize().astype(np.float64)
+        top_k = int(f.metadata["qwen3moe.expert_used_count"])
+    n_expert, n_ff, n_embd = weights["gate"].shape
+    want_x, want_h = np.zeros((n_expert, n_embd)), np.zeros((n_expert, n_ff))
+    want_counts = np.zeros(n_expert)
+    loaded = _Loaded(path)
+    seen = []
+    handle = loaded.model.model.layers[0].mlp.register_forward_pre_hook(
+        lambda _m, args: seen.append(args[0].detach().reshape(-1, n_embd).double().numpy()))
+    try:
+        for chunk in _chunks(loaded.tokens(text), CTX, 2, loaded.add_bos, loaded.bos):
+            loaded.logits(chunk, 1)
+    finally:
+        handle.remove()
+        loaded.close()
+    x = np.concatenate(seen)
+    assert x.shape == (2 * CTX, n_embd)
+    chosen = np.argsort(-(x @ router.T), axis=1)[:, :top_k]
+    for token, experts in zip(x, chosen):
+        for e in experts:
+            gate, up = weights["gate"][e] @ token, weights["up"][e] @ token
+            h = gate / (1 + np.exp(-gate)) * up
+            want_x[e] += token**2
+            want_h[e] += h**2
+            want_counts[e] += 1
+    assert want_counts.sum() == 2 * CTX * top_k and (want_counts > 0).all()
+    for kind, want in (("gate", want_x), ("up", want_x), ("down", want_h)):
+        sums, counts = entries[names[kind]]
+        assert counts.tolist() == want_counts.tolist(), kind
+        np.testing.assert_allclose(sums, want, rtol=2e-5, err_msg=kind)
+
+    # the file: in_sum2 (n_expert, n_per_row), counts (n_expert, 1); read back as llama-quantize does, per expert
+    read = fastgguf.read_imatrix(out)
+    with fastgguf.open(out) as f:
+        assert f.tensors[names["down"] + ".in_sum2"].shape == (n_expert, n_ff)
+        assert f.tensors[names["down"] + ".counts"].shape == (n_expert, 1)
+    for name in names.values():
+        sums, counts = entries[name]
+        expected = (sums.astype(np.float32) / counts.astype(np.float32)[:, None]).reshape(-1)
+        np.testing.assert_array_equal(read[name], expected)
+
+    # into fastgguf quantize: each expert quantized with its own slice
+    plain, weighted = str(tmp_path / "plain.gguf"), str(tmp_path / "weighted.gguf")
+    assert main(["quantize", path, plain, "--type", "IQ4_XS", "--no-progress"]) == 0
+    assert main(["quantize", path, weighted, "--type", "IQ4_XS", "--imatrix", out, "--no-progress"]) == 0
+    with fastgguf.open(plain) as a, fastgguf.open(weighted) as b:
+        for name in names.values():
+            assert b.tensors[name].shape == a.tensors[name].shape
+            assert not np.array_equal(a.tensors[name].raw, b.tensors[name].raw), name
+        with fastgguf.open(path) as base:
+            expert = fastgguf.quantize(base.tensors[names["up"]].dequantize()[1], b.tensors[names["up"]].type,
+                                       imatrix=read[names["up"]][n_embd : 2 * n_embd])
+        per_expert = len(b.tensors[names["up"]].raw) // n_expert
+        assert bytes(b.tensors[names["up"]].raw[per_expert : 2 * per_expert]) == bytes(np.asarray(expert).tobytes())
+
+
+def test_imatrix_skips_unknown_experts_with_a_warning(moe, tiny, tmp_path, monkeypatch):
+    # an experts module laid out otherwise (here: one with a bias it would add) is not hooked; its tensors are named
+    # in a warning
+    import importlib
+
+    eval_module = importlib.import_module("fastgguf.eval")
+
+    class Transposed(eval_module._Loaded):
+        def __init__(self, path):
+            super().__init__(path)
+            for module in self.model.modules():
+                if hasattr(module, "gate_up_proj"):
+                    module.gate_up_proj_bias = torch.zeros(module.gate_up_proj.shape[:2])
+
+    monkeypatch.setattr(eval_module, "_Loaded", Transposed)
+    with pytest.warns(UserWarning, match="expert tensors not collected.*ffn_down_exps"):
+        entries = collect_imatrix(moe, tiny[2], str(tmp_path / "imatrix.gguf"), ctx=CTX, chunks=1)
+    assert "blk.0.attn_q.weight" in entries and not any("_exps" in name for name in entries)

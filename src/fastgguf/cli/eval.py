@@ -137,8 +137,10 @@ def cmd_imatrix(args) -> None:
     finally:
         if bar is not None:
             bar.close()
-    tokens = max((int(c[0]) for _, c in entries.values()), default=0)
-    print(f"wrote {args.out}: {len(entries)} entries, {tokens} tokens each", file=sys.stderr)
+    tokens = max((int(c[0]) for _, c in entries.values() if c.size == 1), default=0)
+    experts = sum(c.size > 1 for _, c in entries.values())
+    routed = f" ({experts} of them per expert)" if experts else ""
+    print(f"wrote {args.out}: {len(entries)} entries{routed}, {tokens} tokens", file=sys.stderr)
 
 
 def register(commands) -> None:
