@@ -3,13 +3,15 @@
 Run by hand, given a llama.cpp build (never from the tests or CI)::
 
     python tools/compare_imatrix.py LLAMA_CPP_BIN_DIR [--ctx 128] [--chunks 8] [--words 3000] [--threads 2]
-                                    [--keep DIR]
+                                    [--keep DIR] [--model {llama,qwen3moe}]
 
 ``LLAMA_CPP_BIN_DIR`` holds ``llama-imatrix`` and ``llama-perplexity``. In a temporary folder (or
 ``--keep DIR``) the script
 
 1. builds the tiny F16 llama of the README's comparison (``tests/hf_gguf_models.build``, hidden 256,
-   2 layers, a 288-token vocabulary) and a text of random words from its vocabulary;
+   2 layers, a 288-token vocabulary), or with ``--model qwen3moe`` a tiny qwen3moe (hidden 256, 2 layers,
+   4 experts of which 2 are used per token, 768 wide: per-expert entries for the ``*_exps`` tensors), and a
+   text of random words from its vocabulary;
 2. takes llama.cpp's token ids of that text from the header of a ``llama-perplexity
    --kl-divergence-base`` file (transformers' tokenizer splits this toy vocabulary differently), runs
    ``llama-imatrix -c CTX --chunks N -b CTX`` on the text and ``fastgguf.collect_imatrix`` on those ids
@@ -101,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--words", type=int, default=3000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--keep", help="work in this folder and keep the files")
+    parser.add_argument("--model", choices=("llama", "qwen3moe"), default="llama",
+                        help="the tiny model compared (default llama, the README's first comparison)")
     parser.add_argument("--perturb", type=int, default=4,
                         help="also quantize with this many copies of llama-imatrix's matrix, each value scaled by "
                              "1 + r·N(0, 1) with r the mean relative difference found, to measure how much the "
@@ -125,7 +129,7 @@ def _compare(folder: str, imatrix_bin: str, perplexity_bin: str, args) -> int:
         return os.path.join(folder, name)
 
     model = path("tiny.gguf")
-    hf_gguf_models.build(model, "llama", hidden=256, layers=2, heads=4, kv_heads=2, intermediate=512,
+    hf_gguf_models.build(model, args.model, hidden=256, layers=2, heads=4, kv_heads=2, intermediate=512,
                          types={"": GGMLType[args.dtype]})
     rng = random.Random(1)
     with open(path("text.txt"), "w", encoding="utf-8") as handle:
@@ -153,14 +157,14 @@ def _compare(folder: str, imatrix_bin: str, perplexity_bin: str, args) -> int:
     for key in ("imatrix.chunk_count", "imatrix.chunk_size"):
         print(f"  {key}: fastgguf {ours_meta.get(key)}, llama-imatrix {ref_meta.get(key)}")
     rows = compare(ours, ref)
-    print(f"\n{'tensor':28} {'n':>5} {'counts (ours, ref)':>20} {'rel diff mean':>14} {'rel diff max':>13} "
+    print(f"\n{'tensor':28} {'n':>5} {'counts (ours, ref; per expert)':>30} {'rel diff mean':>14} {'rel diff max':>13} "
           f"{'Σ bias':>10}")
     for row in rows:
         if "missing" in row:
             print(f"{row['name']:28} missing in {row['missing']}")
             continue
-        counts = f"{row['counts'][0][0]:.0f}, {row['counts'][1][0]:.0f}"
-        print(f"{row['name']:28} {row['n']:>5} {counts:>20} {row['rel_mean']:>14.2e} {row['rel_max']:>13.2e} "
+        counts = f"{'/'.join(f'{c:.0f}' for c in row['counts'][0])}, {'/'.join(f'{c:.0f}' for c in row['counts'][1])}"
+        print(f"{row['name']:28} {row['n']:>5} {counts:>30} {row['rel_mean']:>14.2e} {row['rel_max']:>13.2e} "
               f"{row['bias']:>+10.2e}")
     both = [r for r in rows if "missing" not in r]
     print(f"names: {len(both)} in both, {len(rows) - len(both)} in one only; counts equal: "
@@ -201,8 +205,9 @@ def _compare(folder: str, imatrix_bin: str, perplexity_bin: str, args) -> int:
                 fastgguf.open(path(f"tiny-{mix}-imatrix-llama.gguf")) as b:
             for name, tensor in a.tensors.items():
                 if name in ours:
-                    rows_a = np.asarray(tensor.raw).reshape(tensor.shape[0], -1)
-                    rows_b = np.asarray(b.tensors[name].raw).reshape(tensor.shape[0], -1)
+                    n_rows = int(np.prod(tensor.shape[:-1]))  # expert tensors: every row of every expert
+                    rows_a = np.asarray(tensor.raw).reshape(n_rows, -1)
+                    rows_b = np.asarray(b.tensors[name].raw).reshape(n_rows, -1)
                     same += int((rows_a == rows_b).all(axis=1).sum())
                     total += rows_a.shape[0]
         print(f"  {mix}: {same} of {total} ({100 * same / total:.1f} %)")

@@ -520,10 +520,11 @@ def collect_imatrix(model: str | os.PathLike, text: str | Sequence[int], out: st
                     progress: Callable[[int, int], object] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Write an importance matrix of ``model`` over ``text`` in llama-imatrix's GGUF format.
 
-    Every ``blk.*`` weight the transformers model multiplies in a linear layer gets the sums of the
-    squares of its inputs, per input column, over all tokens of every chunk (``<name>.in_sum2``,
-    ``(1, n_per_row)``), and the number of tokens (``<name>.counts``), as llama-imatrix collects them
-    (chunks of ``ctx`` tokens, BOS first when the vocabulary adds one, all positions).
+    Every ``blk.*`` weight the transformers model multiplies in a linear layer (or in a MoE router,
+    ``ffn_gate_inp``) gets the sums of the squares of its inputs, per input column, over all tokens of
+    every chunk (``<name>.in_sum2``, ``(1, n_per_row)``), and the number of tokens (``<name>.counts``),
+    as llama-imatrix collects them (chunks of ``ctx`` tokens, BOS first when the vocabulary adds one,
+    all positions).
 
     MoE expert tensors (3-D ``ffn_{gate,up,down}_exps``) are collected per expert, as llama-imatrix
     does for ``MUL_MAT_ID``: for every token and every expert the router chose for it, the expert's
@@ -557,16 +558,23 @@ def collect_imatrix(model: str | os.PathLike, text: str | Sequence[int], out: st
         expert_counts: dict[str, np.ndarray] = {}
         handles = []
         for module_name, module in loaded.model.named_modules():
-            if not isinstance(module, torch.nn.Linear):
+            weight = getattr(module, "weight", None)
+            if not isinstance(weight, torch.Tensor) or weight.ndim != 2:
                 continue
             name = by_param.get(f"{module_name}.weight" if module_name else "weight")
             if name is None or not name.startswith("blk.") or name not in loaded.file.tensors:
                 continue
+            # linear layers, and MoE routers (``ffn_gate_inp``: their own module multiplying its input by ``weight``)
+            if not isinstance(module, torch.nn.Linear) and ".ffn_gate_inp." not in name:
+                continue
             info = loaded.file.tensors[name]
-            if len(info.shape) != 2 or info.shape[-1] != module.in_features:
+            # 1-D: a one-row matrix stored as a vector (qwen2moe's ffn_gate_inp_shexp), which llama.cpp multiplies too
+            if len(info.shape) not in (1, 2) or info.shape[-1] != weight.shape[1]:
                 continue
 
-            def hook(_module, inputs, name=name):
+            def hook(_module, inputs, name=name, n_per_row=info.shape[-1]):
+                if not inputs or not isinstance(inputs[0], torch.Tensor) or inputs[0].shape[-1] != n_per_row:
+                    return
                 x = inputs[0].detach().reshape(-1, inputs[0].shape[-1]).double()
                 square = (x * x).sum(dim=0).numpy()
                 if name in sums:

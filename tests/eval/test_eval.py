@@ -346,7 +346,8 @@ def test_moe_experts_swapped_in_place(tmp_path, tiny):
     assert same["kld_max"] == 0 and same["same_top_p"] == 100 and same["ppl"] == same["ppl_base"]
     assert q4["kld_mean"] > 0
     entries = collect_imatrix(path, tiny[2], str(tmp_path / "imatrix.gguf"), ctx=CTX, chunks=1)
-    assert "blk.0.ffn_down_shexp.weight" in entries and "blk.0.attn_q.weight" in entries
+    assert {"blk.0.ffn_down_shexp.weight", "blk.0.attn_q.weight", "blk.0.ffn_gate_inp.weight",
+            "blk.0.ffn_gate_inp_shexp.weight"} <= set(entries)
     for kind in ("gate", "up", "down"):
         sums, counts = entries[f"blk.0.ffn_{kind}_exps.weight"]
         assert sums.shape[0] == counts.shape[0] == 4 and counts.sum() == CTX * 2  # tokens x top-k
@@ -397,6 +398,10 @@ def test_imatrix_moe_experts_per_expert(moe, tiny, tmp_path):
             want_h[e] += h**2
             want_counts[e] += 1
     assert want_counts.sum() == 2 * CTX * top_k and (want_counts > 0).all()
+    # the router (its own module, no nn.Linear) reads every token, as llama-imatrix's plain MUL_MAT
+    sums, counts = entries["blk.0.ffn_gate_inp.weight"]
+    assert counts.tolist() == [2 * CTX]
+    np.testing.assert_allclose(sums[0], (x**2).sum(axis=0), rtol=1e-10)
     for kind, want in (("gate", want_x), ("up", want_x), ("down", want_h)):
         sums, counts = entries[names[kind]]
         assert counts.tolist() == want_counts.tolist(), kind
