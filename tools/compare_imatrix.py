@@ -197,8 +197,8 @@ def _compare(folder: str, imatrix_bin: str, perplexity_bin: str, args) -> int:
         name = record["name"] + (" (no imatrix)" if record["source"] == "memory" else "")
         print(f"{name:36} {record['kld_mean']:>10.6f} {record['kld_mean_err']:>9.6f} {record['same_top_p']:>10.2f} "
               f"{record['same_top_p_err']:>6.2f} {record['ppl_ratio']:>10.5f} {record['ppl_ratio_err']:>8.5f}")
-    print("\nrows of the quantized tensors with the same bytes with either matrix (one 256-column block a row "
-          "but ffn_down's 2):")
+    print("\nrows of the quantized tensors with the same bytes with either matrix (each expert's rows for the "
+          "expert tensors; llama: one 256-column block a row but ffn_down's 2):")
     for mix in TYPES:
         same = total = 0
         with fastgguf.open(path(f"tiny-{mix}-imatrix-fastgguf.gguf")) as a, \

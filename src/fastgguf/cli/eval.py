@@ -176,7 +176,8 @@ def register(commands) -> None:
         description="Run MODEL in transformers over the text (chunks of CTX tokens, BOS first) and write, for each "
                     "blk.* weight of a linear layer, the sum of squared inputs per column and the token count, in "
                     "llama-imatrix's GGUF format (for fastgguf quantize --imatrix or llama-quantize --imatrix). "
-                    "MoE expert tensors are not collected.")
+                    "MoE expert tensors (*_exps) are collected per expert from the tokens routed to each, as "
+                    "llama-imatrix does.")
     imatrix.add_argument("model", metavar="MODEL", help=FILE_HELP)
     imatrix.add_argument("--text", required=True, metavar="FILE", help="the calibration text (UTF-8)")
     imatrix.add_argument("-o", "--out", required=True, metavar="FILE", help="the imatrix GGUF to write")
