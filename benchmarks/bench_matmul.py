@@ -434,6 +434,65 @@ def table_main(args) -> None:
     table(model, batches, paths, cpus, args.rounds, llama_ms, repro)
 
 
+def _per_call(fn, min_time: float = 0.3) -> float:
+    """Median seconds per call of ``fn`` over batches of calls lasting about ``min_time`` in all."""
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - t0 > min_time / 5:
+            break
+        n *= 2
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        runs.append((time.perf_counter() - t0) / n)
+    return sorted(runs)[2]
+
+
+def breakdown() -> None:
+    """Where the time goes at batch 1: fixed cost per call, threads, per type and size, in and out of cache."""
+    rng = np.random.default_rng(0)
+    k = 2048
+    x1 = rng.standard_normal(k, dtype=np.float32)
+    tiny = make_weight(T.Q8_0, 1, 32, rng)
+    xt = x1[:32]
+    print("fixed cost per call (1x32 Q8_0 weight, 1 thread):")
+    for exact in (True, False):
+        t = _per_call(partial(matmul, xt, tiny, T.Q8_0, exact=exact, threads=1))
+        print(f"  matmul exact={exact}: {t * 1e6:6.1f} us")
+    noop = lambda: None  # noqa: E731
+    print(f"  run_chunks of 2 no-op tasks (pool round trip): {_per_call(lambda: _backend.run_chunks([noop, noop])) * 1e6:6.1f} us")
+    print("batch 1, per weight: us per call and GB/s of blocks, 1 thread vs 2 threads "
+          "(the same call repeated: weights up to a few MB stay in L2/L3, 32000 rows do not; F32: the FMA chain alone)")
+    print(f"{'type':6} {'N x K':>11} {'MB':>6} | {'exact 1t':>9} {'GB/s':>5} {'exact 2t':>9} {'GB/s':>5} {'2t/1t':>5} | "
+          f"{'int 1t':>9} {'GB/s':>5} {'int 2t':>9} {'GB/s':>5} {'2t/1t':>5} | {'ns/elem ex':>10} {'int':>5}")
+    for qtype in (T.F32, T.Q8_0, T.Q4_0, T.Q4_K, T.Q6_K):
+        for n in (32, 256, 2048, 5632, 32000):
+            if qtype == T.F32 and n > 256:
+                continue
+            w = make_weight(qtype, n, k, rng)
+            cols = []
+            for exact in (True, False):
+                if not exact and qtype == T.F32:
+                    cols.append(f"{'-':>9} {'-':>5} {'-':>9} {'-':>5} {'-':>5}")
+                    continue
+                t1 = _per_call(partial(matmul, x1, w, qtype, exact=exact, threads=1))
+                t2 = _per_call(partial(matmul, x1, w, qtype, exact=exact, threads=2))
+                cols.append(f"{t1 * 1e6:9.0f} {w.nbytes / t1 / 1e9:5.1f} {t2 * 1e6:9.0f} {w.nbytes / t2 / 1e9:5.1f} "
+                            f"{t1 / t2:5.2f}")
+                if exact:
+                    ns_ex = t1 / (n * k) * 1e9
+                else:
+                    ns_int = t1 / (n * k) * 1e9
+            ns = f"{ns_ex:10.3f} " + (f"{ns_int:5.3f}" if qtype != T.F32 else f"{'-':>5}")
+            print(f"{qtype.name:6} {f'{n}x{k}':>11} {w.nbytes / 1e6:6.2f} | {cols[0]} | {cols[1]} | {ns}", flush=True)
+
+
 def _cols(t: float, t_np: float, q_bytes: int) -> str:
     """ms, numpy's time / t, GB/s of quantized weights."""
     return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
@@ -458,6 +517,8 @@ def main() -> None:
                         help="write the model as a llama GGUF (Q4_K_M by fastgguf quantize, kept in --dir), sweep "
                              "its weights and run llama.cpp's llama-bench (and test-backend-ops if built) on it")
     parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
     parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -466,6 +527,10 @@ def main() -> None:
         return
     if args.transformers:
         transformers_bench(args.dir, args.new_tokens)
+        return
+    if args.breakdown:
+        print(f"cpu path {dequant.cpu_path()}")
+        breakdown()
         return
     if args.table or args.llama_cpp:
         if args.dir == "/tmp/fgg_lfm2":

@@ -84,6 +84,21 @@ def test_same_bits_for_every_thread_count(qtype):
         np.testing.assert_array_equal(matmul(x, raw, qtype, threads=threads), first)
 
 
+@pytest.mark.parametrize("qtype", [T.F32, T.Q8_0, T.Q4_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("exact", [True, False])
+def test_batches_are_tiled_without_changing_bits(qtype, exact):
+    """A batch larger than one tile of x rows (and weights larger than one tile of rows, K of
+    several tiles' worth): each row of the product has the bits of that row alone."""
+    rng = np.random.default_rng(int(qtype) + 200)
+    n, k = 300, k_for(qtype, 24)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((83, k)).astype(np.float32)
+    whole = matmul(x, raw, qtype, exact=exact, threads=2)
+    for i in (0, 7, 8, 40, 63, 64, 71, 72, 82):
+        np.testing.assert_array_equal(whole[i], matmul(x[i], raw, qtype, exact=exact, threads=1))
+    np.testing.assert_array_equal(matmul(x, raw, qtype, exact=exact, threads=3), whole)
+
+
 @pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q4_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
 def test_same_bits_on_every_cpu_path(qtype):
     rng = np.random.default_rng(int(qtype) + 100)
