@@ -104,11 +104,11 @@ def test_same_bits_on_every_cpu_path(qtype):
     rng = np.random.default_rng(int(qtype) + 100)
     n, k = 9, k_for(qtype, 3) + (3 if TYPE_TRAITS[qtype].block_size == 1 else 0)
     raw = random_weights(qtype, n, k, rng)
-    x = rng.standard_normal((2, k)).astype(np.float32)
+    x = rng.standard_normal((6, k)).astype(np.float32)  # 4 rows at once (fgg_mm_dot_acc4) and 2 alone
     results = [dequant.kernel_modules()[path] for path in dequant.available_cpu_paths()]
     outs = []
     for kernels in results:
-        out = np.empty((2, n), np.float32)
+        out = np.empty((6, n), np.float32)
         kernels.matmul_rows(raw, int(qtype), x, out, 0, n)
         outs.append(out)
     for out in outs[1:]:

@@ -121,8 +121,13 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
                 swap(blocks, swapped, length // block_size, type_id)
                 blocks = swapped
             kernel(blocks, scratch, length // block_size)
-            for i in range(m):
+            i = 0
+            while i + 4 <= m:
+                fgg_mm_dot_acc4(scratch, x + i * x_stride + off, x_stride, length, acc + i * FGG_MM_LANES)
+                i += 4
+            while i < m:
                 fgg_mm_dot_acc(scratch, x + i * x_stride + off, length, acc + i * FGG_MM_LANES)
+                i += 1
             off += length
         for i in range(m):
             out[i * out_stride + n] = fgg_mm_lanes_sum(acc + i * FGG_MM_LANES)
