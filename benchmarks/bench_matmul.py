@@ -350,16 +350,16 @@ def llama_bench(bin_dir: str, path: str, batches, threads: int = 2, reps: int = 
 
 
 def timed(fn, rounds: int, budget: float = 20.0) -> float:
-    """Best of ``rounds`` after a warm-up, fewer rounds when one takes long (a total of about ``budget`` s)."""
+    """Best of ``rounds`` after a warm-up, fewer rounds when one takes long (a total of about
+    ``budget`` s; a warm-up longer than that is the measurement)."""
     t0 = time.perf_counter()
     fn()
-    first = time.perf_counter() - t0
-    return best_of_n(fn, max(1, min(rounds, int(budget / max(first, 1e-6)))), first)
-
-
-def best_of_n(fn, rounds: int, first: float) -> float:
-    best = first if rounds == 1 else float("inf")
-    for _ in range(rounds if rounds > 1 else 0):
+    best = time.perf_counter() - t0
+    n = min(rounds, int(budget / max(best, 1e-6)))
+    if n == 0:
+        return best
+    best = float("inf")
+    for _ in range(n):
         t0 = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t0)
