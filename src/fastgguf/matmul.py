@@ -32,8 +32,12 @@ from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = ["matmul", "matmul_id", "take_rows"]
 
-#: Below this many weight bytes (times rows of x) per thread, extra threads cost more than they save.
-_MIN_WORK_PER_THREAD = 1 << 17
+#: Below this many weight bytes (times rows of x) per thread, extra threads cost more than they save:
+#: handing a chunk to a pool thread that sleeps costs about 100 us on a quiet 2-core VM (25 us when
+#: the cores are busy), the time the kernels take for about 0.5 MB of blocks on one core
+#: (``benchmarks/bench_matmul.py --breakdown``: 256x2048 Q4_K/Q6_K weights were 2-3x slower on 2 threads
+#: than on 1 with 128 KiB; from about 2 MB on, 2 threads win).
+_MIN_WORK_PER_THREAD = 1 << 20
 
 
 def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLType, tuple[int, ...], bool]:
