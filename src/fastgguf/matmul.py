@@ -32,12 +32,12 @@ from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = ["matmul", "matmul_id", "take_rows"]
 
-#: Below this many weight bytes (times rows of x) per thread, extra threads cost more than they save:
-#: handing a chunk to a pool thread that sleeps costs about 100 us on a quiet 2-core VM (25 us when
-#: the cores are busy), the time the kernels take for about 0.5 MB of blocks on one core
-#: (``benchmarks/bench_matmul.py --breakdown``: 256x2048 Q4_K/Q6_K weights were 2-3x slower on 2 threads
-#: than on 1 with 128 KiB; from about 2 MB on, 2 threads win).
-_MIN_WORK_PER_THREAD = 1 << 20
+#: Below this many weight bytes (times rows of x) per thread, extra threads cost more than they save.
+#: Measured (``benchmarks/bench_matmul.py --breakdown``, 2-core VM): handing a chunk to a pool thread
+#: costs 25-100 us, and one 256x2048 Q4_K/Q6_K weight alone is 2-3x slower on 2 threads than on 1;
+#: but 1 MiB here made the whole model's sweep slower (the pool thread idles between calls and is
+#: slower to wake), so it stays at 128 KiB.
+_MIN_WORK_PER_THREAD = 1 << 17
 
 
 def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLType, tuple[int, ...], bool]:
