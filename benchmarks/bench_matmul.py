@@ -17,6 +17,15 @@ time / this one, GB/s of quantized weight bytes read; the machine's read bandwid
     PYTHONPATH=src python benchmarks/bench_matmul.py [--layers N] [--rounds R] [--all-only]
     PYTHONPATH=src python benchmarks/bench_matmul.py --types      # one 4096x4096 weight per type
 
+The table per batch x path (numpy, exact, integer) x kernel build, with ms per sweep, GB/s of blocks,
+the ratio to numpy and to llama.cpp, and the command of each row; ``--llama-cpp`` writes the model as
+a llama GGUF (Q4_K_M by ``fastgguf quantize``, kept in ``--dir``), sweeps that file's weights and runs
+``llama-bench`` (and ``test-backend-ops perf -o MUL_MAT`` if built) on it::
+
+    PYTHONPATH=src python benchmarks/bench_matmul.py --table [--batches 1,8,64,512] [--paths numpy,exact,integer]
+        [--cpu avx2,portable] [--llama-cpp LLAMA_CPP/build/bin]
+    PYTHONPATH=src python benchmarks/bench_matmul.py --breakdown   # per-call cost, 1 vs 2 threads per type/size
+
 transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
 packed model through fastgguf's kernels vs transformers' dequantized float32 model, tokens/s and
 peak RSS, each in a fresh process::
