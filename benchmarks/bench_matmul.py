@@ -17,6 +17,15 @@ time / this one, GB/s of quantized weight bytes read; the machine's read bandwid
     PYTHONPATH=src python benchmarks/bench_matmul.py [--layers N] [--rounds R] [--all-only]
     PYTHONPATH=src python benchmarks/bench_matmul.py --types      # one 4096x4096 weight per type
 
+The table per batch x path (numpy, exact, integer) x kernel build, with ms per sweep, GB/s of blocks,
+the ratio to numpy and to llama.cpp, and the command of each row; ``--llama-cpp`` writes the model as
+a llama GGUF (Q4_K_M by ``fastgguf quantize``, kept in ``--dir``), sweeps that file's weights and runs
+``llama-bench`` (and ``test-backend-ops perf -o MUL_MAT`` if built) on it::
+
+    PYTHONPATH=src python benchmarks/bench_matmul.py --table [--batches 1,8,64,512] [--paths numpy,exact,integer]
+        [--cpu avx2,portable] [--llama-cpp LLAMA_CPP/build/bin]
+    PYTHONPATH=src python benchmarks/bench_matmul.py --breakdown   # per-call cost, 1 vs 2 threads per type/size
+
 transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
 packed model through fastgguf's kernels vs transformers' dequantized float32 model, tokens/s and
 peak RSS, each in a fresh process::
@@ -129,7 +138,7 @@ def model_for(disabled: bool):
     return _models[layers]
 
 
-@pytest.mark.parametrize("batch", [1, 8])
+@pytest.mark.parametrize("batch", [1, 8, 64])
 @pytest.mark.parametrize("engine", ["fastgguf", "fastgguf-int", "fastgguf-int-vnni", "numpy"])
 def test_sweep(benchmark, batch, engine):
     if engine == "fastgguf-int-vnni" and not _backend.kernels().vnni_usable():
@@ -144,6 +153,17 @@ def test_sweep(benchmark, batch, engine):
         benchmark.pedantic(sweep_fastgguf, args=(model, xs, True), rounds=5, warmup_rounds=1)
     else:  # the integer path: maddubs (VNNI off) or VNNI
         benchmark.pedantic(sweep_int, args=(model, xs, engine == "fastgguf-int-vnni"), rounds=5, warmup_rounds=1)
+
+
+def test_table_smoke(tmp_path, capsys):
+    """The table and the llama GGUF writer on a tiny model (no llama.cpp run): the smoke only."""
+    q_path = quantize_file(write_llama_f16(str(tmp_path / "f16.gguf"), 1, d=256, ffn=512, kv=128, vocab=256),
+                           str(tmp_path / "q.gguf"))
+    model = model_from_file(q_path)
+    assert {name for name, _q, _r in model} >= {"output.weight", "blk.0.ffn_down.weight"}
+    rows = table(model, [1, 3], list(PATHS), list(_backend.available_cpu_paths()), 1, {1: 1.0}, "bench")
+    assert len(rows) == 2 * (1 + 2 * len(_backend.available_cpu_paths()))
+    assert "| 3 | integer |" in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,6 +247,261 @@ def transformers_bench(directory: str, new_tokens: int) -> None:
                         "--torch-threads", str(torch_threads)], check=True)
 
 
+# ---------------------------------------------------------------------------------------------
+# The table: batch x path (numpy, exact, integer) x CPU build, optionally against llama.cpp
+
+PATHS = ("numpy", "exact", "integer")
+LLAMA_HEADS = 16  # head dim 128 at d=2048; the KV width 256 is 2 KV heads
+
+
+def write_llama_f16(path: str, layers: int, d: int = 2048, ffn: int = 5632, kv: int = 256, vocab: int = 32000,
+                    seed: int = 0) -> str:
+    """A llama-architecture GGUF llama.cpp loads (F16 weights, F32 norms, no vocabulary: ``no_vocab``
+    with ``llama.vocab_size`` dummy tokens), shaped as :func:`model_shapes`; random normal weights."""
+    from fastgguf import GGUFValueType as V, GGUFWriter
+
+    heads = max(1, d // 128)
+    head_dim = d // heads
+    rng = np.random.default_rng(seed)
+    w = GGUFWriter(path)
+    w.add("general.architecture", "llama")
+    w.add("general.name", "fastgguf bench_matmul")
+    w.add("general.file_type", 1, V.UINT32)
+    for key, value in [("block_count", layers), ("context_length", 2048), ("embedding_length", d),
+                       ("feed_forward_length", ffn), ("attention.head_count", heads),
+                       ("attention.head_count_kv", max(1, kv // head_dim)), ("rope.dimension_count", head_dim),
+                       ("vocab_size", vocab)]:
+        w.add(f"llama.{key}", value, V.UINT32)
+    w.add("llama.rope.freq_base", 10000.0, V.FLOAT32)
+    w.add("llama.attention.layer_norm_rms_epsilon", 1e-5, V.FLOAT32)
+    w.add("tokenizer.ggml.model", "no_vocab")
+
+    def weight(name: str, n: int, k: int) -> None:
+        w.add_tensor(name, (rng.standard_normal((n, k), dtype=np.float32) * 0.02).astype(np.float16))
+
+    def norm(name: str) -> None:
+        w.add_tensor(name, (1.0 + 0.1 * rng.standard_normal(d, dtype=np.float32)).astype(np.float32))
+
+    weight("token_embd.weight", vocab, d)
+    norm("output_norm.weight")
+    weight("output.weight", vocab, d)
+    for i in range(layers):
+        norm(f"blk.{i}.attn_norm.weight")
+        weight(f"blk.{i}.attn_q.weight", d, d)
+        weight(f"blk.{i}.attn_k.weight", kv, d)
+        weight(f"blk.{i}.attn_v.weight", kv, d)
+        weight(f"blk.{i}.attn_output.weight", d, d)
+        norm(f"blk.{i}.ffn_norm.weight")
+        weight(f"blk.{i}.ffn_gate.weight", ffn, d)
+        weight(f"blk.{i}.ffn_up.weight", ffn, d)
+        weight(f"blk.{i}.ffn_down.weight", d, ffn)
+    w.write()
+    w.close()
+    return path
+
+
+def quantize_file(src: str, dst: str, ftype: str = "Q4_K_M") -> str:
+    """``fastgguf quantize src dst --type Q4_K_M`` in a child process."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "fastgguf", "quantize", src, dst, "--type", ftype], check=True,
+                   stdout=subprocess.DEVNULL)
+    return dst
+
+
+def model_from_file(path: str):
+    """(name, type, raw blocks) of every 2-D weight a forward multiplies with (not token_embd), copied out."""
+    import fastgguf
+
+    model = []
+    with fastgguf.open(path) as f:
+        for name, t in f.tensors.items():
+            if len(t.shape) == 2 and name != "token_embd.weight":
+                block_size, type_size = TYPE_TRAITS[t.type]
+                model.append((name, t.type, np.array(t.raw).reshape(t.shape[0], t.shape[1] // block_size * type_size)))
+    return model
+
+
+def llama_bench(bin_dir: str, path: str, batches, threads: int = 2, reps: int = 3) -> dict[int, float]:
+    """llama.cpp's ms per forward of ``b`` tokens: ``llama-bench -p B,... -n 1,16`` (pp for b > 1, tg16 for 1)."""
+    import json
+    import subprocess
+
+    prompts = [b for b in batches if b > 1]
+    cmd = [os.path.join(bin_dir, "llama-bench"), "-m", path, "-n", "1,16", "-t", str(threads), "-r", str(reps),
+           "-o", "json"]
+    if prompts:
+        cmd[3:3] = ["-p", ",".join(map(str, prompts))]
+    else:
+        cmd[3:3] = ["-p", "0"]
+    print("$", " ".join(cmd), flush=True)
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    ms: dict[int, float] = {}
+    for row in json.loads(done.stdout):
+        n_prompt, n_gen, ts = row["n_prompt"], row["n_gen"], row["avg_ts"]
+        if n_gen == 0 and n_prompt in prompts:
+            ms[n_prompt] = n_prompt * 1e3 / ts
+        elif n_prompt == 0:
+            print(f"llama.cpp tg{n_gen}: {1e3 / ts:.1f} ms/token ({ts:.1f} +- {row['stddev_ts']:.1f} t/s)")
+            if n_gen == 16 or 1 not in ms:
+                ms[1] = 1e3 / ts
+    for b in prompts:
+        print(f"llama.cpp pp{b}: {ms[b]:.1f} ms per {b} tokens ({b * 1e3 / ms[b]:.1f} t/s)")
+    ops = os.path.join(bin_dir, "test-backend-ops")
+    if os.path.exists(ops):
+        print("$", ops, "perf -o MUL_MAT -b CPU", flush=True)
+        perf = subprocess.run([ops, "perf", "-o", "MUL_MAT", "-b", "CPU"], capture_output=True, text=True)
+        for line in perf.stdout.splitlines():
+            if "MUL_MAT" in line and ("q4_K" in line or "q6_K" in line):
+                print(line.strip())
+    return ms
+
+
+def timed(fn, rounds: int, budget: float = 20.0) -> float:
+    """Best of ``rounds`` after a warm-up, fewer rounds when one takes long (a total of about
+    ``budget`` s; a warm-up longer than that is the measurement)."""
+    t0 = time.perf_counter()
+    fn()
+    best = time.perf_counter() - t0
+    n = min(rounds, int(budget / max(best, 1e-6)))
+    if n == 0:
+        return best
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] | None, repro: str) -> list[dict]:
+    """Time a sweep per batch x path x CPU build and print the table (markdown); the rows as dicts."""
+    q_bytes = sum(raw.nbytes for _n, _q, raw in model)
+    dense = None
+    if "numpy" in paths:
+        dense = [dequantize(raw, q, (raw.shape[0], raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size))
+                 for _n, q, raw in model]
+    kinds = sorted({q.name for _n, q, _r in model})
+    print(f"weights: {len(model)} matrices, {q_bytes / 1e6:.0f} MB of blocks ({', '.join(kinds)}); "
+          f"{dequant.get_num_threads()} threads")
+    print("| batch | path | CPU build | ms / sweep | GB/s of blocks | x numpy | x llama.cpp | command |")
+    print("| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |")
+    before = _backend.cpu_path()
+    rows = []
+    try:
+        for batch in batches:
+            xs = inputs(model, batch)
+            t_np = None
+            for path in paths:
+                for cpu in (["-"] if path == "numpy" else cpus):
+                    if path == "numpy":
+                        t = t_np = timed(partial(sweep_numpy, dense, xs), rounds)
+                    else:
+                        _backend.set_cpu_path(cpu)
+                        t = timed(partial(sweep_fastgguf, model, xs, path == "exact"), rounds)
+                    env = "" if cpu == "-" else f"FASTGGUF_CPU={cpu} "
+                    cmd = f"{env}{repro} --batches {batch} --paths {path}" + ("" if cpu == "-" else f" --cpu {cpu}")
+                    x_np = f"{t_np / t:.2f}" if t_np else "-"
+                    x_ll = f"{llama_ms[batch] / 1e3 / t:.2f}" if llama_ms and batch in llama_ms else "-"
+                    print(f"| {batch} | {path} | {cpu} | {t * 1e3:.1f} | {q_bytes / t / 1e9:.1f} | {x_np} | {x_ll} | "
+                          f"`{cmd}` |", flush=True)
+                    rows.append(dict(batch=batch, path=path, cpu=cpu, seconds=t))
+            if llama_ms and batch in llama_ms:
+                what = "tg16, per token" if batch == 1 else f"pp{batch}"
+                print(f"| {batch} | llama.cpp ({what}) | its own | {llama_ms[batch]:.1f} | "
+                      f"{q_bytes / llama_ms[batch] * 1e3 / 1e9:.1f} | - | 1.00 | (see llama-bench above) |", flush=True)
+    finally:
+        _backend.set_cpu_path(before)
+    return rows
+
+
+def table_main(args) -> None:
+    batches = [int(b) for b in args.batches.split(",")]
+    paths = [p for p in args.paths.split(",") if p]
+    for p in paths:
+        if p not in PATHS:
+            raise SystemExit(f"unknown path {p!r}: one of {', '.join(PATHS)}")
+    cpus = args.cpu.split(",") if args.cpu else list(_backend.available_cpu_paths())
+    repro = f"PYTHONPATH=src python benchmarks/bench_matmul.py --table --layers {args.layers}"
+    llama_ms = None
+    if args.llama_cpp:
+        os.makedirs(args.dir, exist_ok=True)
+        q_path = os.path.join(args.dir, f"llama-{args.layers}l-q4_k_m.gguf")
+        if not os.path.exists(q_path):
+            f16 = write_llama_f16(os.path.join(args.dir, f"llama-{args.layers}l-f16.gguf"), args.layers)
+            quantize_file(f16, q_path)
+            os.remove(f16)
+        print(f"{q_path}: {os.path.getsize(q_path) / 1e6:.0f} MB, Q4_K_M by fastgguf quantize")
+        model = model_from_file(q_path)
+        repro += f" --llama-cpp {args.llama_cpp} --dir {args.dir}"
+        if not args.no_llama_run:
+            llama_ms = llama_bench(args.llama_cpp, q_path, batches)
+    else:
+        model = build_model(model_shapes(args.layers))
+    print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
+    table(model, batches, paths, cpus, args.rounds, llama_ms, repro)
+
+
+def _per_call(fn, min_time: float = 0.3) -> float:
+    """Median seconds per call of ``fn`` over batches of calls lasting about ``min_time`` in all."""
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        if time.perf_counter() - t0 > min_time / 5:
+            break
+        n *= 2
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        runs.append((time.perf_counter() - t0) / n)
+    return sorted(runs)[2]
+
+
+def breakdown() -> None:
+    """Where the time goes at batch 1: fixed cost per call, threads, per type and size, in and out of cache."""
+    rng = np.random.default_rng(0)
+    k = 2048
+    x1 = rng.standard_normal(k, dtype=np.float32)
+    tiny = make_weight(T.Q8_0, 1, 32, rng)
+    xt = x1[:32]
+    print("fixed cost per call (1x32 Q8_0 weight, 1 thread):")
+    for exact in (True, False):
+        t = _per_call(partial(matmul, xt, tiny, T.Q8_0, exact=exact, threads=1))
+        print(f"  matmul exact={exact}: {t * 1e6:6.1f} us")
+    noop = lambda: None  # noqa: E731
+    print(f"  run_chunks of 2 no-op tasks (pool round trip): {_per_call(lambda: _backend.run_chunks([noop, noop])) * 1e6:6.1f} us")
+    print("batch 1, per weight: us per call and GB/s of blocks, 1 thread vs 2 threads "
+          "(the same call repeated: weights up to a few MB stay in L2/L3, 32000 rows do not; F32: the FMA chain alone)")
+    print(f"{'type':6} {'N x K':>11} {'MB':>6} | {'exact 1t':>9} {'GB/s':>5} {'exact 2t':>9} {'GB/s':>5} {'2t/1t':>5} | "
+          f"{'int 1t':>9} {'GB/s':>5} {'int 2t':>9} {'GB/s':>5} {'2t/1t':>5} | {'ns/elem ex':>10} {'int':>5}")
+    for qtype in (T.F32, T.Q8_0, T.Q4_0, T.Q4_K, T.Q6_K):
+        for n in (32, 256, 2048, 5632, 32000):
+            if qtype == T.F32 and n > 256:
+                continue
+            w = make_weight(qtype, n, k, rng)
+            cols = []
+            for exact in (True, False):
+                if not exact and qtype == T.F32:
+                    cols.append(f"{'-':>9} {'-':>5} {'-':>9} {'-':>5} {'-':>5}")
+                    continue
+                t1 = _per_call(partial(matmul, x1, w, qtype, exact=exact, threads=1))
+                t2 = _per_call(partial(matmul, x1, w, qtype, exact=exact, threads=2))
+                cols.append(f"{t1 * 1e6:9.0f} {w.nbytes / t1 / 1e9:5.1f} {t2 * 1e6:9.0f} {w.nbytes / t2 / 1e9:5.1f} "
+                            f"{t1 / t2:5.2f}")
+                if exact:
+                    ns_ex = t1 / (n * k) * 1e9
+                else:
+                    ns_int = t1 / (n * k) * 1e9
+            ns = f"{ns_ex:10.3f} " + (f"{ns_int:5.3f}" if qtype != T.F32 else f"{'-':>5}")
+            print(f"{qtype.name:6} {f'{n}x{k}':>11} {w.nbytes / 1e6:6.2f} | {cols[0]} | {cols[1]} | {ns}", flush=True)
+
+
 def _cols(t: float, t_np: float, q_bytes: int) -> str:
     """ms, numpy's time / t, GB/s of quantized weights."""
     return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
@@ -239,8 +514,20 @@ def main() -> None:
     parser.add_argument("--types", action="store_true", help="one 4096x4096 weight per type instead of the model")
     parser.add_argument("--all-only", action="store_true", help="only the whole model's sweep, not per type")
     parser.add_argument("--transformers", action="store_true", help="transformers generate, packed vs dequantized")
-    parser.add_argument("--dir", default="/tmp/fgg_lfm2", help="where --transformers keeps its model")
+    parser.add_argument("--dir", default="/tmp/fgg_lfm2",
+                        help="where --transformers (and --llama-cpp: default /tmp/fgg_llama) keeps its model")
     parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--table", action="store_true",
+                        help="the table: batch x path x CPU build (implied by --llama-cpp)")
+    parser.add_argument("--batches", default="1,8,64,512", help="batch sizes of the table (comma-separated)")
+    parser.add_argument("--paths", default=",".join(PATHS), help="paths of the table: numpy,exact,integer")
+    parser.add_argument("--cpu", default="", help="kernel builds of the table (default: every one this CPU runs)")
+    parser.add_argument("--llama-cpp", metavar="BUILD_BIN_DIR", default="",
+                        help="write the model as a llama GGUF (Q4_K_M by fastgguf quantize, kept in --dir), sweep "
+                             "its weights and run llama.cpp's llama-bench (and test-backend-ops if built) on it")
+    parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
     parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -249,6 +536,15 @@ def main() -> None:
         return
     if args.transformers:
         transformers_bench(args.dir, args.new_tokens)
+        return
+    if args.breakdown:
+        print(f"cpu path {dequant.cpu_path()}")
+        breakdown()
+        return
+    if args.table or args.llama_cpp:
+        if args.dir == "/tmp/fgg_lfm2":
+            args.dir = "/tmp/fgg_llama"
+        table_main(args)
         return
     print(f"cpu path {dequant.cpu_path()}, {dequant.get_num_threads()} threads")
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")

@@ -33,6 +33,9 @@ from .types import TYPE_TRAITS, GGMLType, resolve_type
 __all__ = ["matmul", "matmul_id", "take_rows"]
 
 #: Below this many weight bytes (times rows of x) per thread, extra threads cost more than they save.
+#: Measured (``benchmarks/bench_matmul.py --breakdown``, 2-core VM): handing a chunk to a pool thread
+#: costs 25-100 us, and one 256x2048 Q4_K/Q6_K weight alone is 2-3x slower on 2 threads than on 1;
+#: but 1 MiB here did not make a whole model's sweep measurably faster (README), so it stays at 128 KiB.
 _MIN_WORK_PER_THREAD = 1 << 17
 
 

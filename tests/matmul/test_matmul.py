@@ -74,7 +74,10 @@ def test_float_path_matches_float64_reference(qtype, m, n_blocks):
 
 
 @pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q4_K, T.Q6_K, T.IQ4_XS, T.IQ2_XXS], ids=lambda t: t.name)
-def test_same_bits_for_every_thread_count(qtype):
+def test_same_bits_for_every_thread_count(qtype, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys.modules["fastgguf.matmul"], "_MIN_WORK_PER_THREAD", 1)  # split even tiny weights
     rng = np.random.default_rng(int(qtype))
     n, k = 97, k_for(qtype, 12)
     raw = random_weights(qtype, n, k, rng)
@@ -84,16 +87,31 @@ def test_same_bits_for_every_thread_count(qtype):
         np.testing.assert_array_equal(matmul(x, raw, qtype, threads=threads), first)
 
 
+@pytest.mark.parametrize("qtype", [T.F32, T.Q8_0, T.Q4_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("exact", [True, False])
+def test_batches_are_tiled_without_changing_bits(qtype, exact):
+    """A batch larger than one tile of x rows (and weights larger than one tile of rows, K of
+    several tiles' worth): each row of the product has the bits of that row alone."""
+    rng = np.random.default_rng(int(qtype) + 200)
+    n, k = 300, k_for(qtype, 24)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((83, k)).astype(np.float32)
+    whole = matmul(x, raw, qtype, exact=exact, threads=2)
+    for i in (0, 7, 8, 40, 63, 64, 71, 72, 82):
+        np.testing.assert_array_equal(whole[i], matmul(x[i], raw, qtype, exact=exact, threads=1))
+    np.testing.assert_array_equal(matmul(x, raw, qtype, exact=exact, threads=3), whole)
+
+
 @pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q4_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
 def test_same_bits_on_every_cpu_path(qtype):
     rng = np.random.default_rng(int(qtype) + 100)
     n, k = 9, k_for(qtype, 3) + (3 if TYPE_TRAITS[qtype].block_size == 1 else 0)
     raw = random_weights(qtype, n, k, rng)
-    x = rng.standard_normal((2, k)).astype(np.float32)
+    x = rng.standard_normal((6, k)).astype(np.float32)  # 4 rows at once (fgg_mm_dot_acc4) and 2 alone
     results = [dequant.kernel_modules()[path] for path in dequant.available_cpu_paths()]
     outs = []
     for kernels in results:
-        out = np.empty((2, n), np.float32)
+        out = np.empty((6, n), np.float32)
         kernels.matmul_rows(raw, int(qtype), x, out, 0, n)
         outs.append(out)
     for out in outs[1:]:

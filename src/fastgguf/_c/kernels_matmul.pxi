@@ -18,6 +18,19 @@ cdef enum:
     # columns of 8 rows of x stay in L1.
     _MM_CHUNK = 1024
     MM_Q8_BYTES = sizeof(fgg_mm_q8)
+    # Batches (M > 1) are walked in tiles: a tile of weight rows (about _MM_W_TILE bytes of blocks)
+    # times a tile of x rows (about _MM_X_TILE bytes; a multiple of 8 rows, at least 8), both in L2,
+    # so neither all of x is streamed again for every weight row (what made large batches slow),
+    # nor the weights are read from memory more than once. Each (m, n) is still one kernel call
+    # over the whole row in the same order: the tiles change no bits.
+    _MM_W_TILE = 64 * 1024
+    _MM_X_TILE = 128 * 1024
+
+
+cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ssize_t multiple) noexcept nogil:
+    cdef Py_ssize_t rows = budget // row_bytes if row_bytes > 0 else budget
+    rows = rows // multiple * multiple
+    return rows if rows >= multiple else multiple
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
@@ -108,8 +121,13 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
                 swap(blocks, swapped, length // block_size, type_id)
                 blocks = swapped
             kernel(blocks, scratch, length // block_size)
-            for i in range(m):
+            i = 0
+            while i + 4 <= m:
+                fgg_mm_dot_acc4(scratch, x + i * x_stride + off, x_stride, length, acc + i * FGG_MM_LANES)
+                i += 4
+            while i < m:
                 fgg_mm_dot_acc(scratch, x + i * x_stride + off, length, acc + i * FGG_MM_LANES)
+                i += 1
             off += length
         for i in range(m):
             out[i * out_stride + n] = fgg_mm_lanes_sum(acc + i * FGG_MM_LANES)
@@ -164,7 +182,7 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
                 out[i, n] = 0.0
         return
     cdef float *scratch = <float *>malloc(_MM_CHUNK * sizeof(float) + 64)
-    cdef float *acc = <float *>malloc(m * FGG_MM_LANES * sizeof(float) + 64)
+    cdef float *acc = <float *>malloc(min(m, _tile_rows(_MM_X_TILE, k * sizeof(float), 8)) * FGG_MM_LANES * sizeof(float) + 64)
     cdef uint8_t *swapped = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES) if swap != NULL else NULL
     if scratch == NULL or acc == NULL or (swap != NULL and swapped == NULL):
         free(scratch)
@@ -174,9 +192,20 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
     cdef int status
     cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float)
     cdef Py_ssize_t out_stride = out.strides[0] // sizeof(float)
+    cdef Py_ssize_t wt = _tile_rows(_MM_W_TILE, w.shape[1], 1), xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
+    cdef Py_ssize_t a, a1, b, b1
     with nogil:
-        status = _mm_float(kernel, swap, type_id, &w[0, 0], w.shape[1], k, block_size, type_size,
-                           &x[0, 0], m, x_stride, &out[0, 0], out_stride, n0, n1, scratch, swapped, acc)
+        status = 0
+        a = n0
+        while a < n1 and status == 0:
+            a1 = min(a + wt, n1)
+            b = 0
+            while b < m and status == 0:
+                b1 = min(b + xt, m)
+                status = _mm_float(kernel, swap, type_id, &w[0, 0], w.shape[1], k, block_size, type_size,
+                                   &x[b, 0], b1 - b, x_stride, &out[b, 0], out_stride, a, a1, scratch, swapped, acc)
+                b = b1
+            a = a1
         free(scratch)
         free(acc)
         free(swapped)
@@ -246,12 +275,23 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     cdef Py_ssize_t xs = xq.shape[1] // MM_Q8_BYTES
     cdef fgg_guard guard
     cdef int status = 0
+    cdef Py_ssize_t wt = _tile_rows(_MM_W_TILE, row_bytes, 1), xt = _tile_rows(_MM_X_TILE, xq.shape[1], 8)
+    cdef Py_ssize_t a, a1, b, b1
     with nogil:
         if fgg_guard_enter(&guard):
             status = -2
         else:
-            for n in range(n0, n1):
-                fn(wp + n * row_bytes, nb, xp, xs, <int>m, op + n, out_stride)
+            a = n0
+            while a < n1:
+                a1 = min(a + wt, n1)
+                b = 0
+                while b < m:
+                    b1 = min(b + xt, m)
+                    for n in range(a, a1):
+                        fn(wp + n * row_bytes, nb, xp + b * xq.shape[1], xs, <int>(b1 - b), op + b * out_stride + n,
+                           out_stride)
+                    b = b1
+                a = a1
             fgg_guard_leave(&guard)
     if status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
