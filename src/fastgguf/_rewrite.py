@@ -18,7 +18,7 @@ from .reader import ArrayOfArrays, Metadata, StringArray, TensorInfo
 from .types import TYPE_TRAITS, GGUFValueType
 from .writer import GGUFWriter
 
-__all__ = ["PartialOutputs", "copy_entry", "copy_tensor", "refuse_overwriting", "release_pages"]
+__all__ = ["PartialOutputs", "copy_entry", "copy_tensor", "create_beside", "refuse_overwriting", "release_pages"]
 
 _COPY_BYTES = 16 << 20  # a tensor is copied in pieces of about this size
 
@@ -89,6 +89,18 @@ def refuse_overwriting(outputs: Iterable[str], inputs: Iterable[str]) -> None:
                 raise ValueError(f"the output {out} is the input file {path}; write to another path")
 
 
+def create_beside(path: str) -> tuple[str, BinaryIO]:
+    """A new file in ``path``'s folder with a unique hidden name ``.NAME.XXXXXXXX.part``: (its path, binary handle)."""
+    folder, base = os.path.split(os.path.abspath(path))
+    while True:
+        partial = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.part")
+        try:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        except FileExistsError:
+            continue
+        return partial, os.fdopen(fd, "wb")
+
+
 class PartialOutputs:
     """Temporary files that become the outputs together.
 
@@ -103,16 +115,9 @@ class PartialOutputs:
         self._committed = False
 
     def create(self, path: str) -> BinaryIO:
-        folder, base = os.path.split(os.path.abspath(path))
-        while True:
-            partial = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.part")
-            try:
-                fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-            except FileExistsError:
-                continue
-            handle = os.fdopen(fd, "wb")
-            self._files.append((partial, path, handle))
-            return handle
+        partial, handle = create_beside(path)
+        self._files.append((partial, path, handle))
+        return handle
 
     def commit(self) -> None:
         for _, _, handle in self._files:

@@ -18,7 +18,6 @@ import fnmatch
 import math
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +41,7 @@ from ._llama_mixes import (
     layer_of,
     why_not_quantized,
 )
-from ._rewrite import refuse_overwriting, release_pages
+from ._rewrite import array_items, copy_tensor, create_beside, refuse_overwriting, release_pages
 from .errors import GGUFError
 from .reader import GGUFFile, TensorInfo
 from .split import SplitModel, open_model
@@ -56,8 +55,6 @@ _T = GGMLType
 
 #: Elements dequantized and quantized at a time (whole rows; at least one row).
 _CHUNK_ELEMENTS = 1 << 20
-#: Bytes copied at a time for tensors kept as they are.
-_COPY_BYTES = 16 << 20
 
 _SPLIT_KEYS = ("split.no", "split.count", "split.tensors.count")
 
@@ -619,7 +616,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
                         writer.add(key, value, vtype)
                 for plan in group:
                     writer.add_tensor_info(plan.name, plan.target_type, ggml_shape(plan.shape))
-                partial, handle = _create_beside(path)
+                partial, handle = create_beside(path)
                 partials.append((partial, path))
                 with handle:
                     writer.write_header(handle)
@@ -631,7 +628,7 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
                             _write_converted(writer, handle, info, plan, quantize,
                                              _imatrix_entry(plan, imatrix, mix, file_type), threads, progress, scratch)
                         else:
-                            _write_copy(writer, handle, info, progress)
+                            copy_tensor(writer, handle, info, progress)
                         info._release_pages()
                     writer.end_stream()
             for partial, path in partials:
@@ -644,18 +641,6 @@ def requantize(in_path: str | os.PathLike, out_path: str | os.PathLike | None, t
                     pass
             raise
     return plans
-
-
-def _create_beside(out_path: str):
-    """A new file in OUT's folder, with a unique hidden name: (path, open binary handle)."""
-    folder, base = os.path.split(os.path.abspath(out_path))
-    while True:
-        partial = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.part")
-        try:
-            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        except FileExistsError:
-            continue
-        return partial, os.fdopen(fd, "wb")
 
 
 def _copy_metadata(metadata, writer: GGUFWriter, file_type: int,
@@ -674,7 +659,7 @@ def _copy_metadata(metadata, writer: GGUFWriter, file_type: int,
             entries[key] = (metadata.raw(key), V.STRING, None)
         elif vtype == V.ARRAY:
             etype = metadata.element_type(key)
-            entries[key] = (_array_items(metadata[key], etype), V.ARRAY, etype)
+            entries[key] = (array_items(metadata[key]), V.ARRAY, etype)
         else:
             entries[key] = (metadata[key], vtype, None)
     sets = [("general.quantization_version", V.UINT32, 2), ("general.file_type", V.UINT32, file_type)]
@@ -691,28 +676,6 @@ def _copy_metadata(metadata, writer: GGUFWriter, file_type: int,
             writer.add(key, value, vtype)
         else:
             writer.add(key, value, vtype, etype)
-
-
-def _array_items(value: Any, etype: GGUFValueType | None) -> Any:
-    from .reader import ArrayOfArrays, StringArray
-
-    if isinstance(value, StringArray):
-        return [value.raw(i) for i in range(len(value))]
-    if isinstance(value, ArrayOfArrays):
-        return [_array_items(value[i], value.element_type(i)) for i in range(len(value))]
-    return value
-
-
-def _write_copy(writer: GGUFWriter, handle, info: TensorInfo, progress) -> None:
-    raw = info.raw
-    type_size = TYPE_TRAITS[info.type].type_size
-    step = max(type_size, _COPY_BYTES // type_size * type_size)
-    for start in range(0, raw.size, step):
-        chunk = raw[start : start + step]
-        writer.write_tensor_data(handle, chunk)  # same byte order as the input: copied as is
-        release_pages(info, start, start + chunk.size)
-        if progress is not None:
-            progress(chunk.size)
 
 
 def _write_converted(writer: GGUFWriter, handle, info: TensorInfo, plan: TensorPlan, quantize, imatrix, threads,
