@@ -53,11 +53,12 @@ import mmap
 import os
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from . import _layers
 
 __all__ = ["LAYERS", "active_layer", "disable", "enable", "enabled", "installed_hooks", "is_enabled",
            "unsupported_reason"]
@@ -228,17 +229,10 @@ def enable(layer: str | None = None) -> str | bool:
     """
     from . import gguf_py
 
-    if layer not in (None, *LAYERS):
-        raise ValueError(f"layer must be None or one of {LAYERS}, not {layer!r}")
     with _lock:
-        if _layer:
-            if layer is not None and layer != _layer[0]:
-                raise RuntimeError(f"already enabled with the {_layer[0]!r} layer; disable() first")
-            return _layer[0]
-        reason = unsupported_reason()
-        if reason is not None:
-            warnings.warn(f"fastgguf.integrations.diffusers not enabled: {reason}", RuntimeWarning, stacklevel=2)
-            return False
+        started = _layers.opening("diffusers", layer, LAYERS, _layer, unsupported_reason)
+        if started is not None:
+            return started
         found = _detect()
         deep = "load_gguf_checkpoint" in found and "dequantize_gguf_tensor" in found
         if layer == "diffusers" and not deep:
@@ -302,13 +296,8 @@ def disable() -> None:
 @contextlib.contextmanager
 def enabled(layer: str | None = None) -> Iterator[str | bool]:
     """``with enabled():`` — :func:`enable` on entry, :func:`disable` on exit (if this call enabled it)."""
-    already = is_enabled()
-    result = enable(layer)
-    try:
+    with _layers.enabled_while(lambda: enable(layer), disable, is_enabled) as result:
         yield result
-    finally:
-        if result and not already:
-            disable()
 
 
 # --- types ------------------------------------------------------------------------------------------

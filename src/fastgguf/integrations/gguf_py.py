@@ -21,6 +21,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from . import _layers
+
 __all__ = ["disable", "enable", "enabled", "is_enabled", "original"]
 
 # (module of gguf, attribute) -> name in fastgguf.gguf_compat
@@ -128,10 +130,5 @@ def disable() -> None:
 @contextlib.contextmanager
 def enabled() -> Iterator[bool]:
     """``with enabled():`` — :func:`enable` on entry, :func:`disable` on exit (if this call enabled it)."""
-    already = is_enabled()
-    result = enable()
-    try:
+    with _layers.enabled_while(enable, disable, is_enabled) as result:
         yield result
-    finally:
-        if result and not already:
-            disable()

@@ -48,11 +48,12 @@ import inspect
 import logging
 import os
 import threading
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+
+from . import _layers
 
 __all__ = ["LAYERS", "active_layer", "disable", "enable", "enabled", "hooks_unavailable_reason", "is_enabled",
            "unsupported_reason"]
@@ -151,17 +152,10 @@ def enable(layer: str | None = None) -> str | bool:
     """
     from . import gguf_py
 
-    if layer not in (None, *LAYERS):
-        raise ValueError(f"layer must be None or one of {LAYERS}, not {layer!r}")
     with _lock:
-        if _layer:
-            if layer is not None and layer != _layer[0]:
-                raise RuntimeError(f"already enabled with the {_layer[0]!r} layer; disable() first")
-            return _layer[0]
-        reason = unsupported_reason()
-        if reason is not None:
-            warnings.warn(f"fastgguf.integrations.transformers not enabled: {reason}", RuntimeWarning, stacklevel=2)
-            return False
+        started = _layers.opening("transformers", layer, LAYERS, _layer, unsupported_reason)
+        if started is not None:
+            return started
         hooks_missing = hooks_unavailable_reason() if layer != "gguf-py" else "the gguf-py layer was asked for"
         if layer == "transformers" and hooks_missing is not None:
             raise RuntimeError(hooks_missing)
@@ -232,13 +226,8 @@ def enabled() -> Iterator[str | bool]:
     str or bool
         What :func:`enable` returned.
     """
-    already = is_enabled()
-    result = enable()
-    try:
+    with _layers.enabled_while(enable, disable, is_enabled) as result:
         yield result
-    finally:
-        if result and not already:
-            disable()
 
 
 # --- what is replaced -------------------------------------------------------------------------------
