@@ -3,11 +3,15 @@
 
 The model: diffusers' ``FluxTransformer2DModel``, width 512 (8 heads of 64), 2 double and 2 single
 blocks, random weights, every linear weight in the type measured (the 64-channel image embedder in
-F32); 256 image tokens and 64 text tokens, ``compute_dtype=bfloat16``. Each forward dequantizes
-every weight (``GGUFLinear``), which is where the two paths differ::
+F32); 256 image tokens and 64 text tokens, ``compute_dtype`` bfloat16, float16 or float32. Each
+forward dequantizes every weight (``GGUFLinear``) and multiplies, which is where the paths differ:
+diffusers' own; fastgguf with ``products="compute_dtype"`` (diffusers' product, bit-identical
+outputs); fastgguf with ``products="float32"`` (the same values multiplied in float32, what
+``"auto"`` picks on CPUs without bfloat16/float16 matrix instructions; for a float32
+``compute_dtype`` the two fastgguf paths are one)::
 
     python benchmarks/bench_diffusers.py                      # Q4_K, IQ4_XS, Q8_0, Q6_K, BF16
-    python benchmarks/bench_diffusers.py --type Q4_K --repeat 5
+    python benchmarks/bench_diffusers.py --type Q4_K --dtype bfloat16 --repeat 5
 
 Under pytest (CI runs it with ``--benchmark-disable``) the small test model does one forward both
 ways and the outputs are compared.
@@ -30,23 +34,26 @@ BIG = dict(patch_size=1, in_channels=64, num_layers=2, num_single_layers=2, atte
 TYPES = ["Q4_K", "IQ4_XS", "Q8_0", "Q6_K", "BF16"]
 
 
-def forward_seconds(path: str, directory: str, config: dict, fast: bool, repeat: int,
+def forward_seconds(path: str, directory: str, config: dict, fast: bool | str, repeat: int,
                     image_tokens: int = 256, text_tokens: int = 64, dtype_name: str = "bfloat16"):
     """``(best seconds per forward, best seconds dequantizing every GGUFLinear weight, output)``.
 
-    Through fastgguf if ``fast``. The second figure is the part of a forward the two paths do
-    differently: each ``GGUFLinear``'s weight turned into ``compute_dtype`` as its forward does it.
+    Through fastgguf if ``fast`` (True: ``products="auto"``; a string: that ``products``). The
+    second figure: each ``GGUFLinear``'s weight turned into what its product takes, as its forward
+    does it (``compute_dtype``; for float32 products, float32 values rounded to ``compute_dtype``).
     """
     import torch
     from diffusers.quantizers.gguf import utils
 
+    from fastgguf.dequant import dequantize_rounded
     from fastgguf.integrations import diffusers as integration
 
     import diffusers_gguf_models as models
 
     dtype = getattr(torch, dtype_name)
-    if fast and not integration.enable():
+    if fast and not integration.enable(products="auto" if fast is True else fast):
         raise RuntimeError(integration.unsupported_reason())
+    rounded = fast and integration.active_products() == "float32" and dtype_name in ("bfloat16", "float16")
     try:
         model = models.load(path, directory, dtype)
         args = models.inputs(config, image_tokens=image_tokens, text_tokens=text_tokens, dtype=dtype)
@@ -59,7 +66,12 @@ def forward_seconds(path: str, directory: str, config: dict, fast: bool, repeat:
                 best = min(best, time.perf_counter() - start)
                 start = time.perf_counter()
                 for layer in layers:
-                    if fast:
+                    if rounded:
+                        blocks = torch.Tensor.as_subclass(layer.weight, torch.Tensor).numpy()
+                        block_size, type_size = integration._sizes(layer.weight.quant_type)
+                        dequantize_rounded(blocks, int(layer.weight.quant_type),
+                                           (blocks.shape[0], blocks.shape[1] // type_size * block_size), dtype=dtype_name)
+                    elif fast:
                         integration._dequantize_parameter(layer.weight, layer.compute_dtype)
                     else:
                         utils.dequantize_gguf_tensor(layer.weight).to(layer.compute_dtype)
@@ -88,10 +100,10 @@ def main(argv: list[str]) -> None:
     print(f"diffusers {diffusers.__version__}, torch {torch.__version__} ({torch.get_num_threads()} threads); "
           f"Flux-shaped, width {BIG['attention_head_dim'] * BIG['num_attention_heads']}, "
           f"{BIG['num_layers']}+{BIG['num_single_layers']} blocks, 256+64 tokens; best of {args.repeat}")
-    print("forward: one whole forward; weights: every GGUFLinear weight dequantized into compute_dtype (what the "
-          "paths do differently)")
-    print(f"{'dtype':9} {'type':7} {'forward ms':>11} {'fastgguf':>9} {'ratio':>6} {'weights ms':>11} {'fastgguf':>9} "
-          f"{'ratio':>6} {'max |diff|':>11} {'max |out|':>10}")
+    print("forward: one whole forward, ms (ratio to diffusers'); weights: every GGUFLinear weight made what its "
+          "product takes, ms; max |diff|: of the output, to diffusers' own")
+    print(f"{'dtype':9} {'type':7} {'products':13} {'forward':>9} {'ratio':>6} {'weights':>8} {'ratio':>6} "
+          f"{'max |diff|':>11} {'max |out|':>10}")
     model = models.build(BIG)
     with tempfile.TemporaryDirectory() as directory:
         for name in args.type or TYPES:
@@ -99,12 +111,15 @@ def main(argv: list[str]) -> None:
             for dtype_name in args.dtype or ["bfloat16", "float32"]:
                 theirs, their_weights, their_out = forward_seconds(path, directory, BIG, False, args.repeat,
                                                                    dtype_name=dtype_name)
-                ours, our_weights, our_out = forward_seconds(path, directory, BIG, True, args.repeat,
-                                                             dtype_name=dtype_name)
-                diff = (their_out.float() - our_out.float()).abs().max().item()
-                print(f"{dtype_name:9} {name:7} {theirs * 1e3:11.1f} {ours * 1e3:9.1f} {theirs / ours:5.1f}x "
-                      f"{their_weights * 1e3:11.1f} {our_weights * 1e3:9.1f} {their_weights / our_weights:5.0f}x "
-                      f"{diff:11.3g} {their_out.float().abs().max().item():10.3g}", flush=True)
+                scale = their_out.float().abs().max().item()
+                print(f"{dtype_name:9} {name:7} {'(diffusers)':13} {theirs * 1e3:9.1f} {'':6} {their_weights * 1e3:8.1f} "
+                      f"{'':6} {'':11} {scale:10.3g}", flush=True)
+                for products in ("compute_dtype", "float32")[: 1 if dtype_name == "float32" else 2]:
+                    ours, our_weights, our_out = forward_seconds(path, directory, BIG, products, args.repeat,
+                                                                 dtype_name=dtype_name)
+                    diff = (their_out.float() - our_out.float()).abs().max().item()
+                    print(f"{'':9} {'':7} {products:13} {ours * 1e3:9.1f} {theirs / ours:5.1f}x {our_weights * 1e3:8.1f} "
+                          f"{their_weights / our_weights:5.1f}x {diff:11.3g}", flush=True)
             os.remove(path)
 
 
@@ -130,7 +145,7 @@ def small_file(tmp_path_factory):
     return models.write(models.build(), directory, models.uniform(GGMLType.Q8_0)), directory
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["diffusers", "fastgguf"])
+@pytest.mark.parametrize("fast", [False, "compute_dtype", "float32"], ids=["diffusers", "fastgguf", "fastgguf-float32"])
 @pytest.mark.benchmark(group="diffusers GGUF forward (Q8_0, small Flux-shaped)")
 def test_forward(benchmark, small_file, fast):
     import diffusers_gguf_models as models

@@ -88,6 +88,16 @@ def quantize_into(
     NaN or an infinity (the rows before it are written, it and those after it are not).
     """
 
+def narrow_floats(src: npt.NDArray[np.float32], dst: npt.NDArray[np.uint16], type_id: int) -> None:
+    """float32 ``src`` to F16 or BF16 bits in ``dst`` (same length; every value, NaN and inf
+    included), GIL released. Raises ValueError for another type or differing lengths.
+    """
+
+def dequantize_rounded_into(src: npt.NDArray[np.uint8], dst: npt.NDArray[np.float32], type_id: int, round_to: int) -> None:
+    """``dequantize_into`` of whole little-endian blocks, each value rounded to the nearest F16 or
+    BF16 (``round_to``) and kept as float32, in one pass, GIL released.
+    """
+
 # fastgguf.matmul's drivers (_c/kernels_matmul.pxi).
 
 def int_dot_isa() -> str:

@@ -307,7 +307,92 @@ def _bind(fn, *args):
 #: (per 4 threads, up to 16 times this), reused block after block: no float32 copy of the whole.
 _BLOCK_ELEMENTS = 1 << 20
 
-__all__ += ["RowBlocks", "dequantize_as", "resolve_dtype"]
+__all__ += ["RowBlocks", "dequantize_as", "dequantize_rounded", "narrow_floats", "resolve_dtype"]
+
+#: Below this many elements per thread, a conversion runs on one thread.
+_MIN_CONVERT_PER_THREAD = 1 << 19
+
+
+def _half_type(dtype: np.dtype) -> GGMLType | None:
+    """F16 or BF16 for a float16 or bfloat16 numpy dtype, else None."""
+    if dtype == np.float16:
+        return GGMLType.F16
+    if dtype.name == "bfloat16" and dtype.itemsize == 2:
+        return GGMLType.BF16
+    return None
+
+
+def narrow_floats(values: np.ndarray, dtype: Any, *, out: np.ndarray | None = None,
+                  threads: int | None = None) -> np.ndarray:
+    """float32 ``values`` cast to float16 or bfloat16 by fastgguf's C conversions.
+
+    Round to nearest, ties to even, as numpy's, ml_dtypes' and torch's casts (and ggml's F16/BF16
+    quantizers): the same bits for every value but NaN, whose payload follows ggml (float16: the
+    quiet NaN with the value's sign; bfloat16: the top 16 bits with the quiet bit set). numpy's
+    float16 cast is scalar code, and ml_dtypes' and torch's are several times slower than these.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        C-contiguous float32.
+    dtype : numpy dtype or str
+        ``float16`` or ``bfloat16``.
+    out : numpy.ndarray, optional
+        C-contiguous writable array of ``dtype`` (or uint16), as many elements as ``values``.
+    threads : int, optional
+        As for :func:`dequantize`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``out``, or a new array of ``dtype`` shaped as ``values``.
+    """
+    target = resolve_dtype(dtype)
+    qtype = _half_type(target)
+    if qtype is None:
+        raise ValueError(f"dtype must be float16 or bfloat16, not {target}")
+    if not isinstance(values, np.ndarray) or values.dtype != np.float32 or not values.flags.c_contiguous:
+        raise TypeError("values must be a C-contiguous float32 numpy array")
+    if out is None:
+        result = np.empty(values.shape, target)
+    else:
+        result = check_out(out, values.size, out.dtype if out.dtype == np.uint16 else target)
+    src, dst = values.reshape(-1), result.reshape(-1).view(np.uint16)
+    n_chunks = max(1, min(_backend.resolve_threads(threads), src.size // _MIN_CONVERT_PER_THREAD))
+    bounds = [src.size * c // n_chunks for c in range(n_chunks + 1)]
+    kernels = _backend.kernels()
+    _backend.run_chunks([_bind(kernels.narrow_floats, src[a:b], dst[a:b], int(qtype))
+                         for a, b in zip(bounds, bounds[1:])])
+    return result
+
+
+def dequantize_rounded(data: Any, type: GGMLType | int | str, shape: Any = None, *,  # noqa: A002 - as dequantize
+                       dtype: Any, threads: int | None = None) -> np.ndarray:
+    """:func:`dequantize` (little-endian data) with every value rounded to the nearest float16 or bfloat16, as float32.
+
+    ``dequantize(...).astype(dtype).astype(np.float32)`` in one pass (each chunk rounded while it
+    is in L1), with :func:`narrow_floats`'s rounding: for a float32 product of the values another
+    library would have cast to ``dtype`` first.
+    """
+    target = resolve_dtype(dtype)
+    half = _half_type(target)
+    if half is None:
+        raise ValueError(f"dtype must be float16 or bfloat16, not {target}")
+    qtype = resolve_type(type)
+    src = contiguous_bytes(data)
+    dims = _check_shape(shape, qtype, src.size)
+    kernels = _backend.kernels()
+    if not kernels.has_kernel(int(qtype)):
+        raise NotImplementedError(f"dequantization of {qtype.name} is not implemented")
+    block_size, type_size = TYPE_TRAITS[qtype]
+    result = _empty_aligned(dims, math.prod(dims))
+    flat = result.reshape(-1)
+    n_chunks = max(1, min(_backend.resolve_threads(threads), flat.size // _MIN_ELEMENTS_PER_THREAD))
+    granule = max(block_size, _SPLIT_GRANULE // block_size * block_size)
+    bounds = [0, *((flat.size // granule * k // n_chunks) * granule for k in range(1, n_chunks)), flat.size]
+    _backend.run_chunks([_bind(kernels.dequantize_rounded_into, src[a // block_size * type_size: b // block_size * type_size],
+                               flat[a:b], int(qtype), int(half)) for a, b in zip(bounds, bounds[1:]) if b > a])
+    return result
 
 
 def resolve_dtype(dtype: Any) -> np.dtype:
@@ -400,7 +485,10 @@ class RowBlocks:
             block = dequantize(src, qtype, dims, rows=block_rows, out=buffer[:size], threads=self.threads,
                                byteorder=byteorder)
             if cast is not None:
-                np.copyto(cast[:size], block, casting="unsafe")
+                if _half_type(self.dtype) is not None:
+                    narrow_floats(block, self.dtype, out=cast[:size], threads=self.threads)
+                else:
+                    np.copyto(cast[:size], block, casting="unsafe")
                 block = cast[:size]
             yield first, block.reshape(last - first, ne0)
 
@@ -416,7 +504,8 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
         As for :func:`dequantize`.
     dtype : numpy dtype or str, optional
         The result's type; float32 (the default) is :func:`dequantize` itself. ``"bfloat16"``
-        needs ``ml_dtypes``. Values are cast as numpy's ``astype`` would.
+        needs ``ml_dtypes``. Values are cast as numpy's ``astype`` would (float16 and bfloat16
+        by :func:`narrow_floats`: the same bits, NaN payloads aside).
     out : numpy.ndarray, optional
         A writable C-contiguous array of ``dtype`` with as many elements as the result.
 
@@ -449,7 +538,12 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
     else:
         result = check_out(out, n_out, target)
     flat = result.reshape(-1)
-    blocks = RowBlocks(target, threads=threads)
+    half = _half_type(target) is not None
+    blocks = RowBlocks(np.float32 if half else target, threads=threads)  # half types: narrowed straight into place
     for first, block in blocks.iter(src, qtype, dims, rows=rows, byteorder=byteorder):
-        flat[first * ne0: first * ne0 + block.size] = block.reshape(-1)
+        part = flat[first * ne0: first * ne0 + block.size]
+        if half:
+            narrow_floats(block.reshape(-1), target, out=part, threads=threads)
+        else:
+            part[...] = block.reshape(-1)
     return result

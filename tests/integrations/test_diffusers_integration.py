@@ -231,7 +231,8 @@ def test_mixed_model_matches_diffusers(model, workdir, monkeypatch, compute):
     theirs = models.load(path, workdir, dtype)
     with torch.no_grad():
         their_out = theirs(**args)[0]
-    with integration.enabled():
+    with integration.enabled(products="compute_dtype"):
+        assert integration.active_products() == "compute_dtype"
         ours = models.load(path, workdir, dtype)
         with torch.no_grad():
             our_out = ours(**args)[0]
@@ -299,7 +300,7 @@ def test_forward_bit_identical_to_diffusers_default(model, workdir, name):
     args = models.inputs(dtype=dtype)
     with torch.no_grad():
         theirs = models.load(path, workdir, dtype)(**args)[0]
-        with integration.enabled():
+        with integration.enabled(products="compute_dtype"):
             ours = models.load(path, workdir, dtype)(**args)[0]
     assert torch.equal(ours, theirs)
 
@@ -321,7 +322,7 @@ def test_types_diffusers_refuses_load_when_enabled(model, workdir, name):
     path = _file(model, workdir, name, models.uniform(qtype))
     with pytest.raises((ValueError, OSError, KeyError)):
         models.load(path, workdir, torch.bfloat16)
-    with integration.enabled():
+    with integration.enabled(products="compute_dtype"):
         loaded = models.load(path, workdir, torch.bfloat16)
         weight = loaded.transformer_blocks[0].ff.net[0].proj.weight
         assert int(weight.quant_type) == int(qtype)
@@ -337,3 +338,117 @@ def test_types_diffusers_refuses_load_when_enabled(model, workdir, name):
         reference = _dense_reference(model, path, torch.bfloat16)(**args)[0]
     assert torch.equal(ours, reference)
     assert torch.isfinite(ours).all()
+
+
+# --- products in float32 -----------------------------------------------------------------------------
+
+
+def _ulp(values: torch.Tensor, dtype) -> torch.Tensor:
+    """One unit in the last place of ``dtype`` at each of ``values`` (float32 tensor of dtype-representable values)."""
+    info = torch.finfo(dtype)
+    exponent = torch.floor(torch.log2(values.abs().clamp_min(info.smallest_normal)))
+    return torch.exp2(exponent) * info.eps
+
+
+@pytest.mark.parametrize("compute", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", ["Q4_K", "IQ4_XS", "Q8_0", "BF16"])
+def test_float32_products_per_layer(model, workdir, compute, name):
+    """Each GGUFLinear: exactly torch's float32 product of diffusers' values (weight rounded to compute_dtype), rounded
+    once. Against diffusers' own compute_dtype product (float32 sums too, in another order): apart by at most one unit
+    in the last place plus what float32 sums of k terms can differ by (outputs much smaller than their terms), and
+    rarely apart at all."""
+    dtype = getattr(torch, compute)
+    path = _file(model, workdir, name, models.uniform(SUPPORTED[name]))
+    generator = torch.Generator().manual_seed(5)
+    with integration.enabled(products="float32"):
+        assert integration.active_products() == "float32"
+        loaded = models.load(path, workdir, dtype)
+        layers = [module for module in loaded.modules() if isinstance(module, utils.GGUFLinear)]
+        assert len(layers) > 10
+        differing = total = 0
+        for layer in layers:
+            k = layer.in_features
+            for rows in (1, 7, 64):
+                x = (torch.randn(1, rows, k, generator=generator) * 2).to(dtype)
+                with torch.no_grad():
+                    ours = layer(x)
+                    bias = None if layer.bias is None else layer.bias.to(dtype).float()
+                    weight = integration._dequantize_parameter(layer.weight, dtype)  # diffusers' values (tested above)
+                    expected = torch.nn.functional.linear(x.float(), weight.float(), bias).to(dtype)
+                    theirs = torch.nn.functional.linear(x, weight, None if bias is None else bias.to(dtype))
+                assert ours.dtype == dtype and ours.shape == theirs.shape
+                assert torch.equal(ours, expected)
+                difference = (ours.float() - theirs.float()).abs()
+                magnitude = torch.nn.functional.linear(x.float().abs(), weight.float().abs(),
+                                                       None if bias is None else bias.abs())
+                bound = _ulp(torch.maximum(ours.float().abs(), theirs.float().abs()), dtype) + 2 * k * 2.0 ** -24 * magnitude
+                assert bool((difference <= bound).all())
+                differing += int((difference > 0).sum())
+                total += difference.numel()
+    assert differing <= 0.02 * total, (differing, total)
+
+
+@pytest.mark.parametrize("compute", ["bfloat16", "float16"])
+def test_float32_products_whole_model(model, workdir, compute):
+    """A whole forward in float32 products: near diffusers' own (the per-layer differences travel through the layers)."""
+    dtype = getattr(torch, compute)
+    path = _file(model, workdir, "mix", _mix)
+    args = models.inputs(dtype=dtype)
+    with torch.no_grad():
+        theirs = models.load(path, workdir, dtype)(**args)[0].float()
+        with integration.enabled(products="float32"):
+            ours = models.load(path, workdir, dtype)(**args)[0].float()
+    scale = theirs.abs().max().item()
+    assert torch.isfinite(ours).all()
+    assert (ours - theirs).abs().max().item() <= 0.02 * scale
+
+
+def test_float32_products_not_under_autograd(model, workdir):
+    """With autograd recording (an input that needs its gradient), the product is diffusers' own, differentiable."""
+    path = _file(model, workdir, "Q4_K", models.uniform(Q.Q4_K))
+    with integration.enabled(products="float32"):
+        loaded = models.load(path, workdir, torch.bfloat16)
+        layer = loaded.transformer_blocks[0].ff.net[0].proj
+        x = torch.randn(1, 5, layer.in_features).to(torch.bfloat16).requires_grad_()
+        out = layer(x)
+        out.float().sum().backward()
+        assert x.grad is not None and x.grad.shape == x.shape
+        weight = integration._dequantize_parameter(layer.weight, torch.bfloat16)
+        expected = torch.nn.functional.linear(x.detach(), weight, layer.bias.to(torch.bfloat16))
+        assert torch.equal(out.detach(), expected)
+
+
+def test_products_auto_follows_the_cpu(monkeypatch):
+    monkeypatch.setattr(integration, "native_half_products", lambda: {"bfloat16": False, "float16": False})
+    assert integration.enable() == "diffusers" and integration.active_products() == "float32"
+    integration.disable()
+    assert integration.active_products() is None
+    for native in ({"bfloat16": True, "float16": False}, {"bfloat16": False, "float16": True},
+                   {"bfloat16": None, "float16": None}):
+        monkeypatch.setattr(integration, "native_half_products", lambda native=native: native)
+        assert integration.enable() and integration.active_products() == "compute_dtype", native
+        integration.disable()
+    assert integration.enable(products="float32") and integration.active_products() == "float32"
+    integration.disable()
+    with pytest.raises(ValueError, match="products"):
+        integration.enable(products="float64")
+    assert not integration.is_enabled()
+
+
+def test_native_half_products_reads_the_cpu(monkeypatch):
+    found = integration.native_half_products()
+    assert set(found) == {"bfloat16", "float16"} and all(value in (True, False, None) for value in found.values())
+    import platform
+
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert integration.native_half_products() == {"bfloat16": None, "float16": None}
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(integration, "_cpu_flags", lambda: {"avx2", "avx512_bf16"})
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_fp16_supported", lambda: False, raising=False)
+    assert integration.native_half_products() == {"bfloat16": True, "float16": False}
+    monkeypatch.setattr(integration, "_cpu_flags", lambda: {"avx2"})
+    assert integration.native_half_products() == {"bfloat16": False, "float16": False}
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert integration.native_half_products()["bfloat16"] is True

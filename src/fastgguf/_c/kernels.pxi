@@ -433,3 +433,4 @@ def cpu_supports(str variant):
         return bool(fgg_cpu_has_avx512())
     raise ValueError(f"unknown kernel variant {variant!r}")
 include "kernels_matmul.pxi"
+include "kernels_convert.pxi"

@@ -127,3 +127,4 @@ cdef void float_rows(fgg_kernel_row *rows) noexcept nogil:
     # 2 bytes in, 4 out: the staging copy would cost more than the conversion.
     DEQUANTIZE_STREAM[FGG_TYPE_F16] = dequant_f16_stream
     DEQUANTIZE_STREAM[FGG_TYPE_BF16] = dequant_bf16_stream
+

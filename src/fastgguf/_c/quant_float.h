@@ -77,4 +77,30 @@ static void fgg_quantize_bf16(const float *src, uint8_t *dst, int64_t n_rows, in
     }
 }
 
+/* Round n floats in place to the nearest half (F16) or bfloat16 (BF16) value, kept as float32:
+ * float(half(x)) with the conversions above (so NaN payloads as those give them). For a product
+ * in float32 of values another library would first have cast to a half type. */
+static void fgg_round_to_bf16(float *values, int64_t n) {
+    int64_t i = 0;
+#if FGG_HAVE_AVX2
+    for (; i + 16 <= n; i += 16) {
+        const __m256i h = fgg__bf16x16(values + i);
+        const __m256i lo = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(h)), 16);
+        const __m256i hi = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(h, 1)), 16);
+        _mm256_storeu_si256((__m256i *)(values + i), lo);
+        _mm256_storeu_si256((__m256i *)(values + i + 8), hi);
+    }
+#endif
+    for (; i < n; i++) values[i] = fgg_bf16_to_float(fgg_float_to_bf16(values[i]));
+}
+
+static void fgg_round_to_f16(float *values, int64_t n) {
+    int64_t i = 0;
+#if FGG_HAVE_AVX2
+    /* F16C's widening keeps every half's value (and payload) exactly, as fgg_half_to_float */
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(values + i, _mm256_cvtph_ps(fgg__f16x8(values + i)));
+#endif
+    for (; i < n; i++) values[i] = fgg_half_to_float(fgg_float_to_half(values[i]));
+}
+
 #endif

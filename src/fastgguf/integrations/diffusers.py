@@ -25,6 +25,21 @@ IQ4_NL tensors (and to diffusers' float32 dequantizers for every type), and with
 roundings of diffusers' default path for the others. Where ``compute_dtype`` is float16, Q8_0,
 Q4_0 and Q5_0 are bit-identical too (one rounding to float16 either way).
 
+Products. diffusers' ``GGUFLinear`` multiplies in ``compute_dtype``; torch's bfloat16 and
+float16 matrix products on a CPU without native instructions for them (AVX512-BF16 or AMX for
+bfloat16, AVX512-FP16 or AMX-FP16 for float16: most x86 CPUs) run several times slower than its
+float32 ones. With ``products="float32"`` (what ``"auto"``, the default, picks on such CPUs), a
+CPU ``GGUFLinear`` whose input is in ``compute_dtype`` bfloat16 or float16 multiplies the same
+values in float32 instead: the weight rounded to ``compute_dtype`` as diffusers rounds it, the
+input and bias exactly as given, float32 products and sums, the output rounded once to
+``compute_dtype`` — what torch's own ``compute_dtype`` product computes (it also accumulates in
+float32), up to the order of the sums: an output differs from it by one ``compute_dtype`` unit in
+the last place where its float32 sum lies that near a rounding boundary (measured: ~1e-4 of the
+bfloat16 outputs, ~2e-3 of the float16 ones, per layer). ``products="compute_dtype"`` keeps
+diffusers' product, and with it the bit-identical outputs below. The conversions are fastgguf's
+(torch's own float16/bfloat16 casts are slow on such CPUs). When autograd records the forward,
+diffusers' product is used.
+
 Layers, chosen by feature detection of the names diffusers has, never by a version pin (deepest
 first; :func:`enable` returns the one in use, :func:`active_layer` says it later):
 
@@ -60,11 +75,13 @@ import numpy as np
 
 from . import _layers
 
-__all__ = ["LAYERS", "active_layer", "disable", "enable", "enabled", "installed_hooks", "is_enabled",
-           "unsupported_reason"]
+__all__ = ["LAYERS", "PRODUCTS", "active_layer", "active_products", "disable", "enable", "enabled", "installed_hooks",
+           "is_enabled", "native_half_products", "unsupported_reason"]
 
 #: The layers :func:`enable` can turn on, deepest first.
 LAYERS = ("diffusers", "dequantize_functions", "gguf-py")
+#: How a CPU ``GGUFLinear`` multiplies (:func:`enable`'s ``products``; see the module doc).
+PRODUCTS = ("auto", "float32", "compute_dtype")
 #: The oldest diffusers release tested. There is no upper bound: a release whose GGUF code moved
 #: gets the hooks it still has room for, down to the gguf-py layer.
 OLDEST_TESTED_DIFFUSERS = "0.42.1"
@@ -80,6 +97,7 @@ _patches: list[tuple[Any, Any, bool, Any]] = []
 _layer: list[str] = []
 _hooks: list[str] = []
 _owns_gguf_py: list[bool] = []
+_products: list[str] = []  # "float32" or "compute_dtype" while enabled
 
 
 def unsupported_reason() -> str | None:
@@ -94,6 +112,65 @@ def unsupported_reason() -> str | None:
 def active_layer() -> str | None:
     """The layer in use (one of :data:`LAYERS`), or None when not enabled."""
     return _layer[0] if _layer else None
+
+
+def active_products() -> str | None:
+    """How a CPU ``GGUFLinear`` multiplies while enabled (``"float32"`` or ``"compute_dtype"``), or None."""
+    return _products[0] if _products else None
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def native_half_products() -> dict[str, bool | None]:
+    """Whether this CPU has instructions for bfloat16 and float16 matrix products (None: unknown).
+
+    torch's own probes (``torch.cpu._is_avx512_bf16_supported`` ...) where it has them, else the
+    Linux CPU flags. Only x86-64 is judged; elsewhere both are None.
+    """
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return {"bfloat16": None, "float16": None}
+    import torch
+
+    def probe(name: str) -> bool | None:
+        function = getattr(getattr(torch, "cpu", None), name, None)
+        try:
+            return bool(function()) if callable(function) else None
+        except Exception:  # noqa: BLE001 - a private probe that moved: fall back to the flags
+            return None
+
+    flags = _cpu_flags()
+    known = bool(flags)
+    bf16 = [probe("_is_avx512_bf16_supported"), probe("_is_amx_tile_supported")]
+    fp16 = [probe("_is_amx_fp16_supported")]
+    if known:
+        bf16 += ["avx512_bf16" in flags, "amx_bf16" in flags]
+        fp16 += ["avx512_fp16" in flags, "amx_fp16" in flags]
+
+    def verdict(answers: list[bool | None]) -> bool | None:
+        return True if any(answers) else (False if known or any(a is not None for a in answers) else None)
+
+    return {"bfloat16": verdict(bf16), "float16": verdict(fp16)}
+
+
+def _resolve_products(products: str) -> str:
+    if products not in PRODUCTS:
+        raise ValueError(f"products must be one of {PRODUCTS}, not {products!r}")
+    if products != "auto":
+        return products
+    native = native_half_products()
+    # float32 only where both half types are known to lack native products (what is measured here)
+    return "float32" if native["bfloat16"] is False and native["float16"] is False else "compute_dtype"
 
 
 def installed_hooks() -> tuple[str, ...]:
@@ -209,7 +286,7 @@ def _undo_patches() -> None:
             delattr(owner, attribute)
 
 
-def enable(layer: str | None = None) -> str | bool:
+def enable(layer: str | None = None, *, products: str = "auto") -> str | bool:
     """Make diffusers load and dequantize GGUF weights through fastgguf (until :func:`disable`).
 
     Every hook the installed diffusers has room for is installed (see the module's doc). Calling it
@@ -220,6 +297,13 @@ def enable(layer: str | None = None) -> str | bool:
     layer : {None, "diffusers", "dequantize_functions", "gguf-py"}
         None: the deepest the installed diffusers supports. Another value asks for that layer and
         the ones below it only; RuntimeError when diffusers lacks what it replaces.
+    products : {"auto", "float32", "compute_dtype"}
+        How a CPU ``GGUFLinear`` in bfloat16 or float16 multiplies (the ``"diffusers"`` layer; see
+        the module doc): ``"float32"`` — the same values multiplied in float32, the output rounded
+        once to ``compute_dtype``; ``"compute_dtype"`` — torch's product in ``compute_dtype``, as
+        diffusers (bit-identical outputs); ``"auto"`` — ``"float32"`` on x86-64 CPUs known to have
+        neither bfloat16 nor float16 matrix instructions (:func:`native_half_products`), else
+        ``"compute_dtype"``. :func:`active_products` says which is in use.
 
     Returns
     -------
@@ -229,6 +313,8 @@ def enable(layer: str | None = None) -> str | bool:
     """
     from . import gguf_py
 
+    if products not in PRODUCTS:
+        raise ValueError(f"products must be one of {PRODUCTS}, not {products!r}")
     with _lock:
         started = _layers.opening("diffusers", layer, LAYERS, _layer, unsupported_reason)
         if started is not None:
@@ -246,6 +332,7 @@ def enable(layer: str | None = None) -> str | bool:
         already = gguf_py.is_enabled()
         gguf_py.enable()
         try:
+            _products[:] = [_resolve_products(products)]
             _install(found)
             if deep and layer in (None, "diffusers"):
                 _layer.append("diffusers")
@@ -257,6 +344,7 @@ def enable(layer: str | None = None) -> str | bool:
             _undo_patches()
             _hooks.clear()
             _layer.clear()
+            _products.clear()
             if not already:
                 gguf_py.disable()
             raise
@@ -291,12 +379,13 @@ def disable() -> None:
         _owns_gguf_py.clear()
         _hooks.clear()
         _layer.clear()
+        _products.clear()
 
 
 @contextlib.contextmanager
-def enabled(layer: str | None = None) -> Iterator[str | bool]:
+def enabled(layer: str | None = None, *, products: str = "auto") -> Iterator[str | bool]:
     """``with enabled():`` — :func:`enable` on entry, :func:`disable` on exit (if this call enabled it)."""
-    with _layers.enabled_while(lambda: enable(layer), disable, is_enabled) as result:
+    with _layers.enabled_while(lambda: enable(layer, products=products), disable, is_enabled) as result:
         yield result
 
 
@@ -399,6 +488,36 @@ def _dequantize_parameter(tensor, dtype):
 
 
 _FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+_HALF_TYPES = {"float16": "F16", "bfloat16": "BF16"}
+
+
+def _half_bits(tensor):
+    """A contiguous CPU float16/bfloat16 tensor's elements as a flat numpy uint16 array (shared memory)."""
+    import torch
+
+    return tensor.reshape(-1).view(torch.int16).numpy().view(np.uint16)
+
+
+def _linear_float32(inputs, weight, bias, compute_dtype, half: str):
+    """diffusers' ``GGUFLinear`` product in float32: the same inputs, one rounding of the output to ``compute_dtype``."""
+    import torch
+
+    from ..dequant import dequantize, dequantize_rounded, narrow_floats
+
+    x = inputs.contiguous()
+    x32 = torch.empty(x.shape, dtype=torch.float32)
+    dequantize(_half_bits(x).view(np.uint8), _HALF_TYPES[half], out=x32.numpy().reshape(-1))  # exact
+    # diffusers' weight: the float32 values rounded once to compute_dtype (here kept as float32)
+    qtype = weight.quant_type
+    block_size, type_size = _sizes(qtype)
+    data = torch.Tensor.as_subclass(weight, torch.Tensor).detach().contiguous().view(torch.uint8)
+    shape = (*data.shape[:-1], data.shape[-1] // type_size * block_size)
+    w32 = torch.from_numpy(dequantize_rounded(data.numpy(), int(qtype), shape, dtype=half))
+    b32 = None if bias is None else bias.to(compute_dtype).to(torch.float32)
+    out32 = torch.nn.functional.linear(x32, w32, b32).contiguous()
+    result = torch.empty(out32.shape, dtype=compute_dtype)
+    narrow_floats(out32.numpy(), half, out=_half_bits(result))
+    return result
 
 
 def _install_forward(linear: Any) -> None:
@@ -413,6 +532,11 @@ def _install_forward(linear: Any) -> None:
         if (not hasattr(weight, "quant_type") or weight.device.type != "cpu" or not isinstance(compute_dtype, torch.dtype)
                 or str(compute_dtype).removeprefix("torch.") not in _FLOAT_DTYPES):
             return theirs(self, inputs)
+        half = str(compute_dtype).removeprefix("torch.")
+        if (half in _HALF_TYPES and _products and _products[0] == "float32" and isinstance(inputs, torch.Tensor)
+                and inputs.dtype == compute_dtype and inputs.device.type == "cpu"
+                and not (torch.is_grad_enabled() and (inputs.requires_grad or (self.bias is not None and self.bias.requires_grad)))):
+            return _linear_float32(inputs, weight, self.bias, compute_dtype, half)
         # the same values as diffusers' float32 dequantization followed by .to(compute_dtype): one rounding
         weight = _dequantize_parameter(weight, compute_dtype)
         bias = self.bias.to(compute_dtype) if self.bias is not None else None
