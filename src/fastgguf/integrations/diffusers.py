@@ -84,7 +84,7 @@ LAYERS = ("diffusers", "dequantize_functions", "gguf-py")
 PRODUCTS = ("auto", "float32", "compute_dtype")
 #: The oldest diffusers release tested. There is no upper bound: a release whose GGUF code moved
 #: gets the hooks it still has room for, down to the gguf-py layer.
-OLDEST_TESTED_DIFFUSERS = "0.42.1"
+OLDEST_TESTED_DIFFUSERS = "0.37.0"
 
 logger = logging.getLogger(__name__)
 
