@@ -14,6 +14,7 @@ same bytes in the same run)::
 
     PYTHONPATH=src python benchmarks/bench_dequant.py [TYPE ...] [--elements N] [--gguf-py] [--cpu-time]
     PYTHONPATH=src python benchmarks/bench_dequant.py --in-cache --cpu-time   # kernels alone, per CPU path
+    PYTHONPATH=src python benchmarks/bench_dequant.py --half Q4_K Q8_0 F32    # float16/bfloat16 results
 """
 
 from __future__ import annotations
@@ -238,9 +239,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cpu-time", action="store_true",
                         help="time single-threaded runs (fill, 1 thread, gguf-py) by this process's CPU "
                              "time instead of wall time: steadier on a machine shared with other work")
+    parser.add_argument("--half", action="store_true",
+                        help="float16/bfloat16 results: dequantize_as against dequantize + numpy/ml_dtypes "
+                             "astype and + torch .to(), all threads, wall time")
     args = parser.parse_args(argv)
     clock = time.process_time if args.cpu_time else time.perf_counter
     types = [T[name] for name in args.types] or list(TYPES)
+    if args.half:
+        _half_table([T[name] for name in args.types] or [T.F32, T.Q4_K, T.Q8_0], args.elements, args.rounds)
+        return
     if args.in_cache:
         _in_cache_table(types, args.rounds, time.process_time if args.cpu_time else time.perf_counter)
         return
@@ -300,6 +307,51 @@ def _in_cache_table(types, rounds: int, clock) -> None:
                     module.dequantize_into(raw, out, int(qtype))
             speeds.append(n * repeat / _best(run, rounds, clock) / 1e9)
         print(f"{qtype.name:6} " + " ".join(f"{speed:9.2f}" for speed in speeds), flush=True)
+
+
+# --- float16 / bfloat16 results ------------------------------------------------------------------------
+
+
+def half_paths(raw: np.ndarray, qtype: GGMLType, dtype: str) -> dict:
+    """``{name: () -> values}``: the ways to turn ``raw`` into ``dtype`` values that are compared."""
+    from fastgguf.dequant import dequantize_as, resolve_dtype
+
+    target = resolve_dtype(dtype)
+    paths = {
+        "fastgguf dequantize_as": lambda: dequantize_as(raw, qtype, dtype=dtype),
+        "dequantize + astype": lambda: dequantize(raw, qtype).astype(target),
+    }
+    try:
+        import torch
+    except ImportError:
+        return paths
+    torch_dtype = getattr(torch, dtype)
+    paths["dequantize + torch .to"] = lambda: torch.from_numpy(dequantize(raw, qtype)).to(torch_dtype)
+    return paths
+
+
+def _half_table(types, n: int, rounds: int) -> None:
+    print(f"float16/bfloat16 results, {n} elements, all threads ({all_threads()}), wall time, best of {rounds} "
+          f"(turn about); ms and the ratio of each way to fastgguf's")
+    for qtype in types:
+        raw = make_data(qtype, n)
+        for dtype in ("float16", "bfloat16"):
+            paths = half_paths(raw, qtype, dtype)
+            times = _best_interleaved(list(paths.values()), rounds)
+            cells = "  ".join(f"{name} {t * 1e3:7.1f} ms ({t / times[0]:4.1f}x)" for name, t in zip(paths, times))
+            print(f"{qtype.name:5} {dtype:8}  {cells}", flush=True)
+        del raw
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_results(dtype):
+    """Smoke: every way gives the same values (the table's ratios compare like with like)."""
+    pytest.importorskip("ml_dtypes")
+    raw = make_data(T.Q4_K, 1 << 16)
+    results = [np.asarray(fn() if not hasattr(fn(), "numpy") else fn().float().numpy(), dtype=np.float32)
+               for fn in half_paths(raw, T.Q4_K, dtype).values()]
+    for result in results[1:]:
+        assert np.array_equal(result, results[0])
 
 
 if __name__ == "__main__":

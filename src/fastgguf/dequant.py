@@ -539,6 +539,10 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
         result = check_out(out, n_out, target)
     flat = result.reshape(-1)
     half = _half_type(target) is not None
+    if half and qtype == GGMLType.F32 and rows is None and byteorder == "<" and src.ctypes.data % 4 == 0:
+        # the values are the data: narrowed straight from it, no staging copy
+        narrow_floats(src[: n_out * 4].view(np.float32), target, out=flat, threads=threads)
+        return result
     blocks = RowBlocks(np.float32 if half else target, threads=threads)  # half types: narrowed straight into place
     for first, block in blocks.iter(src, qtype, dims, rows=rows, byteorder=byteorder):
         part = flat[first * ne0: first * ne0 + block.size]

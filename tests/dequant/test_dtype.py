@@ -65,6 +65,15 @@ def test_dtype_with_rows(model, rows, dtype, monkeypatch):
     assert result.tobytes() == expected.tobytes()
 
 
+@pytest.mark.parametrize("name", ["f32", "q8_0"])
+def test_dtype_into_out_is_out(model, name):
+    info = model.tensors[name]
+    for dtype in ("float16", "bfloat16"):
+        out = np.empty(SHAPE, DTYPES[dtype])
+        assert info.dequantize(dtype=dtype, out=out) is out
+        assert out.tobytes() == info.dequantize().astype(DTYPES[dtype]).tobytes()
+
+
 def test_dtype_into_out(model):
     info = model.tensors["q8_0"]
     out = np.empty(SHAPE, np.float16)
