@@ -12,6 +12,7 @@ outputs); fastgguf with ``products="float32"`` (the same values multiplied in fl
 
     python benchmarks/bench_diffusers.py                      # Q4_K, IQ4_XS, Q8_0, Q6_K, BF16
     python benchmarks/bench_diffusers.py --type Q4_K --dtype bfloat16 --repeat 5
+    python benchmarks/bench_diffusers.py --layer 3072x3072 --tokens 1024   # one GGUFLinear of Flux-dev's width
 
 Under pytest (CI runs it with ``--benchmark-disable``) the small test model does one forward both
 ways and the outputs are compared.
@@ -82,6 +83,41 @@ def forward_seconds(path: str, directory: str, config: dict, fast: bool | str, r
     return best, best_weights, out
 
 
+def layer_seconds(n_out: int, n_in: int, tokens: int, qtype_name: str, dtype_name: str, repeat: int) -> dict:
+    """``{path: best seconds}`` of one ``GGUFLinear`` (random weights of ``qtype_name``, with a bias) on ``tokens`` rows."""
+    import numpy as np
+    import torch
+    from diffusers.quantizers.gguf import utils
+
+    import fastgguf
+    from fastgguf import GGMLType
+    from fastgguf.integrations import diffusers as integration
+
+    dtype = getattr(torch, dtype_name)
+    rng = np.random.default_rng(0)
+    blocks = fastgguf.quantize((rng.standard_normal((n_out, n_in)) * 0.05).astype(np.float32), qtype_name)
+    layer = utils.GGUFLinear(n_in, n_out, bias=True, compute_dtype=dtype)
+    quant_type = integration._fast_types()[int(GGMLType[qtype_name])]
+    layer.weight = utils.GGUFParameter(torch.from_numpy(blocks), quant_type=quant_type)
+    x = torch.randn(1, tokens, n_in).to(dtype)
+    times = {}
+    with torch.no_grad():
+        for name, products in (("diffusers", None), ("fastgguf compute_dtype", "compute_dtype"), ("fastgguf float32", "float32")):
+            if products is not None:
+                integration.enable(products=products)
+            try:
+                times[name] = min(_timed(lambda: layer(x)) for _ in range(repeat))
+            finally:
+                integration.disable()
+    return times
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def main(argv: list[str]) -> None:
     import argparse
 
@@ -96,7 +132,20 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--type", action="append", help=f"weight type(s) (default: {', '.join(TYPES)})")
     parser.add_argument("--repeat", type=int, default=3, help="forwards per path (the best is shown)")
     parser.add_argument("--dtype", action="append", help="compute_dtype(s) (default: bfloat16, float32)")
+    parser.add_argument("--layer", help="OUTxIN: time one GGUFLinear of that shape instead of the model")
+    parser.add_argument("--tokens", type=int, default=1024, help="rows of x for --layer")
     args = parser.parse_args(argv)
+    if args.layer:
+        n_out, n_in = (int(side) for side in args.layer.lower().split("x"))
+        print(f"one GGUFLinear {n_out}x{n_in} with bias, {args.tokens} tokens, torch {torch.get_num_threads()} threads, "
+              f"best of {args.repeat}: ms (ratio to diffusers')")
+        for name in args.type or ["Q4_K", "IQ4_XS"]:
+            for dtype_name in args.dtype or ["bfloat16", "float16", "float32"]:
+                times = layer_seconds(n_out, n_in, args.tokens, name, dtype_name, args.repeat)
+                base = times["diffusers"]
+                print(f"{name:7} {dtype_name:9} " + "  ".join(f"{path} {t * 1e3:8.1f} ({base / t:4.1f}x)"
+                                                           for path, t in times.items()), flush=True)
+        return
     print(f"diffusers {diffusers.__version__}, torch {torch.__version__} ({torch.get_num_threads()} threads); "
           f"Flux-shaped, width {BIG['attention_head_dim'] * BIG['num_attention_heads']}, "
           f"{BIG['num_layers']}+{BIG['num_single_layers']} blocks, 256+64 tokens; best of {args.repeat}")
@@ -153,6 +202,13 @@ def test_forward(benchmark, small_file, fast):
     path, directory = small_file
     seconds, weights, out = benchmark(forward_seconds, path, directory, models.SMALL, fast, 1, 16, 8)
     assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
+
+
+
+
+def test_layer_smoke():
+    times = layer_seconds(64, 256, 8, "Q4_K", "bfloat16", 1)
+    assert set(times) == {"diffusers", "fastgguf compute_dtype", "fastgguf float32"}
 
 
 if __name__ == "__main__":
