@@ -81,7 +81,10 @@ def warm_imports() -> float:
     for name in ("modeling_utils", "modeling_gguf_pytorch_utils", "quantizers.quantizer_gguf",
                  "integrations.gguf.reader", "integrations.gguf.gguf_tokenizer_mapping",
                  "models.gemma3.modeling_gemma3", "models.gemma.tokenization_gemma", "tokenization_utils_tokenizers"):
-        importlib.import_module(f"transformers.{name}")
+        try:
+            importlib.import_module(f"transformers.{name}")
+        except ImportError:  # not in this release (the modules move between releases)
+            pass
     transformers.AutoModelForCausalLM, transformers.AutoTokenizer  # noqa: B018 - resolves the lazy names
     import fastgguf.integrations.transformers  # noqa: F401
 
