@@ -86,7 +86,9 @@ def _check_kernel(kernels: Any, qtype: GGMLType, swapped: bool) -> None:
 
 
 def _use_int(kernels: Any, qtype: GGMLType, k: int, exact: bool, swapped: bool) -> bool:
-    return not exact and not swapped and k % 32 == 0 and bool(kernels.has_int_dot(int(qtype)))
+    if exact or swapped or not kernels.has_int_dot(int(qtype)):
+        return False
+    return k % kernels.int_x_layout(int(qtype))[0] == 0
 
 
 def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped) -> None:
@@ -118,9 +120,11 @@ def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
     return x2d, vector
 
 
-def _quantize_x(kernels, x2d: np.ndarray) -> np.ndarray:
-    xq = np.empty((x2d.shape[0], x2d.shape[1] // 32 * kernels.q8_block_bytes()), dtype=np.uint8)
-    kernels.quantize_x8(x2d, xq)
+def _quantize_x(kernels, x2d: np.ndarray, qtype: GGMLType) -> np.ndarray:
+    """x rounded to int8 blocks in the layout the type's integer dot takes (per 32 or per 256)."""
+    values, block_bytes = kernels.int_x_layout(int(qtype))
+    xq = np.empty((x2d.shape[0], x2d.shape[1] // values * block_bytes), dtype=np.uint8)
+    (kernels.quantize_x8k if values == 256 else kernels.quantize_x8)(x2d, xq)
     return xq
 
 
@@ -184,7 +188,7 @@ def matmul(
     if result.size == 0:
         return result
     out2d = result.reshape(x2d.shape[0], n)
-    xq = _quantize_x(kernels, x2d) if _use_int(kernels, qtype, k, exact, swapped) else None
+    xq = _quantize_x(kernels, x2d, qtype) if _use_int(kernels, qtype, k, exact, swapped) else None
     _run_rows(kernels, raw, qtype, x2d, xq, out2d, n_threads, swapped)
     return result
 
@@ -254,7 +258,7 @@ def matmul_id(
         sel = np.nonzero(flat_ids == e)[0]
         xe = np.ascontiguousarray(flat_x[sel])
         oe = np.empty((sel.size, n), dtype=np.float32)
-        xq = _quantize_x(kernels, xe) if use_int else None
+        xq = _quantize_x(kernels, xe, qtype) if use_int else None
         _run_rows(kernels, raw[int(e)], qtype, xe, xq, oe, n_threads, swapped)
         flat_out[sel] = oe
     return result

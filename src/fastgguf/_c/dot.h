@@ -314,94 +314,253 @@ static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
     }
 }
 
-/* Q4_K scales and mins: 12 bytes packing eight 6-bit scales and eight 6-bit mins. */
-static inline void fgg_mm_k4_scales(const uint8_t *s, uint8_t *sc, uint8_t *mn)
+/* ------------------------------------------------------------------------------------------ */
+/* K-quants (Q4_K, Q6_K): x by super-blocks of 256                                            */
+
+/* x quantized for the K-quant kernels: per 256 values one float scale d and 256 int8 q,
+ * x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and mins are
+ * per 16 or 32 values: their share of the dot product is bsum times an integer, no products). */
+typedef struct {
+    float d;
+    int16_t bsum[16];
+    int8_t q[256];
+} fgg_mm_q8k;
+
+/* Quantize n (a multiple of 256) floats of x into n / 256 super-blocks: the rounding of
+ * fgg_mm_quantize_x8 with one scale per 256 (|q| <= 127, so |bsum| <= 2032). */
+static inline void fgg_mm_quantize_x8k(const float *x, ptrdiff_t n, fgg_mm_q8k *out)
 {
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s[j] & 63;
-        mn[j] = s[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((s[j + 8] & 15) | ((s[j] >> 6) << 4));
-        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    for (ptrdiff_t b = 0; b < n / 256; b++) {
+        const float *v = x + b * 256;
+        float amax = 0.0f;
+        for (int i = 0; i < 256; i++) {
+            float a = fabsf(v[i]);
+            amax = a > amax ? a : amax;
+        }
+        float d = amax / 127.0f;
+        float inv = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int g = 0; g < 16; g++) {
+            int32_t sum = 0;
+            for (int i = 16 * g; i < 16 * g + 16; i++) {
+                int q = (int)lrintf(v[i] * inv);
+                q = q > 127 ? 127 : (q < -127 ? -127 : q);
+                out[b].q[i] = (int8_t)q;
+                sum += q;
+            }
+            out[b].bsum[g] = (int16_t)sum;
+        }
+        out[b].d = d;
     }
 }
 
-/* Q4_K: 144-byte super-blocks of 256 (f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
- * nibbles); sub-block j of 32 has value d * sc[j] * q - dmin * mn[j]. The min terms go to one
- * float per row, subtracted at the end. */
-static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+/* A weight super-block unpacked for the integer sums: u[j] = the 32 values of sub-block j as
+ * bytes 0..63 (unsigned: offsets and mins are left to the bsum term), sc[g] = the int16 scale
+ * of values 16g..16g+15, bs[g] = the factor of x's bsum[g] (Q4_K: its min, Q6_K: 32 * scale).
+ *
+ * The sums, one super-block against one row of x: 8 int32 lanes, lane k holding, over all 8
+ * sub-blocks j, sc * (the products of bytes 4k..4k+3 of u[j] with x) — each half of 16 bytes
+ * with its own sc — and apart from it lane k of the bsum term, bs[2k] * bsum[2k] +
+ * bs[2k+1] * bsum[2k+1]. All exact integers (|lane| < 2^26), in any order. Then once per
+ * super-block and row, in float32: acc[k] = acc[k] + (float)lane[k] * (d_w * d_x) and the 8
+ * lanes summed in one fixed order at the end. The SIMD builds (maddubs, then madd with the
+ * scales; madd of the bsums with bs) and the portable loop do exactly these operations. */
+#if defined(FGG_MM_INT_SIMD)
+typedef struct {
+    __m256i u[8];
+    __m256i sc[8]; /* sub-block j: sc[2j] in the 8 int16 of the low half, sc[2j+1] in the high */
+    __m256i bs;    /* 16 int16 */
+} fgg_mm_ksb;
+
+/* Lane k: sum over sub-blocks of sc * (bytes 4k..4k+3 of u times x). */
+static inline __m256i fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
+{
+    __m256i l = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) {
+        __m256i p = _mm256_maddubs_epi16(s->u[j], _mm256_loadu_si256((const __m256i *)(xq + 32 * j)));
+        l = _mm256_add_epi32(l, _mm256_madd_epi16(p, s->sc[j]));
+    }
+    return l;
+}
+
+/* Lane k: bs[2k] * bsum[2k] + bs[2k+1] * bsum[2k+1]. */
+static inline __m256i fgg_mm_ksb_bsum(const fgg_mm_ksb *s, const int16_t *bsum)
+{
+    return _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsum), s->bs);
+}
+
+static inline __m256i fgg_mm_lanes_sub(__m256i a, __m256i b) { return _mm256_sub_epi32(a, b); }
+
+/* Broadcast the int16 scales: sub-block j takes word 2j of ``lo8`` (or of ``hi8`` for j >= 4,
+ * words 2j - 8) in its low half and the next word in its high half. */
+static inline void fgg_mm_ksb_scales(fgg_mm_ksb *s, __m128i lo8, __m128i hi8)
+{
+    /* row a: bytes of word 2a repeated in the low 16 bytes, of word 2a + 1 in the high 16 */
+    static const int8_t pick[4][32] = {
+        {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+        {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+        {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
+        {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15,
+         14, 15, 14, 15},
+    };
+    __m256i lo = _mm256_broadcastsi128_si256(lo8), hi = _mm256_broadcastsi128_si256(hi8);
+    for (int a = 0; a < 4; a++) {
+        __m256i p = _mm256_loadu_si256((const __m256i *)pick[a]);
+        s->sc[a] = _mm256_shuffle_epi8(lo, p);
+        s->sc[a + 4] = _mm256_shuffle_epi8(hi, p);
+    }
+}
+#else
+typedef struct {
+    fgg_mm_w32 u[8];
+    int16_t sc[16];
+    int16_t bs[16];
+} fgg_mm_ksb;
+
+static inline fgg_mm_lanes fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
+{
+    fgg_mm_lanes l;
+    for (int k = 0; k < 8; k++) l.v[k] = 0;
+    for (int j = 0; j < 8; j++) {
+        const int8_t *u = s->u[j].b, *xj = xq + 32 * j;
+        int16_t p[16]; /* maddubs: the pair sums, |p| <= 2 * 63 * 127 */
+        for (int i = 0; i < 16; i++) p[i] = (int16_t)(u[2 * i] * xj[2 * i] + u[2 * i + 1] * xj[2 * i + 1]);
+        for (int k = 0; k < 8; k++) l.v[k] += (p[2 * k] + p[2 * k + 1]) * s->sc[2 * j + (k >> 2)];
+    }
+    return l;
+}
+
+static inline fgg_mm_lanes fgg_mm_ksb_bsum(const fgg_mm_ksb *s, const int16_t *bsum)
+{
+    fgg_mm_lanes l;
+    for (int k = 0; k < 8; k++) l.v[k] = s->bs[2 * k] * bsum[2 * k] + s->bs[2 * k + 1] * bsum[2 * k + 1];
+    return l;
+}
+
+static inline fgg_mm_lanes fgg_mm_lanes_sub(fgg_mm_lanes a, fgg_mm_lanes b)
+{
+    for (int k = 0; k < 8; k++) a.v[k] -= b.v[k];
+    return a;
+}
+#endif
+
+/* Q4_K scales and mins: 12 bytes packing eight 6-bit scales and eight 6-bit mins, unpacked as
+ * four little-endian words: sc[0..3], sc[4..7], mn[0..3], mn[4..7] (a byte each). */
+static inline void fgg_mm_k4_scales(const uint8_t *s, uint32_t out[4])
+{
+    uint32_t s0 = fgg_load_u32le(s), s1 = fgg_load_u32le(s + 4), s2 = fgg_load_u32le(s + 8);
+    out[0] = s0 & 0x3f3f3f3fu;
+    out[1] = (s2 & 0x0f0f0f0fu) | (((s0 >> 6) & 0x03030303u) << 4);
+    out[2] = s1 & 0x3f3f3f3fu;
+    out[3] = ((s2 >> 4) & 0x0f0f0f0fu) | (((s1 >> 6) & 0x03030303u) << 4);
+}
+
+/* Unpack a Q4_K super-block (144 bytes: f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
+ * nibbles; sub-block j has value d * sc[j] * q - dmin * mn[j]). */
+static inline void fgg_mm_ksb_q4_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    uint32_t words[4];
+    fgg_mm_k4_scales(wb + 4, words);
+    for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &s->u[2 * g], &s->u[2 * g + 1]);
+#if defined(FGG_MM_INT_SIMD)
+    __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
+    __m128i sc8 = _mm_cvtepu8_epi16(b8), mn8 = _mm_cvtepu8_epi16(_mm_srli_si128(b8, 8));
+    /* sub-block j's scale in both halves: word j of sc8 twice, i.e. lo = (sc0, sc0, sc1, sc1, ...) */
+    __m128i dup_lo = _mm_unpacklo_epi16(sc8, sc8), dup_hi = _mm_unpackhi_epi16(sc8, sc8);
+    fgg_mm_ksb_scales(s, dup_lo, dup_hi);
+    s->bs = _mm256_set_m128i(_mm_unpackhi_epi16(mn8, mn8), _mm_unpacklo_epi16(mn8, mn8));
+#else
+    uint8_t b[16];
+    for (int w4 = 0; w4 < 4; w4++)
+        for (int t = 0; t < 4; t++) b[4 * w4 + t] = (uint8_t)(words[w4] >> (8 * t));
+    for (int j = 0; j < 8; j++) {
+        s->sc[2 * j] = s->sc[2 * j + 1] = b[j];
+        s->bs[2 * j] = s->bs[2 * j + 1] = b[8 + j];
+    }
+#endif
+}
+
+/* Unpack a Q6_K super-block (210 bytes: 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8
+ * scales, f16 d; value d * scale[i / 16] * (q - 32), q = 0..63): u = q, bs = 32 * scale. */
+static inline void fgg_mm_ksb_q6_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    const int8_t *scales = (const int8_t *)(wb + 192);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
+#if defined(FGG_MM_INT_SIMD)
+        __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
+        __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
+        s->u[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4));
+        s->u[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4));
+        s->u[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4));
+        s->u[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4));
+#else
+        for (int k = 0; k < 32; k++) {
+            s->u[4 * h + 0].b[k] = (int8_t)((l[k] & 15) | ((hb[k] & 3) << 4));
+            s->u[4 * h + 1].b[k] = (int8_t)((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4));
+            s->u[4 * h + 2].b[k] = (int8_t)((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4));
+            s->u[4 * h + 3].b[k] = (int8_t)((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4));
+        }
+#endif
+    }
+#if defined(FGG_MM_INT_SIMD)
+    __m128i sv = _mm_loadu_si128((const __m128i *)scales);
+    __m128i lo8 = _mm_cvtepi8_epi16(sv), hi8 = _mm_cvtepi8_epi16(_mm_srli_si128(sv, 8));
+    fgg_mm_ksb_scales(s, lo8, hi8);
+    s->bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 5);
+#else
+    for (int g = 0; g < 16; g++) {
+        s->sc[g] = scales[g];
+        s->bs[g] = (int16_t)(32 * scales[g]);
+    }
+#endif
+}
+
+/* Q4_K: per super-block and row, the scaled sums times d * d_x, the min term (lanes of
+ * mn * bsum) times dmin * d_x in a second accumulator, subtracted at the end. */
+static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
                                     int m, float *out, ptrdiff_t os)
 {
-    fgg_mm_acc acc[8];
-    float mins[8];
-    uint8_t sc[8], mn[8];
-    fgg_mm_w32 u[8];
+    fgg_mm_acc acc[8], accm[8];
+    fgg_mm_ksb s;
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) {
-            acc[i] = fgg_mm_acc_zero();
-            mins[i] = 0.0f;
-        }
+        for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
             float d = fgg_half_to_float(fgg_load_u16le(wb)), dmin = fgg_half_to_float(fgg_load_u16le(wb + 2));
-            fgg_mm_k4_scales(wb + 4, sc, mn);
-            for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
+            fgg_mm_ksb_q4_k(wb, &s);
             for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
-                for (int j = 0; j < 8; j++) {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot_u(u[j], xb[j].q, sc[j]), d * xb[j].d);
-                    float mt = (dmin * xb[j].d) * (float)(fgg_mm_qsum(&xb[j]) * mn[j]);
-                    mins[i] = mins[i] + mt;
-                }
+                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot(&s, xb->q), d * xb->d);
+                accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
             }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - mins[i];
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i]);
     }
 }
 
-/* Q6_K: 210-byte super-blocks of 256 (128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8
- * scales, f16 d); value d * scale[i / 16] * (q - 32), q = 0..63. */
-static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
+/* Q6_K: the unsigned q against x, minus 32 * scale * bsum, in the same int32 lanes. */
+static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
                                     int m, float *out, ptrdiff_t os)
 {
     fgg_mm_acc acc[8];
-    fgg_mm_w32 u[8];
+    fgg_mm_ksb s;
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
-            const int8_t *scales = (const int8_t *)(wb + 192);
             float d = fgg_half_to_float(fgg_load_u16le(wb + 208));
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
-#if defined(FGG_MM_INT_SIMD)
-                __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
-                __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
-                __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
-                __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
-                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
-                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
-                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
-                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
-#else
-                for (int k = 0; k < 32; k++) {
-                    u[4 * h + 0].b[k] = (int8_t)(((l[k] & 15) | ((hb[k] & 3) << 4)) - 32);
-                    u[4 * h + 1].b[k] = (int8_t)(((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4)) - 32);
-                    u[4 * h + 2].b[k] = (int8_t)(((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4)) - 32);
-                    u[4 * h + 3].b[k] = (int8_t)(((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4)) - 32);
-                }
-#endif
-            }
+            fgg_mm_ksb_q6_k(wb, &s);
             for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
-                for (int j = 0; j < 8; j++)
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, scales[2 * j], scales[2 * j + 1]),
-                                            d * xb[j].d);
+                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot(&s, xb->q), fgg_mm_ksb_bsum(&s, xb->bsum)),
+                                        d * xb->d);
             }
         }
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
@@ -500,125 +659,9 @@ FGG_MM_V_LEGACY(fgg_mm_rows_q8_0_vnni, 34, fgg_mm_load32(wb + 2))
 FGG_MM_V_LEGACY(fgg_mm_rows_q4_0_vnni, 18, fgg_mm_nibbles16(wb + 2, 8))
 #undef FGG_MM_V_LEGACY
 
-/* Q4_K: the nibbles are unsigned, so they are vpdpbusd's unsigned operand as they are. */
-static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                              int m, float *out, ptrdiff_t os)
-{
-    __m512 acc2[4];
-    fgg_mm_acc acc1 = fgg_mm_acc_zero();
-    float mins[8];
-    uint8_t sc[8], mn[8];
-    fgg_mm_w32 u[8];
-    __m512i uz[8], s2[8];
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;
-        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();
-        acc1 = fgg_mm_acc_zero();
-        for (int i = 0; i < mr; i++) mins[i] = 0.0f;
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_half_to_float(fgg_load_u16le(wb)), dmin = fgg_half_to_float(fgg_load_u16le(wb + 2));
-            fgg_mm_k4_scales(wb + 4, sc, mn);
-            for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
-            if (np > 0)
-                for (int j = 0; j < 8; j++) {
-                    uz[j] = fgg_mm_v2_w(u[j]);
-                    s2[j] = _mm512_set1_epi32(sc[j]);
-                }
-            for (int p = 0; p < np; p++) {
-                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
-                for (int j = 0; j < 8; j++) {
-                    __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uz[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
-                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(l, s2[j]), d * x0[j].d, d * x1[j].d);
-                    float mt0 = (dmin * x0[j].d) * (float)(fgg_mm_qsum(&x0[j]) * mn[j]);
-                    float mt1 = (dmin * x1[j].d) * (float)(fgg_mm_qsum(&x1[j]) * mn[j]);
-                    mins[2 * p] = mins[2 * p] + mt0;
-                    mins[2 * p + 1] = mins[2 * p + 1] + mt1;
-                }
-            }
-            if (mr & 1) {
-                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + 8 * b;
-                for (int j = 0; j < 8; j++) {
-                    __m256i l = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[j],
-                                                    _mm256_loadu_si256((const __m256i *)xr[j].q));
-                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(l, _mm256_set1_epi32(sc[j])), d * xr[j].d);
-                    float mt = (dmin * xr[j].d) * (float)(fgg_mm_qsum(&xr[j]) * mn[j]);
-                    mins[mr - 1] = mins[mr - 1] + mt;
-                }
-            }
-        }
-        for (int p = 0; p < np; p++) {
-            float o0, o1;
-            fgg_mm_v2_out(acc2[p], &o0, &o1);
-            out[(r0 + 2 * p) * os] = o0 - mins[2 * p];
-            out[(r0 + 2 * p + 1) * os] = o1 - mins[2 * p + 1];
-        }
-        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1) - mins[mr - 1];
-    }
-}
-
-/* Q6_K: values q - 32 (signed), an int8 scale per 16. */
-static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                              int m, float *out, ptrdiff_t os)
-{
-    __m512 acc2[4];
-    fgg_mm_acc acc1 = fgg_mm_acc_zero();
-    fgg_mm_w32 u[8];
-    __m512i ua[8], s2[8];
-    __m256i s1[8];
-    __mmask64 neg[8];
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;
-        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();
-        acc1 = fgg_mm_acc_zero();
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
-            const int8_t *scales = (const int8_t *)(wb + 192);
-            float d = fgg_half_to_float(fgg_load_u16le(wb + 208));
-            __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
-                __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
-                __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
-                __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
-                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
-                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
-                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
-                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
-            }
-            for (int j = 0; j < 8; j++) {
-                int a = scales[2 * j] & 0xffff, c = scales[2 * j + 1] & 0xffff;
-                s1[j] = _mm256_setr_epi32(a, a, a, a, c, c, c, c);
-            }
-            if (np > 0)
-                for (int j = 0; j < 8; j++) {
-                    __m512i z = fgg_mm_v2_w(u[j]);
-                    ua[j] = _mm512_abs_epi8(z);
-                    neg[j] = _mm512_movepi8_mask(z);
-                    s2[j] = fgg_mm_v2_w(s1[j]);
-                }
-            for (int p = 0; p < np; p++) {
-                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
-                for (int j = 0; j < 8; j++) {
-                    __m512i lz = fgg_mm_v2_dot(ua[j], neg[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
-                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(lz, s2[j]), d * x0[j].d, d * x1[j].d);
-                }
-            }
-            if (mr & 1) {
-                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + 8 * b;
-                for (int j = 0; j < 8; j++)
-                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(fgg_mm_v1_dot(u[j], xr[j].q), s1[j]), d * xr[j].d);
-            }
-        }
-        for (int p = 0; p < np; p++)
-            fgg_mm_v2_out(acc2[p], &out[(r0 + 2 * p) * os], &out[(r0 + 2 * p + 1) * os]);
-        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1);
-    }
-}
+/* The K-quants: the maddubs kernels (x by super-blocks; no VNNI variants yet). */
+#define fgg_mm_rows_q4_k_vnni fgg_mm_rows_q4_k
+#define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
 #else
 #define FGG_MM_HAVE_VNNI 0
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
