@@ -532,7 +532,8 @@ static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
         for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_half_to_float(fgg_load_u16le(wb)), dmin = fgg_half_to_float(fgg_load_u16le(wb + 2));
+            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
+            float dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
             fgg_mm_ksb_q4_k(wb, &s);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
@@ -555,7 +556,7 @@ static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
-            float d = fgg_half_to_float(fgg_load_u16le(wb + 208));
+            float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
             fgg_mm_ksb_q6_k(wb, &s);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
@@ -659,9 +660,85 @@ FGG_MM_V_LEGACY(fgg_mm_rows_q8_0_vnni, 34, fgg_mm_load32(wb + 2))
 FGG_MM_V_LEGACY(fgg_mm_rows_q4_0_vnni, 18, fgg_mm_nibbles16(wb + 2, 8))
 #undef FGG_MM_V_LEGACY
 
-/* The K-quants: the maddubs kernels (x by super-blocks; no VNNI variants yet). */
-#define fgg_mm_rows_q4_k_vnni fgg_mm_rows_q4_k
-#define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
+/* The K-quants: two sub-blocks of a super-block per 512-bit vector, one row of x at a time.
+ * vpdpbusd sums the 4 products of u's bytes 4k..4k+3 with x (|sum| <= 4 * 63 * 127 < 2^15),
+ * vpmaddwd with the scale in the low 16 bits of each int32 (0 in the high) multiplies it by the
+ * scale exactly, and the two 256-bit halves (sub-blocks 2h and 2h + 1) are added at the end: the
+ * int32 lanes of fgg_mm_ksb_dot, the same integers. The bsum term and the float steps are the
+ * maddubs kernels' own. */
+typedef struct {
+    __m512i u2[4];  /* sub-blocks 2h (low half) and 2h + 1 (high half) */
+    __m512i sc2[4]; /* their scales, one per int32 lane, high 16 bits 0 */
+} fgg_mm_ksb_v;
+
+static inline FGG_MM_VNNI void fgg_mm_ksb_vnni(const fgg_mm_ksb *s, fgg_mm_ksb_v *v)
+{
+    __m256i low16 = _mm256_set1_epi32(0xffff);
+    for (int h = 0; h < 4; h++) {
+        v->u2[h] = _mm512_inserti64x4(_mm512_castsi256_si512(s->u[2 * h]), s->u[2 * h + 1], 1);
+        v->sc2[h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(s->sc[2 * h], low16)),
+                                       _mm256_and_si256(s->sc[2 * h + 1], low16), 1);
+    }
+}
+
+static inline FGG_MM_VNNI __m256i fgg_mm_ksb_dot_vnni(const fgg_mm_ksb_v *v, const int8_t *xq)
+{
+    __m512i l = _mm512_setzero_si512();
+    for (int h = 0; h < 4; h++) {
+        __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v->u2[h], _mm512_loadu_si512((const void *)(xq + 64 * h)));
+        l = _mm512_add_epi32(l, _mm512_madd_epi16(t, v->sc2[h]));
+    }
+    return _mm256_add_epi32(_mm512_castsi512_si256(l), _mm512_extracti64x4_epi64(l, 1));
+}
+
+static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                              int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8], accm[8];
+    fgg_mm_ksb s;
+    fgg_mm_ksb_v v;
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
+            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
+            float dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
+            fgg_mm_ksb_q4_k(wb, &s);
+            fgg_mm_ksb_vnni(&s, &v);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot_vnni(&v, xb->q), d * xb->d);
+                accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i]);
+    }
+}
+
+static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                              int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    fgg_mm_ksb s;
+    fgg_mm_ksb_v v;
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
+            float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
+            fgg_mm_ksb_q6_k(wb, &s);
+            fgg_mm_ksb_vnni(&s, &v);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot_vnni(&v, xb->q), fgg_mm_ksb_bsum(&s, xb->bsum)),
+                                        d * xb->d);
+            }
+        }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+    }
+}
 #else
 #define FGG_MM_HAVE_VNNI 0
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
