@@ -15,7 +15,8 @@ from conftest import argument_error
 T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
-INT_TYPES = (T.Q4_0, T.Q8_0, T.Q4_K, T.Q6_K)
+INT_TYPES = (T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
 #: Relative error bound of the float path (issue 13) and the integer path (measured ~6e-3).
 EXACT_BOUND = 1e-5
@@ -223,9 +224,9 @@ def test_vnni_switch_and_detection():
 
 def test_integer_path_falls_back_to_float_for_other_types():
     rng = np.random.default_rng(3)
-    raw = random_weights(T.Q5_K, 4, 256, rng)
+    raw = random_weights(T.IQ4_XS, 4, 256, rng)
     x = rng.standard_normal((2, 256)).astype(np.float32)
-    np.testing.assert_array_equal(matmul(x, raw, T.Q5_K, exact=False), matmul(x, raw, T.Q5_K))
+    np.testing.assert_array_equal(matmul(x, raw, T.IQ4_XS, exact=False), matmul(x, raw, T.IQ4_XS))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -367,7 +368,8 @@ def _q8k_fields(xq: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_x_layouts_of_the_integer_types():
     for path in dequant.available_cpu_paths():
         kernels = dequant.kernel_modules()[path]
-        assert kernels.int_x_layout(int(T.Q4_K)) == kernels.int_x_layout(int(T.Q6_K)) == (256, 292)
+        for qtype in K_INT_TYPES:
+            assert kernels.int_x_layout(int(qtype)) == (256, 292)
         assert kernels.int_x_layout(int(T.Q4_0)) == kernels.int_x_layout(int(T.Q8_0)) == (32, 40)
         assert kernels.q8_block_bytes() == 40
 
@@ -467,7 +469,7 @@ def test_integer_path_same_bits_on_every_build_and_thread_count(qtype, m, n_supe
 #: The integer path's relative error vs the float64 product, quantized Gaussian weights
 #: (fastgguf.quantize), Gaussian activations with 6 channels 20x larger (measured: per-32 x
 #: 0.9-1.0e-2, per-256 x of the K-quants 2.2-2.7e-2; plain Gaussian x 5e-3 and 7e-3).
-REALISTIC_INT_BOUND = {T.Q4_0: 1.5e-2, T.Q8_0: 1.5e-2, T.Q4_K: 4e-2, T.Q6_K: 4e-2}
+REALISTIC_INT_BOUND = {T.Q4_0: 1.5e-2, T.Q8_0: 1.5e-2, **{qtype: 4e-2 for qtype in K_INT_TYPES}}
 
 
 @pytest.mark.parametrize("qtype", INT_TYPES, ids=lambda t: t.name)

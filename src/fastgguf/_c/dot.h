@@ -456,11 +456,11 @@ static inline void fgg_mm_k4_scales(const uint8_t *s, uint32_t out[4])
 
 /* Unpack a Q4_K super-block (144 bytes: f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
  * nibbles; sub-block j has value d * sc[j] * q - dmin * mn[j]). */
-static inline void fgg_mm_ksb_q4_k(const uint8_t *wb, fgg_mm_ksb *s)
+static inline void fgg_mm_ksb_q4_k_at(const uint8_t *wb, const uint8_t *nibbles, fgg_mm_ksb *s)
 {
     uint32_t words[4];
     fgg_mm_k4_scales(wb + 4, words);
-    for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &s->u[2 * g], &s->u[2 * g + 1]);
+    for (int g = 0; g < 4; g++) fgg_mm_nibbles32(nibbles + 32 * g, &s->u[2 * g], &s->u[2 * g + 1]);
 #if defined(FGG_MM_INT_SIMD)
     __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
     __m128i sc8 = _mm_cvtepu8_epi16(b8), mn8 = _mm_cvtepu8_epi16(_mm_srli_si128(b8, 8));
@@ -478,6 +478,8 @@ static inline void fgg_mm_ksb_q4_k(const uint8_t *wb, fgg_mm_ksb *s)
     }
 #endif
 }
+
+static inline void fgg_mm_ksb_q4_k(const uint8_t *wb, fgg_mm_ksb *s) { fgg_mm_ksb_q4_k_at(wb, wb + 16, s); }
 
 /* Unpack a Q6_K super-block (210 bytes: 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8
  * scales, f16 d; value d * scale[i / 16] * (q - 32), q = 0..63): u = q, bs = 32 * scale. */
@@ -520,53 +522,194 @@ static inline void fgg_mm_ksb_q6_k(const uint8_t *wb, fgg_mm_ksb *s)
 #endif
 }
 
-/* Q4_K: per super-block and row, the scaled sums times d * d_x, the min term (lanes of
- * mn * bsum) times dmin * d_x in a second accumulator, subtracted at the end. */
-static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
-                                    int m, float *out, ptrdiff_t os)
+/* Per-16 scales given as 16 int8 (sc) and 16 int16 factors of bsum: the ksb's scale and bs
+ * fields (Q2_K, Q3_K). */
+static inline void fgg_mm_ksb_scales16(fgg_mm_ksb *s, const int8_t sc[16], const int16_t bs[16])
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m128i sv = _mm_loadu_si128((const __m128i *)sc);
+    fgg_mm_ksb_scales(s, _mm_cvtepi8_epi16(sv), _mm_cvtepi8_epi16(_mm_srli_si128(sv, 8)));
+    s->bs = _mm256_loadu_si256((const __m256i *)bs);
+#else
+    for (int g = 0; g < 16; g++) {
+        s->sc[g] = sc[g];
+        s->bs[g] = bs[g];
+    }
+#endif
+}
+
+/* 2-bit fields: sub-block 4h + t is bits 2t, 2t + 1 of the 32 bytes at q + 32h (Q2_K, Q3_K). */
+static inline void fgg_mm_ksb_crumbs(const uint8_t *q, fgg_mm_ksb *s)
+{
+    for (int h = 0; h < 2; h++) {
+#if defined(FGG_MM_INT_SIMD)
+        __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * h)), three = _mm256_set1_epi8(3);
+        s->u[4 * h + 0] = _mm256_and_si256(v, three);
+        s->u[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), three);
+        s->u[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), three);
+        s->u[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), three);
+#else
+        for (int t = 0; t < 4; t++)
+            for (int l = 0; l < 32; l++) s->u[4 * h + t].b[l] = (int8_t)((q[32 * h + l] >> (2 * t)) & 3);
+#endif
+    }
+}
+
+/* Q2_K (84 bytes: 16 scale bytes, 64 bytes of 2-bit q, f16 d, f16 dmin): value of the 16-run g
+ * d * (sc[g] & 15) * q - dmin * (sc[g] >> 4). */
+static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    int8_t sc[16];
+    int16_t mn[16];
+    for (int g = 0; g < 16; g++) {
+        sc[g] = (int8_t)(wb[g] & 15);
+        mn[g] = (int16_t)(wb[g] >> 4);
+    }
+    fgg_mm_ksb_scales16(s, sc, mn);
+    fgg_mm_ksb_crumbs(wb + 16, s);
+}
+
+/* Q3_K (110 bytes: hmask[32], 64 bytes of low 2 bits, 12 bytes of sixteen 6-bit scales, f16 d):
+ * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
+ * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
+ * g % 8, high 2 bits from bits 2 (g / 4) of byte 8 + g % 4. */
+static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    const uint8_t *p = wb + 96;
+    uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
+    uint32_t words[4] = {
+        (a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4),
+        (a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4),
+        ((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4),
+        ((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4),
+    };
+    int8_t sc[16];
+    int16_t bs[16];
+    for (int g = 0; g < 16; g++) {
+        sc[g] = (int8_t)((int)((words[g >> 2] >> (8 * (g & 3))) & 63) - 32);
+        bs[g] = (int16_t)(4 * sc[g]);
+    }
+    fgg_mm_ksb_scales16(s, sc, bs);
+    fgg_mm_ksb_crumbs(wb + 32, s);
+    for (int j = 0; j < 8; j++) {
+#if defined(FGG_MM_INT_SIMD)
+        __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
+        __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hm, j), one);
+        s->u[j] = _mm256_or_si256(s->u[j], _mm256_slli_epi16(bit, 2));
+#else
+        for (int l = 0; l < 32; l++) s->u[j].b[l] = (int8_t)(s->u[j].b[l] | (((wb[l] >> j) & 1) << 2));
+#endif
+    }
+}
+
+/* Q5_K (176 bytes: as Q4_K with qh[32] before the 128 bytes of nibbles): bit j of qh[l] is the
+ * fifth bit of element l of sub-block j. */
+static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    fgg_mm_ksb_q4_k_at(wb, wb + 48, s);
+    for (int j = 0; j < 8; j++) {
+#if defined(FGG_MM_INT_SIMD)
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 16)), one = _mm256_set1_epi8(1);
+        __m256i bit = _mm256_and_si256(_mm256_srli_epi16(qh, j), one);
+        s->u[j] = _mm256_or_si256(s->u[j], _mm256_slli_epi16(bit, 4));
+#else
+        for (int l = 0; l < 32; l++) s->u[j].b[l] = (int8_t)(s->u[j].b[l] | (((wb[16 + l] >> j) & 1) << 4));
+#endif
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define FGG_MM_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define FGG_MM_ALWAYS_INLINE static __forceinline
+#endif
+
+enum { FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6 };
+
+/* Bytes per super-block of Q<kind>_K. */
+FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
+{
+    return kind == FGG_MM_K2 ? 84 : kind == FGG_MM_K3 ? 110 : kind == FGG_MM_K4 ? 144 : kind == FGG_MM_K5 ? 176 : 210;
+}
+
+/* Whether Q<kind>_K has mins (bs times bsum scaled by dmin, subtracted at the end) rather than
+ * an offset (bs times bsum subtracted from the lanes, Q3_K and Q6_K). */
+FGG_MM_ALWAYS_INLINE int fgg_mm_k_has_min(int kind) { return kind == FGG_MM_K2 || kind == FGG_MM_K4 || kind == FGG_MM_K5; }
+
+/* Unpack super-block wb of Q<kind>_K into s; its d (and dmin). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
+{
+    switch (kind) {
+    case FGG_MM_K2:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 80));
+        *dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 82));
+        fgg_mm_ksb_q2_k(wb, s);
+        break;
+    case FGG_MM_K3:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 108));
+        fgg_mm_ksb_q3_k(wb, s);
+        break;
+    case FGG_MM_K4:
+    case FGG_MM_K5:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb));
+        *dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
+        if (kind == FGG_MM_K4)
+            fgg_mm_ksb_q4_k(wb, s);
+        else
+            fgg_mm_ksb_q5_k(wb, s);
+        break;
+    default:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
+        fgg_mm_ksb_q6_k(wb, s);
+        break;
+    }
+}
+
+/* One weight row of Q<kind>_K against m rows of x: per super-block and row, the lanes times
+ * d * d_x into acc; with mins, the bsum lanes times dmin * d_x into accm, subtracted at the end;
+ * with an offset, the bsum lanes subtracted from the lanes (integers) first. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                        int m, float *out, ptrdiff_t os)
 {
     fgg_mm_acc acc[8], accm[8];
     fgg_mm_ksb s;
+    float d, dmin = 0.0f;
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
         for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
-            float dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
-            fgg_mm_ksb_q4_k(wb, &s);
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
+            fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot(&s, xb->q), d * xb->d);
-                accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                if (fgg_mm_k_has_min(kind)) {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot(&s, xb->q), d * xb->d);
+                    accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                } else {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot(&s, xb->q), fgg_mm_ksb_bsum(&s, xb->bsum)),
+                                            d * xb->d);
+                }
             }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i]);
+        for (int i = 0; i < mr; i++)
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i])
+                                                        : fgg_mm_acc_sum(acc[i]);
     }
 }
 
-/* Q6_K: the unsigned q against x, minus 32 * scale * bsum, in the same int32 lanes. */
-static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
-                                    int m, float *out, ptrdiff_t os)
-{
-    fgg_mm_acc acc[8];
-    fgg_mm_ksb s;
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
-            float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
-            fgg_mm_ksb_q6_k(wb, &s);
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot(&s, xb->q), fgg_mm_ksb_bsum(&s, xb->bsum)),
-                                        d * xb->d);
-            }
-        }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
-    }
+#define FGG_MM_K_ROWS(NAME, KIND)                                                                     \
+static inline void NAME(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,   \
+                        float *out, ptrdiff_t os)                                                    \
+{                                                                                                    \
+    fgg_mm_rows_k(KIND, w, nsb, x, xs, m, out, os);                                                  \
 }
+FGG_MM_K_ROWS(fgg_mm_rows_q2_k, FGG_MM_K2)
+FGG_MM_K_ROWS(fgg_mm_rows_q3_k, FGG_MM_K3)
+FGG_MM_K_ROWS(fgg_mm_rows_q4_k, FGG_MM_K4)
+FGG_MM_K_ROWS(fgg_mm_rows_q5_k, FGG_MM_K5)
+FGG_MM_K_ROWS(fgg_mm_rows_q6_k, FGG_MM_K6)
+#undef FGG_MM_K_ROWS
 
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512 VNNI integer kernels: the avx512 build only, used only where the CPU has avx512_vnni.
@@ -691,60 +834,59 @@ static inline FGG_MM_VNNI __m256i fgg_mm_ksb_dot_vnni(const fgg_mm_ksb_v *v, con
     return _mm256_add_epi32(_mm512_castsi512_si256(l), _mm512_extracti64x4_epi64(l, 1));
 }
 
-static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
-                                              int m, float *out, ptrdiff_t os)
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
+                                                          ptrdiff_t xs, int m, float *out, ptrdiff_t os)
 {
     fgg_mm_acc acc[8], accm[8];
     fgg_mm_ksb s;
     fgg_mm_ksb_v v;
+    float d, dmin = 0.0f;
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
         for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
-            float dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
-            fgg_mm_ksb_q4_k(wb, &s);
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
+            fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
             fgg_mm_ksb_vnni(&s, &v);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot_vnni(&v, xb->q), d * xb->d);
-                accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                if (fgg_mm_k_has_min(kind)) {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot_vnni(&v, xb->q), d * xb->d);
+                    accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                } else {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot_vnni(&v, xb->q),
+                                                                     fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
+                }
             }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i]);
+        for (int i = 0; i < mr; i++)
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i])
+                                                        : fgg_mm_acc_sum(acc[i]);
     }
 }
 
-static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
-                                              int m, float *out, ptrdiff_t os)
-{
-    fgg_mm_acc acc[8];
-    fgg_mm_ksb s;
-    fgg_mm_ksb_v v;
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
-            float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
-            fgg_mm_ksb_q6_k(wb, &s);
-            fgg_mm_ksb_vnni(&s, &v);
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot_vnni(&v, xb->q), fgg_mm_ksb_bsum(&s, xb->bsum)),
-                                        d * xb->d);
-            }
-        }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
-    }
+#define FGG_MM_K_ROWS_VNNI(NAME, KIND)                                                                \
+static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,  \
+                             float *out, ptrdiff_t os)                                               \
+{                                                                                                    \
+    fgg_mm_rows_k_vnni(KIND, w, nsb, x, xs, m, out, os);                                             \
 }
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q2_k_vnni, FGG_MM_K2)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q3_k_vnni, FGG_MM_K3)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q4_k_vnni, FGG_MM_K4)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q5_k_vnni, FGG_MM_K5)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
+#undef FGG_MM_K_ROWS_VNNI
 #else
 #define FGG_MM_HAVE_VNNI 0
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
 #define fgg_mm_rows_q8_0_vnni fgg_mm_rows_q8_0
 #define fgg_mm_rows_q4_0_vnni fgg_mm_rows_q4_0
+#define fgg_mm_rows_q2_k_vnni fgg_mm_rows_q2_k
+#define fgg_mm_rows_q3_k_vnni fgg_mm_rows_q3_k
 #define fgg_mm_rows_q4_k_vnni fgg_mm_rows_q4_k
+#define fgg_mm_rows_q5_k_vnni fgg_mm_rows_q5_k
 #define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
 #endif
 

@@ -39,11 +39,17 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
         rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k_vnni
+        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k_vnni
+        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k_vnni
+        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k_vnni
         rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k_vnni
     else:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
         rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
+        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k
+        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
+        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
         rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
 
 
@@ -99,7 +105,8 @@ def q8_block_bytes():
 
 cdef inline bint _x_by_256(int type_id) noexcept nogil:
     """Whether the integer dot of ``type_id`` takes x by super-blocks of 256 (fgg_mm_q8k)."""
-    return type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q6_K
+    return (type_id == FGG_TYPE_Q2_K or type_id == FGG_TYPE_Q3_K or type_id == FGG_TYPE_Q4_K
+            or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K)
 
 
 def int_x_layout(int type_id):
