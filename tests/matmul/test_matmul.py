@@ -69,10 +69,10 @@ def quantized_x(kernels, x: np.ndarray, qtype: GGMLType) -> np.ndarray:
 def rounded_x(xq: np.ndarray, values: int) -> np.ndarray:
     """The float64 values d * q that quantized x rows ``xq`` stand for (blocks of 32 or 256)."""
     m = xq.shape[0]
-    if values == 32:  # fgg_mm_q8: float d, int16 half[2], int8 q[32]
-        blocks = xq.reshape(m, -1, 40)
+    if values == 32:  # fgg_mm_q8: float d, int8 q[32]
+        blocks = xq.reshape(m, -1, 36)
         d = blocks[:, :, 0:4].copy().view("<f4")
-        q = blocks[:, :, 8:40].view(np.int8)
+        q = blocks[:, :, 4:36].view(np.int8)
     else:  # fgg_mm_q8k: float d, int16 bsum[16], int8 q[256]
         blocks = xq.reshape(m, -1, 292)
         d = blocks[:, :, 0:4].copy().view("<f4")
@@ -370,8 +370,8 @@ def test_x_layouts_of_the_integer_types():
         kernels = dequant.kernel_modules()[path]
         for qtype in K_INT_TYPES:
             assert kernels.int_x_layout(int(qtype)) == (256, 292)
-        assert kernels.int_x_layout(int(T.Q4_0)) == kernels.int_x_layout(int(T.Q8_0)) == (32, 40)
-        assert kernels.q8_block_bytes() == 40
+        assert kernels.int_x_layout(int(T.Q4_0)) == kernels.int_x_layout(int(T.Q8_0)) == (32, 36)
+        assert kernels.q8_block_bytes() == 36
 
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
@@ -404,6 +404,32 @@ def test_super_block_x_hand_computed(path):
 
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
+def test_per_32_x_hand_computed(path):
+    """Q4_0 and Q8_0 keep x per 32: one float scale and 32 int8 (36 bytes) per block."""
+    kernels = dequant.kernel_modules()[path]
+    x = np.zeros((1, 64), np.float32)
+    x[0, 3] = -12.7          # d = 0.1 for the first block: q = -127
+    x[0, 4] = 0.05           # 0.5 -> 0 (half to even)
+    x[0, 5] = 6.35           # 63.5 -> 64
+    x[0, 32] = 254.0         # d = 2 for the second
+    x[0, 33] = 3.0           # 1.5 -> 2
+    xq = np.empty((1, 72), np.uint8)
+    kernels.quantize_x8(x, xq)
+    blocks = xq.reshape(2, 36)
+    d = blocks[:, :4].copy().view("<f4")[:, 0]
+    q = blocks[:, 4:].view(np.int8)
+    assert d[0] == np.float32(12.7) / np.float32(127) and d[1] == 2.0
+    assert q[0, 3] == -127 and q[0, 4] == 0 and q[0, 5] == 64 and q[1, 0] == 127 and q[1, 1] == 2
+    assert np.count_nonzero(q) == 4
+    rng = np.random.default_rng(23)
+    raw = random_weights(T.Q8_0, 5, 64, rng)
+    expected = rounded_x(xq, 32) @ dequantize(raw, T.Q8_0, (5, 64)).astype(np.float64).T
+    out = np.empty((1, 5), np.float32)
+    kernels.matmul_rows_int(raw, int(T.Q8_0), xq, out, 0, 5)
+    assert rel_error(out, expected) <= ROUNDED_X_BOUND
+
+
+@pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_super_block_x_matches_numpy_rounding(path):
     """d = amax / 127, q = round-half-even(x * (1 / d)) clipped to +-127, bsum = sums of 16."""
     kernels = dequant.kernel_modules()[path]
@@ -425,7 +451,7 @@ def test_integer_dot_rejects_the_wrong_x_layout():
     rng = np.random.default_rng(22)
     raw = random_weights(T.Q4_K, 3, 256, rng)
     x = rng.standard_normal((1, 256)).astype(np.float32)
-    per32 = np.empty((1, 8 * 40), np.uint8)
+    per32 = np.empty((1, 8 * 36), np.uint8)
     kernels.quantize_x8(x, per32)
     with argument_error(ValueError, match="fit"):
         kernels.matmul_rows_int(raw, int(T.Q4_K), per32, np.empty((1, 3), np.float32), 0, 3)

@@ -8,10 +8,11 @@
  * compute exactly the same float operations: every CPU path and every thread count give the
  * same bits.
  *
- * The integer path: x is quantized to blocks of 32 int8 with one float scale each (the
- * "Q8 blocks" of fgg_mm_quantize_x8), and a weight block of 32 small integers is multiplied
- * with it as integers (exact), then scaled once per block. Faster, but x's rounding costs about
- * three decimal digits: fastgguf.matmul uses it only when asked (exact=False).
+ * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:
+ * fgg_mm_quantize_x8) or per super-block of 256 (the K-quants: fgg_mm_quantize_x8k), and the
+ * weight's small integers are multiplied with it as integers (exact), the sums scaled to float
+ * once per block (per 256 values for the K-quants). Faster, but x's rounding costs two to three
+ * decimal digits: fastgguf.matmul uses it only when asked (exact=False).
  */
 #ifndef FGG_MATMUL_DOT_H
 #define FGG_MATMUL_DOT_H
@@ -104,11 +105,10 @@ static inline float fgg_mm_lanes_sum(const float *acc)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path: per 32 values one float scale d and 32 int8 q, x ~ d * q;
- * half[h] = sum of q[16h .. 16h + 15] (for the weight types whose values have an offset). */
+/* x quantized for the integer path of Q4_0 and Q8_0: per 32 values one float scale d and 32
+ * int8 q, x ~ d * q. */
 typedef struct {
     float d;
-    int16_t half[2];
     int8_t q[32];
 } fgg_mm_q8;
 
@@ -124,23 +124,18 @@ static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *ou
         }
         float d = amax / 127.0f;
         float inv = d != 0.0f ? 1.0f / d : 0.0f;
-        int32_t sum[2] = {0, 0};
         for (int i = 0; i < 32; i++) {
             int q = (int)lrintf(v[i] * inv);
             q = q > 127 ? 127 : (q < -127 ? -127 : q);
             out[b].q[i] = (int8_t)q;
-            sum[i >> 4] += q;
         }
         out[b].d = d;
-        out[b].half[0] = (int16_t)sum[0];
-        out[b].half[1] = (int16_t)sum[1];
     }
 }
 
-static inline int32_t fgg_mm_qsum(const fgg_mm_q8 *x) { return (int32_t)x->half[0] + x->half[1]; }
-
-/* The integer kernels below all have one shape: one weight row (nb blocks at w) against m rows
- * of quantized x (row i at x + i * xs, in fgg_mm_q8 blocks), out[i * os] = the dot product.
+/* The integer kernels all have one shape: one weight row (nb blocks at w) against m rows of
+ * quantized x (row i at x + i * xs, in fgg_mm_q8 blocks for Q4_0 and Q8_0 below, fgg_mm_q8k
+ * super-blocks for the K-quants further down), out[i * os] = the dot product.
  * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
  * every row of x (8 rows at a time).
  *
@@ -163,14 +158,6 @@ static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int
     __m256i sc = _mm256_setr_epi16((short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a,
                                    (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b);
     return _mm256_madd_epi16(p, sc);
-}
-
-/* fgg_mm_dot for w >= 0 (Q4_K's nibbles) and one scale a: maddubs takes w as it is (the same
- * integers, two sign operations fewer). */
-static inline fgg_mm_lanes fgg_mm_dot_u(fgg_mm_w32 w, const int8_t *xq, int a)
-{
-    __m256i p = _mm256_maddubs_epi16(w, _mm256_loadu_si256((const __m256i *)xq));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16((short)a));
 }
 
 static inline fgg_mm_acc fgg_mm_acc_zero(void) { return _mm256_setzero_ps(); }
@@ -201,8 +188,6 @@ static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int
     }
     return l;
 }
-
-static inline fgg_mm_lanes fgg_mm_dot_u(fgg_mm_w32 w, const int8_t *xq, int a) { return fgg_mm_dot(w, xq, a, a); }
 
 static inline fgg_mm_acc fgg_mm_acc_zero(void)
 {
@@ -715,12 +700,12 @@ FGG_MM_K_ROWS(fgg_mm_rows_q6_k, FGG_MM_K6)
 /* AVX-512 VNNI integer kernels: the avx512 build only, used only where the CPU has avx512_vnni.
  *
  * The same integers and the same float steps as above, by other instructions: vpdpbusd adds the
- * 4 products of unsigned |w| bytes with x bytes (w's sign moved onto x) straight into an int32
- * lane, which is the lane above before its scale. For Q4_K and Q6_K (|w| <= 32, |x| <= 127) that
- * lane is below 2^15 in magnitude, so vpmaddwd with the scale in the low 16 bits of each int32
- * (0 in the high) multiplies it by the scale exactly, as the madd above did. Two rows of x share one 512-bit vector (row i in the low 256 bits, row i + 1 in
- * the high), so every float step is the 8-lane step above, done for two rows at once; an odd
- * last row uses the 256-bit form. So the VNNI, maddubs and portable kernels give the same bits.
+ * 4 products of unsigned w bytes with x bytes straight into an int32 lane, which is the lane
+ * above before its scale. Q4_0 and Q8_0 (w's sign moved onto x, scale 1): two rows of x share
+ * one 512-bit vector (row i in the low 256 bits, row i + 1 in the high), so every float step is
+ * the 8-lane step above, done for two rows at once; an odd last row uses the 256-bit form. The
+ * K-quants: two sub-blocks per vector for one row (see there). So the VNNI, maddubs and portable
+ * kernels give the same bits.
  * Each function is compiled for VNNI by a target attribute: the rest of the avx512 build still
  * runs on AVX-512 CPUs without VNNI, and these run only when fgg_cpu_has_avx512_vnni() says so. */
 #if defined(FGG_MM_INT_SIMD) && FGG_HAVE_AVX512 && (defined(__GNUC__) || defined(__clang__))
