@@ -399,18 +399,19 @@ typedef struct {
     fgg_mm_w32 u[8];
     int16_t sc[16];
     int16_t bs[16];
+    int16_t ws[256]; /* u times its scale (|.| <= 63 * 128): the row loop is then one plain dot */
 } fgg_mm_ksb;
 
 static inline fgg_mm_lanes fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
 {
+    /* per byte position over the 8 sub-blocks, folded into the lanes at the end: the same
+     * integers in a loop the compiler vectorizes */
+    int32_t a[32];
+    for (int i = 0; i < 32; i++) a[i] = 0;
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 32; i++) a[i] += s->ws[32 * j + i] * xq[32 * j + i];
     fgg_mm_lanes l;
-    for (int k = 0; k < 8; k++) l.v[k] = 0;
-    for (int j = 0; j < 8; j++) {
-        const int8_t *u = s->u[j].b, *xj = xq + 32 * j;
-        int16_t p[16]; /* maddubs: the pair sums, |p| <= 2 * 63 * 127 */
-        for (int i = 0; i < 16; i++) p[i] = (int16_t)(u[2 * i] * xj[2 * i] + u[2 * i + 1] * xj[2 * i + 1]);
-        for (int k = 0; k < 8; k++) l.v[k] += (p[2 * k] + p[2 * k + 1]) * s->sc[2 * j + (k >> 2)];
-    }
+    for (int k = 0; k < 8; k++) l.v[k] = (a[4 * k] + a[4 * k + 1]) + (a[4 * k + 2] + a[4 * k + 3]);
     return l;
 }
 
@@ -622,7 +623,7 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
 FGG_MM_ALWAYS_INLINE int fgg_mm_k_has_min(int kind) { return kind == FGG_MM_K2 || kind == FGG_MM_K4 || kind == FGG_MM_K5; }
 
 /* Unpack super-block wb of Q<kind>_K into s; its d (and dmin). */
-FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
+FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack_fields(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
 {
     switch (kind) {
     case FGG_MM_K2:
@@ -648,6 +649,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ks
         fgg_mm_ksb_q6_k(wb, s);
         break;
     }
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
+{
+    fgg_mm_k_unpack_fields(kind, wb, s, d, dmin);
+#if !defined(FGG_MM_INT_SIMD)
+    for (int j = 0; j < 8; j++) {
+        int16_t lo = s->sc[2 * j], hi = s->sc[2 * j + 1];
+        for (int i = 0; i < 16; i++) s->ws[32 * j + i] = (int16_t)(s->u[j].b[i] * lo);
+        for (int i = 16; i < 32; i++) s->ws[32 * j + i] = (int16_t)(s->u[j].b[i] * hi);
+    }
+#endif
 }
 
 /* One weight row of Q<kind>_K against m rows of x: per super-block and row, the lanes times
