@@ -300,7 +300,7 @@ static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* K-quants (Q4_K, Q6_K): x by super-blocks of 256                                            */
+/* K-quants (Q2_K to Q6_K): x by super-blocks of 256                                         */
 
 /* x quantized for the K-quant kernels: per 256 values one float scale d and 256 int8 q,
  * x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and mins are
@@ -340,7 +340,8 @@ static inline void fgg_mm_quantize_x8k(const float *x, ptrdiff_t n, fgg_mm_q8k *
 
 /* A weight super-block unpacked for the integer sums: u[j] = the 32 values of sub-block j as
  * bytes 0..63 (unsigned: offsets and mins are left to the bsum term), sc[g] = the int16 scale
- * of values 16g..16g+15, bs[g] = the factor of x's bsum[g] (Q4_K: its min, Q6_K: 32 * scale).
+ * of values 16g..16g+15, bs[g] = the factor of x's bsum[g] (Q2_K, Q4_K, Q5_K: the min; Q3_K:
+ * 4 * scale, Q6_K: 32 * scale, the offsets of their values).
  *
  * The sums, one super-block against one row of x: 8 int32 lanes, lane k holding, over all 8
  * sub-blocks j, sc * (the products of bytes 4k..4k+3 of u[j] with x) — each half of 16 bytes
