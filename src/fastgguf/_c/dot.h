@@ -139,11 +139,11 @@ static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *ou
  * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
  * every row of x (8 rows at a time).
  *
- * The sums: the 32 products of a block go to 8 int32 lanes, lane k holding bytes 4k..4k+3 (each
- * half of 16 bytes weighted by an int16 scale): exact integers. Then per block and row, in
- * float32, acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed
- * in one fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto
- * x, madd with the scales, one 8-float vector per row) and the portable loop do exactly these
+ * The sums of Q4_0 and Q8_0: the 32 products of a block go to 8 int32 lanes, lane k holding
+ * bytes 4k..4k+3: exact integers. Then per block and row, in float32,
+ * acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed in one
+ * fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto x, madd
+ * with ones, one 8-float vector per row) and the portable loop (16-bit products) do exactly these
  * operations, so every build gives the same bits. */
 #if (FGG_HAVE_AVX2 || FGG_HAVE_AVX512)
 #define FGG_MM_INT_SIMD 1
@@ -151,13 +151,11 @@ typedef __m256i fgg_mm_w32;   /* 32 signed weight bytes */
 typedef __m256i fgg_mm_lanes; /* 8 int32 */
 typedef __m256 fgg_mm_acc;    /* 8 float */
 
-static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
 {
     __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), w);
     __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), sx);
-    __m256i sc = _mm256_setr_epi16((short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a,
-                                   (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b);
-    return _mm256_madd_epi16(p, sc);
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
 static inline fgg_mm_acc fgg_mm_acc_zero(void) { return _mm256_setzero_ps(); }
@@ -178,14 +176,12 @@ typedef struct { int8_t b[32]; } fgg_mm_w32;
 typedef struct { int32_t v[8]; } fgg_mm_lanes;
 typedef struct { float v[8]; } fgg_mm_acc;
 
-static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
 {
+    int16_t p[32]; /* |w * x| <= 128 * 127: 16-bit products, a loop the compiler vectorizes */
+    for (int i = 0; i < 32; i++) p[i] = (int16_t)(w.b[i] * xq[i]);
     fgg_mm_lanes l;
-    for (int k = 0; k < 8; k++) {
-        int32_t t = 0;
-        for (int i = 4 * k; i < 4 * k + 4; i++) t += (int32_t)w.b[i] * xq[i];
-        l.v[k] = t * (k < 4 ? a : b);
-    }
+    for (int k = 0; k < 8; k++) l.v[k] = (p[4 * k] + p[4 * k + 1]) + (p[4 * k + 2] + p[4 * k + 3]);
     return l;
 }
 
@@ -271,7 +267,7 @@ static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
             fgg_mm_w32 q = fgg_mm_load32(wb + 2);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
             }
         }
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
@@ -292,7 +288,7 @@ static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
             fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
             }
         }
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
