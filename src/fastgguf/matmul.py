@@ -23,7 +23,8 @@ Two paths:
   and row. Rounding ``x`` costs relative error (measured vs float64, quantized Gaussian weights)
   5e-3 to 1e-2 with per-32 scales. With per-256 scales it is 7e-3 on Gaussian ``x``, 1.4-1.7e-2
   on SiLU-gated activations and up to 2.8e-2 with a few 20x outlier channels, the trade ggml
-  makes for speed (``benchmarks/bench_matmul.py --int-error``). So it is never the default; other types use the float path.
+  makes for speed (``benchmarks/bench_matmul.py --int-error``). So it is never the default;
+  other types use the float path.
 """
 
 from __future__ import annotations
