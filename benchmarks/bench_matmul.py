@@ -25,6 +25,9 @@ a llama GGUF (Q4_K_M by ``fastgguf quantize``, kept in ``--dir``), sweeps that f
     PYTHONPATH=src python benchmarks/bench_matmul.py --table [--batches 1,8,64,512] [--paths numpy,exact,integer]
         [--cpu avx2,portable] [--llama-cpp LLAMA_CPP/build/bin]
     PYTHONPATH=src python benchmarks/bench_matmul.py --breakdown   # per-call cost, 1 vs 2 threads per type/size
+    PYTHONPATH=src python benchmarks/bench_matmul.py --per-weight --batches 1,8,64 [--rounds 7]
+        # CPU time of one thread (time.thread_time) per weight and batch, exact vs integer path
+    PYTHONPATH=src python benchmarks/bench_matmul.py --int-error  # the integer path's error per type
 
 transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
 packed model through fastgguf's kernels vs transformers' dequantized float32 model, tokens/s and
@@ -502,6 +505,74 @@ def breakdown() -> None:
             print(f"{qtype.name:6} {f'{n}x{k}':>11} {w.nbytes / 1e6:6.2f} | {cols[0]} | {cols[1]} | {ns}", flush=True)
 
 
+def _thread_ms(fn, rounds: int = 7, min_time: float = 0.02) -> float:
+    """Best CPU time of this thread (``time.thread_time``: other jobs on the machine do not count)
+    per call of ``fn``, in ms; calls repeated until a round lasts ``min_time``."""
+    fn()
+    n = 1
+    while True:
+        t0 = time.thread_time()
+        for _ in range(n):
+            fn()
+        if time.thread_time() - t0 >= min_time:
+            break
+        n *= 2
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.thread_time()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.thread_time() - t0) / n)
+    return best * 1e3
+
+
+def per_weight(batches, rounds: int) -> None:
+    """One thread, one weight per type (N x 2048; Q4_K as ffn_up 5632 x 2048): ms of CPU time per
+    call, exact and integer paths, per batch."""
+    rng = np.random.default_rng(0)
+    k = 2048
+    print(f"cpu path {dequant.cpu_path()}; CPU time of one thread (time.thread_time), best of {rounds}")
+    print("| type | N x K | batch | exact ms | integer ms | exact / integer | integer ns per weight and row |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for qtype, n in ((T.Q4_0, 2048), (T.Q8_0, 2048), (T.Q2_K, 2048), (T.Q3_K, 2048), (T.Q4_K, 5632), (T.Q5_K, 2048),
+                     (T.Q6_K, 2048)):
+        w = make_weight(qtype, n, k, rng)
+        for batch in batches:
+            x = rng.standard_normal((batch, k), dtype=np.float32)
+            t_exact = _thread_ms(partial(matmul, x, w, qtype, exact=True, threads=1), rounds)
+            t_int = _thread_ms(partial(matmul, x, w, qtype, exact=False, threads=1), rounds)
+            print(f"| {qtype.name} | {n}x{k} | {batch} | {t_exact:.2f} | {t_int:.2f} | {t_exact / t_int:.2f} | "
+                  f"{t_int * 1e6 / (n * k * batch):.3f} |", flush=True)
+
+
+def int_error(draws: int = 4) -> None:
+    """Relative error of the integer path vs float64 ``x @ dequantize(W).T``: weights quantized by
+    fastgguf.quantize from Gaussians (512 x 2048), 8 rows of x per draw, three kinds of x."""
+    from fastgguf import quantize
+
+    rng = np.random.default_rng(42)
+    n, k = 512, 2048
+    print(f"| x | type | relative error (min-max over {draws} draws) |")
+    print("| --- | --- | ---: |")
+    for kind in ("Gaussian", "SiLU(gate) * up", "Gaussian, 6 channels x 20"):
+        for qtype in (T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K):
+            raw = quantize((rng.standard_normal((n, k)) * 0.02).astype(np.float32), qtype)
+            w = dequantize(raw, qtype, (n, k)).astype(np.float64)
+            errs = []
+            for _ in range(draws):
+                if kind.startswith("SiLU"):
+                    g, u = rng.standard_normal((8, k)), rng.standard_normal((8, k))
+                    x = (g / (1 + np.exp(-g)) * u).astype(np.float32)
+                else:
+                    x = rng.standard_normal((8, k)).astype(np.float32)
+                    if "channels" in kind:
+                        x[:, rng.choice(k, 6, replace=False)] *= 20
+                ref = x.astype(np.float64) @ w.T
+                y = matmul(x, raw, qtype, exact=False)
+                errs.append(float(np.linalg.norm(y - ref) / np.linalg.norm(ref)))
+            print(f"| {kind} | {qtype.name} | {min(errs):.2e}-{max(errs):.2e} |", flush=True)
+
+
 def _cols(t: float, t_np: float, q_bytes: int) -> str:
     """ms, numpy's time / t, GB/s of quantized weights."""
     return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
@@ -528,6 +599,10 @@ def main() -> None:
     parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
     parser.add_argument("--breakdown", action="store_true",
                         help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
+    parser.add_argument("--per-weight", action="store_true",
+                        help="CPU time of one thread per weight and batch (--batches), exact vs integer path")
+    parser.add_argument("--int-error", action="store_true",
+                        help="relative error of the integer path per type on quantized Gaussian weights")
     parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -540,6 +615,12 @@ def main() -> None:
     if args.breakdown:
         print(f"cpu path {dequant.cpu_path()}")
         breakdown()
+        return
+    if args.int_error:
+        int_error()
+        return
+    if args.per_weight:
+        per_weight([int(b) for b in args.batches.split(",")], args.rounds)
         return
     if args.table or args.llama_cpp:
         if args.dir == "/tmp/fgg_lfm2":

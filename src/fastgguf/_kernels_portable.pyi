@@ -21,12 +21,14 @@ __all__ = [
     "has_kernel",
     "has_quantize",
     "int_dot_isa",
+    "int_x_layout",
     "matmul_rows",
     "matmul_rows_int",
     "prefault",
     "q8_block_bytes",
     "quantize_into",
     "quantize_x8",
+    "quantize_x8k",
     "vnni_usable",
 ]
 
@@ -113,7 +115,10 @@ def has_int_dot(type_id: int) -> bool:
     """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build."""
 
 def q8_block_bytes() -> int:
-    """Bytes per 32 quantized values of x in the integer path."""
+    """Bytes per 32 quantized values of x in the integer path of Q4_0 and Q8_0."""
+
+def int_x_layout(type_id: int) -> tuple[int, int]:
+    """(values, bytes) per block of quantized x that the integer dot of ``type_id`` takes."""
 
 def matmul_rows(
     w: npt.NDArray[np.uint8],
@@ -128,6 +133,9 @@ def matmul_rows(
 
 def quantize_x8(x: npt.NDArray[np.float32], dst: npt.NDArray[np.uint8]) -> None:
     """Quantize each row of ``x`` into Q8 blocks for the integer path."""
+
+def quantize_x8k(x: npt.NDArray[np.float32], dst: npt.NDArray[np.uint8]) -> None:
+    """Quantize each row of ``x`` into super-blocks of 256 for the K-quants' integer path."""
 
 def matmul_rows_int(
     w: npt.NDArray[np.uint8],

@@ -12,12 +12,19 @@ Two paths:
   interleaved lanes, summed in a fixed order; the same bits for every thread count and every
   kernel build (portable, AVX2, AVX-512). Relative error vs a float64 ``x @ dequantize(W).T``
   is a few 1e-7 (bound: 1e-5).
-* the integer path (``exact=False``, Q4_0, Q8_0, Q4_K, Q6_K): ``x`` is rounded to 8-bit blocks of
-  32 with one float scale, and each weight block is unpacked once and multiplied with every row
-  in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in the avx512
-  build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same integer
-  and float operations, so gives the same bits). Rounding ``x`` costs 5e-3 to 9e-3 relative error (measured), so it is
-  never the default; other types use the float path.
+* the integer path (``exact=False``, Q4_0, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ``x`` is rounded
+  to int8 and each weight block is unpacked once and multiplied with every row in integers (AVX2
+  ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in the avx512 build where the CPU has
+  it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same integer and float operations, so
+  gives the same bits, for every thread count). For Q4_0 and Q8_0 ``x`` has one float scale per
+  32 values, as their weights. For the K-quants it has one float scale per 256 values and int16
+  sums per 16 (ggml's Q8_K): the sums stay integers over the whole super-block (scales in
+  integers, mins and offsets from the per-16 sums) and are converted to float once per 256 values
+  and row. Rounding ``x`` costs relative error (measured vs float64, quantized Gaussian weights)
+  5e-3 to 1e-2 with per-32 scales. With per-256 scales it is 7e-3 on Gaussian ``x``, 1.4-1.7e-2
+  on SiLU-gated activations and up to 2.8e-2 with a few 20x outlier channels, the trade ggml
+  makes for speed (``benchmarks/bench_matmul.py --int-error``). So it is never the default;
+  other types use the float path.
 """
 
 from __future__ import annotations
@@ -86,7 +93,9 @@ def _check_kernel(kernels: Any, qtype: GGMLType, swapped: bool) -> None:
 
 
 def _use_int(kernels: Any, qtype: GGMLType, k: int, exact: bool, swapped: bool) -> bool:
-    return not exact and not swapped and k % 32 == 0 and bool(kernels.has_int_dot(int(qtype)))
+    if exact or swapped or not kernels.has_int_dot(int(qtype)):
+        return False
+    return k % kernels.int_x_layout(int(qtype))[0] == 0
 
 
 def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped) -> None:
@@ -118,9 +127,11 @@ def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
     return x2d, vector
 
 
-def _quantize_x(kernels, x2d: np.ndarray) -> np.ndarray:
-    xq = np.empty((x2d.shape[0], x2d.shape[1] // 32 * kernels.q8_block_bytes()), dtype=np.uint8)
-    kernels.quantize_x8(x2d, xq)
+def _quantize_x(kernels, x2d: np.ndarray, qtype: GGMLType) -> np.ndarray:
+    """x rounded to int8 blocks in the layout the type's integer dot takes (per 32 or per 256)."""
+    values, block_bytes = kernels.int_x_layout(int(qtype))
+    xq = np.empty((x2d.shape[0], x2d.shape[1] // values * block_bytes), dtype=np.uint8)
+    (kernels.quantize_x8k if values == 256 else kernels.quantize_x8)(x2d, xq)
     return xq
 
 
@@ -151,9 +162,10 @@ def matmul(
         The result does not depend on it. The GIL is released while the kernels run.
     exact : bool
         ``True`` (default): the float path, relative error ≤ 1e-5 (measured a few 1e-7) vs a
-        float64 product with the dequantized weights. ``False``: for Q4_0, Q8_0, Q4_K and
-        Q6_K, quantize ``x`` to 8-bit blocks and use integer dot products (1.5-2x faster;
-        relative error 5e-3 to 9e-3); other types stay on the float path.
+        float64 product with the dequantized weights. ``False``: for Q4_0, Q8_0 and the
+        K-quants Q2_K to Q6_K, quantize ``x`` to int8 (per 32 values; per 256 for the K-quants)
+        and use integer dot products (1.3-3.5x faster on one thread; relative error 5e-3 to 3e-2,
+        see the module doc); other types stay on the float path.
 
     Returns
     -------
@@ -184,7 +196,7 @@ def matmul(
     if result.size == 0:
         return result
     out2d = result.reshape(x2d.shape[0], n)
-    xq = _quantize_x(kernels, x2d) if _use_int(kernels, qtype, k, exact, swapped) else None
+    xq = _quantize_x(kernels, x2d, qtype) if _use_int(kernels, qtype, k, exact, swapped) else None
     _run_rows(kernels, raw, qtype, x2d, xq, out2d, n_threads, swapped)
     return result
 
@@ -254,7 +266,7 @@ def matmul_id(
         sel = np.nonzero(flat_ids == e)[0]
         xe = np.ascontiguousarray(flat_x[sel])
         oe = np.empty((sel.size, n), dtype=np.float32)
-        xq = _quantize_x(kernels, xe) if use_int else None
+        xq = _quantize_x(kernels, xe, qtype) if use_int else None
         _run_rows(kernels, raw[int(e)], qtype, xe, xq, oe, n_threads, swapped)
         flat_out[sel] = oe
     return result

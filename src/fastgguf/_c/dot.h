@@ -8,10 +8,11 @@
  * compute exactly the same float operations: every CPU path and every thread count give the
  * same bits.
  *
- * The integer path: x is quantized to blocks of 32 int8 with one float scale each (the
- * "Q8 blocks" of fgg_mm_quantize_x8), and a weight block of 32 small integers is multiplied
- * with it as integers (exact), then scaled once per block. Faster, but x's rounding costs about
- * three decimal digits: fastgguf.matmul uses it only when asked (exact=False).
+ * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:
+ * fgg_mm_quantize_x8) or per super-block of 256 (the K-quants: fgg_mm_quantize_x8k), and the
+ * weight's small integers are multiplied with it as integers (exact), the sums scaled to float
+ * once per block (per 256 values for the K-quants). Faster, but x's rounding costs two to three
+ * decimal digits: fastgguf.matmul uses it only when asked (exact=False).
  */
 #ifndef FGG_MATMUL_DOT_H
 #define FGG_MATMUL_DOT_H
@@ -104,11 +105,10 @@ static inline float fgg_mm_lanes_sum(const float *acc)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path: per 32 values one float scale d and 32 int8 q, x ~ d * q;
- * half[h] = sum of q[16h .. 16h + 15] (for the weight types whose values have an offset). */
+/* x quantized for the integer path of Q4_0 and Q8_0: per 32 values one float scale d and 32
+ * int8 q, x ~ d * q. */
 typedef struct {
     float d;
-    int16_t half[2];
     int8_t q[32];
 } fgg_mm_q8;
 
@@ -124,31 +124,26 @@ static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *ou
         }
         float d = amax / 127.0f;
         float inv = d != 0.0f ? 1.0f / d : 0.0f;
-        int32_t sum[2] = {0, 0};
         for (int i = 0; i < 32; i++) {
             int q = (int)lrintf(v[i] * inv);
             q = q > 127 ? 127 : (q < -127 ? -127 : q);
             out[b].q[i] = (int8_t)q;
-            sum[i >> 4] += q;
         }
         out[b].d = d;
-        out[b].half[0] = (int16_t)sum[0];
-        out[b].half[1] = (int16_t)sum[1];
     }
 }
 
-static inline int32_t fgg_mm_qsum(const fgg_mm_q8 *x) { return (int32_t)x->half[0] + x->half[1]; }
-
-/* The integer kernels below all have one shape: one weight row (nb blocks at w) against m rows
- * of quantized x (row i at x + i * xs, in fgg_mm_q8 blocks), out[i * os] = the dot product.
+/* The integer kernels all have one shape: one weight row (nb blocks at w) against m rows of
+ * quantized x (row i at x + i * xs, in fgg_mm_q8 blocks for Q4_0 and Q8_0 below, fgg_mm_q8k
+ * super-blocks for the K-quants further down), out[i * os] = the dot product.
  * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
  * every row of x (8 rows at a time).
  *
- * The sums: the 32 products of a block go to 8 int32 lanes, lane k holding bytes 4k..4k+3 (each
- * half of 16 bytes weighted by an int16 scale): exact integers. Then per block and row, in
- * float32, acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed
- * in one fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto
- * x, madd with the scales, one 8-float vector per row) and the portable loop do exactly these
+ * The sums of Q4_0 and Q8_0: the 32 products of a block go to 8 int32 lanes, lane k holding
+ * bytes 4k..4k+3: exact integers. Then per block and row, in float32,
+ * acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed in one
+ * fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto x, madd
+ * with ones, one 8-float vector per row) and the portable loop (16-bit products) do exactly these
  * operations, so every build gives the same bits. */
 #if (FGG_HAVE_AVX2 || FGG_HAVE_AVX512)
 #define FGG_MM_INT_SIMD 1
@@ -156,21 +151,11 @@ typedef __m256i fgg_mm_w32;   /* 32 signed weight bytes */
 typedef __m256i fgg_mm_lanes; /* 8 int32 */
 typedef __m256 fgg_mm_acc;    /* 8 float */
 
-static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
 {
     __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), w);
     __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), sx);
-    __m256i sc = _mm256_setr_epi16((short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a, (short)a,
-                                   (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b, (short)b);
-    return _mm256_madd_epi16(p, sc);
-}
-
-/* fgg_mm_dot for w >= 0 (Q4_K's nibbles) and one scale a: maddubs takes w as it is (the same
- * integers, two sign operations fewer). */
-static inline fgg_mm_lanes fgg_mm_dot_u(fgg_mm_w32 w, const int8_t *xq, int a)
-{
-    __m256i p = _mm256_maddubs_epi16(w, _mm256_loadu_si256((const __m256i *)xq));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16((short)a));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
 static inline fgg_mm_acc fgg_mm_acc_zero(void) { return _mm256_setzero_ps(); }
@@ -191,18 +176,14 @@ typedef struct { int8_t b[32]; } fgg_mm_w32;
 typedef struct { int32_t v[8]; } fgg_mm_lanes;
 typedef struct { float v[8]; } fgg_mm_acc;
 
-static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq, int a, int b)
+static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
 {
+    int16_t p[32]; /* |w * x| <= 128 * 127: 16-bit products, a loop the compiler vectorizes */
+    for (int i = 0; i < 32; i++) p[i] = (int16_t)(w.b[i] * xq[i]);
     fgg_mm_lanes l;
-    for (int k = 0; k < 8; k++) {
-        int32_t t = 0;
-        for (int i = 4 * k; i < 4 * k + 4; i++) t += (int32_t)w.b[i] * xq[i];
-        l.v[k] = t * (k < 4 ? a : b);
-    }
+    for (int k = 0; k < 8; k++) l.v[k] = (p[4 * k] + p[4 * k + 1]) + (p[4 * k + 2] + p[4 * k + 3]);
     return l;
 }
-
-static inline fgg_mm_lanes fgg_mm_dot_u(fgg_mm_w32 w, const int8_t *xq, int a) { return fgg_mm_dot(w, xq, a, a); }
 
 static inline fgg_mm_acc fgg_mm_acc_zero(void)
 {
@@ -286,7 +267,7 @@ static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
             fgg_mm_w32 q = fgg_mm_load32(wb + 2);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
             }
         }
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
@@ -307,101 +288,7 @@ static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
             fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q, 1, 1), d * xb->d);
-            }
-        }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
-    }
-}
-
-/* Q4_K scales and mins: 12 bytes packing eight 6-bit scales and eight 6-bit mins. */
-static inline void fgg_mm_k4_scales(const uint8_t *s, uint8_t *sc, uint8_t *mn)
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s[j] & 63;
-        mn[j] = s[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((s[j + 8] & 15) | ((s[j] >> 6) << 4));
-        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
-    }
-}
-
-/* Q4_K: 144-byte super-blocks of 256 (f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
- * nibbles); sub-block j of 32 has value d * sc[j] * q - dmin * mn[j]. The min terms go to one
- * float per row, subtracted at the end. */
-static inline void fgg_mm_rows_q4_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                    int m, float *out, ptrdiff_t os)
-{
-    fgg_mm_acc acc[8];
-    float mins[8];
-    uint8_t sc[8], mn[8];
-    fgg_mm_w32 u[8];
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) {
-            acc[i] = fgg_mm_acc_zero();
-            mins[i] = 0.0f;
-        }
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_half_to_float(fgg_load_u16le(wb)), dmin = fgg_half_to_float(fgg_load_u16le(wb + 2));
-            fgg_mm_k4_scales(wb + 4, sc, mn);
-            for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
-                for (int j = 0; j < 8; j++) {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot_u(u[j], xb[j].q, sc[j]), d * xb[j].d);
-                    float mt = (dmin * xb[j].d) * (float)(fgg_mm_qsum(&xb[j]) * mn[j]);
-                    mins[i] = mins[i] + mt;
-                }
-            }
-        }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]) - mins[i];
-    }
-}
-
-/* Q6_K: 210-byte super-blocks of 256 (128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8
- * scales, f16 d); value d * scale[i / 16] * (q - 32), q = 0..63. */
-static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                    int m, float *out, ptrdiff_t os)
-{
-    fgg_mm_acc acc[8];
-    fgg_mm_w32 u[8];
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
-            const int8_t *scales = (const int8_t *)(wb + 192);
-            float d = fgg_half_to_float(fgg_load_u16le(wb + 208));
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
-#if defined(FGG_MM_INT_SIMD)
-                __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
-                __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
-                __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
-                __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
-                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
-                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
-                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
-                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
-#else
-                for (int k = 0; k < 32; k++) {
-                    u[4 * h + 0].b[k] = (int8_t)(((l[k] & 15) | ((hb[k] & 3) << 4)) - 32);
-                    u[4 * h + 1].b[k] = (int8_t)(((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4)) - 32);
-                    u[4 * h + 2].b[k] = (int8_t)(((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4)) - 32);
-                    u[4 * h + 3].b[k] = (int8_t)(((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4)) - 32);
-                }
-#endif
-            }
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8 *xb = x + (r0 + i) * xs + 8 * b;
-                for (int j = 0; j < 8; j++)
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(u[j], xb[j].q, scales[2 * j], scales[2 * j + 1]),
-                                            d * xb[j].d);
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
             }
         }
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
@@ -409,15 +296,426 @@ static inline void fgg_mm_rows_q6_k(const uint8_t *w, ptrdiff_t nsb, const fgg_m
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* K-quants (Q2_K to Q6_K): x by super-blocks of 256                                         */
+
+/* x quantized for the K-quant kernels: per 256 values one float scale d and 256 int8 q,
+ * x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and mins are
+ * per 16 or 32 values: their share of the dot product is bsum times an integer, no products). */
+typedef struct {
+    float d;
+    int16_t bsum[16];
+    int8_t q[256];
+} fgg_mm_q8k;
+
+/* Quantize n (a multiple of 256) floats of x into n / 256 super-blocks: the rounding of
+ * fgg_mm_quantize_x8 with one scale per 256 (|q| <= 127, so |bsum| <= 2032). */
+static inline void fgg_mm_quantize_x8k(const float *x, ptrdiff_t n, fgg_mm_q8k *out)
+{
+    for (ptrdiff_t b = 0; b < n / 256; b++) {
+        const float *v = x + b * 256;
+        float amax = 0.0f;
+        for (int i = 0; i < 256; i++) {
+            float a = fabsf(v[i]);
+            amax = a > amax ? a : amax;
+        }
+        float d = amax / 127.0f;
+        float inv = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int g = 0; g < 16; g++) {
+            int32_t sum = 0;
+            for (int i = 16 * g; i < 16 * g + 16; i++) {
+                int q = (int)lrintf(v[i] * inv);
+                q = q > 127 ? 127 : (q < -127 ? -127 : q);
+                out[b].q[i] = (int8_t)q;
+                sum += q;
+            }
+            out[b].bsum[g] = (int16_t)sum;
+        }
+        out[b].d = d;
+    }
+}
+
+/* A weight super-block unpacked for the integer sums: u[j] = the 32 values of sub-block j as
+ * bytes 0..63 (unsigned: offsets and mins are left to the bsum term), sc[g] = the int16 scale
+ * of values 16g..16g+15, bs[g] = the factor of x's bsum[g] (Q2_K, Q4_K, Q5_K: the min; Q3_K:
+ * 4 * scale, Q6_K: 32 * scale, the offsets of their values).
+ *
+ * The sums, one super-block against one row of x: 8 int32 lanes, lane k holding, over all 8
+ * sub-blocks j, sc * (the products of bytes 4k..4k+3 of u[j] with x) — each half of 16 bytes
+ * with its own sc — and apart from it lane k of the bsum term, bs[2k] * bsum[2k] +
+ * bs[2k+1] * bsum[2k+1]. All exact integers (|lane| < 2^26), in any order. Then once per
+ * super-block and row, in float32: acc[k] = acc[k] + (float)lane[k] * (d_w * d_x) and the 8
+ * lanes summed in one fixed order at the end. The SIMD builds (maddubs, then madd with the
+ * scales; madd of the bsums with bs) and the portable loop do exactly these operations. */
+#if defined(FGG_MM_INT_SIMD)
+typedef struct {
+    __m256i u[8];
+    __m256i sc[8]; /* sub-block j: sc[2j] in the 8 int16 of the low half, sc[2j+1] in the high */
+    __m256i bs;    /* 16 int16 */
+} fgg_mm_ksb;
+
+/* Lane k: sum over sub-blocks of sc * (bytes 4k..4k+3 of u times x). */
+static inline __m256i fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
+{
+    __m256i l = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) {
+        __m256i p = _mm256_maddubs_epi16(s->u[j], _mm256_loadu_si256((const __m256i *)(xq + 32 * j)));
+        l = _mm256_add_epi32(l, _mm256_madd_epi16(p, s->sc[j]));
+    }
+    return l;
+}
+
+/* Lane k: bs[2k] * bsum[2k] + bs[2k+1] * bsum[2k+1]. */
+static inline __m256i fgg_mm_ksb_bsum(const fgg_mm_ksb *s, const int16_t *bsum)
+{
+    return _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)bsum), s->bs);
+}
+
+static inline __m256i fgg_mm_lanes_sub(__m256i a, __m256i b) { return _mm256_sub_epi32(a, b); }
+
+/* Broadcast the int16 scales: sub-block j takes word 2j of ``lo8`` (or of ``hi8`` for j >= 4,
+ * words 2j - 8) in its low half and the next word in its high half. */
+static inline void fgg_mm_ksb_scales(fgg_mm_ksb *s, __m128i lo8, __m128i hi8)
+{
+    /* row a: bytes of word 2a repeated in the low 16 bytes, of word 2a + 1 in the high 16 */
+    static const int8_t pick[4][32] = {
+        {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
+        {4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7, 6, 7},
+        {8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 8, 9, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11, 10, 11},
+        {12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 12, 13, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15, 14, 15,
+         14, 15, 14, 15},
+    };
+    __m256i lo = _mm256_broadcastsi128_si256(lo8), hi = _mm256_broadcastsi128_si256(hi8);
+    for (int a = 0; a < 4; a++) {
+        __m256i p = _mm256_loadu_si256((const __m256i *)pick[a]);
+        s->sc[a] = _mm256_shuffle_epi8(lo, p);
+        s->sc[a + 4] = _mm256_shuffle_epi8(hi, p);
+    }
+}
+#else
+typedef struct {
+    fgg_mm_w32 u[8];
+    int16_t sc[16];
+    int16_t bs[16];
+    int16_t ws[256]; /* u times its scale (|.| <= 63 * 128): the row loop is then one plain dot */
+} fgg_mm_ksb;
+
+static inline fgg_mm_lanes fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
+{
+    /* per byte position over the 8 sub-blocks, folded into the lanes at the end: the same
+     * integers in a loop the compiler vectorizes */
+    int32_t a[32];
+    for (int i = 0; i < 32; i++) a[i] = 0;
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 32; i++) a[i] += s->ws[32 * j + i] * xq[32 * j + i];
+    fgg_mm_lanes l;
+    for (int k = 0; k < 8; k++) l.v[k] = (a[4 * k] + a[4 * k + 1]) + (a[4 * k + 2] + a[4 * k + 3]);
+    return l;
+}
+
+static inline fgg_mm_lanes fgg_mm_ksb_bsum(const fgg_mm_ksb *s, const int16_t *bsum)
+{
+    fgg_mm_lanes l;
+    for (int k = 0; k < 8; k++) l.v[k] = s->bs[2 * k] * bsum[2 * k] + s->bs[2 * k + 1] * bsum[2 * k + 1];
+    return l;
+}
+
+static inline fgg_mm_lanes fgg_mm_lanes_sub(fgg_mm_lanes a, fgg_mm_lanes b)
+{
+    for (int k = 0; k < 8; k++) a.v[k] -= b.v[k];
+    return a;
+}
+#endif
+
+/* Q4_K scales and mins: 12 bytes packing eight 6-bit scales and eight 6-bit mins, unpacked as
+ * four little-endian words: sc[0..3], sc[4..7], mn[0..3], mn[4..7] (a byte each). */
+static inline void fgg_mm_k4_scales(const uint8_t *s, uint32_t out[4])
+{
+    uint32_t s0 = fgg_load_u32le(s), s1 = fgg_load_u32le(s + 4), s2 = fgg_load_u32le(s + 8);
+    out[0] = s0 & 0x3f3f3f3fu;
+    out[1] = (s2 & 0x0f0f0f0fu) | (((s0 >> 6) & 0x03030303u) << 4);
+    out[2] = s1 & 0x3f3f3f3fu;
+    out[3] = ((s2 >> 4) & 0x0f0f0f0fu) | (((s1 >> 6) & 0x03030303u) << 4);
+}
+
+/* Unpack a Q4_K super-block (144 bytes: f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
+ * nibbles; sub-block j has value d * sc[j] * q - dmin * mn[j]). */
+static inline void fgg_mm_ksb_q4_k_at(const uint8_t *wb, const uint8_t *nibbles, fgg_mm_ksb *s)
+{
+    uint32_t words[4];
+    fgg_mm_k4_scales(wb + 4, words);
+    for (int g = 0; g < 4; g++) fgg_mm_nibbles32(nibbles + 32 * g, &s->u[2 * g], &s->u[2 * g + 1]);
+#if defined(FGG_MM_INT_SIMD)
+    __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
+    __m128i sc8 = _mm_cvtepu8_epi16(b8), mn8 = _mm_cvtepu8_epi16(_mm_srli_si128(b8, 8));
+    /* sub-block j's scale in both halves: word j of sc8 twice, i.e. lo = (sc0, sc0, sc1, sc1, ...) */
+    __m128i dup_lo = _mm_unpacklo_epi16(sc8, sc8), dup_hi = _mm_unpackhi_epi16(sc8, sc8);
+    fgg_mm_ksb_scales(s, dup_lo, dup_hi);
+    s->bs = _mm256_set_m128i(_mm_unpackhi_epi16(mn8, mn8), _mm_unpacklo_epi16(mn8, mn8));
+#else
+    uint8_t b[16];
+    for (int w4 = 0; w4 < 4; w4++)
+        for (int t = 0; t < 4; t++) b[4 * w4 + t] = (uint8_t)(words[w4] >> (8 * t));
+    for (int j = 0; j < 8; j++) {
+        s->sc[2 * j] = s->sc[2 * j + 1] = b[j];
+        s->bs[2 * j] = s->bs[2 * j + 1] = b[8 + j];
+    }
+#endif
+}
+
+static inline void fgg_mm_ksb_q4_k(const uint8_t *wb, fgg_mm_ksb *s) { fgg_mm_ksb_q4_k_at(wb, wb + 16, s); }
+
+/* Unpack a Q6_K super-block (210 bytes: 128 bytes low 4 bits, 64 bytes high 2 bits, 16 int8
+ * scales, f16 d; value d * scale[i / 16] * (q - 32), q = 0..63): u = q, bs = 32 * scale. */
+static inline void fgg_mm_ksb_q6_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    const int8_t *scales = (const int8_t *)(wb + 192);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
+#if defined(FGG_MM_INT_SIMD)
+        __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
+        __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
+        __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
+        s->u[4 * h + 0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4));
+        s->u[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4));
+        s->u[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4));
+        s->u[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4));
+#else
+        for (int k = 0; k < 32; k++) {
+            s->u[4 * h + 0].b[k] = (int8_t)((l[k] & 15) | ((hb[k] & 3) << 4));
+            s->u[4 * h + 1].b[k] = (int8_t)((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4));
+            s->u[4 * h + 2].b[k] = (int8_t)((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4));
+            s->u[4 * h + 3].b[k] = (int8_t)((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4));
+        }
+#endif
+    }
+#if defined(FGG_MM_INT_SIMD)
+    __m128i sv = _mm_loadu_si128((const __m128i *)scales);
+    __m128i lo8 = _mm_cvtepi8_epi16(sv), hi8 = _mm_cvtepi8_epi16(_mm_srli_si128(sv, 8));
+    fgg_mm_ksb_scales(s, lo8, hi8);
+    s->bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 5);
+#else
+    for (int g = 0; g < 16; g++) {
+        s->sc[g] = scales[g];
+        s->bs[g] = (int16_t)(32 * scales[g]);
+    }
+#endif
+}
+
+/* Per-16 scales given as 16 int8 (sc) and 16 int16 factors of bsum: the ksb's scale and bs
+ * fields (Q2_K, Q3_K). */
+static inline void fgg_mm_ksb_scales16(fgg_mm_ksb *s, const int8_t sc[16], const int16_t bs[16])
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m128i sv = _mm_loadu_si128((const __m128i *)sc);
+    fgg_mm_ksb_scales(s, _mm_cvtepi8_epi16(sv), _mm_cvtepi8_epi16(_mm_srli_si128(sv, 8)));
+    s->bs = _mm256_loadu_si256((const __m256i *)bs);
+#else
+    for (int g = 0; g < 16; g++) {
+        s->sc[g] = sc[g];
+        s->bs[g] = bs[g];
+    }
+#endif
+}
+
+/* 2-bit fields: sub-block 4h + t is bits 2t, 2t + 1 of the 32 bytes at q + 32h (Q2_K, Q3_K). */
+static inline void fgg_mm_ksb_crumbs(const uint8_t *q, fgg_mm_ksb *s)
+{
+    for (int h = 0; h < 2; h++) {
+#if defined(FGG_MM_INT_SIMD)
+        __m256i v = _mm256_loadu_si256((const __m256i *)(q + 32 * h)), three = _mm256_set1_epi8(3);
+        s->u[4 * h + 0] = _mm256_and_si256(v, three);
+        s->u[4 * h + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), three);
+        s->u[4 * h + 2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), three);
+        s->u[4 * h + 3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), three);
+#else
+        for (int t = 0; t < 4; t++)
+            for (int l = 0; l < 32; l++) s->u[4 * h + t].b[l] = (int8_t)((q[32 * h + l] >> (2 * t)) & 3);
+#endif
+    }
+}
+
+/* Q2_K (84 bytes: 16 scale bytes, 64 bytes of 2-bit q, f16 d, f16 dmin): value of the 16-run g
+ * d * (sc[g] & 15) * q - dmin * (sc[g] >> 4). */
+static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    int8_t sc[16];
+    int16_t mn[16];
+    for (int g = 0; g < 16; g++) {
+        sc[g] = (int8_t)(wb[g] & 15);
+        mn[g] = (int16_t)(wb[g] >> 4);
+    }
+    fgg_mm_ksb_scales16(s, sc, mn);
+    fgg_mm_ksb_crumbs(wb + 16, s);
+}
+
+/* Q3_K (110 bytes: hmask[32], 64 bytes of low 2 bits, 12 bytes of sixteen 6-bit scales, f16 d):
+ * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
+ * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
+ * g % 8, high 2 bits from bits 2 (g / 4) of byte 8 + g % 4. */
+static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    const uint8_t *p = wb + 96;
+    uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
+    uint32_t words[4] = {
+        (a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4),
+        (a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4),
+        ((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4),
+        ((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4),
+    };
+    int8_t sc[16];
+    int16_t bs[16];
+    for (int g = 0; g < 16; g++) {
+        sc[g] = (int8_t)((int)((words[g >> 2] >> (8 * (g & 3))) & 63) - 32);
+        bs[g] = (int16_t)(4 * sc[g]);
+    }
+    fgg_mm_ksb_scales16(s, sc, bs);
+    fgg_mm_ksb_crumbs(wb + 32, s);
+    for (int j = 0; j < 8; j++) {
+#if defined(FGG_MM_INT_SIMD)
+        __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
+        __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hm, j), one);
+        s->u[j] = _mm256_or_si256(s->u[j], _mm256_slli_epi16(bit, 2));
+#else
+        for (int l = 0; l < 32; l++) s->u[j].b[l] = (int8_t)(s->u[j].b[l] | (((wb[l] >> j) & 1) << 2));
+#endif
+    }
+}
+
+/* Q5_K (176 bytes: as Q4_K with qh[32] before the 128 bytes of nibbles): bit j of qh[l] is the
+ * fifth bit of element l of sub-block j. */
+static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    fgg_mm_ksb_q4_k_at(wb, wb + 48, s);
+    for (int j = 0; j < 8; j++) {
+#if defined(FGG_MM_INT_SIMD)
+        __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 16)), one = _mm256_set1_epi8(1);
+        __m256i bit = _mm256_and_si256(_mm256_srli_epi16(qh, j), one);
+        s->u[j] = _mm256_or_si256(s->u[j], _mm256_slli_epi16(bit, 4));
+#else
+        for (int l = 0; l < 32; l++) s->u[j].b[l] = (int8_t)(s->u[j].b[l] | (((wb[16 + l] >> j) & 1) << 4));
+#endif
+    }
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define FGG_MM_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define FGG_MM_ALWAYS_INLINE static __forceinline
+#endif
+
+enum { FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6 };
+
+/* Bytes per super-block of Q<kind>_K. */
+FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
+{
+    return kind == FGG_MM_K2 ? 84 : kind == FGG_MM_K3 ? 110 : kind == FGG_MM_K4 ? 144 : kind == FGG_MM_K5 ? 176 : 210;
+}
+
+/* Whether Q<kind>_K has mins (bs times bsum scaled by dmin, subtracted at the end) rather than
+ * an offset (bs times bsum subtracted from the lanes, Q3_K and Q6_K). */
+FGG_MM_ALWAYS_INLINE int fgg_mm_k_has_min(int kind) { return kind == FGG_MM_K2 || kind == FGG_MM_K4 || kind == FGG_MM_K5; }
+
+/* Unpack super-block wb of Q<kind>_K into s; its d (and dmin). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack_fields(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
+{
+    switch (kind) {
+    case FGG_MM_K2:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 80));
+        *dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 82));
+        fgg_mm_ksb_q2_k(wb, s);
+        break;
+    case FGG_MM_K3:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 108));
+        fgg_mm_ksb_q3_k(wb, s);
+        break;
+    case FGG_MM_K4:
+    case FGG_MM_K5:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb));
+        *dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
+        if (kind == FGG_MM_K4)
+            fgg_mm_ksb_q4_k(wb, s);
+        else
+            fgg_mm_ksb_q5_k(wb, s);
+        break;
+    default:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
+        fgg_mm_ksb_q6_k(wb, s);
+        break;
+    }
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
+{
+    fgg_mm_k_unpack_fields(kind, wb, s, d, dmin);
+#if !defined(FGG_MM_INT_SIMD)
+    for (int j = 0; j < 8; j++) {
+        int16_t lo = s->sc[2 * j], hi = s->sc[2 * j + 1];
+        for (int i = 0; i < 16; i++) s->ws[32 * j + i] = (int16_t)(s->u[j].b[i] * lo);
+        for (int i = 16; i < 32; i++) s->ws[32 * j + i] = (int16_t)(s->u[j].b[i] * hi);
+    }
+#endif
+}
+
+/* One weight row of Q<kind>_K against m rows of x: per super-block and row, the lanes times
+ * d * d_x into acc; with mins, the bsum lanes times dmin * d_x into accm, subtracted at the end;
+ * with an offset, the bsum lanes subtracted from the lanes (integers) first. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                        int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8], accm[8];
+    fgg_mm_ksb s;
+    float d, dmin = 0.0f;
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
+            fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+                if (fgg_mm_k_has_min(kind)) {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot(&s, xb->q), d * xb->d);
+                    accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                } else {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot(&s, xb->q), fgg_mm_ksb_bsum(&s, xb->bsum)),
+                                            d * xb->d);
+                }
+            }
+        }
+        for (int i = 0; i < mr; i++)
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i])
+                                                        : fgg_mm_acc_sum(acc[i]);
+    }
+}
+
+#define FGG_MM_K_ROWS(NAME, KIND)                                                                     \
+static inline void NAME(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,   \
+                        float *out, ptrdiff_t os)                                                    \
+{                                                                                                    \
+    fgg_mm_rows_k(KIND, w, nsb, x, xs, m, out, os);                                                  \
+}
+FGG_MM_K_ROWS(fgg_mm_rows_q2_k, FGG_MM_K2)
+FGG_MM_K_ROWS(fgg_mm_rows_q3_k, FGG_MM_K3)
+FGG_MM_K_ROWS(fgg_mm_rows_q4_k, FGG_MM_K4)
+FGG_MM_K_ROWS(fgg_mm_rows_q5_k, FGG_MM_K5)
+FGG_MM_K_ROWS(fgg_mm_rows_q6_k, FGG_MM_K6)
+#undef FGG_MM_K_ROWS
+
+/* ------------------------------------------------------------------------------------------ */
 /* AVX-512 VNNI integer kernels: the avx512 build only, used only where the CPU has avx512_vnni.
  *
  * The same integers and the same float steps as above, by other instructions: vpdpbusd adds the
- * 4 products of unsigned |w| bytes with x bytes (w's sign moved onto x) straight into an int32
- * lane, which is the lane above before its scale. For Q4_K and Q6_K (|w| <= 32, |x| <= 127) that
- * lane is below 2^15 in magnitude, so vpmaddwd with the scale in the low 16 bits of each int32
- * (0 in the high) multiplies it by the scale exactly, as the madd above did. Two rows of x share one 512-bit vector (row i in the low 256 bits, row i + 1 in
- * the high), so every float step is the 8-lane step above, done for two rows at once; an odd
- * last row uses the 256-bit form. So the VNNI, maddubs and portable kernels give the same bits.
+ * 4 products of unsigned w bytes with x bytes straight into an int32 lane, which is the lane
+ * above before its scale. Q4_0 and Q8_0 (w's sign moved onto x, scale 1): two rows of x share
+ * one 512-bit vector (row i in the low 256 bits, row i + 1 in the high), so every float step is
+ * the 8-lane step above, done for two rows at once; an odd last row uses the 256-bit form. The
+ * K-quants: two sub-blocks per vector for one row (see there). So the VNNI, maddubs and portable
+ * kernels give the same bits.
  * Each function is compiled for VNNI by a target attribute: the rest of the avx512 build still
  * runs on AVX-512 CPUs without VNNI, and these run only when fgg_cpu_has_avx512_vnni() says so. */
 #if defined(FGG_MM_INT_SIMD) && FGG_HAVE_AVX512 && (defined(__GNUC__) || defined(__clang__))
@@ -500,131 +798,90 @@ FGG_MM_V_LEGACY(fgg_mm_rows_q8_0_vnni, 34, fgg_mm_load32(wb + 2))
 FGG_MM_V_LEGACY(fgg_mm_rows_q4_0_vnni, 18, fgg_mm_nibbles16(wb + 2, 8))
 #undef FGG_MM_V_LEGACY
 
-/* Q4_K: the nibbles are unsigned, so they are vpdpbusd's unsigned operand as they are. */
-static FGG_MM_VNNI void fgg_mm_rows_q4_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                              int m, float *out, ptrdiff_t os)
+/* The K-quants: two sub-blocks of a super-block per 512-bit vector, one row of x at a time.
+ * vpdpbusd sums the 4 products of u's bytes 4k..4k+3 with x (|sum| <= 4 * 63 * 127 < 2^15),
+ * vpmaddwd with the scale in the low 16 bits of each int32 (0 in the high) multiplies it by the
+ * scale exactly, and the two 256-bit halves (sub-blocks 2h and 2h + 1) are added at the end: the
+ * int32 lanes of fgg_mm_ksb_dot, the same integers. The bsum term and the float steps are the
+ * maddubs kernels' own. */
+typedef struct {
+    __m512i u2[4];  /* sub-blocks 2h (low half) and 2h + 1 (high half) */
+    __m512i sc2[4]; /* their scales, one per int32 lane, high 16 bits 0 */
+} fgg_mm_ksb_v;
+
+static inline FGG_MM_VNNI void fgg_mm_ksb_vnni(const fgg_mm_ksb *s, fgg_mm_ksb_v *v)
 {
-    __m512 acc2[4];
-    fgg_mm_acc acc1 = fgg_mm_acc_zero();
-    float mins[8];
-    uint8_t sc[8], mn[8];
-    fgg_mm_w32 u[8];
-    __m512i uz[8], s2[8];
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;
-        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();
-        acc1 = fgg_mm_acc_zero();
-        for (int i = 0; i < mr; i++) mins[i] = 0.0f;
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 144) {
-            float d = fgg_half_to_float(fgg_load_u16le(wb)), dmin = fgg_half_to_float(fgg_load_u16le(wb + 2));
-            fgg_mm_k4_scales(wb + 4, sc, mn);
-            for (int g = 0; g < 4; g++) fgg_mm_nibbles32(wb + 16 + 32 * g, &u[2 * g], &u[2 * g + 1]);
-            if (np > 0)
-                for (int j = 0; j < 8; j++) {
-                    uz[j] = fgg_mm_v2_w(u[j]);
-                    s2[j] = _mm512_set1_epi32(sc[j]);
-                }
-            for (int p = 0; p < np; p++) {
-                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
-                for (int j = 0; j < 8; j++) {
-                    __m512i l = _mm512_dpbusd_epi32(_mm512_setzero_si512(), uz[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
-                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(l, s2[j]), d * x0[j].d, d * x1[j].d);
-                    float mt0 = (dmin * x0[j].d) * (float)(fgg_mm_qsum(&x0[j]) * mn[j]);
-                    float mt1 = (dmin * x1[j].d) * (float)(fgg_mm_qsum(&x1[j]) * mn[j]);
-                    mins[2 * p] = mins[2 * p] + mt0;
-                    mins[2 * p + 1] = mins[2 * p + 1] + mt1;
-                }
-            }
-            if (mr & 1) {
-                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + 8 * b;
-                for (int j = 0; j < 8; j++) {
-                    __m256i l = _mm256_dpbusd_epi32(_mm256_setzero_si256(), u[j],
-                                                    _mm256_loadu_si256((const __m256i *)xr[j].q));
-                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(l, _mm256_set1_epi32(sc[j])), d * xr[j].d);
-                    float mt = (dmin * xr[j].d) * (float)(fgg_mm_qsum(&xr[j]) * mn[j]);
-                    mins[mr - 1] = mins[mr - 1] + mt;
-                }
-            }
-        }
-        for (int p = 0; p < np; p++) {
-            float o0, o1;
-            fgg_mm_v2_out(acc2[p], &o0, &o1);
-            out[(r0 + 2 * p) * os] = o0 - mins[2 * p];
-            out[(r0 + 2 * p + 1) * os] = o1 - mins[2 * p + 1];
-        }
-        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1) - mins[mr - 1];
+    __m256i low16 = _mm256_set1_epi32(0xffff);
+    for (int h = 0; h < 4; h++) {
+        v->u2[h] = _mm512_inserti64x4(_mm512_castsi256_si512(s->u[2 * h]), s->u[2 * h + 1], 1);
+        v->sc2[h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(s->sc[2 * h], low16)),
+                                       _mm256_and_si256(s->sc[2 * h + 1], low16), 1);
     }
 }
 
-/* Q6_K: values q - 32 (signed), an int8 scale per 16. */
-static FGG_MM_VNNI void fgg_mm_rows_q6_k_vnni(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                              int m, float *out, ptrdiff_t os)
+static inline FGG_MM_VNNI __m256i fgg_mm_ksb_dot_vnni(const fgg_mm_ksb_v *v, const int8_t *xq)
 {
-    __m512 acc2[4];
-    fgg_mm_acc acc1 = fgg_mm_acc_zero();
-    fgg_mm_w32 u[8];
-    __m512i ua[8], s2[8];
-    __m256i s1[8];
-    __mmask64 neg[8];
+    __m512i l = _mm512_setzero_si512();
+    for (int h = 0; h < 4; h++) {
+        __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v->u2[h], _mm512_loadu_si512((const void *)(xq + 64 * h)));
+        l = _mm512_add_epi32(l, _mm512_madd_epi16(t, v->sc2[h]));
+    }
+    return _mm256_add_epi32(_mm512_castsi512_si256(l), _mm512_extracti64x4_epi64(l, 1));
+}
+
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
+                                                          ptrdiff_t xs, int m, float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8], accm[8];
+    fgg_mm_ksb s;
+    fgg_mm_ksb_v v;
+    float d, dmin = 0.0f;
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
     for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;
-        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();
-        acc1 = fgg_mm_acc_zero();
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += 210) {
-            const int8_t *scales = (const int8_t *)(wb + 192);
-            float d = fgg_half_to_float(fgg_load_u16le(wb + 208));
-            __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), o = _mm256_set1_epi8(32);
-            for (int h = 0; h < 2; h++) {
-                const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
-                __m256i l0 = _mm256_loadu_si256((const __m256i *)l);
-                __m256i l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
-                __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
-                u[4 * h + 0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), o);
-                u[4 * h + 1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), o);
-                u[4 * h + 2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), o);
-                u[4 * h + 3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                               _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), o);
-            }
-            for (int j = 0; j < 8; j++) {
-                int a = scales[2 * j] & 0xffff, c = scales[2 * j + 1] & 0xffff;
-                s1[j] = _mm256_setr_epi32(a, a, a, a, c, c, c, c);
-            }
-            if (np > 0)
-                for (int j = 0; j < 8; j++) {
-                    __m512i z = fgg_mm_v2_w(u[j]);
-                    ua[j] = _mm512_abs_epi8(z);
-                    neg[j] = _mm512_movepi8_mask(z);
-                    s2[j] = fgg_mm_v2_w(s1[j]);
+        for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
+            fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
+            fgg_mm_ksb_vnni(&s, &v);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+                if (fgg_mm_k_has_min(kind)) {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot_vnni(&v, xb->q), d * xb->d);
+                    accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                } else {
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot_vnni(&v, xb->q),
+                                                                     fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
                 }
-            for (int p = 0; p < np; p++) {
-                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + 8 * b, *x1 = x0 + xs;
-                for (int j = 0; j < 8; j++) {
-                    __m512i lz = fgg_mm_v2_dot(ua[j], neg[j], fgg_mm_v2_x(x0[j].q, x1[j].q));
-                    acc2[p] = fgg_mm_v2_acc(acc2[p], _mm512_madd_epi16(lz, s2[j]), d * x0[j].d, d * x1[j].d);
-                }
-            }
-            if (mr & 1) {
-                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + 8 * b;
-                for (int j = 0; j < 8; j++)
-                    acc1 = fgg_mm_acc_add(acc1, _mm256_madd_epi16(fgg_mm_v1_dot(u[j], xr[j].q), s1[j]), d * xr[j].d);
             }
         }
-        for (int p = 0; p < np; p++)
-            fgg_mm_v2_out(acc2[p], &out[(r0 + 2 * p) * os], &out[(r0 + 2 * p + 1) * os]);
-        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1);
+        for (int i = 0; i < mr; i++)
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i])
+                                                        : fgg_mm_acc_sum(acc[i]);
     }
 }
+
+#define FGG_MM_K_ROWS_VNNI(NAME, KIND)                                                                \
+static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,  \
+                             float *out, ptrdiff_t os)                                               \
+{                                                                                                    \
+    fgg_mm_rows_k_vnni(KIND, w, nsb, x, xs, m, out, os);                                             \
+}
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q2_k_vnni, FGG_MM_K2)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q3_k_vnni, FGG_MM_K3)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q4_k_vnni, FGG_MM_K4)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q5_k_vnni, FGG_MM_K5)
+FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
+#undef FGG_MM_K_ROWS_VNNI
 #else
 #define FGG_MM_HAVE_VNNI 0
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
 #define fgg_mm_rows_q8_0_vnni fgg_mm_rows_q8_0
 #define fgg_mm_rows_q4_0_vnni fgg_mm_rows_q4_0
+#define fgg_mm_rows_q2_k_vnni fgg_mm_rows_q2_k
+#define fgg_mm_rows_q3_k_vnni fgg_mm_rows_q3_k
 #define fgg_mm_rows_q4_k_vnni fgg_mm_rows_q4_k
+#define fgg_mm_rows_q5_k_vnni fgg_mm_rows_q5_k
 #define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
 #endif
 

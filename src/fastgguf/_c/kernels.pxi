@@ -42,8 +42,10 @@
 # ------------------------------------------------------------------------------------
 # Write ``static inline void fgg_mm_rows_<name>(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
 # ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/_c/dot.h (one weight row
-# against m rows of Q8-quantized x; the same operations on every build, see the comment there),
-# declare it in dot.pxd and set it in dot_rows(); add the type to INT_TYPES in
+# against m rows of quantized x; the same operations on every build, see the comment there): x
+# per 32 values (fgg_mm_q8) for a type of 32-value blocks, per 256 (fgg_mm_q8k, and the type in
+# _x_by_256() of kernels_matmul.pxi) for a K-quant, whose kernels are fgg_mm_rows_k's unpackers.
+# Declare it in dot.pxd and set it in dot_rows(); add the type to INT_TYPES in
 # tests/matmul/test_matmul.py.
 
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t, int64_t
@@ -76,7 +78,8 @@ ctypedef void (*fgg_quantize_fn)(const float *src, uint8_t *dst, int64_t n_rows,
 
 # Dot products of one weight row of n_blocks little-endian blocks with m activation rows (row i at
 # x + i * x_stride, in the form the type's dot product takes: for the integer path of
-# kernels_matmul.pxi, fgg_mm_q8 blocks of 32 quantized values, x_stride counted in those blocks),
+# kernels_matmul.pxi, fgg_mm_q8 blocks of 32 or fgg_mm_q8k super-blocks of 256 quantized values,
+# x_stride counted in those blocks),
 # out[i * out_stride] = the dot product: the signature of dot.h's fgg_mm_rows_<type>
 # (mm_row_fn), with x as const void *. Filled by dot_rows() in kernels_matmul.pxi (after the
 # families: a type gets its dot product there, next to the matmul drivers that call it).

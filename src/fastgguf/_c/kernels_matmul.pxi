@@ -18,6 +18,7 @@ cdef enum:
     # columns of 8 rows of x stay in L1.
     _MM_CHUNK = 1024
     MM_Q8_BYTES = sizeof(fgg_mm_q8)
+    MM_Q8K_BYTES = sizeof(fgg_mm_q8k)
     # Batches (M > 1) are walked in tiles: a tile of weight rows (about _MM_W_TILE bytes of blocks)
     # times a tile of x rows (about _MM_X_TILE bytes; a multiple of 8 rows, at least 8), both in L2,
     # so neither all of x is streamed again for every weight row (what made large batches slow),
@@ -38,11 +39,17 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
         rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k_vnni
+        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k_vnni
+        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k_vnni
+        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k_vnni
         rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k_vnni
     else:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
         rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
+        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k
+        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
+        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
         rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
 
 
@@ -92,8 +99,23 @@ def has_int_dot(int type_id):
 
 
 def q8_block_bytes():
-    """Bytes per 32 quantized values of x in the integer path."""
+    """Bytes per 32 quantized values of x in the integer path of Q4_0 and Q8_0 (fgg_mm_q8)."""
     return MM_Q8_BYTES
+
+
+cdef inline bint _x_by_256(int type_id) noexcept nogil:
+    """Whether the integer dot of ``type_id`` takes x by super-blocks of 256 (fgg_mm_q8k)."""
+    return (type_id == FGG_TYPE_Q2_K or type_id == FGG_TYPE_Q3_K or type_id == FGG_TYPE_Q4_K
+            or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K)
+
+
+def int_x_layout(int type_id):
+    """``(values, bytes)`` per block of quantized x that the integer dot of ``type_id`` takes:
+    ``(256, sizeof fgg_mm_q8k)`` for the K-quants (:func:`quantize_x8k`), else
+    ``(32, q8_block_bytes())`` (:func:`quantize_x8`)."""
+    if _x_by_256(type_id):
+        return 256, MM_Q8K_BYTES
+    return 32, MM_Q8_BYTES
 
 
 cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, const uint8_t *w, Py_ssize_t row_bytes,
@@ -230,9 +252,28 @@ def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
             fgg_mm_quantize_x8(&x[i, 0], k, <fgg_mm_q8 *>&dst[i, 0])
 
 
+def quantize_x8k(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
+    """Quantize each row of ``x`` (length a multiple of 256) into super-blocks for the K-quants'
+    integer path: per 256 values one float scale, 256 int8 and 16 int16 sums of 16.
+
+    ``dst`` has shape ``(M, K // 256 * int_x_layout(Q4_K)[1])``.
+    """
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], i
+    if k % 256:
+        raise ValueError(f"row length {k} is not a multiple of 256")
+    if dst.shape[0] != m or dst.shape[1] != k // 256 * MM_Q8K_BYTES:
+        raise ValueError("dst has the wrong shape")
+    if m == 0 or k == 0:
+        return
+    with nogil:
+        for i in range(m):
+            fgg_mm_quantize_x8k(&x[i, 0], k, <fgg_mm_q8k *>&dst[i, 0])
+
+
 def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t[:, ::1] xq not None,
                     float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1):
-    """``out[:, n0:n1]`` from the Q8-quantized rows ``xq`` (see :func:`quantize_x8`) by integer dots.
+    """``out[:, n0:n1]`` from the quantized rows ``xq`` by integer dots: ``xq`` in the layout
+    :func:`int_x_layout` names for the type (:func:`quantize_x8` or :func:`quantize_x8k`).
 
     Raises
     ------
@@ -249,8 +290,10 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
         raise NotImplementedError(f"no integer dot product for ggml type id {type_id}")
     cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
     cdef Py_ssize_t m = xq.shape[0], n_rows = w.shape[0], i, n
-    cdef Py_ssize_t k = xq.shape[1] // MM_Q8_BYTES * 32
-    if xq.shape[1] % MM_Q8_BYTES or k % block_size:
+    cdef Py_ssize_t x_values = 256 if _x_by_256(type_id) else 32
+    cdef Py_ssize_t x_bytes = MM_Q8K_BYTES if _x_by_256(type_id) else MM_Q8_BYTES
+    cdef Py_ssize_t k = xq.shape[1] // x_bytes * x_values
+    if xq.shape[1] % x_bytes or x_values != block_size:  # the kernels pair weight block b with x block b
         raise ValueError(f"quantized x rows of {xq.shape[1]} bytes do not fit the block size {block_size}")
     if w.shape[1] != k // block_size * type_size:
         raise ValueError(f"weight rows have {w.shape[1]} bytes, {k} elements take {k // block_size * type_size}")
@@ -272,7 +315,7 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     cdef const uint8_t *wp = &w[0, 0]
     cdef const uint8_t *xp = &xq[0, 0]
     cdef float *op = &out[0, 0]
-    cdef Py_ssize_t xs = xq.shape[1] // MM_Q8_BYTES
+    cdef Py_ssize_t xs = xq.shape[1] // x_bytes
     cdef fgg_guard guard
     cdef int status = 0
     cdef Py_ssize_t wt = _tile_rows(_MM_W_TILE, row_bytes, 1), xt = _tile_rows(_MM_X_TILE, xq.shape[1], 8)
