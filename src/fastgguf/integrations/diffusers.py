@@ -488,55 +488,82 @@ def _dequantize_parameter(tensor, dtype):
 
 
 _FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
+_DTYPE_NAMES: dict[Any, str] = {}  # torch dtype -> its name in _FLOAT_DTYPES (filled when the hook is installed)
 _HALF_TYPES = {"float16": "F16", "bfloat16": "BF16"}
+_HALF_TYPE_IDS = {"float16": 1, "bfloat16": 30}  # ggml's F16 and BF16
 
 
 def _half_bits(tensor):
     """A contiguous CPU float16/bfloat16 tensor's elements as a flat numpy uint16 array (shared memory)."""
     import torch
 
-    return tensor.reshape(-1).view(torch.int16).numpy().view(np.uint16)
+    return tensor.view(torch.int16).numpy().reshape(-1).view(np.uint16)
+
+
+#: Below this many elements a conversion is one direct kernel call: a layer's product is called
+#: dozens of times per forward, and the checked, threaded entry points cost tens of microseconds each.
+_DIRECT_ELEMENTS = 1 << 17
 
 
 def _linear_float32(inputs, weight, bias, compute_dtype, half: str):
-    """diffusers' ``GGUFLinear`` product in float32: the same inputs, one rounding of the output to ``compute_dtype``."""
+    """diffusers' ``GGUFLinear`` product in float32: the same inputs, one rounding of the output to ``compute_dtype``.
+
+    Called with a CPU ``inputs`` of ``compute_dtype`` (bfloat16 or float16) and a CPU GGUFParameter;
+    the sizes below are those of tensors torch made, so the kernels are called directly when small.
+    """
     import torch
 
+    from .. import _backend
     from ..dequant import dequantize, dequantize_rounded, narrow_floats
 
+    kernels = _backend.kernels()
+    half_type = _HALF_TYPE_IDS[half]
     x = inputs.contiguous()
     x32 = torch.empty(x.shape, dtype=torch.float32)
-    dequantize(_half_bits(x).view(np.uint8), _HALF_TYPES[half], out=x32.numpy().reshape(-1))  # exact
+    x_bits, x32_flat = _half_bits(x).view(np.uint8), x32.numpy().reshape(-1)
+    if x32_flat.size < _DIRECT_ELEMENTS:
+        kernels.dequantize_into(x_bits, x32_flat, half_type)  # exact
+    else:
+        dequantize(x_bits, half_type, out=x32_flat)
     # diffusers' weight: the float32 values rounded once to compute_dtype (here kept as float32)
-    qtype = weight.quant_type
-    block_size, type_size = _sizes(qtype)
-    data = torch.Tensor.as_subclass(weight, torch.Tensor).detach().contiguous().view(torch.uint8)
+    type_id = int(weight.quant_type)
+    block_size, type_size = _sizes(type_id)
+    data = torch.Tensor.as_subclass(weight, torch.Tensor).detach().contiguous().view(torch.uint8).numpy()
     shape = (*data.shape[:-1], data.shape[-1] // type_size * block_size)
-    w32 = torch.from_numpy(dequantize_rounded(data.numpy(), int(qtype), shape, dtype=half))
+    if data.size // type_size * block_size < _DIRECT_ELEMENTS:
+        w32 = torch.empty(shape, dtype=torch.float32)
+        kernels.dequantize_rounded_into(data.reshape(-1), w32.numpy().reshape(-1), type_id, half_type)
+    else:
+        w32 = torch.from_numpy(dequantize_rounded(data, type_id, shape, dtype=half))
     b32 = None if bias is None else bias.to(compute_dtype).to(torch.float32)
     out32 = torch.nn.functional.linear(x32, w32, b32).contiguous()
     result = torch.empty(out32.shape, dtype=compute_dtype)
-    narrow_floats(out32.numpy(), half, out=_half_bits(result))
+    if out32.numel() < _DIRECT_ELEMENTS:
+        kernels.narrow_floats(out32.numpy().reshape(-1), _half_bits(result), half_type)
+    else:
+        narrow_floats(out32.numpy(), half, out=_half_bits(result))
     return result
 
 
 def _install_forward(linear: Any) -> None:
     """``GGUFLinear.forward_native``: the weight dequantized straight into ``compute_dtype``, then diffusers' linear."""
+    import torch
+
     theirs = linear.forward_native
+    _DTYPE_NAMES.update({getattr(torch, name): name for name in _FLOAT_DTYPES})
 
     def forward_native(self, inputs):
         import torch
 
         weight = self.weight
         compute_dtype = getattr(self, "compute_dtype", None)
-        if (not hasattr(weight, "quant_type") or weight.device.type != "cpu" or not isinstance(compute_dtype, torch.dtype)
-                or str(compute_dtype).removeprefix("torch.") not in _FLOAT_DTYPES):
+        name = _DTYPE_NAMES.get(compute_dtype) if isinstance(compute_dtype, torch.dtype) else None
+        if name is None or not hasattr(weight, "quant_type") or weight.device.type != "cpu":
             return theirs(self, inputs)
-        half = str(compute_dtype).removeprefix("torch.")
-        if (half in _HALF_TYPES and _products and _products[0] == "float32" and isinstance(inputs, torch.Tensor)
+        if (name in _HALF_TYPES and _products and _products[0] == "float32" and isinstance(inputs, torch.Tensor)
                 and inputs.dtype == compute_dtype and inputs.device.type == "cpu"
                 and not (torch.is_grad_enabled() and (inputs.requires_grad or (self.bias is not None and self.bias.requires_grad)))):
-            return _linear_float32(inputs, weight, self.bias, compute_dtype, half)
+            return _linear_float32(inputs, weight, self.bias, compute_dtype, name)
         # the same values as diffusers' float32 dequantization followed by .to(compute_dtype): one rounding
         weight = _dequantize_parameter(weight, compute_dtype)
         bias = self.bias.to(compute_dtype) if self.bias is not None else None
