@@ -12,6 +12,7 @@ outputs); fastgguf with ``products="float32"`` (the same values multiplied in fl
 
     python benchmarks/bench_diffusers.py                      # Q4_K, IQ4_XS, Q8_0, Q6_K, BF16
     python benchmarks/bench_diffusers.py --type Q4_K --dtype bfloat16 --repeat 5
+    python benchmarks/bench_diffusers.py --width 1024 --type Q4_K           # heads of 128, as Flux's
     python benchmarks/bench_diffusers.py --layer 3072x3072 --tokens 1024   # one GGUFLinear of Flux-dev's width
 
 Under pytest (CI runs it with ``--benchmark-disable``) the small test model does one forward both
@@ -33,6 +34,16 @@ BIG = dict(patch_size=1, in_channels=64, num_layers=2, num_single_layers=2, atte
            num_attention_heads=8, joint_attention_dim=512, pooled_projection_dim=512, guidance_embeds=False,
            axes_dims_rope=(16, 24, 24))
 TYPES = ["Q4_K", "IQ4_XS", "Q8_0", "Q6_K", "BF16"]
+
+
+def config_of_width(width: int) -> dict:
+    """BIG at another width: 512 keeps BIG's 8 heads of 64; others take Flux's heads of 128 (rotary axes 16+56+56)."""
+    if width == 512:
+        return BIG
+    if width % 128:
+        raise ValueError(f"width must be 512 or a multiple of 128, not {width}")
+    return dict(BIG, attention_head_dim=128, num_attention_heads=width // 128, joint_attention_dim=width,
+                pooled_projection_dim=width, axes_dims_rope=(16, 56, 56))
 
 
 def forward_seconds(path: str, directory: str, config: dict, fast: bool | str, repeat: int,
@@ -132,9 +143,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--type", action="append", help=f"weight type(s) (default: {', '.join(TYPES)})")
     parser.add_argument("--repeat", type=int, default=3, help="forwards per path (the best is shown)")
     parser.add_argument("--dtype", action="append", help="compute_dtype(s) (default: bfloat16, float32)")
+    parser.add_argument("--width", type=int, default=512, help="the model's width (default 512: 8 heads of 64)")
     parser.add_argument("--layer", help="OUTxIN: time one GGUFLinear of that shape instead of the model")
     parser.add_argument("--tokens", type=int, default=1024, help="rows of x for --layer")
     args = parser.parse_args(argv)
+    config = config_of_width(args.width)
     if args.layer:
         n_out, n_in = (int(side) for side in args.layer.lower().split("x"))
         print(f"one GGUFLinear {n_out}x{n_in} with bias, {args.tokens} tokens, torch {torch.get_num_threads()} threads, "
@@ -147,24 +160,25 @@ def main(argv: list[str]) -> None:
                                                            for path, t in times.items()), flush=True)
         return
     print(f"diffusers {diffusers.__version__}, torch {torch.__version__} ({torch.get_num_threads()} threads); "
-          f"Flux-shaped, width {BIG['attention_head_dim'] * BIG['num_attention_heads']}, "
-          f"{BIG['num_layers']}+{BIG['num_single_layers']} blocks, 256+64 tokens; best of {args.repeat}")
+          f"Flux-shaped, width {config['attention_head_dim'] * config['num_attention_heads']} "
+          f"({config['num_attention_heads']} heads), {config['num_layers']}+{config['num_single_layers']} blocks, "
+          f"256+64 tokens; best of {args.repeat}")
     print("forward: one whole forward, ms (ratio to diffusers'); weights: every GGUFLinear weight made what its "
           "product takes, ms; max |diff|: of the output, to diffusers' own")
     print(f"{'dtype':9} {'type':7} {'products':13} {'forward':>9} {'ratio':>6} {'weights':>8} {'ratio':>6} "
           f"{'max |diff|':>11} {'max |out|':>10}")
-    model = models.build(BIG)
+    model = models.build(config)
     with tempfile.TemporaryDirectory() as directory:
         for name in args.type or TYPES:
             path = models.write(model, directory, models.uniform(GGMLType[name]), name=f"{name}.gguf")
             for dtype_name in args.dtype or ["bfloat16", "float32"]:
-                theirs, their_weights, their_out = forward_seconds(path, directory, BIG, False, args.repeat,
+                theirs, their_weights, their_out = forward_seconds(path, directory, config, False, args.repeat,
                                                                    dtype_name=dtype_name)
                 scale = their_out.float().abs().max().item()
                 print(f"{dtype_name:9} {name:7} {'(diffusers)':13} {theirs * 1e3:9.1f} {'':6} {their_weights * 1e3:8.1f} "
                       f"{'':6} {'':11} {scale:10.3g}", flush=True)
                 for products in ("compute_dtype", "float32")[: 1 if dtype_name == "float32" else 2]:
-                    ours, our_weights, our_out = forward_seconds(path, directory, BIG, products, args.repeat,
+                    ours, our_weights, our_out = forward_seconds(path, directory, config, products, args.repeat,
                                                                  dtype_name=dtype_name)
                     diff = (their_out.float() - our_out.float()).abs().max().item()
                     print(f"{'':9} {'':7} {products:13} {ours * 1e3:9.1f} {theirs / ours:5.1f}x {our_weights * 1e3:8.1f} "
