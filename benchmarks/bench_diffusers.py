@@ -14,6 +14,7 @@ outputs); fastgguf with ``products="float32"`` (the same values multiplied in fl
     python benchmarks/bench_diffusers.py --type Q4_K --dtype bfloat16 --repeat 5
     python benchmarks/bench_diffusers.py --width 1024 --type Q4_K           # heads of 128, as Flux's
     python benchmarks/bench_diffusers.py --layer 3072x3072 --tokens 1024   # one GGUFLinear of Flux-dev's width
+    python benchmarks/bench_diffusers.py --split --repeat 7                 # where a forward's time goes
 
 Under pytest (CI runs it with ``--benchmark-disable``) the small test model does one forward both
 ways and the outputs are compared.
@@ -123,6 +124,77 @@ def layer_seconds(n_out: int, n_in: int, tokens: int, qtype_name: str, dtype_nam
     return times
 
 
+def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -> dict:
+    """Where a forward with ``products="float32"`` spends its time: ``{part: seconds}`` of the best of ``repeat``.
+
+    "products": torch's float32 products of the GGUFLinear layers; "conversions": the rest of those
+    layers (weights dequantized and rounded, inputs widened, outputs narrowed); "other": the rest of
+    the model (torch's own code); "rows=1 layers": the layers fed one row (part of the first two).
+    """
+    import collections
+
+    import torch
+
+    from fastgguf import GGMLType
+    from fastgguf.integrations import diffusers as integration
+
+    import diffusers_gguf_models as models
+
+    dtype = getattr(torch, dtype_name)
+    spent: collections.Counter = collections.Counter()
+    linear, product = torch.nn.functional.linear, integration._linear_float32
+
+    inside = []
+
+    def timed_linear(*args, **kwargs):
+        start = time.perf_counter()
+        result = linear(*args, **kwargs)
+        if inside:  # a GGUFLinear's product, not a plain nn.Linear of the model
+            spent["products"] += time.perf_counter() - start
+        return result
+
+    def timed_product(inputs, *args):
+        start = time.perf_counter()
+        inside.append(True)
+        try:
+            result = product(inputs, *args)
+        finally:
+            inside.pop()
+        seconds = time.perf_counter() - start
+        spent["layers"] += seconds
+        if inputs.numel() == inputs.shape[-1]:
+            spent["rows=1 layers"] += seconds
+        return result
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = models.write(models.build(config), directory, models.uniform(GGMLType[qtype_name]), name="split.gguf")
+        integration.enable(products="float32")
+        try:
+            model = models.load(path, directory, dtype)
+            args = models.inputs(config, image_tokens=256, text_tokens=64, dtype=dtype)
+            best: dict = {}
+            with torch.no_grad():
+                model(**args)
+                integration._linear_float32, torch.nn.functional.linear = timed_product, timed_linear
+                try:
+                    for _ in range(repeat):
+                        spent.clear()
+                        start = time.perf_counter()
+                        model(**args)
+                        total = time.perf_counter() - start
+                        if not best or total < best["forward"]:
+                            best = dict(spent, forward=total)
+                finally:
+                    integration._linear_float32, torch.nn.functional.linear = product, linear
+        finally:
+            integration.disable()
+    return {"forward": best["forward"], "products": best["products"],
+            "conversions": best["layers"] - best["products"], "other": best["forward"] - best["layers"],
+            "rows=1 layers": best.get("rows=1 layers", 0.0)}
+
+
 def _timed(fn) -> float:
     start = time.perf_counter()
     fn()
@@ -146,8 +218,16 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--width", type=int, default=512, help="the model's width (default 512: 8 heads of 64)")
     parser.add_argument("--layer", help="OUTxIN: time one GGUFLinear of that shape instead of the model")
     parser.add_argument("--tokens", type=int, default=1024, help="rows of x for --layer")
+    parser.add_argument("--split", action="store_true", help="where a float32-products forward spends its time")
     args = parser.parse_args(argv)
     config = config_of_width(args.width)
+    if args.split:
+        for name in args.type or ["Q4_K"]:
+            for dtype_name in args.dtype or ["bfloat16"]:
+                parts = forward_split(config, name, dtype_name, max(args.repeat, 5))
+                print(f"{name} {dtype_name}, width {args.width}: " + ", ".join(f"{part} {seconds * 1e3:.1f} ms"
+                                                                           for part, seconds in parts.items()))
+        return
     if args.layer:
         n_out, n_in = (int(side) for side in args.layer.lower().split("x"))
         print(f"one GGUFLinear {n_out}x{n_in} with bias, {args.tokens} tokens, torch {torch.get_num_threads()} threads, "
@@ -218,6 +298,13 @@ def test_forward(benchmark, small_file, fast):
     assert out.dtype == torch.bfloat16 and torch.isfinite(out).all()
 
 
+
+
+def test_split_smoke():
+    import diffusers_gguf_models as models
+
+    parts = forward_split(models.SMALL, "Q8_0", "bfloat16", 1)
+    assert 0 < parts["products"] < parts["forward"] and parts["other"] > 0
 
 
 def test_layer_smoke():

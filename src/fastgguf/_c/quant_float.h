@@ -83,12 +83,17 @@ static void fgg_quantize_bf16(const float *src, uint8_t *dst, int64_t n_rows, in
 static void fgg_round_to_bf16(float *values, int64_t n) {
     int64_t i = 0;
 #if FGG_HAVE_AVX2
-    for (; i + 16 <= n; i += 16) {
-        const __m256i h = fgg__bf16x16(values + i);
-        const __m256i lo = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(h)), 16);
-        const __m256i hi = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(h, 1)), 16);
-        _mm256_storeu_si256((__m256i *)(values + i), lo);
-        _mm256_storeu_si256((__m256i *)(values + i + 8), hi);
+    /* in the 32-bit lanes: fgg__bf16x16's arithmetic with the low half cleared instead of shifted out */
+    const __m256i top = _mm256_set1_epi32((int)0xFFFF0000u), bias = _mm256_set1_epi32(0x7FFF);
+    const __m256i one = _mm256_set1_epi32(0x10000), quiet = _mm256_set1_epi32(0x00400000);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(values + i);
+        const __m256i w = _mm256_castps_si256(v);
+        const __m256i odd = _mm256_srli_epi32(_mm256_and_si256(w, one), 16);
+        const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(w, bias), odd), top);
+        const __m256i nan = _mm256_or_si256(_mm256_and_si256(w, top), quiet);
+        _mm256_storeu_si256((__m256i *)(values + i),
+                            _mm256_blendv_epi8(rounded, nan, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))));
     }
 #endif
     for (; i < n; i++) values[i] = fgg_bf16_to_float(fgg_float_to_bf16(values[i]));
