@@ -543,6 +543,23 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
         # the values are the data: narrowed straight from it, no staging copy
         narrow_floats(src[: n_out * 4].view(np.float32), target, out=flat, threads=threads)
         return result
+    if rows is None:
+        # the whole tensor: flat pieces of whole blocks (rows do not matter, and a long row is split too),
+        # each dequantized on every thread into a small float32 buffer, then cast into place
+        block_size, type_size = TYPE_TRAITS[qtype]
+        n_threads = _backend.resolve_threads(threads)
+        piece = max(block_size, min(max(_BLOCK_ELEMENTS, n_threads * _BLOCK_ELEMENTS // 4), 16 * _BLOCK_ELEMENTS)
+                    // block_size * block_size)
+        buffer = np.empty(min(piece, n_out), np.float32)
+        for start in range(0, n_out, piece):
+            stop = min(n_out, start + piece)
+            values = dequantize(src[start // block_size * type_size: stop // block_size * type_size], qtype,
+                                (stop - start,), out=buffer[: stop - start], threads=threads, byteorder=byteorder)
+            if half:
+                narrow_floats(values, target, out=flat[start:stop], threads=threads)
+            else:
+                np.copyto(flat[start:stop], values, casting="unsafe")
+        return result
     blocks = RowBlocks(np.float32 if half else target, threads=threads)  # half types: narrowed straight into place
     for first, block in blocks.iter(src, qtype, dims, rows=rows, byteorder=byteorder):
         part = flat[first * ne0: first * ne0 + block.size]
