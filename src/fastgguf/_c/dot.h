@@ -112,25 +112,28 @@ typedef struct {
     int8_t q[32];
 } fgg_mm_q8;
 
+/* Round n floats of v to int8 q = v / d with one scale d = amax / 127 (lrintf: to nearest, ties
+ * to even in the default mode), |q| <= 127. Returns d. */
+static inline float fgg_mm_round_x(const float *v, int n, int8_t *q)
+{
+    float amax = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float a = fabsf(v[i]);
+        amax = a > amax ? a : amax;
+    }
+    float d = amax / 127.0f;
+    float inv = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int i = 0; i < n; i++) {
+        int r = (int)lrintf(v[i] * inv);
+        q[i] = (int8_t)(r > 127 ? 127 : (r < -127 ? -127 : r));
+    }
+    return d;
+}
+
 /* Quantize n (a multiple of 32) floats of x into n / 32 blocks. */
 static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *out)
 {
-    for (ptrdiff_t b = 0; b < n / 32; b++) {
-        const float *v = x + b * 32;
-        float amax = 0.0f;
-        for (int i = 0; i < 32; i++) {
-            float a = fabsf(v[i]);
-            amax = a > amax ? a : amax;
-        }
-        float d = amax / 127.0f;
-        float inv = d != 0.0f ? 1.0f / d : 0.0f;
-        for (int i = 0; i < 32; i++) {
-            int q = (int)lrintf(v[i] * inv);
-            q = q > 127 ? 127 : (q < -127 ? -127 : q);
-            out[b].q[i] = (int8_t)q;
-        }
-        out[b].d = d;
-    }
+    for (ptrdiff_t b = 0; b < n / 32; b++) out[b].d = fgg_mm_round_x(x + b * 32, 32, out[b].q);
 }
 
 /* The integer kernels all have one shape: one weight row (nb blocks at w) against m rows of
@@ -312,25 +315,12 @@ typedef struct {
 static inline void fgg_mm_quantize_x8k(const float *x, ptrdiff_t n, fgg_mm_q8k *out)
 {
     for (ptrdiff_t b = 0; b < n / 256; b++) {
-        const float *v = x + b * 256;
-        float amax = 0.0f;
-        for (int i = 0; i < 256; i++) {
-            float a = fabsf(v[i]);
-            amax = a > amax ? a : amax;
-        }
-        float d = amax / 127.0f;
-        float inv = d != 0.0f ? 1.0f / d : 0.0f;
+        out[b].d = fgg_mm_round_x(x + b * 256, 256, out[b].q);
         for (int g = 0; g < 16; g++) {
             int32_t sum = 0;
-            for (int i = 16 * g; i < 16 * g + 16; i++) {
-                int q = (int)lrintf(v[i] * inv);
-                q = q > 127 ? 127 : (q < -127 ? -127 : q);
-                out[b].q[i] = (int8_t)q;
-                sum += q;
-            }
+            for (int i = 16 * g; i < 16 * g + 16; i++) sum += out[b].q[i];
             out[b].bsum[g] = (int16_t)sum;
         }
-        out[b].d = d;
     }
 }
 
