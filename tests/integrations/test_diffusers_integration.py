@@ -465,3 +465,26 @@ def test_pyproject_extras_start_at_the_oldest_tested_release():
     assert f"diffusers>={integration.OLDEST_TESTED_DIFFUSERS}" in extras["diffusers"]
     assert f"diffusers>={integration.OLDEST_TESTED_DIFFUSERS}" in extras["test"]
     assert not any(spec.startswith("diffusers") and "<" in spec for extra in extras.values() for spec in extra)
+
+
+@pytest.mark.parametrize("products", ["float32", "compute_dtype"])
+@pytest.mark.filterwarnings("ignore:Dynamo detected a call to a `functools.lru_cache`")  # diffusers' own code (0.37)
+def test_torch_compile(model, workdir, products):
+    """Under torch.compile the hooks run eagerly (a graph break each: numpy and the kernels cannot be traced):
+    the compiled model gives the eager model's outputs. (dynamo's "eager" backend: the tracing is what is tested.)"""
+    path = _file(model, workdir, "Q4_K", models.uniform(Q.Q4_K))
+    args = models.inputs(dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    try:
+        with integration.enabled(products=products), torch.no_grad():
+            loaded = models.load(path, workdir, torch.bfloat16)
+            expected = loaded(**args)[0]
+            compiled = torch.compile(loaded, backend="eager")
+            assert torch.equal(compiled(**args)[0], expected)
+            layer = loaded.transformer_blocks[0].ff.net[0].proj
+            x = torch.randn(3, layer.in_features).to(torch.bfloat16)
+            assert torch.equal(torch.compile(utils.dequantize_gguf_tensor, backend="eager")(layer.weight),
+                               utils.dequantize_gguf_tensor(layer.weight))
+            assert torch.equal(torch.compile(layer, backend="eager")(x), layer(x))
+    finally:
+        torch._dynamo.reset()

@@ -453,17 +453,29 @@ def _block_dequantizer(type_id: int, theirs: Callable | None) -> Callable:
         return values.to(device)
 
     dequantize_blocks.__name__ = f"fastgguf_dequantize_{type_id}"
-    return dequantize_blocks
+    return _eager(dequantize_blocks)
+
+
+def _eager(function: Callable) -> Callable:
+    """``function``, run eagerly (a graph break) under ``torch.compile``: it calls numpy and fastgguf's
+    kernels, which dynamo cannot trace. torch.compiler.disable, else torch._dynamo.disable, else as is."""
+    import torch
+
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    if not callable(disable):
+        disable = getattr(getattr(torch, "_dynamo", None), "disable", None)
+    return disable(function) if callable(disable) else function
 
 
 def _install_dequantize(utils: Any) -> None:
     """``dequantize_gguf_tensor``, in diffusers' GGUF utils and wherever diffusers imported it."""
     theirs = utils.dequantize_gguf_tensor
+    dequantize_parameter = _eager(_dequantize_parameter)
 
     def dequantize_gguf_tensor(tensor):
         if not hasattr(tensor, "quant_type") or tensor.device.type != "cpu":
             return theirs(tensor)
-        return _dequantize_parameter(tensor, None)
+        return dequantize_parameter(tensor, None)
 
     dequantize_gguf_tensor.__doc__ = "fastgguf's dequantization of a GGUFParameter (float32), diffusers' own elsewhere."
     _patch(utils, "dequantize_gguf_tensor", dequantize_gguf_tensor)
@@ -551,6 +563,7 @@ def _install_forward(linear: Any) -> None:
 
     theirs = linear.forward_native
     _DTYPE_NAMES.update({getattr(torch, name): name for name in _FLOAT_DTYPES})
+    dequantize_parameter, linear_float32 = _eager(_dequantize_parameter), _eager(lambda *args: _linear_float32(*args))
 
     def forward_native(self, inputs):
         import torch
@@ -563,9 +576,9 @@ def _install_forward(linear: Any) -> None:
         if (name in _HALF_TYPES and _products and _products[0] == "float32" and isinstance(inputs, torch.Tensor)
                 and inputs.dtype == compute_dtype and inputs.device.type == "cpu"
                 and not (torch.is_grad_enabled() and (inputs.requires_grad or (self.bias is not None and self.bias.requires_grad)))):
-            return _linear_float32(inputs, weight, self.bias, compute_dtype, name)
+            return linear_float32(inputs, weight, self.bias, compute_dtype, name)
         # the same values as diffusers' float32 dequantization followed by .to(compute_dtype): one rounding
-        weight = _dequantize_parameter(weight, compute_dtype)
+        weight = dequantize_parameter(weight, compute_dtype)
         bias = self.bias.to(compute_dtype) if self.bias is not None else None
         return torch.nn.functional.linear(inputs, weight, bias)
 
