@@ -127,11 +127,13 @@ def layer_seconds(n_out: int, n_in: int, tokens: int, qtype_name: str, dtype_nam
 def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -> dict:
     """Where a forward with ``products="float32"`` spends its time: ``{part: seconds}`` of the best of ``repeat``.
 
-    "products": torch's float32 products of the GGUFLinear layers; "conversions": the rest of those
+    "products": the float32 products of the GGUFLinear layers (torch's; fastgguf.matmul's for a few
+    rows, which includes dequantizing those weights in L1); "conversions": the rest of those
     layers (weights dequantized and rounded, inputs widened, outputs narrowed); "other": the rest of
     the model (torch's own code); "rows=1 layers": the layers fed one row (part of the first two).
     """
     import collections
+    import importlib
 
     import torch
 
@@ -140,9 +142,10 @@ def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -
 
     import diffusers_gguf_models as models
 
+    fast_matmul = importlib.import_module("fastgguf.matmul")  # the module (the package's name is the function)
     dtype = getattr(torch, dtype_name)
     spent: collections.Counter = collections.Counter()
-    linear, product = torch.nn.functional.linear, integration._linear_float32
+    linear, product, from_blocks = torch.nn.functional.linear, integration._linear_float32, fast_matmul.matmul
 
     inside = []
 
@@ -151,6 +154,12 @@ def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -
         result = linear(*args, **kwargs)
         if inside:  # a GGUFLinear's product, not a plain nn.Linear of the model
             spent["products"] += time.perf_counter() - start
+        return result
+
+    def timed_from_blocks(*args, **kwargs):  # a product of a few rows, straight from the blocks
+        start = time.perf_counter()
+        result = from_blocks(*args, **kwargs)
+        spent["products"] += time.perf_counter() - start
         return result
 
     def timed_product(inputs, *args):
@@ -178,6 +187,7 @@ def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -
             with torch.no_grad():
                 model(**args)
                 integration._linear_float32, torch.nn.functional.linear = timed_product, timed_linear
+                fast_matmul.matmul = timed_from_blocks
                 try:
                     for _ in range(repeat):
                         spent.clear()
@@ -188,6 +198,7 @@ def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -
                             best = dict(spent, forward=total)
                 finally:
                     integration._linear_float32, torch.nn.functional.linear = product, linear
+                    fast_matmul.matmul = from_blocks
         finally:
             integration.disable()
     return {"forward": best["forward"], "products": best["products"],

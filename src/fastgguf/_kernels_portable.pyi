@@ -128,8 +128,10 @@ def matmul_rows(
     n0: int,
     n1: int,
     byteswapped: bool = False,
+    round_to: int = 0,
 ) -> None:
-    """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released."""
+    """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released; ``round_to``
+    (the F16 or BF16 type id) rounds each weight value to that type first."""
 
 def quantize_x8(x: npt.NDArray[np.float32], dst: npt.NDArray[np.uint8]) -> None:
     """Quantize each row of ``x`` into Q8 blocks for the integer path."""

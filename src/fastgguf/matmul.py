@@ -98,7 +98,7 @@ def _use_int(kernels: Any, qtype: GGMLType, k: int, exact: bool, swapped: bool) 
     return k % kernels.int_x_layout(int(qtype))[0] == 0
 
 
-def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped) -> None:
+def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped, round_to: int = 0) -> None:
     """Fill out2d (M, N) = x2d @ W.T, output rows split over threads."""
     n_rows = raw2d.shape[0]
     m = x2d.shape[0]
@@ -108,7 +108,8 @@ def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped) -> None
     if xq is not None:
         tasks = [_bind(kernels.matmul_rows_int, raw2d, int(qtype), xq, out2d, bounds[c], bounds[c + 1]) for c in range(n_chunks)]
     else:
-        tasks = [_bind(kernels.matmul_rows, raw2d, int(qtype), x2d, out2d, bounds[c], bounds[c + 1], swapped) for c in range(n_chunks)]
+        tasks = [_bind(kernels.matmul_rows, raw2d, int(qtype), x2d, out2d, bounds[c], bounds[c + 1], swapped, round_to)
+                 for c in range(n_chunks)]
     _backend.run_chunks(tasks)
 
 
@@ -143,6 +144,7 @@ def matmul(
     out: np.ndarray | None = None,
     threads: int | None = None,
     exact: bool = True,
+    round_weights: Any = None,
 ) -> np.ndarray:
     """``x @ W.T`` in float32, read straight from the quantized blocks of ``W``.
 
@@ -166,6 +168,10 @@ def matmul(
         K-quants Q2_K to Q6_K, quantize ``x`` to int8 (per 32 values; per 256 for the K-quants)
         and use integer dot products (1.3-3.5x faster on one thread; relative error 5e-3 to 3e-2,
         see the module doc); other types stay on the float path.
+    round_weights : {None, "float16", "bfloat16"}
+        With the float path (``exact=True``, required): each weight value is first rounded to
+        that type (as :func:`fastgguf.dequant.dequantize_rounded`), so the result is the float32
+        product of the weights another library would have cast to it.
 
     Returns
     -------
@@ -186,6 +192,7 @@ def matmul(
         Arguments of the wrong kind, ``threads < 1``.
     """
     raw, qtype, shape, swapped = _weight_of(weight, type, 2)
+    round_to = _round_type(round_weights, exact)
     kernels = _backend.kernels()
     _check_kernel(kernels, qtype, swapped)
     n_threads = _backend.resolve_threads(threads)
@@ -197,8 +204,20 @@ def matmul(
         return result
     out2d = result.reshape(x2d.shape[0], n)
     xq = _quantize_x(kernels, x2d, qtype) if _use_int(kernels, qtype, k, exact, swapped) else None
-    _run_rows(kernels, raw, qtype, x2d, xq, out2d, n_threads, swapped)
+    _run_rows(kernels, raw, qtype, x2d, xq, out2d, n_threads, swapped, round_to)
     return result
+
+
+def _round_type(round_weights: Any, exact: bool) -> int:
+    """The kernels' ``round_to`` for ``round_weights``: 0, or the F16 / BF16 type id."""
+    if round_weights is None:
+        return 0
+    types = {"float16": GGMLType.F16, "bfloat16": GGMLType.BF16}
+    if not isinstance(round_weights, str) or round_weights not in types:
+        raise ValueError(f"round_weights must be None, 'float16' or 'bfloat16', not {round_weights!r}")
+    if not exact:
+        raise ValueError("round_weights needs the float path (exact=True)")
+    return int(types[round_weights])
 
 
 def matmul_id(

@@ -10,6 +10,7 @@
 from libc.stdlib cimport getenv
 
 from fastgguf._c.dot cimport *
+from fastgguf._c.quant_float cimport fgg_round_to_bf16, fgg_round_to_f16
 
 
 cdef enum:
@@ -122,7 +123,7 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
                    Py_ssize_t k, Py_ssize_t block_size, Py_ssize_t type_size,
                    const float *x, Py_ssize_t m, Py_ssize_t x_stride,
                    float *out, Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1,
-                   float *scratch, uint8_t *swapped, float *acc) noexcept nogil:
+                   float *scratch, uint8_t *swapped, float *acc, int round_to) noexcept nogil:
     cdef fgg_guard guard
     cdef Py_ssize_t n, off, length, i, chunk_blocks = _MM_CHUNK // block_size
     cdef const uint8_t *blocks
@@ -143,6 +144,10 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
                 swap(blocks, swapped, length // block_size, type_id)
                 blocks = swapped
             kernel(blocks, scratch, length // block_size)
+            if round_to == FGG_TYPE_BF16:
+                fgg_round_to_bf16(scratch, length)
+            elif round_to == FGG_TYPE_F16:
+                fgg_round_to_f16(scratch, length)
             i = 0
             while i + 4 <= m:
                 fgg_mm_dot_acc4(scratch, x + i * x_stride + off, x_stride, length, acc + i * FGG_MM_LANES)
@@ -158,11 +163,12 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
 
 
 def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::1] x not None,
-                float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, bint byteswapped=False):
+                float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, bint byteswapped=False, int round_to=0):
     """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released.
 
     ``w`` holds N whole rows of blocks of ``x.shape[1]`` elements; ``out`` is (M, N) with unit
-    column stride. Every length is checked here before any kernel runs.
+    column stride. ``round_to``: 0, or the F16 / BF16 type id: each weight value is first rounded
+    to that type (as ``dequantize_rounded_into``). Every length is checked here before any kernel runs.
 
     Raises
     ------
@@ -188,6 +194,8 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
             raise NotImplementedError(f"no big-endian support for ggml type id {type_id}")
     cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
     cdef Py_ssize_t m = x.shape[0], k = x.shape[1], n_rows = w.shape[0]
+    if round_to != 0 and round_to != FGG_TYPE_F16 and round_to != FGG_TYPE_BF16:
+        raise ValueError(f"round_to must be 0 or the F16 or BF16 type id, not {round_to}")
     if k % block_size:
         raise ValueError(f"row length {k} is not a multiple of the block size {block_size}")
     if w.shape[1] != k // block_size * type_size:
@@ -225,7 +233,8 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
             while b < m and status == 0:
                 b1 = min(b + xt, m)
                 status = _mm_float(kernel, swap, type_id, &w[0, 0], w.shape[1], k, block_size, type_size,
-                                   &x[b, 0], b1 - b, x_stride, &out[b, 0], out_stride, a, a1, scratch, swapped, acc)
+                                   &x[b, 0], b1 - b, x_stride, &out[b, 0], out_stride, a, a1, scratch, swapped, acc,
+                                   round_to)
                 b = b1
             a = a1
         free(scratch)

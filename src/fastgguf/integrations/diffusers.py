@@ -515,6 +515,10 @@ def _half_bits(tensor):
 #: Below this many elements a conversion is one direct kernel call: a layer's product is called
 #: dozens of times per forward, and the checked, threaded entry points cost tens of microseconds each.
 _DIRECT_ELEMENTS = 1 << 17
+#: Up to this many rows of input, a float32 product is computed from the blocks (fastgguf.matmul's float
+#: path): measured faster than the dequantized weight and torch's product for 1-16 rows (Q4_K 18432x3072,
+#: 1 row: 14 against 34 ms; 16 rows: 46 against 71 ms).
+_FROM_BLOCKS_ROWS = 16
 
 
 def _linear_float32(inputs, weight, bias, compute_dtype, half: str):
@@ -542,13 +546,24 @@ def _linear_float32(inputs, weight, bias, compute_dtype, half: str):
     block_size, type_size = _sizes(type_id)
     data = torch.Tensor.as_subclass(weight, torch.Tensor).detach().contiguous().view(torch.uint8).numpy()
     shape = (*data.shape[:-1], data.shape[-1] // type_size * block_size)
-    if data.size // type_size * block_size < _DIRECT_ELEMENTS:
-        w32 = torch.empty(shape, dtype=torch.float32)
-        kernels.dequantize_rounded_into(data.reshape(-1), w32.numpy().reshape(-1), type_id, half_type)
-    else:
-        w32 = torch.from_numpy(dequantize_rounded(data, type_id, shape, dtype=half))
     b32 = None if bias is None else bias.to(compute_dtype).to(torch.float32)
-    out32 = torch.nn.functional.linear(x32, w32, b32).contiguous()
+    rows = x32_flat.size // shape[-1] if shape[-1] else 0
+    if data.ndim == 2 and 0 < rows <= _FROM_BLOCKS_ROWS:
+        # few rows (a timestep's modulation): the product straight from the blocks, each weight rounded in
+        # L1, instead of a float32 copy of the weight written and read back
+        from ..matmul import matmul
+
+        product = matmul(x32_flat.reshape(rows, shape[-1]), data, type_id, round_weights=half)
+        if b32 is not None:
+            product += b32.numpy()
+        out32 = torch.from_numpy(product).reshape(*x.shape[:-1], shape[0])
+    else:
+        if data.size // type_size * block_size < _DIRECT_ELEMENTS:
+            w32 = torch.empty(shape, dtype=torch.float32)
+            kernels.dequantize_rounded_into(data.reshape(-1), w32.numpy().reshape(-1), type_id, half_type)
+        else:
+            w32 = torch.from_numpy(dequantize_rounded(data, type_id, shape, dtype=half))
+        out32 = torch.nn.functional.linear(x32, w32, b32).contiguous()
     result = torch.empty(out32.shape, dtype=compute_dtype)
     if out32.numel() < _DIRECT_ELEMENTS:
         kernels.narrow_floats(out32.numpy().reshape(-1), _half_bits(result), half_type)
