@@ -268,19 +268,25 @@ def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_thread
     if n_chunks == 1:
         kernels.dequantize_into(src, flat, type_id, None, 0, swapped, stream)
         return
-    # Chunk boundaries: multiples of a granule that is itself a whole number of blocks.
+    _backend.run_chunks([_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped, stream)
+                         for b0, b1, begin, end in _block_chunks(n_out, block_size, type_size, n_chunks)])
+
+
+def _block_chunks(n_out: int, block_size: int, type_size: int, n_chunks: int) -> list[tuple[int, int, int, int]]:
+    """``(first byte, end byte, first value, end value)`` of ``n_chunks`` parts of ``n_out`` values of whole blocks.
+
+    The boundaries are multiples of a granule that is itself a whole number of blocks; empty parts are left out.
+    """
     granule = max(block_size, _SPLIT_GRANULE // block_size * block_size)
     n_granules = n_out // granule
-    tasks = []
+    chunks = []
     begin = 0
     for k in range(n_chunks):
         end = n_out if k == n_chunks - 1 else (n_granules * (k + 1) // n_chunks) * granule
-        if end <= begin:
-            continue
-        b0, b1 = begin // block_size * type_size, end // block_size * type_size
-        tasks.append(_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped, stream))
-        begin = end
-    _backend.run_chunks(tasks)
+        if end > begin:
+            chunks.append((begin // block_size * type_size, end // block_size * type_size, begin, end))
+            begin = end
+    return chunks
 
 
 def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped) -> None:
@@ -309,17 +315,22 @@ _BLOCK_ELEMENTS = 1 << 20
 
 __all__ += ["RowBlocks", "dequantize_as", "dequantize_rounded", "narrow_floats", "resolve_dtype"]
 
+def _block_elements(n_threads: int) -> int:
+    """Elements staged in float32 per step of a non-float32 result: about a million per 4 threads, at most 16 million."""
+    return min(max(_BLOCK_ELEMENTS, n_threads * _BLOCK_ELEMENTS // 4), 16 * _BLOCK_ELEMENTS)
+
+
 #: Below this many elements per thread, a conversion runs on one thread.
 _MIN_CONVERT_PER_THREAD = 1 << 19
 
 
+#: The half-precision float types by their numpy names (bfloat16: ml_dtypes'), for the casts to them.
+HALF_TYPES = {"float16": GGMLType.F16, "bfloat16": GGMLType.BF16}
+
+
 def _half_type(dtype: np.dtype) -> GGMLType | None:
     """F16 or BF16 for a float16 or bfloat16 numpy dtype, else None."""
-    if dtype == np.float16:
-        return GGMLType.F16
-    if dtype.name == "bfloat16" and dtype.itemsize == 2:
-        return GGMLType.BF16
-    return None
+    return HALF_TYPES.get(dtype.name) if dtype.itemsize == 2 else None
 
 
 def narrow_floats(values: np.ndarray, dtype: Any, *, out: np.ndarray | None = None,
@@ -388,10 +399,8 @@ def dequantize_rounded(data: Any, type: GGMLType | int | str, shape: Any = None,
     result = _empty_aligned(dims, math.prod(dims))
     flat = result.reshape(-1)
     n_chunks = max(1, min(_backend.resolve_threads(threads), flat.size // _MIN_ELEMENTS_PER_THREAD))
-    granule = max(block_size, _SPLIT_GRANULE // block_size * block_size)
-    bounds = [0, *((flat.size // granule * k // n_chunks) * granule for k in range(1, n_chunks)), flat.size]
-    _backend.run_chunks([_bind(kernels.dequantize_rounded_into, src[a // block_size * type_size: b // block_size * type_size],
-                               flat[a:b], int(qtype), int(half)) for a, b in zip(bounds, bounds[1:]) if b > a])
+    _backend.run_chunks([_bind(kernels.dequantize_rounded_into, src[b0:b1], flat[begin:end], int(qtype), int(half))
+                         for b0, b1, begin, end in _block_chunks(flat.size, block_size, type_size, n_chunks)])
     return result
 
 
@@ -440,7 +449,7 @@ class RowBlocks:
         self.threads = None if threads is None else _backend.check_threads(threads)
         if block_elements is None:
             n_threads = _backend.resolve_threads(self.threads)
-            block_elements = min(max(_BLOCK_ELEMENTS, n_threads * _BLOCK_ELEMENTS // 4), 16 * _BLOCK_ELEMENTS)
+            block_elements = _block_elements(n_threads)
         elif operator.index(block_elements) < 1:
             raise ValueError(f"block_elements must be at least 1, got {block_elements}")
         self.block_elements = operator.index(block_elements)
@@ -547,9 +556,7 @@ def dequantize_as(data: Any, type: GGMLType | int | str, shape: Any = None, *,  
         # the whole tensor: flat pieces of whole blocks (rows do not matter, and a long row is split too),
         # each dequantized on every thread into a small float32 buffer, then cast into place
         block_size, type_size = TYPE_TRAITS[qtype]
-        n_threads = _backend.resolve_threads(threads)
-        piece = max(block_size, min(max(_BLOCK_ELEMENTS, n_threads * _BLOCK_ELEMENTS // 4), 16 * _BLOCK_ELEMENTS)
-                    // block_size * block_size)
+        piece = max(block_size, _block_elements(_backend.resolve_threads(threads)) // block_size * block_size)
         buffer = np.empty(min(piece, n_out), np.float32)
         for start in range(0, n_out, piece):
             stop = min(n_out, start + piece)

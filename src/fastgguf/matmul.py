@@ -212,12 +212,11 @@ def _round_type(round_weights: Any, exact: bool) -> int:
     """The kernels' ``round_to`` for ``round_weights``: 0, or the F16 / BF16 type id."""
     if round_weights is None:
         return 0
-    types = {"float16": GGMLType.F16, "bfloat16": GGMLType.BF16}
-    if not isinstance(round_weights, str) or round_weights not in types:
+    if not isinstance(round_weights, str) or round_weights not in _dequant.HALF_TYPES:
         raise ValueError(f"round_weights must be None, 'float16' or 'bfloat16', not {round_weights!r}")
     if not exact:
         raise ValueError("round_weights needs the float path (exact=True)")
-    return int(types[round_weights])
+    return int(_dequant.HALF_TYPES[round_weights])
 
 
 def matmul_id(

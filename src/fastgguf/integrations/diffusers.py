@@ -501,8 +501,6 @@ def _dequantize_parameter(tensor, dtype):
 
 _FLOAT_DTYPES = ("float32", "float16", "bfloat16", "float64")
 _DTYPE_NAMES: dict[Any, str] = {}  # torch dtype -> its name in _FLOAT_DTYPES (filled when the hook is installed)
-_HALF_TYPES = {"float16": "F16", "bfloat16": "BF16"}
-_HALF_TYPE_IDS = {"float16": 1, "bfloat16": 30}  # ggml's F16 and BF16
 
 
 def _half_bits(tensor):
@@ -530,10 +528,10 @@ def _linear_float32(inputs, weight, bias, compute_dtype, half: str):
     import torch
 
     from .. import _backend
-    from ..dequant import dequantize, dequantize_rounded, narrow_floats
+    from ..dequant import HALF_TYPES, dequantize, dequantize_rounded, narrow_floats
 
     kernels = _backend.kernels()
-    half_type = _HALF_TYPE_IDS[half]
+    half_type = int(HALF_TYPES[half])
     x = inputs.contiguous()
     x32 = torch.empty(x.shape, dtype=torch.float32)
     x_bits, x32_flat = _half_bits(x).view(np.uint8), x32.numpy().reshape(-1)
@@ -578,6 +576,9 @@ def _install_forward(linear: Any) -> None:
 
     theirs = linear.forward_native
     _DTYPE_NAMES.update({getattr(torch, name): name for name in _FLOAT_DTYPES})
+    from ..dequant import HALF_TYPES
+
+    # _linear_float32 looked up at each call, so that a wrapper set on the module (benchmarks/bench_diffusers) is used
     dequantize_parameter, linear_float32 = _eager(_dequantize_parameter), _eager(lambda *args: _linear_float32(*args))
 
     def forward_native(self, inputs):
@@ -588,7 +589,7 @@ def _install_forward(linear: Any) -> None:
         name = _DTYPE_NAMES.get(compute_dtype) if isinstance(compute_dtype, torch.dtype) else None
         if name is None or not hasattr(weight, "quant_type") or weight.device.type != "cpu":
             return theirs(self, inputs)
-        if (name in _HALF_TYPES and _products and _products[0] == "float32" and isinstance(inputs, torch.Tensor)
+        if (name in HALF_TYPES and _products and _products[0] == "float32" and isinstance(inputs, torch.Tensor)
                 and inputs.dtype == compute_dtype and inputs.device.type == "cpu"
                 and not (torch.is_grad_enabled() and (inputs.requires_grad or (self.bias is not None and self.bias.requires_grad)))):
             return linear_float32(inputs, weight, self.bias, compute_dtype, name)
