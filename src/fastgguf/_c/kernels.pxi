@@ -435,5 +435,5 @@ def cpu_supports(str variant):
     if variant == "avx512":
         return bool(fgg_cpu_has_avx512())
     raise ValueError(f"unknown kernel variant {variant!r}")
-include "kernels_matmul.pxi"
 include "kernels_convert.pxi"
+include "kernels_matmul.pxi"

@@ -1,6 +1,6 @@
 # float32 <-> the half types outside the quantize/dequantize columns: a dtype cast (every value,
 # NaN and inf included) and a dequantization rounded to a half type while the values are in L1.
-# Included at the end of kernels.pxi (it uses the table and the dequantization driver's guard).
+# Included near the end of kernels.pxi, before kernels_matmul.pxi (whose float path rounds with _round_values).
 
 from fastgguf._c.quant_float cimport fgg_round_to_bf16, fgg_round_to_f16
 
@@ -35,6 +35,14 @@ cdef enum:
     _ROUND_CHUNK_FLOATS = 4096
 
 
+cdef inline void _round_values(float *values, Py_ssize_t n, int round_to) noexcept nogil:
+    """Round ``values`` in place to the nearest F16 or BF16 (``round_to``; any other value: unchanged)."""
+    if round_to == FGG_TYPE_BF16:
+        fgg_round_to_bf16(values, n)
+    elif round_to == FGG_TYPE_F16:
+        fgg_round_to_f16(values, n)
+
+
 cdef int _dequantize_rounded_guarded(fgg_dequantize_fn kernel, const uint8_t *src, float *dst, Py_ssize_t n_blocks,
                                      Py_ssize_t block_size, Py_ssize_t type_size, int round_to) noexcept nogil:
     cdef fgg_guard guard
@@ -44,10 +52,7 @@ cdef int _dequantize_rounded_guarded(fgg_dequantize_fn kernel, const uint8_t *sr
     while done < n_blocks:
         count = min(per_chunk, n_blocks - done)
         kernel(src + done * type_size, dst + done * block_size, count)
-        if round_to == FGG_TYPE_F16:
-            fgg_round_to_f16(dst + done * block_size, count * block_size)
-        else:
-            fgg_round_to_bf16(dst + done * block_size, count * block_size)
+        _round_values(dst + done * block_size, count * block_size, round_to)
         done += count
     fgg_guard_leave(&guard)
     return 0

@@ -10,7 +10,6 @@
 from libc.stdlib cimport getenv
 
 from fastgguf._c.dot cimport *
-from fastgguf._c.quant_float cimport fgg_round_to_bf16, fgg_round_to_f16
 
 
 cdef enum:
@@ -144,10 +143,7 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
                 swap(blocks, swapped, length // block_size, type_id)
                 blocks = swapped
             kernel(blocks, scratch, length // block_size)
-            if round_to == FGG_TYPE_BF16:
-                fgg_round_to_bf16(scratch, length)
-            elif round_to == FGG_TYPE_F16:
-                fgg_round_to_f16(scratch, length)
+            _round_values(scratch, length, round_to)
             i = 0
             while i + 4 <= m:
                 fgg_mm_dot_acc4(scratch, x + i * x_stride + off, x_stride, length, acc + i * FGG_MM_LANES)
