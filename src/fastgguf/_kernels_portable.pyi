@@ -20,6 +20,7 @@ __all__ = [
     "has_int_dot",
     "has_kernel",
     "has_quantize",
+    "has_thread_pool",
     "int_dot_isa",
     "int_x_layout",
     "matmul_rows",
@@ -129,9 +130,14 @@ def matmul_rows(
     n1: int,
     byteswapped: bool = False,
     round_to: int = 0,
+    threads: int = 1,
 ) -> None:
     """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released; ``round_to``
-    (the F16 or BF16 type id) rounds each weight value to that type first."""
+    (the F16 or BF16 type id) rounds each weight value to that type first; ``threads`` of the
+    build's own pool share the rows."""
+
+def has_thread_pool() -> bool:
+    """Whether this build runs ``threads=`` on its own worker threads (POSIX), or on the caller only."""
 
 def quantize_x8(x: npt.NDArray[np.float32], dst: npt.NDArray[np.uint8]) -> None:
     """Quantize each row of ``x`` into Q8 blocks for the integer path."""
@@ -146,5 +152,7 @@ def matmul_rows_int(
     out: npt.NDArray[np.float32],
     n0: int,
     n1: int,
+    threads: int = 1,
 ) -> None:
-    """``out[:, n0:n1]`` from Q8-quantized rows of x by integer dot products."""
+    """``out[:, n0:n1]`` from Q8-quantized rows of x by integer dot products, on ``threads``
+    threads of the build's own pool."""

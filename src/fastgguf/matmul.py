@@ -99,18 +99,27 @@ def _use_int(kernels: Any, qtype: GGMLType, k: int, exact: bool, swapped: bool) 
 
 
 def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped, round_to: int = 0) -> None:
-    """Fill out2d (M, N) = x2d @ W.T, output rows split over threads."""
+    """Fill out2d (M, N) = x2d @ W.T, output rows split over threads.
+
+    Where the build has its own worker threads (POSIX), one call hands them the whole range: a
+    hand-off to Python's pool costs as much as a small product. Elsewhere the range is split here
+    and the pieces run on :func:`fastgguf._backend.run_chunks`.
+    """
     n_rows = raw2d.shape[0]
     m = x2d.shape[0]
     work = raw2d.nbytes * max(1, m)
     n_chunks = max(1, min(n_threads, n_rows, work // _MIN_WORK_PER_THREAD))
-    bounds = [n_rows * c // n_chunks for c in range(n_chunks + 1)]
     if xq is not None:
-        tasks = [_bind(kernels.matmul_rows_int, raw2d, int(qtype), xq, out2d, bounds[c], bounds[c + 1]) for c in range(n_chunks)]
+        def product(a: int, b: int, threads: int) -> None:
+            kernels.matmul_rows_int(raw2d, int(qtype), xq, out2d, a, b, threads)
     else:
-        tasks = [_bind(kernels.matmul_rows, raw2d, int(qtype), x2d, out2d, bounds[c], bounds[c + 1], swapped, round_to)
-                 for c in range(n_chunks)]
-    _backend.run_chunks(tasks)
+        def product(a: int, b: int, threads: int) -> None:
+            kernels.matmul_rows(raw2d, int(qtype), x2d, out2d, a, b, swapped, round_to, threads)
+    if n_chunks == 1 or kernels.has_thread_pool():
+        product(0, n_rows, n_chunks)
+        return
+    bounds = [n_rows * c // n_chunks for c in range(n_chunks + 1)]
+    _backend.run_chunks([_bind(product, bounds[c], bounds[c + 1], 1) for c in range(n_chunks)])
 
 
 def _bind(fn, *args):

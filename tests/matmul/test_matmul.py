@@ -114,6 +114,61 @@ def test_same_bits_for_every_thread_count(qtype, monkeypatch):
         np.testing.assert_array_equal(matmul(x, raw, qtype, threads=threads), first)
 
 
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_kernels_pool_serves_concurrent_callers(exact, monkeypatch):
+    """Several Python threads in matmul at once: one gets the build's worker threads, the others
+    run their tasks on their own thread; every result has the bits of a one-thread product."""
+    import sys
+    import threading
+
+    monkeypatch.setattr(sys.modules["fastgguf.matmul"], "_MIN_WORK_PER_THREAD", 1)
+    rng = np.random.default_rng(5)
+    n, k = 301, 512
+    weights = [random_weights(T.Q4_K, n, k, rng) for _ in range(4)]
+    xs = [rng.standard_normal((2, k)).astype(np.float32) for _ in range(4)]
+    expected = [matmul(x, w, T.Q4_K, threads=1, exact=exact) for x, w in zip(xs, weights)]
+    failures: list[int] = []
+    start = threading.Barrier(4)
+
+    def run(i: int) -> None:
+        start.wait()
+        for _ in range(30):
+            if not np.array_equal(matmul(xs[i], weights[i], T.Q4_K, threads=3, exact=exact), expected[i]):
+                failures.append(i)
+
+    callers = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert failures == []
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")  # Python 3.12+: fork with threads
+def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
+    """A fork copies the pool's state but not its threads: the child starts its own."""
+    import os
+    import sys
+
+    monkeypatch.setattr(sys.modules["fastgguf.matmul"], "_MIN_WORK_PER_THREAD", 1)
+    rng = np.random.default_rng(6)
+    raw = random_weights(T.Q4_K, 257, 512, rng)
+    x = rng.standard_normal((3, 512)).astype(np.float32)
+    expected = matmul(x, raw, T.Q4_K, threads=2)  # the parent's workers exist now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        ok = all(np.array_equal(matmul(x, raw, T.Q4_K, threads=t), expected) for t in (2, 3, 2))
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    _, status = os.waitpid(pid, 0)
+    answer = os.read(read, 1)
+    os.close(read)
+    assert status == 0 and answer == b"1"
+
+
 @pytest.mark.parametrize("qtype", [T.F32, T.Q8_0, T.Q4_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 def test_batches_are_tiled_without_changing_bits(qtype, exact):

@@ -147,11 +147,14 @@ def test_dequantizing_threads_outlive_close_and_collection(model_path):
 
 _TRUNCATE = textwrap.dedent("""
     import os, sys
+    import numpy as np
     import fastgguf
     path, what = sys.argv[1], sys.argv[2]
     f = fastgguf.open(path)
     tensor = f.tensors["weight"]
     raw = tensor.raw
+    q8 = f.tensors["q8"]
+    q8_raw = q8.raw.reshape(q8.shape[0], -1)
     tokens = f.metadata["tokenizer.ggml.tokens"]
     os.truncate(path, 4096)
     try:
@@ -163,6 +166,10 @@ _TRUNCATE = textwrap.dedent("""
             f.metadata["scores"]
         elif what == "dequantize a view":
             fastgguf.dequantize(raw, tensor.type, tensor.shape, threads=2)
+        elif what == "matmul a view":
+            fastgguf.matmul(np.ones(1024, np.float32), q8_raw, q8.type, threads=2)
+        elif what == "integer matmul a view":
+            fastgguf.matmul(np.ones(1024, np.float32), q8_raw, q8.type, threads=2, exact=False)
         elif what == "raw view":
             raw.sum()
     except fastgguf.GGUFError as exc:
@@ -186,9 +193,11 @@ def test_reads_through_the_reader_after_truncation_raise(model_path, what):
 
 
 @linux_only
-def test_a_kernel_reading_a_truncated_map_raises_instead_of_dying(model_path):
-    """No size check up front here: the SIGBUS inside the kernel itself is turned into GGUFError."""
-    proc = run_after_truncation(model_path, "dequantize a view")
+@pytest.mark.parametrize("what", ["dequantize a view", "matmul a view", "integer matmul a view"])
+def test_a_kernel_reading_a_truncated_map_raises_instead_of_dying(model_path, what):
+    """No size check up front here: the SIGBUS inside the kernel itself, on whichever of its
+    worker threads it happens, is turned into GGUFError."""
+    proc = run_after_truncation(model_path, what)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "SIGBUS" in proc.stdout
 

@@ -10,6 +10,7 @@
 from libc.stdlib cimport getenv
 
 from fastgguf._c.dot cimport *
+from fastgguf._c.pool cimport fgg_pool_run, FGG_HAVE_POOL
 
 
 cdef enum:
@@ -158,18 +159,86 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
     return 0
 
 
+cdef struct _MMFloatJob:
+    fgg_dequantize_fn kernel
+    fgg_byteswap_fn swap
+    int type_id
+    const uint8_t *w
+    Py_ssize_t row_bytes, k, block_size, type_size
+    const float *x
+    Py_ssize_t m, x_stride
+    float *out
+    Py_ssize_t out_stride, n0, n1, wt, xt
+    int round_to, n_tasks
+    int status
+
+
+cdef inline void _task_rows(Py_ssize_t n0, Py_ssize_t n1, int task, int n_tasks, Py_ssize_t *a, Py_ssize_t *b) noexcept nogil:
+    a[0] = n0 + (n1 - n0) * task // n_tasks
+    b[0] = n0 + (n1 - n0) * (task + 1) // n_tasks
+
+
+cdef int _tasks_for(Py_ssize_t n_rows, Py_ssize_t tile_rows, int threads) noexcept nogil:
+    """One task per tile of weight rows (claimed dynamically: a slow thread takes fewer), at least
+    one per thread."""
+    cdef Py_ssize_t tiles = (n_rows + tile_rows - 1) // tile_rows
+    if threads <= 1:
+        return 1
+    if tiles < threads:
+        tiles = threads
+    if tiles > n_rows:
+        tiles = n_rows
+    if tiles > 0x10000:
+        tiles = 0x10000
+    return <int>tiles
+
+
+cdef void _mm_float_task(void *ctx, int task) noexcept nogil:
+    cdef _MMFloatJob *job = <_MMFloatJob *>ctx
+    cdef Py_ssize_t a, a1, b, b1, n0, n1
+    cdef int status = 0
+    _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
+    if n0 == n1:
+        return
+    cdef float *scratch = <float *>malloc(_MM_CHUNK * sizeof(float) + 64)
+    cdef float *acc = <float *>malloc(min(job.m, job.xt) * FGG_MM_LANES * sizeof(float) + 64)
+    cdef uint8_t *swapped = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES) if job.swap != NULL else NULL
+    if scratch == NULL or acc == NULL or (job.swap != NULL and swapped == NULL):
+        status = -3
+    a = n0
+    while a < n1 and status == 0:
+        a1 = min(a + job.wt, n1)
+        b = 0
+        while b < job.m and status == 0:
+            b1 = min(b + job.xt, job.m)
+            status = _mm_float(job.kernel, job.swap, job.type_id, job.w, job.row_bytes, job.k, job.block_size,
+                               job.type_size, job.x + b * job.x_stride, b1 - b, job.x_stride,
+                               job.out + b * job.out_stride, job.out_stride, a, a1, scratch, swapped, acc,
+                               job.round_to)
+            b = b1
+        a = a1
+    free(scratch)
+    free(acc)
+    free(swapped)
+    if status != 0:
+        job.status = status
+
+
 def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::1] x not None,
-                float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, bint byteswapped=False, int round_to=0):
+                float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, bint byteswapped=False, int round_to=0,
+                int threads=1):
     """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released.
 
     ``w`` holds N whole rows of blocks of ``x.shape[1]`` elements; ``out`` is (M, N) with unit
     column stride. ``round_to``: 0, or the F16 / BF16 type id: each weight value is first rounded
-    to that type (as ``dequantize_rounded_into``). Every length is checked here before any kernel runs.
+    to that type (as ``dequantize_rounded_into``). ``threads``: how many threads of the kernels'
+    pool share the rows (the bits do not depend on it). Every length is checked here before any
+    kernel runs.
 
     Raises
     ------
     ValueError
-        Unknown type, shapes that disagree, a row range outside ``w``.
+        Unknown type, shapes that disagree, a row range outside ``w``, ``threads < 1``.
     NotImplementedError
         No kernel (or byte swapper) for this type.
     MemoryError
@@ -189,9 +258,11 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
         if swap == NULL:
             raise NotImplementedError(f"no big-endian support for ggml type id {type_id}")
     cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
-    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], n_rows = w.shape[0]
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], n_rows = w.shape[0], i, n
     if round_to != 0 and round_to != FGG_TYPE_F16 and round_to != FGG_TYPE_BF16:
         raise ValueError(f"round_to must be 0 or the F16 or BF16 type id, not {round_to}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
     if k % block_size:
         raise ValueError(f"row length {k} is not a multiple of the block size {block_size}")
     if w.shape[1] != k // block_size * type_size:
@@ -207,37 +278,38 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
             for n in range(n0, n1):
                 out[i, n] = 0.0
         return
-    cdef float *scratch = <float *>malloc(_MM_CHUNK * sizeof(float) + 64)
-    cdef float *acc = <float *>malloc(min(m, _tile_rows(_MM_X_TILE, k * sizeof(float), 8)) * FGG_MM_LANES * sizeof(float) + 64)
-    cdef uint8_t *swapped = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES) if swap != NULL else NULL
-    if scratch == NULL or acc == NULL or (swap != NULL and swapped == NULL):
-        free(scratch)
-        free(acc)
-        free(swapped)
-        raise MemoryError("no scratch memory for matmul")
-    cdef int status
-    cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float)
-    cdef Py_ssize_t out_stride = out.strides[0] // sizeof(float)
-    cdef Py_ssize_t wt = _tile_rows(_MM_W_TILE, w.shape[1], 1), xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
-    cdef Py_ssize_t a, a1, b, b1
+    cdef _MMFloatJob job
+    job.kernel = kernel
+    job.swap = swap
+    job.type_id = type_id
+    job.w = &w[0, 0]
+    job.row_bytes = w.shape[1]
+    job.k = k
+    job.block_size = block_size
+    job.type_size = type_size
+    job.x = &x[0, 0]
+    job.m = m
+    job.x_stride = x.strides[0] // sizeof(float)
+    job.out = &out[0, 0]
+    job.out_stride = out.strides[0] // sizeof(float)
+    job.n0 = n0
+    job.n1 = n1
+    job.wt = _tile_rows(_MM_W_TILE, w.shape[1], 1)
+    job.xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
+    job.round_to = round_to
+    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.status = 0
     with nogil:
-        status = 0
-        a = n0
-        while a < n1 and status == 0:
-            a1 = min(a + wt, n1)
-            b = 0
-            while b < m and status == 0:
-                b1 = min(b + xt, m)
-                status = _mm_float(kernel, swap, type_id, &w[0, 0], w.shape[1], k, block_size, type_size,
-                                   &x[b, 0], b1 - b, x_stride, &out[b, 0], out_stride, a, a1, scratch, swapped, acc,
-                                   round_to)
-                b = b1
-            a = a1
-        free(scratch)
-        free(acc)
-        free(swapped)
-    if status == -2:
+        fgg_pool_run(_mm_float_task, &job, job.n_tasks, threads)
+    if job.status == -3:
+        raise MemoryError("no scratch memory for matmul")
+    if job.status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
+
+
+def has_thread_pool():
+    """Whether this build runs ``threads=`` on its own worker threads (POSIX), or on the caller only."""
+    return bool(FGG_HAVE_POOL)
 
 
 def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
@@ -275,15 +347,52 @@ def quantize_x8k(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
             fgg_mm_quantize_x8k(&x[i, 0], k, <fgg_mm_q8k *>&dst[i, 0])
 
 
+cdef struct _MMIntJob:
+    fgg_dot_fn fn
+    const uint8_t *w
+    Py_ssize_t row_bytes, nb
+    const uint8_t *x
+    Py_ssize_t x_row_bytes, xs, m
+    float *out
+    Py_ssize_t out_stride, n0, n1, wt, xt
+    int n_tasks
+    int status
+
+
+cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
+    cdef _MMIntJob *job = <_MMIntJob *>ctx
+    cdef fgg_guard guard
+    cdef Py_ssize_t a, a1, b, b1, n, n0, n1
+    _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
+    if n0 == n1:
+        return
+    if fgg_guard_enter(&guard):
+        job.status = -2
+        return
+    a = n0
+    while a < n1:
+        a1 = min(a + job.wt, n1)
+        b = 0
+        while b < job.m:
+            b1 = min(b + job.xt, job.m)
+            for n in range(a, a1):
+                job.fn(job.w + n * job.row_bytes, job.nb, job.x + b * job.x_row_bytes, job.xs, <int>(b1 - b),
+                       job.out + b * job.out_stride + n, job.out_stride)
+            b = b1
+        a = a1
+    fgg_guard_leave(&guard)
+
+
 def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t[:, ::1] xq not None,
-                    float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1):
+                    float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, int threads=1):
     """``out[:, n0:n1]`` from the quantized rows ``xq`` by integer dots: ``xq`` in the layout
     :func:`int_x_layout` names for the type (:func:`quantize_x8` or :func:`quantize_x8k`).
+    ``threads`` as for :func:`matmul_rows`.
 
     Raises
     ------
     ValueError
-        Shapes that disagree, a row range outside ``w``.
+        Shapes that disagree, a row range outside ``w``, ``threads < 1``.
     NotImplementedError
         This type has no integer dot product.
     GGUFError
@@ -293,6 +402,8 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     cdef fgg_dot_fn fn = row.dot if row != NULL else NULL
     if fn == NULL:
         raise NotImplementedError(f"no integer dot product for ggml type id {type_id}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
     cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
     cdef Py_ssize_t m = xq.shape[0], n_rows = w.shape[0], i, n
     cdef Py_ssize_t x_values = 256 if _x_by_256(type_id) else 32
@@ -315,31 +426,24 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
             for n in range(n0, n1):
                 out[i, n] = 0.0
         return
-    cdef Py_ssize_t nb = k // block_size, row_bytes = w.shape[1]
-    cdef Py_ssize_t out_stride = out.strides[0] // sizeof(float)
-    cdef const uint8_t *wp = &w[0, 0]
-    cdef const uint8_t *xp = &xq[0, 0]
-    cdef float *op = &out[0, 0]
-    cdef Py_ssize_t xs = xq.shape[1] // x_bytes
-    cdef fgg_guard guard
-    cdef int status = 0
-    cdef Py_ssize_t wt = _tile_rows(_MM_W_TILE, row_bytes, 1), xt = _tile_rows(_MM_X_TILE, xq.shape[1], 8)
-    cdef Py_ssize_t a, a1, b, b1
+    cdef _MMIntJob job
+    job.fn = fn
+    job.w = &w[0, 0]
+    job.row_bytes = w.shape[1]
+    job.nb = k // block_size
+    job.x = &xq[0, 0]
+    job.x_row_bytes = xq.shape[1]
+    job.xs = xq.shape[1] // x_bytes
+    job.m = m
+    job.out = &out[0, 0]
+    job.out_stride = out.strides[0] // sizeof(float)
+    job.n0 = n0
+    job.n1 = n1
+    job.wt = _tile_rows(_MM_W_TILE, w.shape[1], 1)
+    job.xt = _tile_rows(_MM_X_TILE, xq.shape[1], 8)
+    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.status = 0
     with nogil:
-        if fgg_guard_enter(&guard):
-            status = -2
-        else:
-            a = n0
-            while a < n1:
-                a1 = min(a + wt, n1)
-                b = 0
-                while b < m:
-                    b1 = min(b + xt, m)
-                    for n in range(a, a1):
-                        fn(wp + n * row_bytes, nb, xp + b * xq.shape[1], xs, <int>(b1 - b), op + b * out_stride + n,
-                           out_stride)
-                    b = b1
-                a = a1
-            fgg_guard_leave(&guard)
-    if status == -2:
+        fgg_pool_run(_mm_int_task, &job, job.n_tasks, threads)
+    if job.status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
