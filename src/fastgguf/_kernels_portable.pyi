@@ -25,11 +25,13 @@ __all__ = [
     "int_x_layout",
     "matmul_rows",
     "matmul_rows_int",
+    "pool_workers",
     "prefault",
     "q8_block_bytes",
     "quantize_into",
     "quantize_x8",
     "quantize_x8k",
+    "set_pool_spin",
     "vnni_usable",
 ]
 
@@ -70,8 +72,11 @@ def dequantize_into(
     row_elems: int = 0,
     byteswapped: bool = False,
     stream: bool = False,
+    threads: int = 1,
+    split: int = 4096,
 ) -> None:
-    """Fill 1-D float32 ``dst`` from ``src`` with the GIL released.
+    """Fill 1-D float32 ``dst`` from ``src`` with the GIL released, on ``threads`` threads of the
+    build's pool.
 
     Without ``row_index``: the first ``len(dst) / block_size`` blocks of ``src``. With it:
     rows of ``row_elems`` elements, ``dst`` row k = ``src`` row ``row_index[k]``.
@@ -91,14 +96,21 @@ def quantize_into(
     NaN or an infinity (the rows before it are written, it and those after it are not).
     """
 
-def narrow_floats(src: npt.NDArray[np.float32], dst: npt.NDArray[np.uint16], type_id: int) -> None:
+def narrow_floats(
+    src: npt.NDArray[np.float32], dst: npt.NDArray[np.uint16], type_id: int, threads: int = 1, split: int = 4096,
+) -> None:
     """float32 ``src`` to F16 or BF16 bits in ``dst`` (same length; every value, NaN and inf
-    included), GIL released. Raises ValueError for another type or differing lengths.
+    included), GIL released, on ``threads`` threads of the build's pool. Raises ValueError for
+    another type or differing lengths.
     """
 
-def dequantize_rounded_into(src: npt.NDArray[np.uint8], dst: npt.NDArray[np.float32], type_id: int, round_to: int) -> None:
+def dequantize_rounded_into(
+    src: npt.NDArray[np.uint8], dst: npt.NDArray[np.float32], type_id: int, round_to: int, threads: int = 1,
+    split: int = 4096,
+) -> None:
     """``dequantize_into`` of whole little-endian blocks, each value rounded to the nearest F16 or
-    BF16 (``round_to``) and kept as float32, in one pass, GIL released.
+    BF16 (``round_to``) and kept as float32, in one pass, GIL released, on ``threads`` threads of
+    the build's pool.
     """
 
 # fastgguf.matmul's drivers (_c/kernels_matmul.pxi).
@@ -135,6 +147,12 @@ def matmul_rows(
     """``out[:, n0:n1] = x @ W[n0:n1].T`` by the float path, with the GIL released; ``round_to``
     (the F16 or BF16 type id) rounds each weight value to that type first; ``threads`` of the
     build's own pool share the rows."""
+
+def pool_workers() -> int:
+    """How many worker threads this build's pool has started in this process (for the tests)."""
+
+def set_pool_spin(seconds: float) -> None:
+    """How long an idle worker of this build's pool spins before it sleeps (default 0.2 ms)."""
 
 def has_thread_pool() -> bool:
     """Whether this build runs ``threads=`` on its own worker threads (POSIX), or on the caller only."""

@@ -265,8 +265,8 @@ def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_thread
     n_out = flat.size
     stream = n_out * 4 >= _STREAM_MIN_BYTES
     n_chunks = max(1, min(n_threads, n_out // _MIN_ELEMENTS_PER_THREAD))
-    if n_chunks == 1:
-        kernels.dequantize_into(src, flat, type_id, None, 0, swapped, stream)
+    if n_chunks == 1 or kernels.has_thread_pool():
+        kernels.dequantize_into(src, flat, type_id, None, 0, swapped, stream, n_chunks, _SPLIT_GRANULE)
         return
     _backend.run_chunks([_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped, stream)
                          for b0, b1, begin, end in _block_chunks(n_out, block_size, type_size, n_chunks)])
@@ -275,7 +275,8 @@ def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_thread
 def _block_chunks(n_out: int, block_size: int, type_size: int, n_chunks: int) -> list[tuple[int, int, int, int]]:
     """``(first byte, end byte, first value, end value)`` of ``n_chunks`` parts of ``n_out`` values of whole blocks.
 
-    The boundaries are multiples of a granule that is itself a whole number of blocks; empty parts are left out.
+    The boundaries are multiples of a granule that is itself a whole number of blocks; empty parts
+    are left out. (Only where the kernels have no pool of their own: they split a call themselves.)
     """
     granule = max(block_size, _SPLIT_GRANULE // block_size * block_size)
     n_granules = n_out // granule
@@ -294,6 +295,9 @@ def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped
     stream = flat.size * 4 >= _STREAM_MIN_BYTES
     rows_per_thread = max(1, _MIN_ELEMENTS_PER_THREAD // ne0)
     n_chunks = max(1, min(n_threads, n_rows // rows_per_thread))
+    if n_chunks == 1 or kernels.has_thread_pool():
+        kernels.dequantize_into(src, flat, type_id, index, ne0, swapped, stream, n_chunks)
+        return
     tasks = []
     for k in range(n_chunks):
         r0, r1 = n_rows * k // n_chunks, n_rows * (k + 1) // n_chunks
@@ -370,8 +374,11 @@ def narrow_floats(values: np.ndarray, dtype: Any, *, out: np.ndarray | None = No
         result = check_out(out, values.size, out.dtype if out.dtype == np.uint16 else target)
     src, dst = values.reshape(-1), result.reshape(-1).view(np.uint16)
     n_chunks = max(1, min(_backend.resolve_threads(threads), src.size // _MIN_CONVERT_PER_THREAD))
-    bounds = [src.size * c // n_chunks for c in range(n_chunks + 1)]
     kernels = _backend.kernels()
+    if n_chunks == 1 or kernels.has_thread_pool():
+        kernels.narrow_floats(src, dst, int(qtype), n_chunks, _SPLIT_GRANULE)
+        return result
+    bounds = [src.size * c // n_chunks for c in range(n_chunks + 1)]
     _backend.run_chunks([_bind(kernels.narrow_floats, src[a:b], dst[a:b], int(qtype))
                          for a, b in zip(bounds, bounds[1:])])
     return result
@@ -399,6 +406,9 @@ def dequantize_rounded(data: Any, type: GGMLType | int | str, shape: Any = None,
     result = _empty_aligned(dims, math.prod(dims))
     flat = result.reshape(-1)
     n_chunks = max(1, min(_backend.resolve_threads(threads), flat.size // _MIN_ELEMENTS_PER_THREAD))
+    if n_chunks == 1 or kernels.has_thread_pool():
+        kernels.dequantize_rounded_into(src, flat, int(qtype), int(half), n_chunks, _SPLIT_GRANULE)
+        return result
     _backend.run_chunks([_bind(kernels.dequantize_rounded_into, src[b0:b1], flat[begin:end], int(qtype), int(half))
                          for b0, b1, begin, end in _block_chunks(flat.size, block_size, type_size, n_chunks)])
     return result

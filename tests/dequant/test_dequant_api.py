@@ -258,6 +258,21 @@ def test_threads_give_identical_bits(qtype, small_chunks):
 
 
 def test_threads_use_the_pool(small_chunks, monkeypatch):
+    """With the kernels' own pool (POSIX): one call, told the thread count; elsewhere the chunks go
+    to Python's pool and the calling thread runs the last one."""
+    kernels = _backend.kernels()
+    raw = tensor(T.Q8_0, (4096,))
+    if kernels.has_thread_pool():
+        calls = []
+        real_into = kernels.dequantize_into
+        monkeypatch.setattr(_backend, "_executor", lambda workers: pytest.fail("Python's pool used"))
+        monkeypatch.setattr(kernels, "dequantize_into", lambda *args: calls.append(args[7]) or real_into(*args))
+        dequantize(raw, T.Q8_0, threads=4)
+        assert calls == [4] and kernels.pool_workers() >= 3
+        calls.clear()
+        dequantize(raw, T.Q8_0, threads=1)
+        assert calls == [1]
+        return
     submitted = []
     real = _backend._executor
 
@@ -266,7 +281,6 @@ def test_threads_use_the_pool(small_chunks, monkeypatch):
         return real(workers)
 
     monkeypatch.setattr(_backend, "_executor", spy)
-    raw = tensor(T.Q8_0, (4096,))
     dequantize(raw, T.Q8_0, threads=4)
     assert submitted and max(submitted) == 3  # the calling thread runs the fourth chunk
     submitted.clear()

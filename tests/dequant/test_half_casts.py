@@ -44,9 +44,19 @@ def cpu(request):
     fastgguf.set_cpu_path(before)
 
 
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Split even these small arrays over threads (into parts of 256 values), so the threaded paths run."""
+    from fastgguf import dequant
+
+    monkeypatch.setattr(dequant, "_MIN_CONVERT_PER_THREAD", 256)
+    monkeypatch.setattr(dequant, "_MIN_ELEMENTS_PER_THREAD", 256)
+    monkeypatch.setattr(dequant, "_SPLIT_GRANULE", 256)
+
+
 @pytest.mark.parametrize("dtype", list(HALF))
 @pytest.mark.parametrize("threads", [1, 3])
-def test_narrow_floats_equals_numpy_and_ml_dtypes(cpu, dtype, threads):
+def test_narrow_floats_equals_numpy_and_ml_dtypes(cpu, dtype, threads, small_chunks):
     values = _values()
     with np.errstate(over="ignore", invalid="ignore"):
         expected = values.astype(HALF[dtype])
@@ -90,7 +100,7 @@ def test_narrow_floats_bad_arguments(bad, error):
 @pytest.mark.parametrize("dtype", list(HALF))
 @pytest.mark.parametrize("qtype", [GGMLType.F32, GGMLType.F16, GGMLType.Q4_K, GGMLType.Q8_0, GGMLType.IQ4_XS,
                                    GGMLType.Q6_K, GGMLType.IQ2_XXS])
-def test_dequantize_rounded_equals_cast_of_dequantize(cpu, dtype, qtype):
+def test_dequantize_rounded_equals_cast_of_dequantize(cpu, dtype, qtype, small_chunks):
     rng = np.random.default_rng(int(qtype))
     values = (rng.standard_normal((67, 512)) * 300).astype(np.float32)  # float16's range is reached by F32's
     if qtype == GGMLType.IQ2_XXS:

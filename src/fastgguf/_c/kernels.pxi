@@ -58,6 +58,7 @@ from fastgguf._c.type_table cimport *
 from fastgguf._c.sigbus cimport fgg_guard, fgg_guard_enter, fgg_guard_leave, fgg_sigbus_install
 from fastgguf._c.cpu cimport *
 from fastgguf._c.prefault cimport *
+from fastgguf._c.pool cimport fgg_pool_run, fgg_pool_set_spin, fgg_pool_workers, FGG_HAVE_POOL
 
 from fastgguf.errors import GGUFError
 
@@ -229,31 +230,103 @@ cdef void _run(fgg_dequantize_fn kernel, fgg_dequantize_fn stream_kernel, fgg_by
         done += count
 
 
-cdef int _run_guarded(fgg_dequantize_fn kernel, fgg_dequantize_fn stream_kernel, fgg_byteswap_fn swap, int type_id, uint8_t *scratch, float *stage,
-                      const uint8_t *src, float *dst, Py_ssize_t n_blocks, const int64_t *row_index,
-                      Py_ssize_t n_rows, Py_ssize_t row_blocks, Py_ssize_t row_bytes, Py_ssize_t row_elems,
-                      Py_ssize_t block_size, Py_ssize_t type_size) noexcept nogil:
-    """Every _run of one call (all of ``src`` when ``row_index`` is NULL, else those rows).
+cdef enum:
+    # At most this many tasks per thread: claimed dynamically, so a thread slowed by the rest of
+    # the machine takes fewer.
+    _TASKS_PER_THREAD = 4
 
-    Returns -2 instead of killing the process if reading ``src`` raises SIGBUS (a mapped file
-    truncated under us, see sigbus.pxd); the caller still owns and frees scratch and stage."""
+
+cdef inline void _task_span(Py_ssize_t n, Py_ssize_t granule, int task, int n_tasks,
+                            Py_ssize_t *a, Py_ssize_t *b) noexcept nogil:
+    """Task ``task`` of ``n_tasks``'s part [a, b) of [0, n), cut on multiples of ``granule`` (the last part ends at n)."""
+    cdef Py_ssize_t units = n // granule
+    a[0] = units * task // n_tasks * granule
+    b[0] = n if task == n_tasks - 1 else units * (task + 1) // n_tasks * granule
+
+
+cdef int _split_tasks(Py_ssize_t n, Py_ssize_t granule, int threads) noexcept nogil:
+    """How many tasks ``threads`` threads share [0, n) in: up to _TASKS_PER_THREAD each, each at least a granule."""
+    cdef Py_ssize_t units = n // granule
+    cdef Py_ssize_t tasks = <Py_ssize_t>threads * _TASKS_PER_THREAD if threads > 1 else 1
+    if tasks > units:
+        tasks = units if units > 0 else 1
+    return <int>tasks
+
+
+def has_thread_pool():
+    """Whether this build runs ``threads=`` on its own worker threads (POSIX), or on the caller only."""
+    return bool(FGG_HAVE_POOL)
+
+
+def pool_workers():
+    """How many worker threads this build's pool has started in this process (for the tests)."""
+    return fgg_pool_workers()
+
+
+def set_pool_spin(double seconds):
+    """How long an idle worker of this build's pool spins before it sleeps (default 0.2 ms)."""
+    fgg_pool_set_spin(<long long>(seconds * 1e9))
+
+
+cdef struct _DequantJob:
+    fgg_dequantize_fn kernel
+    fgg_dequantize_fn stream_kernel
+    fgg_byteswap_fn swap
+    int type_id
+    bint stream
+    const uint8_t *src
+    float *dst
+    Py_ssize_t n_blocks
+    const int64_t *row_index
+    Py_ssize_t n_rows, row_blocks, row_bytes, row_elems, block_size, type_size, granule
+    int n_tasks
+    int status
+
+
+cdef void _dequantize_task(void *ctx, int task) noexcept nogil:
+    """One task's share of a dequantize_into call: a run of blocks, or of the indexed rows. Its own
+    scratch and stage, its own SIGBUS guard, and its own fence after non-temporal stores."""
+    cdef _DequantJob *job = <_DequantJob *>ctx
     cdef fgg_guard guard
-    cdef Py_ssize_t k
-    if fgg_guard_enter(&guard):
-        return -2
-    if row_index == NULL:
-        _run(kernel, stream_kernel, swap, type_id, scratch, stage, src, dst, n_blocks, block_size, type_size)
+    cdef Py_ssize_t a, b, k
+    cdef uint8_t *scratch = NULL
+    cdef float *stage = NULL
+    if job.row_index == NULL:
+        _task_span(job.n_blocks, job.granule, task, job.n_tasks, &a, &b)
     else:
-        for k in range(n_rows):
-            _run(kernel, stream_kernel, swap, type_id, scratch, stage, src + row_index[k] * row_bytes, dst + k * row_elems,
-                 row_blocks, block_size, type_size)
-    fgg_guard_leave(&guard)
-    return 0
+        _task_span(job.n_rows, 1, task, job.n_tasks, &a, &b)
+    if a == b:
+        return
+    if job.swap != NULL:
+        scratch = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES)
+    if job.stream:
+        stage = <float *>malloc(_STAGE_FLOATS * sizeof(float))
+    if (job.swap != NULL and scratch == NULL) or (job.stream and stage == NULL):
+        free(scratch)
+        free(stage)
+        job.status = -3
+        return
+    if fgg_guard_enter(&guard):
+        job.status = -2
+    else:
+        if job.row_index == NULL:
+            _run(job.kernel, job.stream_kernel, job.swap, job.type_id, scratch, stage, job.src + a * job.type_size,
+                 job.dst + a * job.block_size, b - a, job.block_size, job.type_size)
+        else:
+            for k in range(a, b):
+                _run(job.kernel, job.stream_kernel, job.swap, job.type_id, scratch, stage,
+                     job.src + job.row_index[k] * job.row_bytes, job.dst + k * job.row_elems, job.row_blocks,
+                     job.block_size, job.type_size)
+        fgg_guard_leave(&guard)
+    if stage != NULL:
+        fgg_stream_fence()
+    free(scratch)
+    free(stage)
 
 
 def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id,
                     const int64_t[::1] row_index=None, Py_ssize_t row_elems=0,
-                    bint byteswapped=False, bint stream=False):
+                    bint byteswapped=False, bint stream=False, int threads=1, Py_ssize_t split=4096):
     """Dequantize blocks of ``src`` into ``dst`` with the GIL released.
 
     Without ``row_index``: ``dst`` is filled from the first ``len(dst) / block_size`` blocks of
@@ -262,6 +335,9 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
 
     ``byteswapped``: the data is big-endian. ``stream``: write ``dst`` with non-temporal stores
     (for outputs much larger than the caches; it saves the read-for-ownership of every line).
+    ``threads``: how many threads of the build's pool share the blocks (or rows); ``split``:
+    blocks are shared out in parts of a multiple of this many elements (rounded down to whole
+    blocks), so that no two threads write one cache line.
 
     Every length and index is checked here, before any kernel runs; the block layout comes from
     ``fastgguf.types.TYPE_TRAITS``.
@@ -320,28 +396,39 @@ def dequantize_into(const uint8_t[::1] src not None, float[::1] dst not None, in
     if n_out == 0:
         return
 
-    # Scratch for byte swapping and the streaming stage: allocated once per call.
-    cdef uint8_t *scratch = NULL
-    cdef float *stage = NULL
-    if swap != NULL:
-        scratch = <uint8_t *>malloc(_SWAP_SCRATCH_BYTES)
-    if stream:
-        stage = <float *>malloc(_STAGE_FLOATS * sizeof(float))
-    if (swap != NULL and scratch == NULL) or (stream and stage == NULL):
-        free(scratch)
-        free(stage)
-        raise MemoryError("no scratch memory for byte swapping or streaming")
-    cdef const int64_t *rows = NULL if row_index is None else &row_index[0]
-    cdef int status
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    if split < 1:
+        raise ValueError(f"split must be at least 1, got {split}")
+    cdef _DequantJob job
+    job.kernel = kernel
+    job.stream_kernel = DEQUANTIZE_STREAM[type_id]
+    job.swap = swap
+    job.type_id = type_id
+    job.stream = stream
+    job.src = &src[0]
+    job.dst = &dst[0]
+    job.n_blocks = n_blocks
+    job.row_index = NULL if row_index is None else &row_index[0]
+    job.n_rows = n_rows
+    job.row_blocks = row_blocks
+    job.row_bytes = row_bytes
+    job.row_elems = row_elems
+    job.block_size = block_size
+    job.type_size = type_size
+    job.granule = max(1, split // block_size)
+    job.status = 0
+    if row_index is None:
+        job.n_tasks = _split_tasks(n_blocks, job.granule, threads)
+    else:
+        job.n_tasks = _split_tasks(n_rows, 1, threads)
     with nogil:
-        status = _run_guarded(kernel, DEQUANTIZE_STREAM[type_id], swap, type_id, scratch, stage, &src[0], &dst[0], n_blocks, rows, n_rows,
-                              row_blocks, row_bytes, row_elems, block_size, type_size)
-        if stage != NULL:
-            fgg_stream_fence()
-        free(scratch)
-        free(stage)
-    if status == -2:
+        fgg_pool_run(_dequantize_task, &job, job.n_tasks, threads)
+    if job.status == -3:
+        raise MemoryError("no scratch memory for byte swapping or streaming")
+    if job.status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
+
 
 def quantize_into(const float[:, ::1] src not None, uint8_t[:, ::1] dst not None, int type_id,
                   const float[::1] imatrix=None):

@@ -5,8 +5,29 @@
 from fastgguf._c.quant_float cimport fgg_round_to_bf16, fgg_round_to_f16
 
 
-def narrow_floats(const float[::1] src not None, uint16_t[::1] dst not None, int type_id):
-    """float32 ``src`` to F16 or BF16 bits in ``dst`` (same length), GIL released.
+cdef struct _NarrowJob:
+    const float *src
+    uint16_t *dst
+    Py_ssize_t n, granule
+    int type_id, n_tasks
+
+
+cdef void _narrow_task(void *ctx, int task) noexcept nogil:
+    cdef _NarrowJob *job = <_NarrowJob *>ctx
+    cdef Py_ssize_t a, b
+    _task_span(job.n, job.granule, task, job.n_tasks, &a, &b)
+    if a == b:
+        return
+    if job.type_id == FGG_TYPE_F16:
+        fgg_quantize_f16(job.src + a, <uint8_t *>(job.dst + a), 1, b - a, NULL)
+    else:
+        fgg_quantize_bf16(job.src + a, <uint8_t *>(job.dst + a), 1, b - a, NULL)
+
+
+def narrow_floats(const float[::1] src not None, uint16_t[::1] dst not None, int type_id, int threads=1,
+                  Py_ssize_t split=4096):
+    """float32 ``src`` to F16 or BF16 bits in ``dst`` (same length), GIL released, on ``threads``
+    threads of the build's pool (sharing parts of a multiple of ``split`` elements).
 
     The quantizers' rounding (nearest, ties to even; see quant_float.h), but for every value: NaN
     and infinities are converted too (``quantize_into`` refuses them), as a dtype cast must.
@@ -14,20 +35,26 @@ def narrow_floats(const float[::1] src not None, uint16_t[::1] dst not None, int
     Raises
     ------
     ValueError
-        ``type_id`` not F16 or BF16, or lengths that differ.
+        ``type_id`` not F16 or BF16, lengths that differ, ``threads`` or ``split`` below 1.
     """
     cdef Py_ssize_t n = src.shape[0]
     if type_id != FGG_TYPE_F16 and type_id != FGG_TYPE_BF16:
         raise ValueError(f"narrow_floats converts to F16 or BF16, not type id {type_id}")
     if dst.shape[0] != n:
         raise ValueError(f"dst has {dst.shape[0]} elements, src {n}")
+    if threads < 1 or split < 1:
+        raise ValueError(f"threads and split must be at least 1, got {threads} and {split}")
     if n == 0:
         return
+    cdef _NarrowJob job
+    job.src = &src[0]
+    job.dst = &dst[0]
+    job.n = n
+    job.type_id = type_id
+    job.granule = split
+    job.n_tasks = _split_tasks(n, split, threads)
     with nogil:
-        if type_id == FGG_TYPE_F16:
-            fgg_quantize_f16(&src[0], <uint8_t *>&dst[0], 1, n, NULL)
-        else:
-            fgg_quantize_bf16(&src[0], <uint8_t *>&dst[0], 1, n, NULL)
+        fgg_pool_run(_narrow_task, &job, job.n_tasks, threads)
 
 
 # Values rounded per this many floats (16 KiB): what the kernel just wrote is still in L1.
@@ -43,30 +70,45 @@ cdef inline void _round_values(float *values, Py_ssize_t n, int round_to) noexce
         fgg_round_to_f16(values, n)
 
 
-cdef int _dequantize_rounded_guarded(fgg_dequantize_fn kernel, const uint8_t *src, float *dst, Py_ssize_t n_blocks,
-                                     Py_ssize_t block_size, Py_ssize_t type_size, int round_to) noexcept nogil:
+cdef struct _RoundedJob:
+    fgg_dequantize_fn kernel
+    const uint8_t *src
+    float *dst
+    Py_ssize_t n_blocks, block_size, type_size, granule
+    int round_to, n_tasks
+    int status
+
+
+cdef void _dequantize_rounded_task(void *ctx, int task) noexcept nogil:
+    cdef _RoundedJob *job = <_RoundedJob *>ctx
     cdef fgg_guard guard
-    cdef Py_ssize_t per_chunk = max(1, _ROUND_CHUNK_FLOATS // block_size), done = 0, count
+    cdef Py_ssize_t per_chunk = max(1, _ROUND_CHUNK_FLOATS // job.block_size), done, end, count
+    _task_span(job.n_blocks, job.granule, task, job.n_tasks, &done, &end)
+    if done == end:
+        return
     if fgg_guard_enter(&guard):
-        return -2
-    while done < n_blocks:
-        count = min(per_chunk, n_blocks - done)
-        kernel(src + done * type_size, dst + done * block_size, count)
-        _round_values(dst + done * block_size, count * block_size, round_to)
+        job.status = -2
+        return
+    while done < end:
+        count = min(per_chunk, end - done)
+        job.kernel(job.src + done * job.type_size, job.dst + done * job.block_size, count)
+        _round_values(job.dst + done * job.block_size, count * job.block_size, job.round_to)
         done += count
     fgg_guard_leave(&guard)
-    return 0
 
 
-def dequantize_rounded_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id, int round_to):
+def dequantize_rounded_into(const uint8_t[::1] src not None, float[::1] dst not None, int type_id, int round_to,
+                            int threads=1, Py_ssize_t split=4096):
     """``dequantize_into`` of whole blocks (little-endian), each value then rounded to the nearest
     F16 or BF16 (``round_to``) and kept as float32: a float32 copy of what a cast to that half type
-    gives, in one pass. GIL released.
+    gives, in one pass. GIL released; ``threads`` threads of the build's pool share the blocks
+    (``split`` as for ``dequantize_into``).
 
     Raises
     ------
     ValueError
-        Unknown type id, ``round_to`` not F16 or BF16, ``dst`` not whole blocks, ``src`` too short.
+        Unknown type id, ``round_to`` not F16 or BF16, ``dst`` not whole blocks, ``src`` too short,
+        ``threads`` or ``split`` below 1.
     NotImplementedError
         No kernel for this type in this module.
     GGUFError
@@ -79,6 +121,8 @@ def dequantize_rounded_into(const uint8_t[::1] src not None, float[::1] dst not 
         raise NotImplementedError(f"no dequantization kernel for ggml type id {type_id}")
     if round_to != FGG_TYPE_F16 and round_to != FGG_TYPE_BF16:
         raise ValueError(f"round_to must be the F16 or BF16 type id, not {round_to}")
+    if threads < 1 or split < 1:
+        raise ValueError(f"threads and split must be at least 1, got {threads} and {split}")
     cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
     cdef Py_ssize_t n_out = dst.shape[0]
     if n_out % block_size:
@@ -88,8 +132,18 @@ def dequantize_rounded_into(const uint8_t[::1] src not None, float[::1] dst not 
         raise ValueError(f"{n_blocks} blocks need {n_blocks * type_size} bytes, src has {src.shape[0]}")
     if n_blocks == 0:
         return
-    cdef int status
+    cdef _RoundedJob job
+    job.kernel = row.dequantize
+    job.src = &src[0]
+    job.dst = &dst[0]
+    job.n_blocks = n_blocks
+    job.block_size = block_size
+    job.type_size = type_size
+    job.round_to = round_to
+    job.granule = max(1, split // block_size)
+    job.status = 0
+    job.n_tasks = _split_tasks(n_blocks, job.granule, threads)
     with nogil:
-        status = _dequantize_rounded_guarded(row.dequantize, &src[0], &dst[0], n_blocks, block_size, type_size, round_to)
-    if status == -2:
+        fgg_pool_run(_dequantize_rounded_task, &job, job.n_tasks, threads)
+    if job.status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")

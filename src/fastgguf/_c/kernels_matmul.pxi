@@ -10,7 +10,6 @@
 from libc.stdlib cimport getenv
 
 from fastgguf._c.dot cimport *
-from fastgguf._c.pool cimport fgg_pool_run, FGG_HAVE_POOL
 
 
 cdef enum:
@@ -174,8 +173,9 @@ cdef struct _MMFloatJob:
 
 
 cdef inline void _task_rows(Py_ssize_t n0, Py_ssize_t n1, int task, int n_tasks, Py_ssize_t *a, Py_ssize_t *b) noexcept nogil:
-    a[0] = n0 + (n1 - n0) * task // n_tasks
-    b[0] = n0 + (n1 - n0) * (task + 1) // n_tasks
+    _task_span(n1 - n0, 1, task, n_tasks, a, b)
+    a[0] += n0
+    b[0] += n0
 
 
 cdef int _tasks_for(Py_ssize_t n_rows, Py_ssize_t tile_rows, int threads) noexcept nogil:
@@ -305,11 +305,6 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
         raise MemoryError("no scratch memory for matmul")
     if job.status == -2:
         raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
-
-
-def has_thread_pool():
-    """Whether this build runs ``threads=`` on its own worker threads (POSIX), or on the caller only."""
-    return bool(FGG_HAVE_POOL)
 
 
 def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):

@@ -3,7 +3,7 @@
  * Python's ThreadPoolExecutor costs 100-150 us per hand-off on a shared VM: as much as a whole
  * matrix-vector product of a 2048x2048 Q4_K weight. Here a call publishes (fn, ctx, n_tasks) and
  * bumps a generation counter; workers that finished a job recently are still spinning on that
- * counter (FGG_POOL_SPIN_NS) and start at once, the others sleep on a condition variable. Tasks
+ * counter (fgg_pool_spin_ns) and start at once, the others sleep on a condition variable. Tasks
  * are claimed from a shared counter, so the caller takes them all if the workers are late.
  */
 #ifndef FGG_POOL_H
@@ -19,7 +19,9 @@ typedef void (*fgg_task_fn)(void *ctx, int task);
 #include <unistd.h>
 #define FGG_HAVE_POOL 1
 #define FGG_POOL_MAX_WORKERS 255
-#define FGG_POOL_SPIN_NS 200000L  /* 0.2 ms: covers Python's overhead between two kernel calls */
+/* How long an idle worker spins before it sleeps: 0.2 ms covers Python's overhead between two
+   kernel calls (fgg_pool_set_spin changes it). */
+static long long fgg_pool_spin_ns = 200000;
 
 #if defined(__x86_64__) || defined(__i386__)
 #define fgg_pool_pause() __builtin_ia32_pause()
@@ -81,7 +83,7 @@ static void *fgg_pool_worker(void *unused) {
     unsigned seen = fgg_pool_generation();
     (void)unused;
     for (;;) {
-        long long spin_end = fgg_pool_now_ns() + FGG_POOL_SPIN_NS;
+        long long spin_end = fgg_pool_now_ns() + __atomic_load_n(&fgg_pool_spin_ns, __ATOMIC_RELAXED);
         unsigned long long state;
         int spins = 0;
         while ((unsigned)((state = __atomic_load_n(&fgg_pool.state, __ATOMIC_ACQUIRE)) >> 32) == seen) {
@@ -187,8 +189,19 @@ static void fgg_pool_run(fgg_task_fn fn, void *ctx, int n_tasks, int threads) {
     pthread_mutex_unlock(&fgg_pool.run_lock);
 }
 
+static void fgg_pool_set_spin(long long ns) {
+    __atomic_store_n(&fgg_pool_spin_ns, ns < 0 ? 0 : ns, __ATOMIC_RELAXED);
+}
+
+/* Workers started in this process so far. */
+static int fgg_pool_workers(void) {
+    return fgg_pool.pid == getpid() ? fgg_pool.n_workers : 0;
+}
+
 #else
 #define FGG_HAVE_POOL 0
+static int fgg_pool_workers(void) { return 0; }
+static void fgg_pool_set_spin(long long ns) { (void)ns; }
 static void fgg_pool_run(fgg_task_fn fn, void *ctx, int n_tasks, int threads) {
     int i;
     (void)threads;

@@ -11,3 +11,5 @@ cdef extern from "pool.h":
     ctypedef void (*fgg_task_fn)(void *ctx, int task) noexcept nogil
     const int FGG_HAVE_POOL
     void fgg_pool_run(fgg_task_fn fn, void *ctx, int n_tasks, int threads) noexcept nogil
+    int fgg_pool_workers() noexcept nogil
+    void fgg_pool_set_spin(long long ns) noexcept nogil
