@@ -478,7 +478,14 @@ def breakdown() -> None:
         t = _per_call(partial(matmul, xt, tiny, T.Q8_0, exact=exact, threads=1))
         print(f"  matmul exact={exact}: {t * 1e6:6.1f} us")
     noop = lambda: None  # noqa: E731
-    print(f"  run_chunks of 2 no-op tasks (pool round trip): {_per_call(lambda: _backend.run_chunks([noop, noop])) * 1e6:6.1f} us")
+    print(f"  run_chunks of 2 no-op tasks (Python's pool round trip): {_per_call(lambda: _backend.run_chunks([noop, noop])) * 1e6:6.1f} us")
+    kernels = _backend.kernels()
+    if kernels.has_thread_pool():
+        # two blocks as two tasks on 2 threads, against both on 1: what the kernels' own pool adds to a call
+        blocks, floats = make_weight(T.Q8_0, 1, 64, rng).reshape(-1), np.empty(64, np.float32)
+        one = _per_call(lambda: kernels.dequantize_into(blocks, floats, int(T.Q8_0), None, 0, False, False, 1, 32))
+        two = _per_call(lambda: kernels.dequantize_into(blocks, floats, int(T.Q8_0), None, 0, False, False, 2, 32))
+        print(f"  the kernels' own pool, 2 tiny tasks on 2 threads vs 1: {(two - one) * 1e6:6.1f} us more")
     print("batch 1, per weight: us per call and GB/s of blocks, 1 thread vs 2 threads "
           "(the same call repeated: weights up to a few MB stay in L2/L3, 32000 rows do not; F32: the FMA chain alone)")
     print(f"{'type':6} {'N x K':>11} {'MB':>6} | {'exact 1t':>9} {'GB/s':>5} {'exact 2t':>9} {'GB/s':>5} {'2t/1t':>5} | "

@@ -7,9 +7,12 @@ build gives the same bits. A build the CPU cannot run is never imported: its cod
 illegal instruction, not raise.
 
 :mod:`fastgguf.dequant`, :mod:`fastgguf.quant` and :mod:`fastgguf.matmul` are peers above this
-module: they validate their arguments, then hand :func:`run_chunks` nogil calls into
-:func:`kernels`. :func:`set_num_threads` and :func:`cpu_path` govern all three and are re-exported
-at the top of the package.
+module: they validate their arguments, then call :func:`kernels`. The kernel builds have their own
+worker threads on POSIX (``_c/pool.h``; ``kernels().has_thread_pool()``): dequantization, the half
+casts and matmul hand one call the whole range and a thread count, which costs about a microsecond
+where a hand-off to Python's pool costs 100 µs or more. Elsewhere, and for quantization, the range
+is split in Python and the pieces run on :func:`run_chunks`. :func:`set_num_threads` and
+:func:`cpu_path` govern all of it and are re-exported at the top of the package.
 """
 
 from __future__ import annotations

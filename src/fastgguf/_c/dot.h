@@ -884,4 +884,253 @@ FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
 /* Whether this build has the VNNI kernels and this CPU (and OS) can run them. */
 static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_has_avx512_vnni(); }
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* Exact path of Q4_K and Q6_K from the blocks, factored by sub-block                          */
+/*
+ * A sub-block's values are S * q - M (Q4_K: q = 0..15 per 32 values) or S * (q - 32) (Q6_K:
+ * q = 0..63 per 16 values), so its part of a dot product is S * sum(q' * x) - M * sum(x): the
+ * small integers q' are exact floats, and the scale is applied once per sub-block instead of
+ * once per value (fewer float operations than dequantizing first, which fgg_mm_dot_acc needs).
+ * For one row of x and one weight row: t[l] = sum over c of q'[8c + l] * x[8c + l] (8 lanes, c in
+ * order, multiply then add); acc[l] = acc[l] + S * t[l]; Q4_K also, once per super-block, the 8
+ * lanes mins[j] = mins[j] + M[j] * xsum[j], with xsum[j] sub-block j's sum of x (fgg_mm_xsum32);
+ * the result is fgg_mm_lanes8_sum(acc) - fgg_mm_lanes8_sum(mins). Plain C and
+ * AVX2 do exactly these operations (no fused multiply-add), and a row of x gets the same
+ * operations whatever the batch: the same bits on every build, thread count and batch.
+ */
+#define FGG_MM_QF_FLOATS 256
+
+/* The 8 lanes summed in a fixed pairwise order. */
+static inline float fgg_mm_lanes8_sum(const float *acc)
+{
+    float s4[4];
+    for (int j = 0; j < 4; j++) s4[j] = acc[j] + acc[j + 4];
+    return (s4[0] + s4[2]) + (s4[1] + s4[3]);
+}
+
+/* Sums of x per 32 values (n a multiple of 32): lanes as above, then fgg_mm_lanes8_sum. */
+static inline void fgg_mm_xsum32(const float *x, ptrdiff_t n, float *sums)
+{
+    for (ptrdiff_t j = 0; j < n / 32; j++) {
+        float lane[8];
+        for (int l = 0; l < 8; l++)
+            lane[l] = ((x[32 * j + l] + x[32 * j + 8 + l]) + x[32 * j + 16 + l]) + x[32 * j + 24 + l];
+        sums[j] = fgg_mm_lanes8_sum(lane);
+    }
+}
+
+/* Q4_K super-block header: S = d * scale, M = dmin * min for the 8 sub-blocks (6-bit fields). */
+static inline void fgg_mm_q4_k_sm(const uint8_t *wb, float S[8], float M[8])
+{
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb)), dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
+    const uint8_t *p = wb + 4;
+    for (int j = 0; j < 8; j++) {
+        int sc, mn;
+        if (j < 4) {
+            sc = p[j] & 63;
+            mn = p[j + 4] & 63;
+        } else {
+            sc = (p[j + 4] & 0x0F) | ((p[j - 4] >> 6) << 4);
+            mn = (p[j + 4] >> 4) | ((p[j] >> 6) << 4);
+        }
+        S[j] = d * (float)sc;
+        M[j] = dmin * (float)mn;
+    }
+}
+
+#if FGG_HAVE_AVX2
+/* 32 signed bytes as 32 floats at y. */
+static inline void fgg_mm_i8x32_to_f(__m256i v, float *y)
+{
+    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+    _mm256_storeu_ps(y, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)));
+    _mm256_storeu_ps(y + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))));
+    _mm256_storeu_ps(y + 16, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)));
+    _mm256_storeu_ps(y + 24, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))));
+}
+#endif
+
+/* The 256 q of a Q4_K super-block as floats, in value order. */
+static inline void fgg_mm_q4_k_qf(const uint8_t *wb, float *qf)
+{
+    const uint8_t *qs = wb + 16;
+#if FGG_HAVE_AVX2
+    const __m256i low = _mm256_set1_epi8(15);
+    for (int g = 0; g < 4; g++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
+        fgg_mm_i8x32_to_f(_mm256_and_si256(v, low), qf + 64 * g);  /* 0..15: the same as unsigned */
+        fgg_mm_i8x32_to_f(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), qf + 64 * g + 32);
+    }
+    return;
+#endif
+    for (int g = 0; g < 4; g++)
+        for (int k = 0; k < 32; k++) {
+            qf[64 * g + k] = (float)(qs[32 * g + k] & 15);
+            qf[64 * g + 32 + k] = (float)(qs[32 * g + k] >> 4);
+        }
+}
+
+/* The 256 q - 32 of a Q6_K super-block as floats, in value order, and S = d * scale per 16. */
+static inline void fgg_mm_q6_k_qf(const uint8_t *wb, float *qf, float S[16])
+{
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
+    const int8_t *scales = (const int8_t *)(wb + 192);
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
+        float *y = qf + 128 * h;
+#if FGG_HAVE_AVX2
+        const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(32);
+        __m256i l0 = _mm256_loadu_si256((const __m256i *)l), l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
+        __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
+        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
+                                                          _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), off), y);
+        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
+                                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), off), y + 32);
+        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), off), y + 64);
+        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), off), y + 96);
+        continue;
+#endif
+        for (int k = 0; k < 32; k++) {
+            y[k] = (float)(((l[k] & 15) | ((hb[k] & 3) << 4)) - 32);
+            y[k + 32] = (float)(((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4)) - 32);
+            y[k + 64] = (float)(((l[k] >> 4) | (((hb[k] >> 4) & 3) << 4)) - 32);
+            y[k + 96] = (float)(((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4)) - 32);
+        }
+    }
+    for (int j = 0; j < 16; j++) S[j] = d * (float)scales[j];
+}
+
+/* acc[l] = acc[l] + S * sum over c < n8 of qf[8c + l] * x[8c + l]  (one sub-block, one row). */
+static inline void fgg_mm_sub_acc(const float *qf, const float *x, int n8, float S, float *acc)
+{
+    float t[8];
+    for (int l = 0; l < 8; l++) t[l] = qf[l] * x[l];
+    for (int c = 1; c < n8; c++)
+        for (int l = 0; l < 8; l++) t[l] = t[l] + qf[8 * c + l] * x[8 * c + l];
+    for (int l = 0; l < 8; l++) acc[l] = acc[l] + S * t[l];
+}
+
+#if FGG_HAVE_AVX2
+static inline __m256 fgg_mm_sub_t(const float *qf, const float *x, int n8)
+{
+    __m256 t = _mm256_mul_ps(_mm256_loadu_ps(qf), _mm256_loadu_ps(x));
+    for (int c = 1; c < n8; c++)
+        t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_loadu_ps(qf + 8 * c), _mm256_loadu_ps(x + 8 * c)));
+    return t;
+}
+#endif
+
+/* One super-block's unpacked q (qf, n_sub sub-blocks of 8 * n8 values, scales S, and 8 mins M
+ * or NULL) times r <= 4 rows of x (row i at x + i * xs, its 8 sums per sub-block at xsum + i * xss),
+ * into each row's 8 lanes and 8 min lanes (acc + 16 * i). Four rows share each load of qf. */
+static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *M, int n_sub, int n8,
+                                  const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int r, float *acc)
+{
+    const int len = 8 * n8;
+#if FGG_HAVE_AVX2
+    if (r == 4) {
+        __m256 a0 = _mm256_loadu_ps(acc), a1 = _mm256_loadu_ps(acc + 16);
+        __m256 a2 = _mm256_loadu_ps(acc + 32), a3 = _mm256_loadu_ps(acc + 48);
+        for (int j = 0; j < n_sub; j++) {
+            const float *q = qf + len * j, *x0 = x + len * j;
+            const __m256 s = _mm256_set1_ps(S[j]);
+            a0 = _mm256_add_ps(a0, _mm256_mul_ps(s, fgg_mm_sub_t(q, x0, n8)));
+            a1 = _mm256_add_ps(a1, _mm256_mul_ps(s, fgg_mm_sub_t(q, x0 + xs, n8)));
+            a2 = _mm256_add_ps(a2, _mm256_mul_ps(s, fgg_mm_sub_t(q, x0 + 2 * xs, n8)));
+            a3 = _mm256_add_ps(a3, _mm256_mul_ps(s, fgg_mm_sub_t(q, x0 + 3 * xs, n8)));
+        }
+        _mm256_storeu_ps(acc, a0);
+        _mm256_storeu_ps(acc + 16, a1);
+        _mm256_storeu_ps(acc + 32, a2);
+        _mm256_storeu_ps(acc + 48, a3);
+    } else {
+        for (int i = 0; i < r; i++) {
+            __m256 a = _mm256_loadu_ps(acc + 16 * i);
+            for (int j = 0; j < n_sub; j++)
+                a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(S[j]), fgg_mm_sub_t(qf + len * j, x + i * xs + len * j, n8)));
+            _mm256_storeu_ps(acc + 16 * i, a);
+        }
+    }
+#else
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < n_sub; j++) fgg_mm_sub_acc(qf + len * j, x + i * xs + len * j, n8, S[j], acc + 16 * i);
+#endif
+    if (M != NULL)
+        for (int i = 0; i < r; i++)
+            for (int l = 0; l < 8; l++) acc[16 * i + 8 + l] = acc[16 * i + 8 + l] + M[l] * xsum[i * xss + l];
+}
+
+/* One Q4_K weight row (nb super-blocks at w) times m rows of x (row i at x + i * xs, its sums
+ * per 32 at xsum + i * xss): out[i * os]. qf: FGG_MM_QF_FLOATS floats, acc: 16 * m floats. */
+static inline void fgg_mm_exact_q4_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
+                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
+                                     float *qf, float *acc)
+{
+    float S[8], M[8];
+    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
+#if FGG_HAVE_AVX2
+    if (m == 1) {  /* the q straight from the bytes into registers: the same values as fgg_mm_q4_k_qf */
+        __m256 a = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
+        const __m256i low = _mm256_set1_epi32(15);
+        for (ptrdiff_t b = 0; b < nb; b++) {
+            const uint8_t *wb = w + 144 * b;
+            const float *xb = x + 256 * b;
+            fgg_mm_q4_k_sm(wb, S, M);
+            for (int g = 0; g < 4; g++) {
+                const uint8_t *qs = wb + 16 + 32 * g;
+                __m256i e0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)qs));
+                __m256i e1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8)));
+                __m256i e2 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 16)));
+                __m256i e3 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 24)));
+                const float *x0 = xb + 64 * g, *x1 = x0 + 32;
+                __m256 t0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e0, low)), _mm256_loadu_ps(x0));
+                __m256 t1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e0, 4)), _mm256_loadu_ps(x1));
+                t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e1, low)), _mm256_loadu_ps(x0 + 8)));
+                t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e1, 4)), _mm256_loadu_ps(x1 + 8)));
+                t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e2, low)), _mm256_loadu_ps(x0 + 16)));
+                t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e2, 4)), _mm256_loadu_ps(x1 + 16)));
+                t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e3, low)), _mm256_loadu_ps(x0 + 24)));
+                t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e3, 4)), _mm256_loadu_ps(x1 + 24)));
+                a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(S[2 * g]), t0));
+                a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(S[2 * g + 1]), t1));
+            }
+            mins = _mm256_add_ps(mins, _mm256_mul_ps(_mm256_loadu_ps(M), _mm256_loadu_ps(xsum + 8 * b)));
+        }
+        _mm256_storeu_ps(acc, a);
+        _mm256_storeu_ps(acc + 8, mins);
+        out[0] = fgg_mm_lanes8_sum(acc) - fgg_mm_lanes8_sum(acc + 8);
+        return;
+    }
+#endif
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w + 144 * b;
+        fgg_mm_q4_k_sm(wb, S, M);
+        fgg_mm_q4_k_qf(wb, qf);
+        for (int i = 0; i < m; i += 4)
+            fgg_mm_sb_rows(qf, S, M, 8, 4, x + i * xs + 256 * b, xs, xsum + i * xss + 8 * b, xss,
+                           m - i < 4 ? m - i : 4, acc + 16 * i);
+    }
+    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8);
+}
+
+/* One Q6_K weight row times m rows of x, as fgg_mm_exact_q4_k (no min term: xsum unused). */
+static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
+                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
+                                     float *qf, float *acc)
+{
+    float S[16];
+    (void)xsum;
+    (void)xss;
+    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        fgg_mm_q6_k_qf(w + 210 * b, qf, S);
+        for (int i = 0; i < m; i += 4)
+            fgg_mm_sb_rows(qf, S, NULL, 16, 2, x + i * xs + 256 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
+    }
+    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i);
+}
+
 #endif

@@ -28,4 +28,10 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows_q2_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q6_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     int fgg_mm_vnni_usable()
+    enum: FGG_MM_QF_FLOATS
+    void fgg_mm_xsum32(const float *x, Py_ssize_t n, float *sums)
+    void fgg_mm_exact_q4_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
+                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
+    void fgg_mm_exact_q6_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
+                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     enum: FGG_MM_INT_SIMD_BUILD

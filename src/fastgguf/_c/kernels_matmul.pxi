@@ -224,6 +224,116 @@ cdef void _mm_float_task(void *ctx, int task) noexcept nogil:
         job.status = status
 
 
+ctypedef void (*_exact_fn)(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
+                          Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc) noexcept nogil
+
+
+cdef _exact_fn _exact_by_sub_block(int type_id) noexcept nogil:
+    """The float path factored by sub-block (dot.h), for the types that have it; else NULL."""
+    if type_id == FGG_TYPE_Q4_K:
+        return <_exact_fn>fgg_mm_exact_q4_k
+    if type_id == FGG_TYPE_Q6_K:
+        return <_exact_fn>fgg_mm_exact_q6_k
+    return NULL
+
+
+cdef struct _MMExactJob:
+    _exact_fn fn
+    fgg_byteswap_fn swap
+    int type_id
+    const uint8_t *w
+    Py_ssize_t row_bytes, nb
+    const float *x
+    Py_ssize_t x_stride, m
+    const float *xsum
+    Py_ssize_t xsum_stride
+    float *out
+    Py_ssize_t out_stride, n0, n1, wt, xt
+    int n_tasks
+    int status
+
+
+cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
+    cdef _MMExactJob *job = <_MMExactJob *>ctx
+    cdef fgg_guard guard
+    cdef Py_ssize_t a, a1, b, b1, n, n0, n1
+    _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
+    if n0 == n1:
+        return
+    cdef const uint8_t *row
+    cdef float *qf = <float *>malloc((FGG_MM_QF_FLOATS + 16 * min(job.m, job.xt)) * sizeof(float) + 64)
+    cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes) if job.swap != NULL else NULL
+    if qf == NULL or (job.swap != NULL and swapped == NULL):
+        free(qf)
+        free(swapped)
+        job.status = -3
+        return
+    if fgg_guard_enter(&guard):
+        job.status = -2
+    else:
+        a = n0
+        while a < n1:
+            a1 = min(a + job.wt, n1)
+            b = 0
+            while b < job.m:
+                b1 = min(b + job.xt, job.m)
+                for n in range(a, a1):
+                    row = job.w + n * job.row_bytes
+                    if swapped != NULL:  # big-endian: the row put in order first (once per tile of x rows)
+                        job.swap(row, swapped, job.nb, job.type_id)
+                        row = swapped
+                    job.fn(row, job.nb, job.x + b * job.x_stride, job.x_stride,
+                           job.xsum + b * job.xsum_stride, job.xsum_stride, <int>(b1 - b),
+                           job.out + b * job.out_stride + n, job.out_stride, qf, qf + FGG_MM_QF_FLOATS)
+                b = b1
+            a = a1
+        fgg_guard_leave(&guard)
+    free(qf)
+    free(swapped)
+
+
+cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] w,
+                       const float[:, ::1] x, float[:, :] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nb,
+                       int threads) except -1:
+    """matmul_rows by the factored float path: x's sums per 32 first, then the rows on the pool."""
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], i
+    cdef Py_ssize_t xss = k // 32
+    cdef float *xsum = <float *>malloc(max(1, m * xss) * sizeof(float))
+    if xsum == NULL:
+        raise MemoryError("no scratch memory for matmul")
+    cdef _MMExactJob job
+    with nogil:
+        for i in range(m):
+            fgg_mm_xsum32(&x[i, 0], k, xsum + i * xss)
+    job.fn = fn
+    job.swap = swap
+    job.type_id = type_id
+    job.w = &w[0, 0]
+    job.row_bytes = w.shape[1]
+    job.nb = nb
+    job.x = &x[0, 0]
+    job.x_stride = x.strides[0] // sizeof(float)
+    job.m = m
+    job.xsum = xsum
+    job.xsum_stride = xss
+    job.out = &out[0, 0]
+    job.out_stride = out.strides[0] // sizeof(float)
+    job.n0 = n0
+    job.n1 = n1
+    job.wt = _tile_rows(_MM_W_TILE, w.shape[1], 1)
+    job.xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
+    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.status = 0
+    with nogil:
+        fgg_pool_run(_mm_exact_task, &job, job.n_tasks, threads)
+    free(xsum)
+    if job.status == -3:
+        raise MemoryError("no scratch memory for matmul")
+    if job.status == -2:
+        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
+    return 0
+
+
 def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::1] x not None,
                 float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, bint byteswapped=False, int round_to=0,
                 int threads=1):
@@ -277,6 +387,10 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
         for i in range(m):
             for n in range(n0, n1):
                 out[i, n] = 0.0
+        return
+    cdef _exact_fn factored = _exact_by_sub_block(type_id)
+    if factored != NULL and round_to == 0:
+        _matmul_exact(factored, swap, type_id, w, x, out, n0, n1, k // block_size, threads)
         return
     cdef _MMFloatJob job
     job.kernel = kernel
