@@ -5,7 +5,10 @@
 # Float path (matmul_rows): each weight row is dequantized _MM_CHUNK elements at a time into a
 # scratch buffer that stays in L1 (never written to memory), and that chunk is multiplied with
 # the same columns of every row of x before the next chunk is made. Each (m, n) is computed by
-# one thread in one fixed order, so the result does not depend on the thread split.
+# one thread in one fixed order, so the result does not depend on the thread split. Q4_K and Q6_K
+# (the types of a Q4_K_M model) take the float path factored by sub-block instead (_matmul_exact,
+# dot.h's fgg_mm_exact_*): S * sum(q * x) - M * sum(x) per sub-block, with x's sums per 32 made
+# once per call; not with round_to, whose rounding needs each weight's value.
 
 from libc.stdlib cimport getenv
 
