@@ -6,8 +6,8 @@
  * kernels are built with -ffp-contract=off), and the lanes are summed in one fixed order at the
  * end. So the portable C loop, the two 8-lane AVX2 vectors and the one 16-lane AVX-512 vector
  * compute exactly the same float operations: every CPU path and every thread count give the
- * same bits. Q4_K and Q6_K instead factor each sub-block's scale out of its sum (the end of this
- * file): fewer float operations per weight, the same guarantees.
+ * same bits. Q4_K, Q6_K, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
+ * end of this file): fewer float operations per weight, the same guarantees.
  *
  * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:
  * fgg_mm_quantize_x8) or per super-block of 256 (the K-quants: fgg_mm_quantize_x8k), and the
@@ -887,7 +887,7 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
 
 
 /* ------------------------------------------------------------------------------------------ */
-/* Exact path of Q4_K and Q6_K from the blocks, factored by sub-block                          */
+/* Exact path of Q4_K, Q6_K, Q8_0 and Q4_0 from the blocks, factored by sub-block              */
 /*
  * A sub-block's values are S * q - M (Q4_K: q = 0..15 per 32 values) or S * (q - 32) (Q6_K:
  * q = 0..63 per 16 values), so its part of a dot product is S * sum(q' * x) - M * sum(x): the
@@ -1132,6 +1132,100 @@ static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float
             fgg_mm_sb_rows(qf, S, NULL, 16, 2, x + i * xs + 256 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
     }
     for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i);
+}
+
+
+/* Q8_0 (34-byte blocks: f16 d, 32 int8 q; value d * q) and Q4_0 (18-byte blocks: f16 d, 16 bytes
+ * of nibbles; value d * (q - 8)): each block a sub-block of 32 with S = d and no min, taken 8
+ * blocks (256 values) at a time (fewer at the end of a row). */
+static inline void fgg_mm_b32_qf(const uint8_t *w, int n, int is_q4, float *qf, float *S)
+{
+    for (int k = 0; k < n; k++) {
+        const uint8_t *blk = w + (is_q4 ? 18 : 34) * k;
+        float *y = qf + 32 * k;
+        S[k] = fgg_half_to_float_scale(fgg_load_u16le(blk));
+#if FGG_HAVE_AVX2
+        __m256i v;
+        if (is_q4) {
+            __m128i b = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
+            v = _mm256_sub_epi8(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4), _mm_and_si128(b, m4)),
+                                _mm256_set1_epi8(8));
+        } else {
+            v = _mm256_loadu_si256((const __m256i *)(blk + 2));
+        }
+        fgg_mm_i8x32_to_f(v, y);
+#else
+        if (is_q4) {
+            for (int j = 0; j < 16; j++) {
+                y[j] = (float)((blk[2 + j] & 15) - 8);
+                y[j + 16] = (float)((blk[2 + j] >> 4) - 8);
+            }
+        } else {
+            for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)blk[2 + j];
+        }
+#endif
+    }
+}
+
+static inline void fgg_mm_exact_b32(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs, int m,
+                                    float *out, ptrdiff_t os, float *qf, float *acc, int is_q4)
+{
+    float S[8];
+    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
+#if FGG_HAVE_AVX2
+    if (m == 1) {  /* the q straight from the bytes into registers: the same values as fgg_mm_b32_qf */
+        __m256 a = _mm256_setzero_ps();
+        for (ptrdiff_t b = 0; b < nb; b++) {
+            const uint8_t *blk = w + (is_q4 ? 18 : 34) * b;
+            const float *xb = x + 32 * b;
+            __m256i e[4];
+            if (is_q4) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
+                __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+                const __m256i eight = _mm256_set1_epi32(8);
+                e[0] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(lo), eight);
+                e[1] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), eight);
+                e[2] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(hi), eight);
+                e[3] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), eight);
+            } else {
+                for (int c = 0; c < 4; c++) e[c] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c)));
+            }
+            __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(e[0]), _mm256_loadu_ps(xb));
+            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_cvtepi32_ps(e[1]), _mm256_loadu_ps(xb + 8)));
+            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_cvtepi32_ps(e[2]), _mm256_loadu_ps(xb + 16)));
+            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_cvtepi32_ps(e[3]), _mm256_loadu_ps(xb + 24)));
+            a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(blk))), t));
+        }
+        _mm256_storeu_ps(acc, a);
+        out[0] = fgg_mm_lanes8_sum(acc);
+        return;
+    }
+#endif
+    for (ptrdiff_t b = 0; b < nb; b += 8) {
+        int n = nb - b < 8 ? (int)(nb - b) : 8;
+        fgg_mm_b32_qf(w + (is_q4 ? 18 : 34) * b, n, is_q4, qf, S);
+        for (int i = 0; i < m; i += 4)
+            fgg_mm_sb_rows(qf, S, NULL, n, 4, x + i * xs + 32 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
+    }
+    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i);
+}
+
+static inline void fgg_mm_exact_q8_0(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
+                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
+                                     float *qf, float *acc)
+{
+    (void)xsum;
+    (void)xss;
+    fgg_mm_exact_b32(w, nb, x, xs, m, out, os, qf, acc, 0);
+}
+
+static inline void fgg_mm_exact_q4_0(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
+                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
+                                     float *qf, float *acc)
+{
+    (void)xsum;
+    (void)xss;
+    fgg_mm_exact_b32(w, nb, x, xs, m, out, os, qf, acc, 1);
 }
 
 #endif
