@@ -6,7 +6,7 @@
  * kernels are built with -ffp-contract=off), and the lanes are summed in one fixed order at the
  * end. So the portable C loop, the two 8-lane AVX2 vectors and the one 16-lane AVX-512 vector
  * compute exactly the same float operations: every CPU path and every thread count give the
- * same bits. Q4_K, Q6_K, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
+ * same bits. Q4_K, Q5_K, Q6_K, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
  * end of this file): fewer float operations per weight, the same guarantees.
  *
  * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:
@@ -887,7 +887,7 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
 
 
 /* ------------------------------------------------------------------------------------------ */
-/* Exact path of Q4_K, Q6_K, Q8_0 and Q4_0 from the blocks, factored by sub-block              */
+/* Exact path of Q4_K, Q5_K, Q6_K, Q8_0 and Q4_0 from the blocks, factored by sub-block        */
 /*
  * A sub-block's values are S * q - M (Q4_K: q = 0..15 per 32 values) or S * (q - 32) (Q6_K:
  * q = 0..63 per 16 values), so its part of a dot product is S * sum(q' * x) - M * sum(x): the
@@ -1110,6 +1110,49 @@ static inline void fgg_mm_exact_q4_k(const uint8_t *w, ptrdiff_t nb, const float
         const uint8_t *wb = w + 144 * b;
         fgg_mm_q4_k_sm(wb, S, M);
         fgg_mm_q4_k_qf(wb, qf);
+        for (int i = 0; i < m; i += 4)
+            fgg_mm_sb_rows(qf, S, M, 8, 4, x + i * xs + 256 * b, xs, xsum + i * xss + 8 * b, xss,
+                           m - i < 4 ? m - i : 4, acc + 16 * i);
+    }
+    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8);
+}
+
+/* The 256 q of a Q5_K super-block (176 bytes: f16 d, f16 dmin, 12 bytes of scales and mins as
+ * Q4_K's, 32 bytes of fifth bits qh, 128 bytes of nibbles) as floats, in value order: value k of
+ * sub-block j is its nibble | bit j of qh[k] << 4. */
+static inline void fgg_mm_q5_k_qf(const uint8_t *wb, float *qf)
+{
+    const uint8_t *qh = wb + 16, *qs = wb + 48;
+#if FGG_HAVE_AVX2
+    const __m256i low = _mm256_set1_epi8(15), one = _mm256_set1_epi8(1);
+    const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+    for (int g = 0; g < 4; g++) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(qs + 32 * g));
+        __m256i h0 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * g), one), 4);
+        __m256i h1 = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * g + 1), one), 4);
+        fgg_mm_i8x32_to_f(_mm256_or_si256(_mm256_and_si256(v, low), h0), qf + 64 * g);
+        fgg_mm_i8x32_to_f(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), h1), qf + 64 * g + 32);
+    }
+    return;
+#endif
+    for (int g = 0; g < 4; g++)
+        for (int k = 0; k < 32; k++) {
+            qf[64 * g + k] = (float)((qs[32 * g + k] & 15) | (((qh[k] >> (2 * g)) & 1) << 4));
+            qf[64 * g + 32 + k] = (float)((qs[32 * g + k] >> 4) | (((qh[k] >> (2 * g + 1)) & 1) << 4));
+        }
+}
+
+/* One Q5_K weight row times m rows of x, as fgg_mm_exact_q4_k (without its single-row kernel). */
+static inline void fgg_mm_exact_q5_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
+                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
+                                     float *qf, float *acc)
+{
+    float S[8], M[8];
+    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w + 176 * b;
+        fgg_mm_q4_k_sm(wb, S, M);
+        fgg_mm_q5_k_qf(wb, qf);
         for (int i = 0; i < m; i += 4)
             fgg_mm_sb_rows(qf, S, M, 8, 4, x + i * xs + 256 * b, xs, xsum + i * xss + 8 * b, xss,
                            m - i < 4 ? m - i : 4, acc + 16 * i);

@@ -36,6 +36,8 @@ cdef extern from "dot.h" nogil:
                            Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     void fgg_mm_exact_q4_0(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
                            Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
+    void fgg_mm_exact_q5_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
+                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     void fgg_mm_exact_q6_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
                            Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     enum: FGG_MM_INT_SIMD_BUILD
