@@ -257,12 +257,17 @@ def test_threads_give_identical_bits(qtype, small_chunks):
     assert same_bits(dequantize(raw, qtype, shape, rows=slice(1, 5), threads=3), one[1:5])
 
 
-def test_threads_use_the_pool(small_chunks, monkeypatch):
-    """With the kernels' own pool (POSIX): one call, told the thread count; elsewhere the chunks go
-    to Python's pool and the calling thread runs the last one."""
+@pytest.mark.parametrize("own_pool", [True, False])
+def test_threads_use_the_pool(small_chunks, monkeypatch, own_pool):
+    """With the kernels' own pool (POSIX): one call, told the thread count; elsewhere (as on a
+    build without it) the chunks go to Python's pool and the calling thread runs the last one."""
     kernels = _backend.kernels()
+    if not own_pool:
+        monkeypatch.setattr(kernels, "has_thread_pool", lambda: False)
+    elif not kernels.has_thread_pool():
+        pytest.skip("this build has no pool of its own")
     raw = tensor(T.Q8_0, (4096,))
-    if kernels.has_thread_pool():
+    if own_pool:
         calls = []
         real_into = kernels.dequantize_into
         monkeypatch.setattr(_backend, "_executor", lambda workers: pytest.fail("Python's pool used"))

@@ -116,6 +116,24 @@ def test_same_bits_for_every_thread_count(qtype, monkeypatch):
 
 
 @pytest.mark.parametrize("exact", [True, False])
+def test_same_bits_without_the_kernels_pool(exact, monkeypatch):
+    """Where a build has no pool of its own (not POSIX), the rows are split in Python and run on
+    Python's pool: the same bits."""
+    import sys
+
+    from fastgguf import _backend
+
+    monkeypatch.setattr(sys.modules["fastgguf.matmul"], "_MIN_WORK_PER_THREAD", 1)
+    rng = np.random.default_rng(4)
+    raw = random_weights(T.Q4_K, 97, 512, rng)
+    x = rng.standard_normal((3, 512)).astype(np.float32)
+    expected = matmul(x, raw, T.Q4_K, threads=1, exact=exact)
+    monkeypatch.setattr(_backend.kernels(), "has_thread_pool", lambda: False)
+    for threads in (2, 3):
+        np.testing.assert_array_equal(matmul(x, raw, T.Q4_K, threads=threads, exact=exact), expected)
+
+
+@pytest.mark.parametrize("exact", [True, False])
 def test_the_kernels_pool_serves_concurrent_callers(exact, monkeypatch):
     """Several Python threads in matmul at once: one gets the build's worker threads, the others
     run their tasks on their own thread; every result has the bits of a one-thread product."""
