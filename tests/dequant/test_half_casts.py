@@ -36,14 +36,6 @@ def _same(result: np.ndarray, expected: np.ndarray) -> None:
     assert np.array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32))  # the sign of zero counts
 
 
-@pytest.fixture(params=fastgguf.available_cpu_paths())
-def cpu(request):
-    before = fastgguf.cpu_path()
-    fastgguf.set_cpu_path(request.param)
-    yield request.param
-    fastgguf.set_cpu_path(before)
-
-
 @pytest.fixture
 def small_chunks(monkeypatch):
     """Split even these small arrays over threads (into parts of 256 values), so the threaded paths run."""
@@ -56,7 +48,7 @@ def small_chunks(monkeypatch):
 
 @pytest.mark.parametrize("dtype", list(HALF))
 @pytest.mark.parametrize("threads", [1, 3])
-def test_narrow_floats_equals_numpy_and_ml_dtypes(cpu, dtype, threads, small_chunks):
+def test_narrow_floats_equals_numpy_and_ml_dtypes(cpu_path, dtype, threads, small_chunks):
     values = _values()
     with np.errstate(over="ignore", invalid="ignore"):
         expected = values.astype(HALF[dtype])
@@ -100,7 +92,7 @@ def test_narrow_floats_bad_arguments(bad, error):
 @pytest.mark.parametrize("dtype", list(HALF))
 @pytest.mark.parametrize("qtype", [GGMLType.F32, GGMLType.F16, GGMLType.Q4_K, GGMLType.Q8_0, GGMLType.IQ4_XS,
                                    GGMLType.Q6_K, GGMLType.IQ2_XXS])
-def test_dequantize_rounded_equals_cast_of_dequantize(cpu, dtype, qtype, small_chunks):
+def test_dequantize_rounded_equals_cast_of_dequantize(cpu_path, dtype, qtype, small_chunks):
     rng = np.random.default_rng(int(qtype))
     values = (rng.standard_normal((67, 512)) * 300).astype(np.float32)  # float16's range is reached by F32's
     if qtype == GGMLType.IQ2_XXS:

@@ -18,17 +18,9 @@ HALF = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 TYPES = ["Q4_K", "IQ4_XS", "Q8_0", "Q6_K", "Q4_0", "F16", "BF16", "F32"]
 
 
-@pytest.fixture(params=fastgguf.available_cpu_paths())
-def cpu(request):
-    before = fastgguf.cpu_path()
-    fastgguf.set_cpu_path(request.param)
-    yield request.param
-    fastgguf.set_cpu_path(before)
-
-
 @pytest.mark.parametrize("qtype", TYPES)
 @pytest.mark.parametrize("half", list(HALF))
-def test_equals_float_path_on_cast_weights(cpu, qtype, half):
+def test_equals_float_path_on_cast_weights(cpu_path, qtype, half):
     rng = np.random.default_rng(len(qtype))
     values = (rng.standard_normal((67, 512)) * 0.3).astype(np.float32)
     values[3, :7] = [70000.0, -70000.0, 1e-9, -1e-9, 6e-8, 65519.0, 3.0e38]  # overflow, subnormals, ties
