@@ -1064,16 +1064,47 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
             for (int l = 0; l < 8; l++) acc[16 * i + 8 + l] = acc[16 * i + 8 + l] + M[l] * xsum[i * xss + l];
 }
 
+/* A K-quant super-block unpacked for the factored path: its q as floats (qf), its scales S and,
+ * for types with a min, its 8 mins M (else M is left alone). */
+typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *M);
+
+/* One K-quant weight row (nb super-blocks of sb_bytes at w) times m rows of x, through its
+ * unpacker: n_sub sub-blocks of 256 / n_sub values per super-block; with 8 sub-blocks the type
+ * has mins, taken against x's sums per 32 (xsum + i * xss). out[i * os]; qf: FGG_MM_QF_FLOATS
+ * floats, acc: 16 * m floats. The fallback of every type, and every batch of more than one row. */
+static inline void fgg_mm_exact_k(const uint8_t *w, ptrdiff_t nb, ptrdiff_t sb_bytes, fgg_mm_qf_unpack unpack, int n_sub,
+                                  const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m,
+                                  float *out, ptrdiff_t os, float *qf, float *acc)
+{
+    float S[16], M[8];
+    const int has_min = n_sub == 8;
+    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        unpack(w + sb_bytes * b, qf, S, M);
+        for (int i = 0; i < m; i += 4)
+            fgg_mm_sb_rows(qf, S, has_min ? M : NULL, n_sub, 32 / n_sub, x + i * xs + 256 * b, xs,
+                           has_min ? xsum + i * xss + 8 * b : NULL, xss, m - i < 4 ? m - i : 4, acc + 16 * i);
+    }
+    for (int i = 0; i < m; i++)
+        out[i * os] = has_min ? fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8)
+                              : fgg_mm_lanes8_sum(acc + 16 * i);
+}
+
+static inline void fgg_mm_q4_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    fgg_mm_q4_k_sm(wb, S, M);
+    fgg_mm_q4_k_qf(wb, qf);
+}
+
 /* One Q4_K weight row (nb super-blocks at w) times m rows of x (row i at x + i * xs, its sums
  * per 32 at xsum + i * xss): out[i * os]. qf: FGG_MM_QF_FLOATS floats, acc: 16 * m floats. */
 static inline void fgg_mm_exact_q4_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
                                      const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
                                      float *qf, float *acc)
 {
-    float S[8], M[8];
-    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
 #if FGG_HAVE_AVX2
     if (m == 1) {  /* the q straight from the bytes into registers: the same values as fgg_mm_q4_k_qf */
+        float S[8], M[8];
         __m256 a = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
         const __m256i low = _mm256_set1_epi32(15);
         for (ptrdiff_t b = 0; b < nb; b++) {
@@ -1106,15 +1137,7 @@ static inline void fgg_mm_exact_q4_k(const uint8_t *w, ptrdiff_t nb, const float
         return;
     }
 #endif
-    for (ptrdiff_t b = 0; b < nb; b++) {
-        const uint8_t *wb = w + 144 * b;
-        fgg_mm_q4_k_sm(wb, S, M);
-        fgg_mm_q4_k_qf(wb, qf);
-        for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, M, 8, 4, x + i * xs + 256 * b, xs, xsum + i * xss + 8 * b, xss,
-                           m - i < 4 ? m - i : 4, acc + 16 * i);
-    }
-    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8);
+    fgg_mm_exact_k(w, nb, 144, fgg_mm_q4_k_unpack, 8, x, xs, xsum, xss, m, out, os, qf, acc);
 }
 
 /* The 256 q of a Q5_K super-block (176 bytes: f16 d, f16 dmin, 12 bytes of scales and mins as
@@ -1142,39 +1165,32 @@ static inline void fgg_mm_q5_k_qf(const uint8_t *wb, float *qf)
         }
 }
 
+static inline void fgg_mm_q5_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    fgg_mm_q4_k_sm(wb, S, M);
+    fgg_mm_q5_k_qf(wb, qf);
+}
+
 /* One Q5_K weight row times m rows of x, as fgg_mm_exact_q4_k (without its single-row kernel). */
 static inline void fgg_mm_exact_q5_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
                                      const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
                                      float *qf, float *acc)
 {
-    float S[8], M[8];
-    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
-    for (ptrdiff_t b = 0; b < nb; b++) {
-        const uint8_t *wb = w + 176 * b;
-        fgg_mm_q4_k_sm(wb, S, M);
-        fgg_mm_q5_k_qf(wb, qf);
-        for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, M, 8, 4, x + i * xs + 256 * b, xs, xsum + i * xss + 8 * b, xss,
-                           m - i < 4 ? m - i : 4, acc + 16 * i);
-    }
-    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8);
+    fgg_mm_exact_k(w, nb, 176, fgg_mm_q5_k_unpack, 8, x, xs, xsum, xss, m, out, os, qf, acc);
 }
 
-/* One Q6_K weight row times m rows of x, as fgg_mm_exact_q4_k (no min term: xsum unused). */
+static inline void fgg_mm_q6_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    (void)M;
+    fgg_mm_q6_k_qf(wb, qf, S);
+}
+
+/* One Q6_K weight row times m rows of x, as fgg_mm_exact_q4_k (16 sub-blocks, no min term). */
 static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
                                      const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
                                      float *qf, float *acc)
 {
-    float S[16];
-    (void)xsum;
-    (void)xss;
-    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
-    for (ptrdiff_t b = 0; b < nb; b++) {
-        fgg_mm_q6_k_qf(w + 210 * b, qf, S);
-        for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, NULL, 16, 2, x + i * xs + 256 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
-    }
-    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i);
+    fgg_mm_exact_k(w, nb, 210, fgg_mm_q6_k_unpack, 16, x, xs, xsum, xss, m, out, os, qf, acc);
 }
 
 
