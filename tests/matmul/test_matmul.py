@@ -240,6 +240,9 @@ def test_integer_path_error_and_cpu_paths(qtype, m):
         out = np.empty((m, n), np.float32)
         kernels.matmul_rows_int(raw, int(qtype), xq, out, 0, n)
         np.testing.assert_array_equal(out, y)  # integer sums are exact, the float steps the same
+        one = np.empty((1, n), np.float32)  # a single row has kernels of its own (unpacked blocks in registers)
+        kernels.matmul_rows_int(raw, int(qtype), xq[-1:], one, 0, n)
+        np.testing.assert_array_equal(one[0], y[-1])
 
 
 def _int_dot_variants():

@@ -267,7 +267,7 @@ static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += 34) {
-            float d = fgg_half_to_float(fgg_load_u16le(wb));
+            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
             fgg_mm_w32 q = fgg_mm_load32(wb + 2);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
@@ -288,7 +288,7 @@ static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += 18) {
-            float d = fgg_half_to_float(fgg_load_u16le(wb));
+            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
             fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
@@ -661,6 +661,25 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
     fgg_mm_ksb s;
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
+#if defined(FGG_MM_INT_SIMD)
+    if (m == 1) { /* the same steps for one row: the unpacked block then stays in registers, where
+                   storing it for the row loop below costs twice the row's arithmetic */
+        fgg_mm_acc a = fgg_mm_acc_zero(), am = fgg_mm_acc_zero();
+        for (ptrdiff_t b = 0; b < nsb; b++) {
+            fgg_mm_ksb s1;
+            fgg_mm_k_unpack(kind, w + b * bytes, &s1, &d, &dmin);
+            if (fgg_mm_k_has_min(kind)) {
+                a = fgg_mm_acc_add(a, fgg_mm_ksb_dot(&s1, x[b].q), d * x[b].d);
+                am = fgg_mm_acc_add(am, fgg_mm_ksb_bsum(&s1, x[b].bsum), dmin * x[b].d);
+            } else {
+                a = fgg_mm_acc_add(a, fgg_mm_lanes_sub(fgg_mm_ksb_dot(&s1, x[b].q), fgg_mm_ksb_bsum(&s1, x[b].bsum)),
+                                   d * x[b].d);
+            }
+        }
+        out[0] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(a) - fgg_mm_acc_sum(am) : fgg_mm_acc_sum(a);
+        return;
+    }
+#endif
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
         for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
@@ -764,7 +783,7 @@ static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
         acc1 = fgg_mm_acc_zero();                                                                    \
         const uint8_t *wb = w;                                                                       \
         for (ptrdiff_t b = 0; b < nb; b++, wb += (BYTES)) {                                          \
-            float d = fgg_half_to_float(fgg_load_u16le(wb));                                                   \
+            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));                                               \
             __m256i q = UNPACK;                                                                      \
             __m512i qz = fgg_mm_v2_w(q);                                                             \
             __m512i qa = _mm512_abs_epi8(qz);                                                        \
