@@ -103,6 +103,20 @@ static inline float fgg_mm_lanes_sum(const float *acc)
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
+/* Ask for the cache lines of the block ``ahead`` bytes past p (n bytes): a row's blocks stream
+ * from memory, and the single-row kernels are quick enough for the hardware prefetcher, which
+ * stops at each 4 KiB page, to leave them waiting (about 10-15 % of a model's batch 1 sweep). */
+#define FGG_MM_PREFETCH_AHEAD 1024
+static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    for (ptrdiff_t o = 0; o < n; o += 64) __builtin_prefetch(p + FGG_MM_PREFETCH_AHEAD + o);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
@@ -667,6 +681,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
         fgg_mm_acc a = fgg_mm_acc_zero(), am = fgg_mm_acc_zero();
         for (ptrdiff_t b = 0; b < nsb; b++) {
             fgg_mm_ksb s1;
+            fgg_mm_prefetch_ahead(w + b * bytes, bytes);
             fgg_mm_k_unpack(kind, w + b * bytes, &s1, &d, &dmin);
             if (fgg_mm_k_has_min(kind)) {
                 a = fgg_mm_acc_add(a, fgg_mm_ksb_dot(&s1, x[b].q), d * x[b].d);
@@ -1129,6 +1144,7 @@ static inline void fgg_mm_exact_q4_k(const uint8_t *w, ptrdiff_t nb, const float
         for (ptrdiff_t b = 0; b < nb; b++) {
             const uint8_t *wb = w + 144 * b;
             const float *xb = x + 256 * b;
+            fgg_mm_prefetch_ahead(wb, 144);
             fgg_mm_q4_k_sm(wb, S, M);
             for (int g = 0; g < 4; g++) {
                 const uint8_t *qs = wb + 16 + 32 * g;
