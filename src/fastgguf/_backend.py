@@ -168,6 +168,20 @@ def _executor(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+def run_split(kernels: Any, n_chunks: int, whole: Callable[[int], Any],
+              pieces: Callable[[], list[Callable[[], Any]]]) -> None:
+    """Run one kernel call over a range on ``n_chunks`` threads.
+
+    Where the kernel build has its own worker threads (or one chunk is enough): ``whole(n_chunks)``,
+    one call that splits the range itself. Elsewhere: ``pieces()``, one callable per part of the
+    range, on :func:`run_chunks`.
+    """
+    if n_chunks == 1 or kernels.has_thread_pool():
+        whole(n_chunks)
+    else:
+        run_chunks(pieces())
+
+
 def run_chunks(tasks: list[Callable[[], Any]]) -> None:
     """Run ``tasks`` (callables), the first on this thread and the rest on the pool; re-raise the first error."""
     if len(tasks) == 1:

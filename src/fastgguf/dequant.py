@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -265,11 +266,11 @@ def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_thread
     n_out = flat.size
     stream = n_out * 4 >= _STREAM_MIN_BYTES
     n_chunks = max(1, min(n_threads, n_out // _MIN_ELEMENTS_PER_THREAD))
-    if n_chunks == 1 or kernels.has_thread_pool():
-        kernels.dequantize_into(src, flat, type_id, None, 0, swapped, stream, n_chunks, _SPLIT_GRANULE)
-        return
-    _backend.run_chunks([_bind(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped, stream)
-                         for b0, b1, begin, end in _block_chunks(n_out, block_size, type_size, n_chunks)])
+    _backend.run_split(
+        kernels, n_chunks,
+        lambda threads: kernels.dequantize_into(src, flat, type_id, None, 0, swapped, stream, threads, _SPLIT_GRANULE),
+        lambda: [partial(kernels.dequantize_into, src[b0:b1], flat[begin:end], type_id, None, 0, swapped, stream)
+                 for b0, b1, begin, end in _block_chunks(n_out, block_size, type_size, n_chunks)])
 
 
 def _block_chunks(n_out: int, block_size: int, type_size: int, n_chunks: int) -> list[tuple[int, int, int, int]]:
@@ -295,19 +296,12 @@ def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped
     stream = flat.size * 4 >= _STREAM_MIN_BYTES
     rows_per_thread = max(1, _MIN_ELEMENTS_PER_THREAD // ne0)
     n_chunks = max(1, min(n_threads, n_rows // rows_per_thread))
-    if n_chunks == 1 or kernels.has_thread_pool():
-        kernels.dequantize_into(src, flat, type_id, index, ne0, swapped, stream, n_chunks)
-        return
-    tasks = []
-    for k in range(n_chunks):
-        r0, r1 = n_rows * k // n_chunks, n_rows * (k + 1) // n_chunks
-        if r1 > r0:
-            tasks.append(_bind(kernels.dequantize_into, src, flat[r0 * ne0 : r1 * ne0], type_id, index[r0:r1], ne0, swapped, stream))
-    _backend.run_chunks(tasks)
-
-
-def _bind(fn, *args):
-    return lambda: fn(*args)
+    bounds = [n_rows * k // n_chunks for k in range(n_chunks + 1)]
+    _backend.run_split(
+        kernels, n_chunks,
+        lambda threads: kernels.dequantize_into(src, flat, type_id, index, ne0, swapped, stream, threads),
+        lambda: [partial(kernels.dequantize_into, src, flat[r0 * ne0 : r1 * ne0], type_id, index[r0:r1], ne0, swapped, stream)
+                 for r0, r1 in zip(bounds, bounds[1:]) if r1 > r0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,12 +369,11 @@ def narrow_floats(values: np.ndarray, dtype: Any, *, out: np.ndarray | None = No
     src, dst = values.reshape(-1), result.reshape(-1).view(np.uint16)
     n_chunks = max(1, min(_backend.resolve_threads(threads), src.size // _MIN_CONVERT_PER_THREAD))
     kernels = _backend.kernels()
-    if n_chunks == 1 or kernels.has_thread_pool():
-        kernels.narrow_floats(src, dst, int(qtype), n_chunks, _SPLIT_GRANULE)
-        return result
     bounds = [src.size * c // n_chunks for c in range(n_chunks + 1)]
-    _backend.run_chunks([_bind(kernels.narrow_floats, src[a:b], dst[a:b], int(qtype))
-                         for a, b in zip(bounds, bounds[1:])])
+    _backend.run_split(
+        kernels, n_chunks,
+        lambda threads: kernels.narrow_floats(src, dst, int(qtype), threads, _SPLIT_GRANULE),
+        lambda: [partial(kernels.narrow_floats, src[a:b], dst[a:b], int(qtype)) for a, b in zip(bounds, bounds[1:])])
     return result
 
 
@@ -406,11 +399,11 @@ def dequantize_rounded(data: Any, type: GGMLType | int | str, shape: Any = None,
     result = _empty_aligned(dims, math.prod(dims))
     flat = result.reshape(-1)
     n_chunks = max(1, min(_backend.resolve_threads(threads), flat.size // _MIN_ELEMENTS_PER_THREAD))
-    if n_chunks == 1 or kernels.has_thread_pool():
-        kernels.dequantize_rounded_into(src, flat, int(qtype), int(half), n_chunks, _SPLIT_GRANULE)
-        return result
-    _backend.run_chunks([_bind(kernels.dequantize_rounded_into, src[b0:b1], flat[begin:end], int(qtype), int(half))
-                         for b0, b1, begin, end in _block_chunks(flat.size, block_size, type_size, n_chunks)])
+    _backend.run_split(
+        kernels, n_chunks,
+        lambda threads: kernels.dequantize_rounded_into(src, flat, int(qtype), int(half), threads, _SPLIT_GRANULE),
+        lambda: [partial(kernels.dequantize_rounded_into, src[b0:b1], flat[begin:end], int(qtype), int(half))
+                 for b0, b1, begin, end in _block_chunks(flat.size, block_size, type_size, n_chunks)])
     return result
 
 
