@@ -862,6 +862,11 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t
     fgg_mm_ksb_v v;
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
+    if (m == 1) { /* the maddubs kernel's single-row branch (the same integer lanes, so the same bits):
+                     no store of the unpacked block, which costs more than a row's arithmetic */
+        fgg_mm_rows_k(kind, w, nsb, x, xs, m, out, os);
+        return;
+    }
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
         for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
