@@ -960,31 +960,23 @@ static inline void fgg_mm_xsum32(const float *x, ptrdiff_t n, float *sums)
     }
 }
 
-/* Q4_K super-block header: S = d * scale, M = dmin * min for the 8 sub-blocks (6-bit fields). */
+/* Q4_K super-block header: S = d * scale, M = dmin * min for the 8 sub-blocks (6-bit fields,
+ * unpacked as the integer path does it: fgg_mm_k4_scales). */
 static inline void fgg_mm_q4_k_sm(const uint8_t *wb, float S[8], float M[8])
 {
     const float d = fgg_half_to_float_scale(fgg_load_u16le(wb)), dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
-#if FGG_HAVE_AVX2
-    uint32_t words[4]; /* the same 6-bit fields, 8 at a time */
+    uint32_t words[4];
     fgg_mm_k4_scales(wb + 4, words);
+#if FGG_HAVE_AVX2
     __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
     _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b8))));
     _mm256_storeu_ps(M, _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b8, 8)))));
-    return;
-#endif
-    const uint8_t *p = wb + 4;
+#else
     for (int j = 0; j < 8; j++) {
-        int sc, mn;
-        if (j < 4) {
-            sc = p[j] & 63;
-            mn = p[j + 4] & 63;
-        } else {
-            sc = (p[j + 4] & 0x0F) | ((p[j - 4] >> 6) << 4);
-            mn = (p[j + 4] >> 4) | ((p[j] >> 6) << 4);
-        }
-        S[j] = d * (float)sc;
-        M[j] = dmin * (float)mn;
+        S[j] = d * (float)((words[j / 4] >> (8 * (j % 4))) & 0xffu);
+        M[j] = dmin * (float)((words[2 + j / 4] >> (8 * (j % 4))) & 0xffu);
     }
+#endif
 }
 
 #if FGG_HAVE_AVX2
