@@ -273,6 +273,12 @@ def _dequantize_run(kernels, src, flat, type_id, block_size, type_size, n_thread
                  for b0, b1, begin, end in _block_chunks(n_out, block_size, type_size, n_chunks)])
 
 
+def _even_parts(n: int, n_parts: int) -> list[tuple[int, int]]:
+    """``(begin, end)`` of ``n_parts`` near-equal parts of ``range(n)``, empty parts left out."""
+    bounds = [n * k // n_parts for k in range(n_parts + 1)]
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
 def _block_chunks(n_out: int, block_size: int, type_size: int, n_chunks: int) -> list[tuple[int, int, int, int]]:
     """``(first byte, end byte, first value, end value)`` of ``n_chunks`` parts of ``n_out`` values of whole blocks.
 
@@ -296,12 +302,11 @@ def _dequantize_rows(kernels, src, flat, type_id, index, ne0, n_threads, swapped
     stream = flat.size * 4 >= _STREAM_MIN_BYTES
     rows_per_thread = max(1, _MIN_ELEMENTS_PER_THREAD // ne0)
     n_chunks = max(1, min(n_threads, n_rows // rows_per_thread))
-    bounds = [n_rows * k // n_chunks for k in range(n_chunks + 1)]
     _backend.run_split(
         kernels, n_chunks,
         lambda threads: kernels.dequantize_into(src, flat, type_id, index, ne0, swapped, stream, threads),
         lambda: [partial(kernels.dequantize_into, src, flat[r0 * ne0 : r1 * ne0], type_id, index[r0:r1], ne0, swapped, stream)
-                 for r0, r1 in zip(bounds, bounds[1:]) if r1 > r0])
+                 for r0, r1 in _even_parts(n_rows, n_chunks)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,11 +374,10 @@ def narrow_floats(values: np.ndarray, dtype: Any, *, out: np.ndarray | None = No
     src, dst = values.reshape(-1), result.reshape(-1).view(np.uint16)
     n_chunks = max(1, min(_backend.resolve_threads(threads), src.size // _MIN_CONVERT_PER_THREAD))
     kernels = _backend.kernels()
-    bounds = [src.size * c // n_chunks for c in range(n_chunks + 1)]
     _backend.run_split(
         kernels, n_chunks,
         lambda threads: kernels.narrow_floats(src, dst, int(qtype), threads, _SPLIT_GRANULE),
-        lambda: [partial(kernels.narrow_floats, src[a:b], dst[a:b], int(qtype)) for a, b in zip(bounds, bounds[1:])])
+        lambda: [partial(kernels.narrow_floats, src[a:b], dst[a:b], int(qtype)) for a, b in _even_parts(src.size, n_chunks)])
     return result
 
 

@@ -119,9 +119,8 @@ def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped, round_t
     else:
         def product(a: int, b: int, threads: int) -> None:
             kernels.matmul_rows(raw2d, int(qtype), x2d, out2d, a, b, swapped, round_to, threads)
-    bounds = [n_rows * c // n_chunks for c in range(n_chunks + 1)]
     _backend.run_split(kernels, n_chunks, partial(product, 0, n_rows),
-                       lambda: [partial(product, bounds[c], bounds[c + 1], 1) for c in range(n_chunks)])
+                       lambda: [partial(product, a, b, 1) for a, b in _dequant._even_parts(n_rows, n_chunks)])
 
 
 def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
