@@ -293,7 +293,7 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
                         job.swap(row, swapped, job.nb, job.type_id)
                         row = swapped
                     job.fn(row, job.nb, job.x + b * job.x_stride, job.x_stride,
-                           job.xsum + b * job.xsum_stride, job.xsum_stride, <int>(b1 - b),
+                           (job.xsum + b * job.xsum_stride) if job.xsum != NULL else NULL, job.xsum_stride, <int>(b1 - b),
                            job.out + b * job.out_stride + n, job.out_stride, qf, qf + FGG_MM_QF_FLOATS)
                 b = b1
             a = a1
@@ -305,16 +305,20 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
 cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] w,
                        const float[:, ::1] x, float[:, :] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nb,
                        int threads) except -1:
-    """matmul_rows by the factored float path: x's sums per 32 first, then the rows on the pool."""
+    """matmul_rows by the factored float path: x's sums per 32 first (for the types with mins,
+    the only ones that read them), then the rows on the pool."""
     cdef Py_ssize_t m = x.shape[0], k = x.shape[1], i
     cdef Py_ssize_t xss = k // 32
-    cdef float *xsum = <float *>malloc(max(1, m * xss) * sizeof(float))
-    if xsum == NULL:
-        raise MemoryError("no scratch memory for matmul")
+    cdef bint has_min = type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K
+    cdef float *xsum = NULL
+    if has_min:
+        xsum = <float *>malloc(max(1, m * xss) * sizeof(float))
+        if xsum == NULL:
+            raise MemoryError("no scratch memory for matmul")
+        with nogil:
+            for i in range(m):
+                fgg_mm_xsum32(&x[i, 0], k, xsum + i * xss)
     cdef _MMExactJob job
-    with nogil:
-        for i in range(m):
-            fgg_mm_xsum32(&x[i, 0], k, xsum + i * xss)
     job.fn = fn
     job.swap = swap
     job.type_id = type_id
