@@ -1011,28 +1011,51 @@ static inline void fgg_mm_q4_k_qf(const uint8_t *wb, float *qf)
         }
 }
 
+/* S = d * scale for the 16 sub-blocks of a Q6_K super-block. */
+static inline void fgg_mm_q6_k_s(const uint8_t *wb, float S[16])
+{
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
+#if FGG_HAVE_AVX2
+    const __m128i sc = _mm_loadu_si128((const __m128i *)(wb + 192));
+    _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+    _mm256_storeu_ps(S + 8, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+#else
+    const int8_t *scales = (const int8_t *)(wb + 192);
+    for (int j = 0; j < 16; j++) S[j] = d * (float)scales[j];
+#endif
+}
+
+#if FGG_HAVE_AVX2
+/* Half h of a Q6_K super-block: its 128 q - 32 as four vectors of 32 signed bytes, in value order. */
+static inline void fgg_mm_q6_k_half(const uint8_t *wb, int h, __m256i q[4])
+{
+    const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(32);
+    __m256i l0 = _mm256_loadu_si256((const __m256i *)l), l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
+    __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
+    q[0] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), off);
+    q[1] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), off);
+    q[2] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), off);
+    q[3] = _mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), off);
+}
+#endif
+
 /* The 256 q - 32 of a Q6_K super-block as floats, in value order, and S = d * scale per 16. */
 static inline void fgg_mm_q6_k_qf(const uint8_t *wb, float *qf, float S[16])
 {
-    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
-    const int8_t *scales = (const int8_t *)(wb + 192);
+    fgg_mm_q6_k_s(wb, S);
     for (int h = 0; h < 2; h++) {
-        const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
         float *y = qf + 128 * h;
 #if FGG_HAVE_AVX2
-        const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03), off = _mm256_set1_epi8(32);
-        __m256i l0 = _mm256_loadu_si256((const __m256i *)l), l1 = _mm256_loadu_si256((const __m256i *)(l + 32));
-        __m256i hv = _mm256_loadu_si256((const __m256i *)hb);
-        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l0, m4),
-                                                          _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4)), off), y);
-        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(l1, m4),
-                                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4)), off), y + 32);
-        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4)), off), y + 64);
-        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4)), off), y + 96);
+        __m256i q[4];
+        fgg_mm_q6_k_half(wb, h, q);
+        for (int c = 0; c < 4; c++) fgg_mm_i8x32_to_f(q[c], y + 32 * c);
         continue;
 #endif
+        const uint8_t *l = wb + 64 * h, *hb = wb + 128 + 32 * h;
         for (int k = 0; k < 32; k++) {
             y[k] = (float)(((l[k] & 15) | ((hb[k] & 3) << 4)) - 32);
             y[k + 32] = (float)(((l[k + 32] & 15) | (((hb[k] >> 2) & 3) << 4)) - 32);
@@ -1040,7 +1063,6 @@ static inline void fgg_mm_q6_k_qf(const uint8_t *wb, float *qf, float S[16])
             y[k + 96] = (float)(((l[k + 32] >> 4) | (((hb[k] >> 6) & 3) << 4)) - 32);
         }
     }
-    for (int j = 0; j < 16; j++) S[j] = d * (float)scales[j];
 }
 
 /* acc[l] = acc[l] + S * sum over c < n8 of qf[8c + l] * x[8c + l]  (one sub-block, one row). */
@@ -1230,6 +1252,37 @@ static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float
                                      const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
                                      float *qf, float *acc)
 {
+#if FGG_HAVE_AVX2
+    if (m == 1) {  /* the q straight from the bytes into registers: the same operations as fgg_mm_sb_rows */
+        float S[16];
+        __m256 a = _mm256_setzero_ps();
+        for (ptrdiff_t b = 0; b < nb; b++) {
+            const uint8_t *wb = w + 210 * b;
+            fgg_mm_prefetch_ahead(wb, 210);
+            fgg_mm_q6_k_s(wb, S);
+            for (int h = 0; h < 2; h++) {
+                __m256i q[4];
+                fgg_mm_q6_k_half(wb, h, q);
+                for (int c = 0; c < 4; c++) {  /* sub-blocks 8h + 2c and 8h + 2c + 1 */
+                    const float *x0 = x + 256 * b + 128 * h + 32 * c;
+                    const float *s = S + 8 * h + 2 * c;
+                    __m128i lo = _mm256_castsi256_si128(q[c]), hi = _mm256_extracti128_si256(q[c], 1);
+                    __m256 t0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(x0));
+                    __m256 t1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(x0 + 16));
+                    t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+                                                         _mm256_loadu_ps(x0 + 8)));
+                    t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))),
+                                                         _mm256_loadu_ps(x0 + 24)));
+                    a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[0]), t0));
+                    a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[1]), t1));
+                }
+            }
+        }
+        _mm256_storeu_ps(acc, a);
+        out[0] = fgg_mm_lanes8_sum(acc);
+        return;
+    }
+#endif
     fgg_mm_exact_k(w, nb, 210, fgg_mm_q6_k_unpack, 16, x, xs, xsum, xss, m, out, os, qf, acc);
 }
 
