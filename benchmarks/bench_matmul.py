@@ -3,7 +3,9 @@
 The model: every 2-D weight of a ~250 MB Q4_K_M-like llama (8 layers of d=2048, ffn 5632,
 grouped KV of 256, vocab 32000; attn_v, ffn_down and the output head in Q6_K, the rest Q4_K),
 synthetic blocks (random quants, realistic fp16 scales). One "forward sweep" multiplies x with
-every weight, as an engine does per token; batch 1 and batch 8, all threads.
+every weight, as an engine does per token (for a batch, the output head with the last row only: a
+prompt's forward needs the logits of its last token, and llama-bench's pp computes just those);
+batch 1 and batch 8, all threads.
 
 With pytest-benchmark (``--benchmark-disable`` runs each once on a small model: the CI smoke)::
 
@@ -96,10 +98,20 @@ def build_model(shapes, seed: int = 0):
     return [(name, qtype, make_weight(qtype, n, k, rng)) for name, qtype, n, k in shapes]
 
 
-def sweep_fastgguf(model, xs, exact=True, threads=None):
-    for _name, qtype, raw in model:
-        matmul(xs[raw.shape[1] // TYPE_TRAITS[qtype].type_size * TYPE_TRAITS[qtype].block_size], raw, qtype,
-               exact=exact, threads=threads)
+#: The output head's names: a prompt's forward needs its logits only for the last token.
+HEADS = ("output", "output.weight")
+
+
+def rows_for(name: str, x: np.ndarray, last_head: bool) -> np.ndarray:
+    """The rows of ``x`` a forward multiplies weight ``name`` with: with ``last_head``, the output head
+    takes the last row only, as llama.cpp's prompt processing (``llama-bench -p``) computes it."""
+    return x[-1:] if last_head and name in HEADS else x
+
+
+def sweep_fastgguf(model, xs, exact=True, threads=None, last_head=True):
+    for name, qtype, raw in model:
+        x = xs[raw.shape[1] // TYPE_TRAITS[qtype].type_size * TYPE_TRAITS[qtype].block_size]
+        matmul(rows_for(name, x, last_head), raw, qtype, exact=exact, threads=threads)
 
 
 def sweep_int(model, xs, vnni: bool, threads=None):
@@ -112,9 +124,15 @@ def sweep_int(model, xs, vnni: bool, threads=None):
         kernels._set_vnni(before)
 
 
-def sweep_numpy(dense, xs):
-    for w in dense:
-        xs[w.shape[1]] @ w.T
+def sweep_numpy(dense, xs, last_head=True):
+    for name, w in dense:
+        rows_for(name, xs[w.shape[1]], last_head) @ w.T
+
+
+def dense_weights(model) -> list[tuple[str, np.ndarray]]:
+    """(name, float32 weight) of every weight of ``model``: numpy's operands."""
+    return [(name, dequantize(raw, q, (raw.shape[0], raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size)))
+            for name, q, raw in model]
 
 
 def inputs(model, batch: int, seed: int = 1):
@@ -135,8 +153,7 @@ def model_for(disabled: bool):
         _models.clear()
         shapes = model_shapes(layers, vocab=32000) if layers else model_shapes(1, d=256, ffn=512, kv=64, vocab=512)
         model = build_model(shapes)
-        dense = [dequantize(raw, q, (raw.shape[0], raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size))
-                 for _n, q, raw in model]
+        dense = dense_weights(model)
         _models[layers] = (model, dense)
     return _models[layers]
 
@@ -378,16 +395,18 @@ def timed(fn, rounds: int, budget: float = 20.0) -> float:
     return best
 
 
-def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] | None, repro: str) -> list[dict]:
-    """Time a sweep per batch x path x CPU build and print the table (markdown); the rows as dicts."""
+def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] | None, repro: str,
+          last_head: bool = True) -> list[dict]:
+    """Time a sweep per batch x path x CPU build and print the table (markdown); the rows as dicts.
+
+    A sweep multiplies every weight with the batch's rows of x; with ``last_head`` the output head
+    only with the last row, as a prompt's forward (llama-bench's pp) does."""
     q_bytes = sum(raw.nbytes for _n, _q, raw in model)
-    dense = None
-    if "numpy" in paths:
-        dense = [dequantize(raw, q, (raw.shape[0], raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size))
-                 for _n, q, raw in model]
+    dense = dense_weights(model) if "numpy" in paths else None
     kinds = sorted({q.name for _n, q, _r in model})
     print(f"weights: {len(model)} matrices, {q_bytes / 1e6:.0f} MB of blocks ({', '.join(kinds)}); "
-          f"{dequant.get_num_threads()} threads")
+          f"{dequant.get_num_threads()} threads; the output head times "
+          + ("the last row of x only (as llama-bench's pp)" if last_head else "every row of x"))
     print("| batch | path | CPU build | ms / sweep | GB/s of blocks | x numpy | x llama.cpp | command |")
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |")
     before = _backend.cpu_path()
@@ -399,10 +418,10 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
             for path in paths:
                 for cpu in (["-"] if path == "numpy" else cpus):
                     if path == "numpy":
-                        t = t_np = timed(partial(sweep_numpy, dense, xs), rounds)
+                        t = t_np = timed(partial(sweep_numpy, dense, xs, last_head), rounds)
                     else:
                         _backend.set_cpu_path(cpu)
-                        t = timed(partial(sweep_fastgguf, model, xs, path == "exact"), rounds)
+                        t = timed(partial(sweep_fastgguf, model, xs, path == "exact", last_head=last_head), rounds)
                     env = "" if cpu == "-" else f"FASTGGUF_CPU={cpu} "
                     cmd = f"{env}{repro} --batches {batch} --paths {path}" + ("" if cpu == "-" else f" --cpu {cpu}")
                     x_np = f"{t_np / t:.2f}" if t_np else "-"
@@ -426,7 +445,8 @@ def table_main(args) -> None:
         if p not in PATHS:
             raise SystemExit(f"unknown path {p!r}: one of {', '.join(PATHS)}")
     cpus = args.cpu.split(",") if args.cpu else list(_backend.available_cpu_paths())
-    repro = f"PYTHONPATH=src python benchmarks/bench_matmul.py --table --layers {args.layers}"
+    repro = f"PYTHONPATH=src python benchmarks/bench_matmul.py --table --layers {args.layers}" + (
+        " --every-row-head" if args.every_row_head else "")
     llama_ms = None
     if args.llama_cpp:
         os.makedirs(args.dir, exist_ok=True)
@@ -443,7 +463,7 @@ def table_main(args) -> None:
     else:
         model = build_model(model_shapes(args.layers))
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
-    table(model, batches, paths, cpus, args.rounds, llama_ms, repro)
+    table(model, batches, paths, cpus, args.rounds, llama_ms, repro, last_head=not args.every_row_head)
 
 
 def _per_call(fn, min_time: float = 0.3) -> float:
@@ -603,6 +623,8 @@ def main() -> None:
     parser.add_argument("--llama-cpp", metavar="BUILD_BIN_DIR", default="",
                         help="write the model as a llama GGUF (Q4_K_M by fastgguf quantize, kept in --dir), sweep "
                              "its weights and run llama.cpp's llama-bench (and test-backend-ops if built) on it")
+    parser.add_argument("--every-row-head", action="store_true",
+                        help="--table: the output head times every row of x too (the sweep of tables before 2026-11-26)")
     parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
     parser.add_argument("--breakdown", action="store_true",
                         help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
@@ -654,8 +676,8 @@ def main() -> None:
     for label, shapes in groups.items():
         model = build_model(shapes)
         q_bytes = sum(raw.nbytes for _n, _q, raw in model)
-        dense = [dequantize(raw, q, (n, k)) for (_n, q, raw), (_, _, n, k) in zip(model, shapes)]
-        f_bytes = sum(w.nbytes for w in dense)
+        dense = dense_weights(model)
+        f_bytes = sum(w.nbytes for _name, w in dense)
         for batch in (1, 8):
             xs = inputs(model, batch)
             t_np = best_of(partial(sweep_numpy, dense, xs), args.rounds)
