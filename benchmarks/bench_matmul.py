@@ -553,6 +553,10 @@ def _thread_ms(fn, rounds: int = 7, min_time: float = 0.02) -> float:
     return best * 1e3
 
 
+#: The types with an integer path (``exact=False``).
+INT_TYPES = (T.Q4_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+
+
 def per_weight(batches, rounds: int) -> None:
     """One thread, one weight per type (N x 2048; Q4_K as ffn_up 5632 x 2048): ms of CPU time per
     call, exact and integer paths, per batch."""
@@ -561,8 +565,8 @@ def per_weight(batches, rounds: int) -> None:
     print(f"cpu path {dequant.cpu_path()}; CPU time of one thread (time.thread_time), best of {rounds}")
     print("| type | N x K | batch | exact ms | integer ms | exact / integer | integer ns per weight and row |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for qtype, n in ((T.Q4_0, 2048), (T.Q8_0, 2048), (T.Q2_K, 2048), (T.Q3_K, 2048), (T.Q4_K, 5632), (T.Q5_K, 2048),
-                     (T.Q6_K, 2048)):
+    for qtype in INT_TYPES:
+        n = 5632 if qtype == T.Q4_K else 2048
         w = make_weight(qtype, n, k, rng)
         for batch in batches:
             x = rng.standard_normal((batch, k), dtype=np.float32)
@@ -582,7 +586,7 @@ def int_error(draws: int = 4) -> None:
     print(f"| x | type | relative error (min-max over {draws} draws) |")
     print("| --- | --- | ---: |")
     for kind in ("Gaussian", "SiLU(gate) * up", "Gaussian, 6 channels x 20"):
-        for qtype in (T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K):
+        for qtype in INT_TYPES:
             raw = quantize((rng.standard_normal((n, k)) * 0.02).astype(np.float32), qtype)
             w = dequantize(raw, qtype, (n, k)).astype(np.float64)
             errs = []

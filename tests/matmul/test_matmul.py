@@ -15,7 +15,9 @@ from conftest import argument_error
 T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
-INT_TYPES = (T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+INT_TYPES = (T.Q4_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+#: The integer types whose x is per 32 values (fgg_mm_q8).
+PER_32_INT_TYPES = (T.Q4_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4)
 K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
 #: Relative error bound of the float path (issue 13) and the integer path on Gaussian x (measured
@@ -303,11 +305,12 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
-def test_integer_path_falls_back_to_float_for_other_types():
+@pytest.mark.parametrize("qtype", [T.Q5_0, T.IQ3_S, T.NVFP4], ids=lambda t: t.name)
+def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)
-    raw = random_weights(T.IQ4_XS, 4, 256, rng)
+    raw = random_weights(qtype, 4, 256, rng)
     x = rng.standard_normal((2, 256)).astype(np.float32)
-    np.testing.assert_array_equal(matmul(x, raw, T.IQ4_XS, exact=False), matmul(x, raw, T.IQ4_XS))
+    np.testing.assert_array_equal(matmul(x, raw, qtype, exact=False), matmul(x, raw, qtype))
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
@@ -451,7 +454,8 @@ def test_x_layouts_of_the_integer_types():
         kernels = dequant.kernel_modules()[path]
         for qtype in K_INT_TYPES:
             assert kernels.int_x_layout(int(qtype)) == (256, 292)
-        assert kernels.int_x_layout(int(T.Q4_0)) == kernels.int_x_layout(int(T.Q8_0)) == (32, 36)
+        for qtype in PER_32_INT_TYPES:
+            assert kernels.int_x_layout(int(qtype)) == (32, 36)
         assert kernels.q8_block_bytes() == 36
 
 
@@ -527,6 +531,44 @@ def test_super_block_x_matches_numpy_rounding(path):
     np.testing.assert_array_equal(bsum, q_np.reshape(3, 3, 16, 16).sum(axis=3, dtype=np.int16))
 
 
+IQ4NL = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]
+FP4_TWICE = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]  # E2M1 values times 2
+
+
+@pytest.mark.parametrize("path", dequant.available_cpu_paths())
+def test_table_types_integer_dot_hand_computed(path):
+    """IQ4_NL, MXFP4 and IQ4_XS blocks with unit scales against integer x (x's scale 1, so x is not
+    rounded): the integer path gives the exact integer sums of the tables' values times x."""
+    kernels = dequant.kernel_modules()[path]
+    rng = np.random.default_rng(24)
+    codes = rng.integers(0, 16, size=(2, 256))
+    x = rng.integers(-127, 128, size=(1, 256)).astype(np.float32)
+    x[0, ::32] = 127  # amax 127 in every block of 32: scale 1
+
+    def nibbles(c):  # 32 codes -> 16 bytes: values 0..15 in the low nibbles, 16..31 in the high
+        return (c[:16] | (c[16:] << 4)).astype(np.uint8).tobytes()
+
+    iq4nl, fp4 = np.array(IQ4NL), np.array(FP4_TWICE)
+    # IQ4_NL and MXFP4: 8 blocks of 32 per row; f16 1.0, and E8M0 128 (scale 2^(128 - 127), E2M1 / 2)
+    nl = np.frombuffer(b"".join(b"\x00\x3c" + nibbles(c) for c in codes.reshape(-1, 32)), np.uint8).reshape(2, -1)
+    mx = np.frombuffer(b"".join(b"\x80" + nibbles(c) for c in codes.reshape(-1, 32)), np.uint8).reshape(2, -1)
+    # IQ4_XS: one super-block per row, d = 1, run j's scale ls_j - 32 with ls = 33, 31, 34, 30, 32, 35, 29, 40
+    ls = np.array([33, 31, 34, 30, 32, 35, 29, 40])
+    scales_h = sum(int(v >> 4) << (2 * j) for j, v in enumerate(ls))
+    scales_l = bytes(int(ls[2 * i] & 15) | (int(ls[2 * i + 1] & 15) << 4) for i in range(4))
+    xs = np.frombuffer(b"".join(b"\x00\x3c" + scales_h.to_bytes(2, "little") + scales_l
+                                + b"".join(nibbles(c) for c in row.reshape(8, 32)) for row in codes), np.uint8).reshape(2, -1)
+    runs = np.repeat(ls - 32, 32)
+    cases = [(T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes])]
+    xq = quantized_x(kernels, x, T.Q8_0)
+    for qtype, raw, values in cases:
+        np.testing.assert_array_equal(dequantize(raw, qtype, (2, 256)), values.astype(np.float32))
+        out = np.empty((1, 2), np.float32)
+        kernels.matmul_rows_int(raw, int(qtype), xq, out, 0, 2)
+        expected = values @ x[0].astype(np.int64)
+        np.testing.assert_array_equal(out[0], expected.astype(np.float32), err_msg=qtype.name)
+
+
 def test_integer_dot_rejects_the_wrong_x_layout():
     kernels = dequant.kernel_modules()["portable"]
     rng = np.random.default_rng(22)
@@ -576,7 +618,7 @@ def test_integer_path_same_bits_on_every_build_and_thread_count(qtype, m, n_supe
 #: The integer path's relative error vs the float64 product, quantized Gaussian weights
 #: (fastgguf.quantize), Gaussian activations with 6 channels 20x larger (measured: per-32 x
 #: 0.9-1.0e-2, per-256 x of the K-quants 2.2-2.7e-2; plain Gaussian x 5e-3 and 7e-3).
-REALISTIC_INT_BOUND = {T.Q4_0: 1.5e-2, T.Q8_0: 1.5e-2, **{qtype: 4e-2 for qtype in K_INT_TYPES}}
+REALISTIC_INT_BOUND = {**{qtype: 1.5e-2 for qtype in PER_32_INT_TYPES}, **{qtype: 4e-2 for qtype in K_INT_TYPES}}
 
 
 @pytest.mark.parametrize("qtype", INT_TYPES, ids=lambda t: t.name)

@@ -21,6 +21,13 @@
 #include <math.h>
 #include "base.h"
 #include "cpu.h"
+#include "iq_tables.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define FGG_MM_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define FGG_MM_ALWAYS_INLINE static __forceinline
+#endif
 
 #define FGG_MM_LANES 16
 
@@ -120,7 +127,7 @@ static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path of Q4_0 and Q8_0: per 32 values one float scale d and 32
+/* x quantized for the integer path of Q4_0, Q8_0, IQ4_NL, IQ4_XS and MXFP4: per 32 values one float scale d and 32
  * int8 q, x ~ d * q. */
 typedef struct {
     float d;
@@ -152,13 +159,13 @@ static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *ou
 }
 
 /* The integer kernels all have one shape: one weight row (nb blocks at w) against m rows of
- * quantized x (row i at x + i * xs, in fgg_mm_q8 blocks for Q4_0 and Q8_0 below, fgg_mm_q8k
+ * quantized x (row i at x + i * xs, in fgg_mm_q8 blocks for the per-32 types below, fgg_mm_q8k
  * super-blocks for the K-quants further down), out[i * os] = the dot product.
  * Each weight block is unpacked once, to 32 signed bytes per 32 values (|v| <= 128), and used for
  * every row of x (8 rows at a time).
  *
- * The sums of Q4_0 and Q8_0: the 32 products of a block go to 8 int32 lanes, lane k holding
- * bytes 4k..4k+3: exact integers. Then per block and row, in float32,
+ * The sums of the per-32 types: the 32 products of a run go to 8 int32 lanes, lane k holding
+ * bytes 4k..4k+3: exact integers. Then per run and row, in float32,
  * acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed in one
  * fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto x, madd
  * with ones, one 8-float vector per row) and the portable loop (16-bit products) do exactly these
@@ -271,47 +278,111 @@ static inline fgg_mm_w32 fgg_mm_load32(const uint8_t *p)
 #endif
 }
 
-/* Q8_0: 34-byte blocks, f16 d then 32 int8 (value d * q). */
-static inline void fgg_mm_rows_q8_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                    int m, float *out, ptrdiff_t os)
+/* 16 bytes of nibble pairs through a table of 16 signed values (|v| <= 127), in the order of
+ * fgg_mm_nibbles16: the low nibbles' values first, then the high ones'. */
+static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16])
 {
+#if defined(FGG_MM_INT_SIMD)
+    __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f);
+    __m128i t = _mm_loadu_si128((const __m128i *)lut);
+    return _mm256_set_m128i(_mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(v, 4), m)),
+                            _mm_shuffle_epi8(t, _mm_and_si128(v, m)));
+#else
+    fgg_mm_w32 u;
+    for (int i = 0; i < 16; i++) {
+        u.b[i] = lut[qs[i] & 15];
+        u.b[i + 16] = lut[qs[i] >> 4];
+    }
+    return u;
+#endif
+}
+
+/* The types whose blocks are runs of 32 values with one float scale each (against x per 32). */
+enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_IQ4_XS };
+
+/* Bytes per block, and 32-value runs per block (IQ4_XS: 8 under one fp16 scale). */
+FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
+{
+    return kind == FGG_MM_B_Q8_0 ? 34 : kind == FGG_MM_B_MXFP4 ? 17 : kind == FGG_MM_B_IQ4_XS ? 136 : 18;
+}
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind == FGG_MM_B_IQ4_XS ? 8 : 1; }
+
+/* Block wb's run scales d[0 .. runs - 1] and run j's 32 signed values:
+ *   Q8_0   34 bytes: f16 d, 32 int8 q; value d * q
+ *   Q4_0   18 bytes: f16 d, 16 bytes of nibbles; value d * (q - 8)
+ *   IQ4_NL 18 bytes: f16 d, 16 bytes of nibbles; value d * iq4nl[q]
+ *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
+ *   IQ4_XS 136 bytes: f16 d, u16 scales_h, 4 bytes scales_l, 8 runs of 16 bytes of nibbles;
+ *          run j's value d * (ls_j - 32) * iq4nl[q], ls_j = 4 bits of scales_l, 2 of scales_h
+ * The scales are those of the types' dequantizers (kernels_q.pxi, kernels_iq.pxi). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_b_scales(int kind, const uint8_t *wb, float *d)
+{
+    if (kind == FGG_MM_B_MXFP4) {
+        d[0] = fgg_e8m0_half_f32[wb[0]];
+        return;
+    }
+    const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
+    if (kind != FGG_MM_B_IQ4_XS) {
+        d[0] = h;
+        return;
+    }
+    const uint32_t scales_h = fgg_load_u16le(wb + 2);
+    for (int j = 0; j < 8; j++) {
+        const int ls = ((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((scales_h >> (2 * j)) & 3) << 4);
+        d[j] = h * (float)(ls - 32);
+    }
+}
+
+FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int j)
+{
+    switch (kind) {
+    case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
+    case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
+    case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
+    case FGG_MM_B_MXFP4: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
+    default: return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
+    }
+}
+
+/* One weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8 blocks: each run of 32
+ * is unpacked once for 8 rows of x at a time. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                        int m, float *out, ptrdiff_t os)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int runs = fgg_mm_b_runs(kind);
     fgg_mm_acc acc[8];
+    float d[8];
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += 34) {
-            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
-            fgg_mm_w32 q = fgg_mm_load32(wb + 2);
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
+        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
+            fgg_mm_b_scales(kind, wb, d);
+            for (int j = 0; j < runs; j++) {
+                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, j);
+                for (int i = 0; i < mr; i++) {
+                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + j;
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d[j] * xb->d);
+                }
             }
         }
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
     }
 }
 
-/* Q4_0: 18-byte blocks, f16 d then 16 bytes of nibbles q (value d * (q - 8)). */
-static inline void fgg_mm_rows_q4_0(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                    int m, float *out, ptrdiff_t os)
-{
-    fgg_mm_acc acc[8];
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += 18) {
-            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
-            fgg_mm_w32 q = fgg_mm_nibbles16(wb + 2, 8);
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
-            }
-        }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
-    }
+#define FGG_MM_B_ROWS(NAME, KIND)                                                                     \
+static inline void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, int m,     \
+                        float *out, ptrdiff_t os)                                                    \
+{                                                                                                    \
+    fgg_mm_rows_b(KIND, w, nb, x, xs, m, out, os);                                                   \
 }
+FGG_MM_B_ROWS(fgg_mm_rows_q8_0, FGG_MM_B_Q8_0)
+FGG_MM_B_ROWS(fgg_mm_rows_q4_0, FGG_MM_B_Q4_0)
+FGG_MM_B_ROWS(fgg_mm_rows_iq4_nl, FGG_MM_B_IQ4_NL)
+FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
+FGG_MM_B_ROWS(fgg_mm_rows_iq4_xs, FGG_MM_B_IQ4_XS)
+#undef FGG_MM_B_ROWS
 
 /* ------------------------------------------------------------------------------------------ */
 /* K-quants (Q2_K to Q6_K): x by super-blocks of 256                                         */
@@ -605,12 +676,6 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
 #endif
     }
 }
-
-#if defined(__GNUC__) || defined(__clang__)
-#define FGG_MM_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define FGG_MM_ALWAYS_INLINE static __forceinline
-#endif
 
 enum { FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6 };
 

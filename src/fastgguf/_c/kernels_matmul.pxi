@@ -39,6 +39,10 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
+    # IQ4_NL, IQ4_XS and MXFP4 have no VNNI twins: their maddubs kernels serve both
+    rows[FGG_TYPE_IQ4_NL].dot = <fgg_dot_fn>fgg_mm_rows_iq4_nl
+    rows[FGG_TYPE_IQ4_XS].dot = <fgg_dot_fn>fgg_mm_rows_iq4_xs
+    rows[FGG_TYPE_MXFP4].dot = <fgg_dot_fn>fgg_mm_rows_mxfp4
     if vnni:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
@@ -103,7 +107,7 @@ def has_int_dot(int type_id):
 
 
 def q8_block_bytes():
-    """Bytes per 32 quantized values of x in the integer path of Q4_0 and Q8_0 (fgg_mm_q8)."""
+    """Bytes per 32 quantized values of x in the integer path of Q4_0, Q8_0, IQ4_NL, IQ4_XS and MXFP4 (fgg_mm_q8)."""
     return MM_Q8_BYTES
 
 
@@ -532,7 +536,8 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     cdef Py_ssize_t x_values = 256 if _x_by_256(type_id) else 32
     cdef Py_ssize_t x_bytes = MM_Q8K_BYTES if _x_by_256(type_id) else MM_Q8_BYTES
     cdef Py_ssize_t k = xq.shape[1] // x_bytes * x_values
-    if xq.shape[1] % x_bytes or x_values != block_size:  # the kernels pair weight block b with x block b
+    # the kernels pair weight block b with x blocks b * r .. b * r + r - 1, r = block_size / x_values
+    if xq.shape[1] % x_bytes or block_size % x_values or k % block_size:
         raise ValueError(f"quantized x rows of {xq.shape[1]} bytes do not fit the block size {block_size}")
     if w.shape[1] != k // block_size * type_size:
         raise ValueError(f"weight rows have {w.shape[1]} bytes, {k} elements take {k // block_size * type_size}")
