@@ -15,9 +15,9 @@ from conftest import argument_error
 T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
-INT_TYPES = (T.Q4_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 #: The integer types whose x is per 32 values (fgg_mm_q8).
-PER_32_INT_TYPES = (T.Q4_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4)
+PER_32_INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4)
 K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
 #: Relative error bound of the float path (issue 13) and the integer path on Gaussian x (measured
@@ -305,7 +305,7 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
-@pytest.mark.parametrize("qtype", [T.Q5_0, T.IQ3_S, T.NVFP4], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q5_1, T.IQ3_S, T.NVFP4], ids=lambda t: t.name)
 def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)
     raw = random_weights(qtype, 4, 256, rng)
@@ -537,7 +537,7 @@ FP4_TWICE = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]  # E2M1 va
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_table_types_integer_dot_hand_computed(path):
-    """IQ4_NL, MXFP4 and IQ4_XS blocks with unit scales against integer x (x's scale 1, so x is not
+    """IQ4_NL, MXFP4, IQ4_XS and Q5_0 blocks with unit scales against integer x (x's scale 1, so x is not
     rounded): the integer path gives the exact integer sums of the tables' values times x."""
     kernels = dequant.kernel_modules()[path]
     rng = np.random.default_rng(24)
@@ -559,7 +559,12 @@ def test_table_types_integer_dot_hand_computed(path):
     xs = np.frombuffer(b"".join(b"\x00\x3c" + scales_h.to_bytes(2, "little") + scales_l
                                 + b"".join(nibbles(c) for c in row.reshape(8, 32)) for row in codes), np.uint8).reshape(2, -1)
     runs = np.repeat(ls - 32, 32)
-    cases = [(T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes])]
+    # Q5_0: f16 1.0, the fifth bits of 32 five-bit codes in a u32, their low nibbles; value code - 16
+    codes5 = rng.integers(0, 32, size=(2, 256))
+    q5 = np.frombuffer(b"".join(b"\x00\x3c" + sum(int(v >> 4) << i for i, v in enumerate(c)).to_bytes(4, "little")
+                                + nibbles(c & 15) for c in codes5.reshape(-1, 32)), np.uint8).reshape(2, -1)
+    cases = [(T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes]),
+             (T.Q5_0, q5, codes5 - 16)]
     xq = quantized_x(kernels, x, T.Q8_0)
     for qtype, raw, values in cases:
         np.testing.assert_array_equal(dequantize(raw, qtype, (2, 256)), values.astype(np.float32))

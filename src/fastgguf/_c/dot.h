@@ -127,7 +127,7 @@ static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path of Q4_0, Q8_0, IQ4_NL, IQ4_XS and MXFP4: per 32 values one float scale d and 32
+/* x quantized for the integer path of Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS and MXFP4: per 32 values one float scale d and 32
  * int8 q, x ~ d * q. */
 typedef struct {
     float d;
@@ -297,19 +297,39 @@ static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16])
 #endif
 }
 
+/* 16 bytes of nibble pairs and 32 fifth bits (bit i of qh for value i) as 32 values minus 16
+ * (Q5_0), in the order of fgg_mm_nibbles16. */
+static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh)
+{
+#if defined(FGG_MM_INT_SIMD)
+    /* byte i of the vector: byte i / 8 of qh, then its bit i % 8 moved up to bit 4 */
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread), bits);
+    __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(b, bits), _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(_mm256_or_si256(fgg_mm_nibbles16(qs, 0), high), _mm256_set1_epi8(16));
+#else
+    fgg_mm_w32 u = fgg_mm_nibbles16(qs, 0);
+    for (int i = 0; i < 32; i++) u.b[i] = (int8_t)((u.b[i] | (int)(((qh >> i) & 1) << 4)) - 16);
+    return u;
+#endif
+}
+
 /* The types whose blocks are runs of 32 values with one float scale each (against x per 32). */
-enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_IQ4_XS };
+enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_IQ4_XS };
 
 /* Bytes per block, and 32-value runs per block (IQ4_XS: 8 under one fp16 scale). */
 FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
 {
-    return kind == FGG_MM_B_Q8_0 ? 34 : kind == FGG_MM_B_MXFP4 ? 17 : kind == FGG_MM_B_IQ4_XS ? 136 : 18;
+    return kind == FGG_MM_B_Q8_0 ? 34 : kind == FGG_MM_B_Q5_0 ? 22 : kind == FGG_MM_B_MXFP4 ? 17
+           : kind == FGG_MM_B_IQ4_XS ? 136 : 18;
 }
 FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind == FGG_MM_B_IQ4_XS ? 8 : 1; }
 
 /* Block wb's run scales d[0 .. runs - 1] and run j's 32 signed values:
  *   Q8_0   34 bytes: f16 d, 32 int8 q; value d * q
  *   Q4_0   18 bytes: f16 d, 16 bytes of nibbles; value d * (q - 8)
+ *   Q5_0   22 bytes: f16 d, u32 qh (value i's fifth bit: bit i), 16 bytes of nibbles; d * (q - 16)
  *   IQ4_NL 18 bytes: f16 d, 16 bytes of nibbles; value d * iq4nl[q]
  *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
  *   IQ4_XS 136 bytes: f16 d, u16 scales_h, 4 bytes scales_l, 8 runs of 16 bytes of nibbles;
@@ -338,6 +358,7 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int
     switch (kind) {
     case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
     case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
+    case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2));
     case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
     case FGG_MM_B_MXFP4: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
     default: return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
@@ -379,6 +400,7 @@ static inline void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrd
 }
 FGG_MM_B_ROWS(fgg_mm_rows_q8_0, FGG_MM_B_Q8_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q4_0, FGG_MM_B_Q4_0)
+FGG_MM_B_ROWS(fgg_mm_rows_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_B_ROWS(fgg_mm_rows_iq4_nl, FGG_MM_B_IQ4_NL)
 FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
 FGG_MM_B_ROWS(fgg_mm_rows_iq4_xs, FGG_MM_B_IQ4_XS)
