@@ -374,6 +374,20 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
     const int runs = fgg_mm_b_runs(kind);
     fgg_mm_acc acc[8];
     float d[8];
+    if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
+        fgg_mm_acc a = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
+            fgg_mm_prefetch_ahead(wb, bytes);
+            fgg_mm_b_scales(kind, wb, d);
+            for (int j = 0; j < runs; j++) {
+                const fgg_mm_q8 *xb = x + runs * b + j;
+                a = fgg_mm_acc_add(a, fgg_mm_dot(fgg_mm_b_values(kind, wb, j), xb->q), d[j] * xb->d);
+            }
+        }
+        out[0] = fgg_mm_acc_sum(a);
+        return;
+    }
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
