@@ -22,7 +22,8 @@ time / this one, GB/s of quantized weight bytes read; the machine's read bandwid
 The table per batch x path (numpy, exact, integer) x kernel build, with ms per sweep, GB/s of blocks,
 the ratio to numpy and to llama.cpp, and the command of each row; ``--llama-cpp`` writes the model as
 a llama GGUF (Q4_K_M by ``fastgguf quantize``, kept in ``--dir``), sweeps that file's weights and runs
-``llama-bench`` (and ``test-backend-ops perf -o MUL_MAT`` if built) on it::
+``llama-bench`` on it, and ``test-backend-ops perf -o MUL_MAT`` (if built) for the model's types against
+fastgguf.matmul on the same shapes, one thread each (``--no-backend-ops`` skips it)::
 
     PYTHONPATH=src python benchmarks/bench_matmul.py --table [--batches 1,8,64,512] [--paths numpy,exact,integer]
         [--cpu avx2,portable] [--llama-cpp LLAMA_CPP/build/bin]
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import threading
 import time
 from functools import partial
@@ -173,6 +175,15 @@ def test_sweep(benchmark, batch, engine):
         benchmark.pedantic(sweep_fastgguf, args=(model, xs, True), rounds=5, warmup_rounds=1)
     else:  # the integer path: maddubs (VNNI off) or VNNI
         benchmark.pedantic(sweep_int, args=(model, xs, engine == "fastgguf-int-vnni"), rounds=5, warmup_rounds=1)
+
+
+def test_backend_ops_line_parsing():
+    """The plain MUL_MAT cases of test-backend-ops' perf output are read; permuted or batched ones are not."""
+    plain = ("  MUL_MAT(type_a=q4_K,type_b=f32,m=4096,n=1,k=14336,bs=[1,1],nr=[1,1],per=[0,1,2,3],k_v=0,o=1,"
+             "src_overlap=0,m_v=0,pad=0):                345 runs -  3381.55 us/run - 117.44 MFLOP/run - "
+             "\x1b[1;34m 34.73 GFLOPS\x1b[0m")
+    batched = plain.replace("bs=[1,1]", "bs=[2,1]")
+    assert _BACKEND_OPS_CASE.findall(plain + "\n" + batched) == [("q4_K", "4096", "1", "14336", "3381.55")]
 
 
 def test_table_smoke(tmp_path, capsys):
@@ -368,14 +379,48 @@ def llama_bench(bin_dir: str, path: str, batches, threads: int = 2, reps: int = 
                 ms[1] = 1e3 / ts
     for b in prompts:
         print(f"llama.cpp pp{b}: {ms[b]:.1f} ms per {b} tokens ({b * 1e3 / ms[b]:.1f} t/s)")
-    ops = os.path.join(bin_dir, "test-backend-ops")
-    if os.path.exists(ops):
-        print("$", ops, "perf -o MUL_MAT -b CPU", flush=True)
-        perf = subprocess.run([ops, "perf", "-o", "MUL_MAT", "-b", "CPU"], capture_output=True, text=True)
-        for line in perf.stdout.splitlines():
-            if "MUL_MAT" in line and ("q4_K" in line or "q6_K" in line):
-                print(line.strip())
     return ms
+
+
+#: A plain MUL_MAT case of ``test-backend-ops perf``: weight type, m (weight rows), n (rows of x), k, us per run.
+_BACKEND_OPS_CASE = re.compile(r"MUL_MAT\(type_a=(\w+),type_b=f32,m=(\d+),n=(\d+),k=(\d+),bs=\[1,1\],nr=\[1,1\],"
+                               r"per=\[0,1,2,3\],k_v=0,o=1,[^)]*\):\s+\d+ runs -\s+([\d.]+) us/run")
+
+
+def backend_ops(bin_dir: str, types=("q4_K", "q6_K"), exact_up_to: int = 8) -> list[dict]:
+    """ggml's own MUL_MAT kernels against fastgguf.matmul on the same shapes and types, one thread each.
+
+    Runs ``test-backend-ops perf -o MUL_MAT -b CPU -p "type_a=(...),type_b=f32"`` (its CPU backend
+    uses half the cores: one thread here), then times fastgguf's integer path (ggml also rounds x to
+    8 bits, Q8_K) and, up to ``exact_up_to`` rows of x, its exact path on random blocks of each
+    case's type and shape. Prints a markdown table; returns its rows."""
+    import subprocess
+
+    ops = os.path.join(bin_dir, "test-backend-ops")
+    if not os.path.exists(ops):
+        print(f"{ops}: not built, no per-op comparison")
+        return []
+    cmd = [ops, "perf", "-o", "MUL_MAT", "-b", "CPU", "-p", f"type_a=({'|'.join(types)}),type_b=f32"]
+    print("$", " ".join(cmd), flush=True)
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    cases = [(a, int(m), int(n), int(k), float(us)) for a, m, n, k, us in _BACKEND_OPS_CASE.findall(out)]
+    print("| type | m x k | n (rows of x) | ggml us | fastgguf integer us | x ggml | fastgguf exact us | x ggml |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows, weights = [], {}
+    rng = np.random.default_rng(5)
+    for name, m, n, k, ggml_us in cases:
+        qtype = GGMLType[name.upper()]
+        if (qtype, m, k) not in weights:
+            weights.clear()  # one weight at a time: the largest are hundreds of MB
+            weights[qtype, m, k] = make_weight(qtype, m, k, rng)
+        w = weights[qtype, m, k]
+        x = rng.standard_normal((n, k), dtype=np.float32)
+        t_int = timed(partial(matmul, x, w, qtype, exact=False, threads=1), 5, budget=5.0) * 1e6
+        t_exact = timed(partial(matmul, x, w, qtype, threads=1), 3, budget=5.0) * 1e6 if n <= exact_up_to else None
+        exact_cols = f"{t_exact:.0f} | {ggml_us / t_exact:.2f}" if t_exact else "- | -"
+        print(f"| {name} | {m}x{k} | {n} | {ggml_us:.0f} | {t_int:.0f} | {ggml_us / t_int:.2f} | {exact_cols} |", flush=True)
+        rows.append(dict(type=name, m=m, n=n, k=k, ggml_us=ggml_us, integer_us=t_int, exact_us=t_exact))
+    return rows
 
 
 def timed(fn, rounds: int, budget: float = 20.0) -> float:
@@ -460,6 +505,8 @@ def table_main(args) -> None:
         repro += f" --llama-cpp {args.llama_cpp} --dir {args.dir}"
         if not args.no_llama_run:
             llama_ms = llama_bench(args.llama_cpp, q_path, batches)
+            if not args.no_backend_ops:
+                backend_ops(args.llama_cpp)
     else:
         model = build_model(model_shapes(args.layers))
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
@@ -629,6 +676,8 @@ def main() -> None:
                              "its weights and run llama.cpp's llama-bench (and test-backend-ops if built) on it")
     parser.add_argument("--every-row-head", action="store_true",
                         help="--table: the output head times every row of x too (the sweep of tables before 2026-11-26)")
+    parser.add_argument("--no-backend-ops", action="store_true",
+                        help="with --llama-cpp: skip test-backend-ops' per-op comparison (about 4 min here)")
     parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
     parser.add_argument("--breakdown", action="store_true",
                         help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
