@@ -127,8 +127,8 @@ static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path of Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS and MXFP4: per 32 values one float scale d and 32
- * int8 q, x ~ d * q. */
+/* x quantized for the integer path of the per-32 types (Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4):
+ * per 32 values one float scale d and 32 int8 q, x ~ d * q. */
 typedef struct {
     float d;
     int8_t q[32];
@@ -334,7 +334,7 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind == FGG_MM_B_IQ4_X
  *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
  *   IQ4_XS 136 bytes: f16 d, u16 scales_h, 4 bytes scales_l, 8 runs of 16 bytes of nibbles;
  *          run j's value d * (ls_j - 32) * iq4nl[q], ls_j = 4 bits of scales_l, 2 of scales_h
- * The scales are those of the types' dequantizers (kernels_q.pxi, kernels_iq.pxi). */
+ * The scales are those of the types' dequantizers (kernels_legacy.pxi, kernels_iq.pxi). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_b_scales(int kind, const uint8_t *wb, float *d)
 {
     if (kind == FGG_MM_B_MXFP4) {
