@@ -190,7 +190,7 @@ def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
     assert status == 0 and answer == b"1"
 
 
-@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 def test_batches_are_tiled_without_changing_bits(qtype, exact):
     """A batch larger than one tile of x rows (and weights larger than one tile of rows, K of
@@ -205,7 +205,7 @@ def test_batches_are_tiled_without_changing_bits(qtype, exact):
     np.testing.assert_array_equal(matmul(x, raw, qtype, exact=exact, threads=3), whole)
 
 
-@pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
 def test_same_bits_on_every_cpu_path(qtype):
     rng = np.random.default_rng(int(qtype) + 100)
     n, k = 9, k_for(qtype, 3) + (3 if TYPE_TRAITS[qtype].block_size == 1 else 0)

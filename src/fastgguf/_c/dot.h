@@ -6,7 +6,7 @@
  * kernels are built with -ffp-contract=off), and the lanes are summed in one fixed order at the
  * end. So the portable C loop, the two 8-lane AVX2 vectors and the one 16-lane AVX-512 vector
  * compute exactly the same float operations: every CPU path and every thread count give the
- * same bits. Q4_K, Q5_K, Q6_K, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
+ * same bits. Q3_K to Q6_K, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
  * end of this file): fewer float operations per weight, the same guarantees.
  *
  * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:
@@ -668,7 +668,8 @@ static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
  * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
  * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
  * g % 8, high 2 bits from bits 2 (g / 4) of byte 8 + g % 4. */
-static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
+/* Q3_K's 16 signed 6-bit scales (12 bytes at wb + 96), minus 32. */
+static inline void fgg_mm_q3_k_scales(const uint8_t *wb, int8_t sc[16])
 {
     const uint8_t *p = wb + 96;
     uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
@@ -678,12 +679,15 @@ static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
         ((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4),
         ((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4),
     };
+    for (int g = 0; g < 16; g++) sc[g] = (int8_t)((int)((words[g >> 2] >> (8 * (g & 3))) & 63) - 32);
+}
+
+static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
+{
     int8_t sc[16];
     int16_t bs[16];
-    for (int g = 0; g < 16; g++) {
-        sc[g] = (int8_t)((int)((words[g >> 2] >> (8 * (g & 3))) & 63) - 32);
-        bs[g] = (int16_t)(4 * sc[g]);
-    }
+    fgg_mm_q3_k_scales(wb, sc);
+    for (int g = 0; g < 16; g++) bs[g] = (int16_t)(4 * sc[g]);
     fgg_mm_ksb_scales16(s, sc, bs);
     fgg_mm_ksb_crumbs(wb + 32, s);
     for (int j = 0; j < 8; j++) {
@@ -1027,7 +1031,7 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
 
 
 /* ------------------------------------------------------------------------------------------ */
-/* Exact path of Q4_K, Q5_K, Q6_K, Q8_0 and Q4_0 from the blocks, factored by sub-block        */
+/* Exact path of Q3_K to Q6_K, Q8_0 and Q4_0 from the blocks, factored by sub-block            */
 /*
  * A sub-block's values are S * q - M (Q4_K: q = 0..15 per 32 values) or S * (q - 32) (Q6_K:
  * q = 0..63 per 16 values), so its part of a dot product is S * sum(q' * x) - M * sum(x): the
@@ -1387,6 +1391,37 @@ static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float
     fgg_mm_exact_k(w, nb, 210, fgg_mm_q6_k_unpack, 16, x, xs, xsum, xss, m, out, os, qf, acc);
 }
 
+
+/* The 256 q of a Q3_K super-block (110 bytes: hmask[32], 2-bit qs[64], 12 bytes of scales, f16 d)
+ * as floats, in value order: (2-bit field | hmask bit << 2) - 4, the integer path's unpacking
+ * (fgg_mm_ksb_q3_k) less its offset; S = d * (6-bit scale - 32) per 16 values. */
+static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    (void)M;
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 108));
+    int8_t sc[16];
+    fgg_mm_q3_k_scales(wb, sc);
+    for (int g = 0; g < 16; g++) S[g] = d * (float)sc[g];
+    fgg_mm_ksb s;
+    fgg_mm_ksb_crumbs(wb + 32, &s);
+    for (int j = 0; j < 8; j++) {
+#if defined(FGG_MM_INT_SIMD)
+        __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
+        __m256i bit = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, j), one), 2);
+        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(s.u[j], bit), _mm256_set1_epi8(4)), qf + 32 * j);
+#else
+        for (int l = 0; l < 32; l++) qf[32 * j + l] = (float)((s.u[j].b[l] | (((wb[l] >> j) & 1) << 2)) - 4);
+#endif
+    }
+}
+
+/* One Q3_K weight row times m rows of x, as fgg_mm_exact_q6_k (16 sub-blocks, no min term). */
+static inline void fgg_mm_exact_q3_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
+                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
+                                     float *qf, float *acc)
+{
+    fgg_mm_exact_k(w, nb, 110, fgg_mm_q3_k_unpack, 16, x, xs, xsum, xss, m, out, os, qf, acc);
+}
 
 /* Q8_0 (34-byte blocks: f16 d, 32 int8 q; value d * q) and Q4_0 (18-byte blocks: f16 d, 16 bytes
  * of nibbles; value d * (q - 8)): each block a sub-block of 32 with S = d and no min, taken 8

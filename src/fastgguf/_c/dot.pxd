@@ -34,6 +34,8 @@ cdef extern from "dot.h" nogil:
     int fgg_mm_vnni_usable()
     enum: FGG_MM_QF_FLOATS
     void fgg_mm_xsum32(const float *x, Py_ssize_t n, float *sums)
+    void fgg_mm_exact_q3_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
+                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     void fgg_mm_exact_q4_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
                            Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     void fgg_mm_exact_q8_0(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,

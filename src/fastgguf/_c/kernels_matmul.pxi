@@ -5,8 +5,8 @@
 # Float path (matmul_rows): each weight row is dequantized _MM_CHUNK elements at a time into a
 # scratch buffer that stays in L1 (never written to memory), and that chunk is multiplied with
 # the same columns of every row of x before the next chunk is made. Each (m, n) is computed by
-# one thread in one fixed order, so the result does not depend on the thread split. Q4_K, Q5_K
-# and Q6_K (the types of the K_M models), Q8_0 and Q4_0 take the float path factored by sub-block instead (_matmul_exact,
+# one thread in one fixed order, so the result does not depend on the thread split. Q3_K, Q4_K,
+# Q5_K and Q6_K (the types of the K_M models), Q8_0 and Q4_0 take the float path factored by sub-block instead (_matmul_exact,
 # dot.h's fgg_mm_exact_*): S * sum(q * x) - M * sum(x) per sub-block, with x's sums per 32 made
 # once per call (Q8_0 and Q4_0 likewise, a block being one sub-block); not with round_to, whose
 # rounding needs each weight's value.
@@ -239,6 +239,8 @@ ctypedef void (*_exact_fn)(const uint8_t *w, Py_ssize_t nb, const float *x, Py_s
 
 cdef _exact_fn _exact_by_sub_block(int type_id) noexcept nogil:
     """The float path factored by sub-block (dot.h), for the types that have it; else NULL."""
+    if type_id == FGG_TYPE_Q3_K:
+        return <_exact_fn>fgg_mm_exact_q3_k
     if type_id == FGG_TYPE_Q4_K:
         return <_exact_fn>fgg_mm_exact_q4_k
     if type_id == FGG_TYPE_Q5_K:
