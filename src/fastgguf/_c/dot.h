@@ -1352,6 +1352,22 @@ static inline void fgg_mm_q6_k_unpack(const uint8_t *wb, float *qf, float *S, fl
     fgg_mm_q6_k_qf(wb, qf, S);
 }
 
+#if FGG_HAVE_AVX2
+/* Two sub-blocks of 16 signed values (q: 32 bytes) times x, into a with their scales s[0], s[1]:
+ * fgg_mm_sb_rows' steps for one row (t = q * x over 8 lanes, then a + S * t, one sub-block after
+ * the other), the values straight from registers. */
+static inline __m256 fgg_mm_pair16(__m256 a, __m256i q, const float *x, const float *s)
+{
+    __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+    __m256 t0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(x));
+    __m256 t1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(x + 16));
+    t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), _mm256_loadu_ps(x + 8)));
+    t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), _mm256_loadu_ps(x + 24)));
+    a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[0]), t0));
+    return _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[1]), t1));
+}
+#endif
+
 /* One Q6_K weight row times m rows of x, as fgg_mm_exact_q4_k (16 sub-blocks, no min term). */
 static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
                                      const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
@@ -1368,19 +1384,8 @@ static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float
             for (int h = 0; h < 2; h++) {
                 __m256i q[4];
                 fgg_mm_q6_k_half(wb, h, q);
-                for (int c = 0; c < 4; c++) {  /* sub-blocks 8h + 2c and 8h + 2c + 1 */
-                    const float *x0 = x + 256 * b + 128 * h + 32 * c;
-                    const float *s = S + 8 * h + 2 * c;
-                    __m128i lo = _mm256_castsi256_si128(q[c]), hi = _mm256_extracti128_si256(q[c], 1);
-                    __m256 t0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(x0));
-                    __m256 t1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(x0 + 16));
-                    t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
-                                                         _mm256_loadu_ps(x0 + 8)));
-                    t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))),
-                                                         _mm256_loadu_ps(x0 + 24)));
-                    a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[0]), t0));
-                    a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[1]), t1));
-                }
+                for (int c = 0; c < 4; c++)  /* sub-blocks 8h + 2c and 8h + 2c + 1 */
+                    a = fgg_mm_pair16(a, q[c], x + 256 * b + 128 * h + 32 * c, S + 8 * h + 2 * c);
             }
         }
         _mm256_storeu_ps(acc, a);
@@ -1392,23 +1397,36 @@ static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float
 }
 
 
+#if defined(FGG_MM_INT_SIMD)
+/* Q3_K values 32j .. 32j + 31 as signed bytes: their 2-bit fields (u) | hmask bit j << 2, minus 4. */
+static inline __m256i fgg_mm_q3_k_values(const uint8_t *wb, __m256i u, int j)
+{
+    __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
+    __m256i bit = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, j), one), 2);
+    return _mm256_sub_epi8(_mm256_or_si256(u, bit), _mm256_set1_epi8(4));
+}
+#endif
+
 /* The 256 q of a Q3_K super-block (110 bytes: hmask[32], 2-bit qs[64], 12 bytes of scales, f16 d)
  * as floats, in value order: (2-bit field | hmask bit << 2) - 4, the integer path's unpacking
  * (fgg_mm_ksb_q3_k) less its offset; S = d * (6-bit scale - 32) per 16 values. */
-static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+static inline void fgg_mm_q3_k_s(const uint8_t *wb, float S[16])
 {
-    (void)M;
     const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 108));
     int8_t sc[16];
     fgg_mm_q3_k_scales(wb, sc);
     for (int g = 0; g < 16; g++) S[g] = d * (float)sc[g];
+}
+
+static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    (void)M;
+    fgg_mm_q3_k_s(wb, S);
     fgg_mm_ksb s;
     fgg_mm_ksb_crumbs(wb + 32, &s);
     for (int j = 0; j < 8; j++) {
 #if defined(FGG_MM_INT_SIMD)
-        __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
-        __m256i bit = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, j), one), 2);
-        fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_or_si256(s.u[j], bit), _mm256_set1_epi8(4)), qf + 32 * j);
+        fgg_mm_i8x32_to_f(fgg_mm_q3_k_values(wb, s.u[j], j), qf + 32 * j);
 #else
         for (int l = 0; l < 32; l++) qf[32 * j + l] = (float)((s.u[j].b[l] | (((wb[l] >> j) & 1) << 2)) - 4);
 #endif
@@ -1420,6 +1438,24 @@ static inline void fgg_mm_exact_q3_k(const uint8_t *w, ptrdiff_t nb, const float
                                      const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
                                      float *qf, float *acc)
 {
+#if FGG_HAVE_AVX2
+    if (m == 1) {  /* the values straight into registers: the same operations as fgg_mm_sb_rows */
+        float S[16];
+        __m256 a = _mm256_setzero_ps();
+        for (ptrdiff_t b = 0; b < nb; b++) {
+            const uint8_t *wb = w + 110 * b;
+            fgg_mm_ksb s;
+            fgg_mm_prefetch_ahead(wb, 110);
+            fgg_mm_q3_k_s(wb, S);
+            fgg_mm_ksb_crumbs(wb + 32, &s);
+            for (int j = 0; j < 8; j++)  /* sub-blocks 2j and 2j + 1 */
+                a = fgg_mm_pair16(a, fgg_mm_q3_k_values(wb, s.u[j], j), x + 256 * b + 32 * j, S + 2 * j);
+        }
+        _mm256_storeu_ps(acc, a);
+        out[0] = fgg_mm_lanes8_sum(acc);
+        return;
+    }
+#endif
     fgg_mm_exact_k(w, nb, 110, fgg_mm_q3_k_unpack, 16, x, xs, xsum, xss, m, out, os, qf, acc);
 }
 
