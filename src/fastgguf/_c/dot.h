@@ -667,8 +667,7 @@ static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
 /* Q3_K (110 bytes: hmask[32], 64 bytes of low 2 bits, 12 bytes of sixteen 6-bit scales, f16 d):
  * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
  * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
- * g % 8, high 2 bits from bits 2 (g / 4) of byte 8 + g % 4. */
-/* Q3_K's 16 signed 6-bit scales (12 bytes at wb + 96), minus 32. */
+ * g % 8, high 2 bits from bits 2 (g / 4) of byte 8 + g % 4. Here the 16 scales, minus 32: */
 static inline void fgg_mm_q3_k_scales(const uint8_t *wb, int8_t sc[16])
 {
     const uint8_t *p = wb + 96;
@@ -682,6 +681,18 @@ static inline void fgg_mm_q3_k_scales(const uint8_t *wb, int8_t sc[16])
     for (int g = 0; g < 16; g++) sc[g] = (int8_t)((int)((words[g >> 2] >> (8 * (g & 3))) & 63) - 32);
 }
 
+/* Q3_K's u for values 32j .. 32j + 31: their low 2 bits (low2, from fgg_mm_ksb_crumbs) | hmask bit j << 2. */
+static inline fgg_mm_w32 fgg_mm_q3_k_u(const uint8_t *wb, fgg_mm_w32 low2, int j)
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
+    return _mm256_or_si256(low2, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, j), one), 2));
+#else
+    for (int l = 0; l < 32; l++) low2.b[l] = (int8_t)(low2.b[l] | (((wb[l] >> j) & 1) << 2));
+    return low2;
+#endif
+}
+
 static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
 {
     int8_t sc[16];
@@ -690,15 +701,7 @@ static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
     for (int g = 0; g < 16; g++) bs[g] = (int16_t)(4 * sc[g]);
     fgg_mm_ksb_scales16(s, sc, bs);
     fgg_mm_ksb_crumbs(wb + 32, s);
-    for (int j = 0; j < 8; j++) {
-#if defined(FGG_MM_INT_SIMD)
-        __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
-        __m256i bit = _mm256_and_si256(_mm256_srli_epi16(hm, j), one);
-        s->u[j] = _mm256_or_si256(s->u[j], _mm256_slli_epi16(bit, 2));
-#else
-        for (int l = 0; l < 32; l++) s->u[j].b[l] = (int8_t)(s->u[j].b[l] | (((wb[l] >> j) & 1) << 2));
-#endif
-    }
+    for (int j = 0; j < 8; j++) s->u[j] = fgg_mm_q3_k_u(wb, s->u[j], j);
 }
 
 /* Q5_K (176 bytes: as Q4_K with qh[32] before the 128 bytes of nibbles): bit j of qh[l] is the
@@ -1397,19 +1400,7 @@ static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float
 }
 
 
-#if defined(FGG_MM_INT_SIMD)
-/* Q3_K values 32j .. 32j + 31 as signed bytes: their 2-bit fields (u) | hmask bit j << 2, minus 4. */
-static inline __m256i fgg_mm_q3_k_values(const uint8_t *wb, __m256i u, int j)
-{
-    __m256i hm = _mm256_loadu_si256((const __m256i *)wb), one = _mm256_set1_epi8(1);
-    __m256i bit = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hm, j), one), 2);
-    return _mm256_sub_epi8(_mm256_or_si256(u, bit), _mm256_set1_epi8(4));
-}
-#endif
-
-/* The 256 q of a Q3_K super-block (110 bytes: hmask[32], 2-bit qs[64], 12 bytes of scales, f16 d)
- * as floats, in value order: (2-bit field | hmask bit << 2) - 4, the integer path's unpacking
- * (fgg_mm_ksb_q3_k) less its offset; S = d * (6-bit scale - 32) per 16 values. */
+/* S = d * (6-bit scale - 32) for the 16 sub-blocks of a Q3_K super-block. */
 static inline void fgg_mm_q3_k_s(const uint8_t *wb, float S[16])
 {
     const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 108));
@@ -1418,6 +1409,8 @@ static inline void fgg_mm_q3_k_s(const uint8_t *wb, float S[16])
     for (int g = 0; g < 16; g++) S[g] = d * (float)sc[g];
 }
 
+/* The 256 q of a Q3_K super-block as floats, in value order: u - 4 with the integer path's u
+ * (fgg_mm_q3_k_u), and S. */
 static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
 {
     (void)M;
@@ -1425,10 +1418,11 @@ static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, fl
     fgg_mm_ksb s;
     fgg_mm_ksb_crumbs(wb + 32, &s);
     for (int j = 0; j < 8; j++) {
+        fgg_mm_w32 u = fgg_mm_q3_k_u(wb, s.u[j], j);
 #if defined(FGG_MM_INT_SIMD)
-        fgg_mm_i8x32_to_f(fgg_mm_q3_k_values(wb, s.u[j], j), qf + 32 * j);
+        fgg_mm_i8x32_to_f(_mm256_sub_epi8(u, _mm256_set1_epi8(4)), qf + 32 * j);
 #else
-        for (int l = 0; l < 32; l++) qf[32 * j + l] = (float)((s.u[j].b[l] | (((wb[l] >> j) & 1) << 2)) - 4);
+        for (int l = 0; l < 32; l++) qf[32 * j + l] = (float)(u.b[l] - 4);
 #endif
     }
 }
@@ -1449,7 +1443,8 @@ static inline void fgg_mm_exact_q3_k(const uint8_t *w, ptrdiff_t nb, const float
             fgg_mm_q3_k_s(wb, S);
             fgg_mm_ksb_crumbs(wb + 32, &s);
             for (int j = 0; j < 8; j++)  /* sub-blocks 2j and 2j + 1 */
-                a = fgg_mm_pair16(a, fgg_mm_q3_k_values(wb, s.u[j], j), x + 256 * b + 32 * j, S + 2 * j);
+                a = fgg_mm_pair16(a, _mm256_sub_epi8(fgg_mm_q3_k_u(wb, s.u[j], j), _mm256_set1_epi8(4)),
+                                  x + 256 * b + 32 * j, S + 2 * j);
         }
         _mm256_storeu_ps(acc, a);
         out[0] = fgg_mm_lanes8_sum(acc);
