@@ -29,6 +29,14 @@
 #define FGG_MM_ALWAYS_INLINE static __forceinline
 #endif
 
+/* A named integer kernel: the generic one (GENERIC, always inline) with its type constant folded
+ * in; X the type of x's blocks. ATTR: "static inline", or the VNNI kernels' target attribute. */
+#define FGG_MM_NAMED_ROWS(ATTR, NAME, X, GENERIC, KIND)                                                \
+ATTR void NAME(const uint8_t *w, ptrdiff_t nb, const X *x, ptrdiff_t xs, int m, float *out, ptrdiff_t os) \
+{                                                                                                     \
+    GENERIC(KIND, w, nb, x, xs, m, out, os);                                                          \
+}
+
 #define FGG_MM_LANES 16
 
 /* acc[j] += w[i] * x[i] for every i with i % 16 == j; n elements, any n. */
@@ -406,12 +414,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
     }
 }
 
-#define FGG_MM_B_ROWS(NAME, KIND)                                                                     \
-static inline void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, int m,     \
-                        float *out, ptrdiff_t os)                                                    \
-{                                                                                                    \
-    fgg_mm_rows_b(KIND, w, nb, x, xs, m, out, os);                                                   \
-}
+#define FGG_MM_B_ROWS(NAME, KIND) FGG_MM_NAMED_ROWS(static inline, NAME, fgg_mm_q8, fgg_mm_rows_b, KIND)
 FGG_MM_B_ROWS(fgg_mm_rows_q8_0, FGG_MM_B_Q8_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q4_0, FGG_MM_B_Q4_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q5_0, FGG_MM_B_Q5_0)
@@ -826,12 +829,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
     }
 }
 
-#define FGG_MM_K_ROWS(NAME, KIND)                                                                     \
-static inline void NAME(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,   \
-                        float *out, ptrdiff_t os)                                                    \
-{                                                                                                    \
-    fgg_mm_rows_k(KIND, w, nsb, x, xs, m, out, os);                                                  \
-}
+#define FGG_MM_K_ROWS(NAME, KIND) FGG_MM_NAMED_ROWS(static inline, NAME, fgg_mm_q8k, fgg_mm_rows_k, KIND)
 FGG_MM_K_ROWS(fgg_mm_rows_q2_k, FGG_MM_K2)
 FGG_MM_K_ROWS(fgg_mm_rows_q3_k, FGG_MM_K3)
 FGG_MM_K_ROWS(fgg_mm_rows_q4_k, FGG_MM_K4)
@@ -999,12 +997,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t
     }
 }
 
-#define FGG_MM_K_ROWS_VNNI(NAME, KIND)                                                                \
-static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,  \
-                             float *out, ptrdiff_t os)                                               \
-{                                                                                                    \
-    fgg_mm_rows_k_vnni(KIND, w, nsb, x, xs, m, out, os);                                             \
-}
+#define FGG_MM_K_ROWS_VNNI(NAME, KIND) FGG_MM_NAMED_ROWS(static FGG_MM_VNNI, NAME, fgg_mm_q8k, fgg_mm_rows_k_vnni, KIND)
 FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q2_k_vnni, FGG_MM_K2)
 FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q3_k_vnni, FGG_MM_K3)
 FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q4_k_vnni, FGG_MM_K4)
