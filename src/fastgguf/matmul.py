@@ -11,19 +11,18 @@ Two paths:
 * the float path (``exact=True``, the default): float32 products accumulated in float32 in 16
   interleaved lanes, summed in a fixed order; the same bits for every thread count and every
   kernel build (portable, AVX2, AVX-512). Relative error vs a float64 ``x @ dequantize(W).T``
-  is a few 1e-7 (bound: 1e-5). Q3_K, Q4_K, Q5_K, Q6_K, Q8_0 and Q4_0 factor each sub-block's scale
-  out instead of dequantizing (``S * sum(q * x) - M * sum(x)``, the small integers ``q`` exact
-  as floats): fewer float operations per weight, the same guarantees, and a row of ``x`` gets the
-  same bits whatever batch it comes in.
+  is a few 1e-7 (bound: 1e-5). Q3_K, Q4_K, Q5_K, Q6_K, Q8_0 and Q4_0 factor each sub-block's
+  scale out instead of dequantizing (``S * sum(q * x) - M * sum(x)``, the small integers ``q``
+  exact as floats): fewer float operations per weight, the same guarantees, and a row of ``x``
+  gets the same bits whatever batch it comes in.
 * the integer path (``exact=False``, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4, Q2_K, Q3_K, Q4_K,
-  Q5_K, Q6_K): ``x`` is rounded
-  to int8 and each weight block is unpacked once and multiplied with every row in integers (AVX2
-  ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in the avx512 build where the CPU has
-  it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same integer and float operations, so
-  gives the same bits, for every thread count). For Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS and MXFP4 ``x`` has
-  one float scale per 32 values, as their weights (IQ4_NL's, IQ4_XS's and MXFP4's 4-bit codes go
-  through their value tables to int8 first). For the K-quants it has one float scale per 256 values and int16
-  sums per 16 (ggml's Q8_K): the sums stay integers over the whole super-block (scales in
+  Q5_K, Q6_K): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
+  with every row in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in
+  the avx512 build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same
+  integer and float operations, so gives the same bits, for every thread count). For Q4_0, Q5_0,
+  Q8_0, IQ4_NL, IQ4_XS and MXFP4 ``x`` has one float scale per 32 values, as their weights
+  (IQ4_NL's, IQ4_XS's and MXFP4's 4-bit codes go through their value tables to int8 first). For
+  the K-quants it has one float scale per 256 values and int16 sums per 16 (ggml's Q8_K): the sums stay integers over the whole super-block (scales in
   integers, mins and offsets from the per-16 sums) and are converted to float once per 256 values
   and row. Rounding ``x`` costs relative error (measured vs float64, quantized Gaussian weights)
   5e-3 to 1e-2 with per-32 scales. With per-256 scales it is 7e-3 on Gaussian ``x``, 1.4-1.7e-2
@@ -173,9 +172,8 @@ def matmul(
     exact : bool
         ``True`` (default): the float path, relative error ≤ 1e-5 (measured a few 1e-7) vs a
         float64 product with the dequantized weights. ``False``: for Q4_0, Q5_0, Q8_0,
-        IQ4_NL, IQ4_XS, MXFP4 and the K-quants Q2_K to Q6_K, quantize ``x`` to int8 (per 32 values; per
-        256 for the K-quants)
-        and use integer dot products (1.3-3.5x faster on one thread; relative error 5e-3 to 3e-2,
+        IQ4_NL, IQ4_XS, MXFP4 and the K-quants Q2_K to Q6_K, quantize ``x`` to int8 (per 32
+        values; per 256 for the K-quants) and use integer dot products (1.3-3.5x faster on one thread; relative error 5e-3 to 3e-2,
         see the module doc); other types stay on the float path.
     round_weights : {None, "float16", "bfloat16"}
         With the float path (``exact=True``, required): each weight value is first rounded to
