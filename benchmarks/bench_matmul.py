@@ -110,9 +110,14 @@ def rows_for(name: str, x: np.ndarray, last_head: bool) -> np.ndarray:
     return x[-1:] if last_head and name in HEADS else x
 
 
+def row_length(qtype: GGMLType, raw: np.ndarray) -> int:
+    """K, the values per row of a weight's blocks ``raw`` (rows of bytes)."""
+    return raw.shape[1] // TYPE_TRAITS[qtype].type_size * TYPE_TRAITS[qtype].block_size
+
+
 def sweep_fastgguf(model, xs, exact=True, threads=None, last_head=True):
     for name, qtype, raw in model:
-        x = xs[raw.shape[1] // TYPE_TRAITS[qtype].type_size * TYPE_TRAITS[qtype].block_size]
+        x = xs[row_length(qtype, raw)]
         matmul(rows_for(name, x, last_head), raw, qtype, exact=exact, threads=threads)
 
 
@@ -133,13 +138,12 @@ def sweep_numpy(dense, xs, last_head=True):
 
 def dense_weights(model) -> list[tuple[str, np.ndarray]]:
     """(name, float32 weight) of every weight of ``model``: numpy's operands."""
-    return [(name, dequantize(raw, q, (raw.shape[0], raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size)))
-            for name, q, raw in model]
+    return [(name, dequantize(raw, q, (raw.shape[0], row_length(q, raw)))) for name, q, raw in model]
 
 
 def inputs(model, batch: int, seed: int = 1):
     rng = np.random.default_rng(seed)
-    ks = {raw.shape[1] // TYPE_TRAITS[q].type_size * TYPE_TRAITS[q].block_size for _n, q, raw in model}
+    ks = {row_length(q, raw) for _n, q, raw in model}
     return {k: rng.standard_normal((batch, k), dtype=np.float32) for k in ks}
 
 
