@@ -479,6 +479,21 @@ static inline __m256i fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
     return l;
 }
 
+/* fgg_mm_ksb_dot for 8 rows of x at once (row i at x + i * xs): each sub-block's bytes and
+ * scales are loaded once for the 8 rows, where a row at a time loads them 8 times (loads, not
+ * products, bound that loop). The same integer sums, so the same lanes. */
+static inline void fgg_mm_ksb_dot8(const fgg_mm_ksb *s, const fgg_mm_q8k *x, ptrdiff_t xs, __m256i lanes[8])
+{
+    for (int i = 0; i < 8; i++) lanes[i] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) {
+        __m256i u = s->u[j], sc = s->sc[j];
+        for (int i = 0; i < 8; i++) {
+            __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(x[i * xs].q + 32 * j)));
+            lanes[i] = _mm256_add_epi32(lanes[i], _mm256_madd_epi16(p, sc));
+        }
+    }
+}
+
 /* Lane k: bs[2k] * bsum[2k] + bs[2k+1] * bsum[2k+1]. */
 static inline __m256i fgg_mm_ksb_bsum(const fgg_mm_ksb *s, const int16_t *bsum)
 {
@@ -812,6 +827,22 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
             fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
+#if defined(FGG_MM_INT_SIMD)
+            if (mr == 8) {
+                fgg_mm_lanes dots[8];
+                fgg_mm_ksb_dot8(&s, x + r0 * xs + b, xs, dots);
+                for (int i = 0; i < 8; i++) {
+                    const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+                    if (fgg_mm_k_has_min(kind)) {
+                        acc[i] = fgg_mm_acc_add(acc[i], dots[i], d * xb->d);
+                        accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                    } else {
+                        acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(dots[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
+                    }
+                }
+                continue;
+            }
+#endif
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
                 if (fgg_mm_k_has_min(kind)) {
