@@ -205,6 +205,28 @@ def test_batches_are_tiled_without_changing_bits(qtype, exact):
     np.testing.assert_array_equal(matmul(x, raw, qtype, exact=exact, threads=3), whole)
 
 
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("m", [1, 2, 37])
+def test_big_endian_blocks_give_the_same_bits(qtype, m):
+    """Weights of a big-endian file (each row's fields swapped in the kernel before its products;
+    a batch swaps a tile of rows once and walks it in spans): the bits of the same blocks
+    little-endian, on every kernel build."""
+    from fastgguf._byteswap import byteswap_blocks
+
+    rng = np.random.default_rng([int(qtype), m, 11])
+    n, k = 83, k_for(qtype, 20)
+    raw = random_weights(qtype, n, k, rng)
+    big = np.frombuffer(byteswap_blocks(raw, qtype), np.uint8).reshape(raw.shape)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    for path in dequant.available_cpu_paths():
+        kernels = dequant.kernel_modules()[path]
+        little_out, big_out = np.empty((m, n), np.float32), np.empty((m, n), np.float32)
+        kernels.matmul_rows(raw, int(qtype), x, little_out, 0, n, False, 0, 2)
+        kernels.matmul_rows(big, int(qtype), x, big_out, 0, n, True, 0, 2)
+        np.testing.assert_array_equal(big_out, little_out)
+        np.testing.assert_array_equal(little_out, matmul(x, raw, qtype, threads=1))
+
+
 @pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
 def test_same_bits_on_every_cpu_path(qtype):
     rng = np.random.default_rng(int(qtype) + 100)

@@ -1261,26 +1261,42 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
  * for types with a min, its 8 mins M (else M is left alone). */
 typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *M);
 
-/* One K-quant weight row (nb super-blocks of sb_bytes at w) times m rows of x, through its
- * unpacker: n_sub sub-blocks of 256 / n_sub values per super-block; with 8 sub-blocks the type
- * has mins, taken against x's sums per 32 (xsum + i * xss). out[i * os]; qf: FGG_MM_QF_FLOATS
- * floats, acc: 16 * m floats. The fallback of every type, and every batch of more than one row. */
-static inline void fgg_mm_exact_k(const uint8_t *w, ptrdiff_t nb, ptrdiff_t sb_bytes, fgg_mm_qf_unpack unpack, int n_sub,
-                                  const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m,
-                                  float *out, ptrdiff_t os, float *qf, float *acc)
+/* Super-blocks b0..b1 of one K-quant weight row (super-block b at w + sb_bytes * b) times m rows
+ * of x (row i at x + i * xs), through its unpacker: n_sub sub-blocks of 256 / n_sub values per
+ * super-block; with 8 sub-blocks the type has mins, taken against x's sums per 32
+ * (xsum + i * xss). Added into acc (16 floats per row: 8 lanes, then 8 min lanes); qf:
+ * FGG_MM_QF_FLOATS floats. A row's products are the same whatever spans its super-blocks are
+ * walked in, so a batch can be walked a few super-blocks at a time for all of a tile's rows. */
+static inline void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t sb_bytes,
+                                       fgg_mm_qf_unpack unpack, int n_sub, const float *x, ptrdiff_t xs,
+                                       const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
 {
     float S[16], M[8];
     const int has_min = n_sub == 8;
-    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
-    for (ptrdiff_t b = 0; b < nb; b++) {
+    for (ptrdiff_t b = b0; b < b1; b++) {
         unpack(w + sb_bytes * b, qf, S, M);
         for (int i = 0; i < m; i += 4)
             fgg_mm_sb_rows(qf, S, has_min ? M : NULL, n_sub, 32 / n_sub, x + i * xs + 256 * b, xs,
                            has_min ? xsum + i * xss + 8 * b : NULL, xss, m - i < 4 ? m - i : 4, acc + 16 * i);
     }
-    for (int i = 0; i < m; i++)
-        out[i * os] = has_min ? fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8)
-                              : fgg_mm_lanes8_sum(acc + 16 * i);
+}
+
+/* out[i * os] from a span's acc: the 8 lanes summed, less the 8 min lanes summed (all zero for
+ * the types without mins: x - 0 is x). */
+static inline void fgg_mm_exact_out(const float *acc, int m, float *out, ptrdiff_t os)
+{
+    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8);
+}
+
+/* One K-quant weight row (nb super-blocks) times m rows of x: fgg_mm_exact_k_span over the whole
+ * row. out[i * os]; acc: 16 * m floats. The fallback of every type's single-row kernel. */
+static inline void fgg_mm_exact_k(const uint8_t *w, ptrdiff_t nb, ptrdiff_t sb_bytes, fgg_mm_qf_unpack unpack, int n_sub,
+                                  const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m,
+                                  float *out, ptrdiff_t os, float *qf, float *acc)
+{
+    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
+    fgg_mm_exact_k_span(w, 0, nb, sb_bytes, unpack, n_sub, x, xs, xsum, xss, m, qf, acc);
+    fgg_mm_exact_out(acc, m, out, os);
 }
 
 static inline void fgg_mm_q4_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
@@ -1510,10 +1526,23 @@ static inline void fgg_mm_b32_qf(const uint8_t *w, int n, int is_q4, float *qf, 
     }
 }
 
+/* Blocks b0..b1 of one Q8_0 or Q4_0 weight row times m rows of x, added into acc (16 floats per
+ * row, the min lanes untouched), 8 blocks at a time as fgg_mm_exact_k_span does super-blocks. */
+static inline void fgg_mm_exact_b32_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                         int m, float *qf, float *acc, int is_q4)
+{
+    float S[8];
+    for (ptrdiff_t b = b0; b < b1; b += 8) {
+        int n = b1 - b < 8 ? (int)(b1 - b) : 8;
+        fgg_mm_b32_qf(w + (is_q4 ? 18 : 34) * b, n, is_q4, qf, S);
+        for (int i = 0; i < m; i += 4)
+            fgg_mm_sb_rows(qf, S, NULL, n, 4, x + i * xs + 32 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
+    }
+}
+
 static inline void fgg_mm_exact_b32(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs, int m,
                                     float *out, ptrdiff_t os, float *qf, float *acc, int is_q4)
 {
-    float S[8];
     for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
 #if FGG_HAVE_AVX2
     if (m == 1) {  /* the q straight from the bytes into registers: the same values as fgg_mm_b32_qf */
@@ -1544,13 +1573,8 @@ static inline void fgg_mm_exact_b32(const uint8_t *w, ptrdiff_t nb, const float 
         return;
     }
 #endif
-    for (ptrdiff_t b = 0; b < nb; b += 8) {
-        int n = nb - b < 8 ? (int)(nb - b) : 8;
-        fgg_mm_b32_qf(w + (is_q4 ? 18 : 34) * b, n, is_q4, qf, S);
-        for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, NULL, n, 4, x + i * xs + 32 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
-    }
-    for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i);
+    fgg_mm_exact_b32_span(w, 0, nb, x, xs, m, qf, acc, is_q4);
+    fgg_mm_exact_out(acc, m, out, os);
 }
 
 static inline void fgg_mm_exact_q8_0(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
@@ -1571,4 +1595,35 @@ static inline void fgg_mm_exact_q4_0(const uint8_t *w, ptrdiff_t nb, const float
     fgg_mm_exact_b32(w, nb, x, xs, m, out, os, qf, acc, 1);
 }
 
+/* Spans with one signature for the driver (kernels_matmul.pxi): blocks b0..b1 of one weight row
+ * times m rows of x, added into acc; out by fgg_mm_exact_out. */
+#define FGG_MM_K_SPAN(NAME, BYTES, UNPACK, N_SUB)                                                     \
+static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,    \
+                        const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)               \
+{                                                                                                     \
+    fgg_mm_exact_k_span(w, b0, b1, BYTES, UNPACK, N_SUB, x, xs, xsum, xss, m, qf, acc);               \
+}
+FGG_MM_K_SPAN(fgg_mm_span_q3_k, 110, fgg_mm_q3_k_unpack, 16)
+FGG_MM_K_SPAN(fgg_mm_span_q4_k, 144, fgg_mm_q4_k_unpack, 8)
+FGG_MM_K_SPAN(fgg_mm_span_q5_k, 176, fgg_mm_q5_k_unpack, 8)
+FGG_MM_K_SPAN(fgg_mm_span_q6_k, 210, fgg_mm_q6_k_unpack, 16)
+#undef FGG_MM_K_SPAN
+
+static inline void fgg_mm_span_q8_0(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                    const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
+{
+    (void)xsum;
+    (void)xss;
+    fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0);
+}
+
+static inline void fgg_mm_span_q4_0(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                    const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
+{
+    (void)xsum;
+    (void)xss;
+    fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 1);
+}
+
 #endif
+

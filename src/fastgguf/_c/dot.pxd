@@ -46,4 +46,17 @@ cdef extern from "dot.h" nogil:
                            Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     void fgg_mm_exact_q6_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
                            Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
+    void fgg_mm_span_q3_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                         const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
+    void fgg_mm_span_q4_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                         const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
+    void fgg_mm_span_q5_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                         const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
+    void fgg_mm_span_q6_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                         const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
+    void fgg_mm_span_q8_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                         const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
+    void fgg_mm_span_q4_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                         const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
+    void fgg_mm_exact_out(const float *acc, int m, float *out, Py_ssize_t os)
     enum: FGG_MM_INT_SIMD_BUILD

@@ -12,6 +12,7 @@
 # sub-block); not with round_to, whose rounding needs each weight's value.
 
 from libc.stdlib cimport getenv
+from libc.string cimport memcpy
 
 from fastgguf._c.dot cimport *
 
@@ -30,6 +31,12 @@ cdef enum:
     # over the whole row in the same order: the tiles change no bits.
     _MM_W_TILE = 64 * 1024
     _MM_X_TILE = 128 * 1024
+    # The factored float path walks a batch's tile a span of blocks at a time (_mm_exact_rows):
+    # the span's columns of _MM_SPAN_X_ROWS rows of x (about _MM_SPAN_BYTES, whole multiples of
+    # 256 values, at least one block) stay in L1 while every weight row of the tile meets them.
+    _MM_SPAN_X_ROWS = 16
+    _MM_SPAN_BYTES = 16 * 1024
+    _MM_SPAN_W_ROWS = 64
 
 
 cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ssize_t multiple) noexcept nogil:
@@ -254,8 +261,31 @@ cdef _exact_fn _exact_by_sub_block(int type_id) noexcept nogil:
     return NULL
 
 
+ctypedef void (*_span_fn)(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                          const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc) noexcept nogil
+
+
+cdef _span_fn _span_by_sub_block(int type_id) noexcept nogil:
+    """_exact_by_sub_block's kernel over a span of a row's blocks, adding into carried lanes."""
+    if type_id == FGG_TYPE_Q3_K:
+        return <_span_fn>fgg_mm_span_q3_k
+    if type_id == FGG_TYPE_Q4_K:
+        return <_span_fn>fgg_mm_span_q4_k
+    if type_id == FGG_TYPE_Q5_K:
+        return <_span_fn>fgg_mm_span_q5_k
+    if type_id == FGG_TYPE_Q6_K:
+        return <_span_fn>fgg_mm_span_q6_k
+    if type_id == FGG_TYPE_Q8_0:
+        return <_span_fn>fgg_mm_span_q8_0
+    if type_id == FGG_TYPE_Q4_0:
+        return <_span_fn>fgg_mm_span_q4_0
+    return NULL
+
+
 cdef struct _MMExactJob:
     _exact_fn fn
+    _span_fn span
+    Py_ssize_t span_blocks
     fgg_byteswap_fn swap
     int type_id
     const uint8_t *w
@@ -270,6 +300,37 @@ cdef struct _MMExactJob:
     int status
 
 
+cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py_ssize_t a1, Py_ssize_t b,
+                         Py_ssize_t b1, float *qf, float *acc, float *panel) noexcept nogil:
+    """Weight rows a..a1 (their blocks at ``tile``) times x rows b..b1, a span of each row's
+    blocks at a time: the span's columns of these x rows, copied together into ``panel``, stay in
+    L1 for all the weight rows. (In place, rows of x a multiple of 4 KiB apart fall in the same
+    few L1 sets and evict each other.) Each row's lanes are carried in ``acc`` from span to span,
+    so the sums are those of one call per row."""
+    cdef Py_ssize_t n, i, c, c1, mt = b1 - b, bs = fgg_block_size[job.type_id], ts = fgg_type_size[job.type_id]
+    cdef Py_ssize_t lanes = 16 * mt, width, sums
+    cdef float *panel_sums = NULL
+    for n in range(lanes * (a1 - a)):
+        acc[n] = 0.0
+    c = 0
+    while c < job.nb:
+        c1 = min(c + job.span_blocks, job.nb)
+        width = (c1 - c) * bs
+        sums = width // 32
+        for i in range(mt):
+            memcpy(panel + i * width, job.x + (b + i) * job.x_stride + c * bs, width * sizeof(float))
+        if job.xsum != NULL:
+            panel_sums = panel + mt * width
+            for i in range(mt):
+                memcpy(panel_sums + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // 32, sums * sizeof(float))
+        for n in range(a1 - a):
+            job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, panel, width, panel_sums, sums, <int>mt,
+                     qf, acc + n * lanes)
+        c = c1
+    for n in range(a1 - a):
+        fgg_mm_exact_out(acc + n * lanes, <int>mt, job.out + b * job.out_stride + a + n, job.out_stride)
+
+
 cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     cdef _MMExactJob *job = <_MMExactJob *>ctx
     cdef fgg_guard guard
@@ -278,8 +339,13 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     if n0 == n1:
         return
     cdef const uint8_t *row
-    cdef float *qf = <float *>malloc((FGG_MM_QF_FLOATS + 16 * min(job.m, job.xt)) * sizeof(float) + 64)
-    cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes) if job.swap != NULL else NULL
+    cdef const uint8_t *tile
+    cdef bint spans = job.m > 1
+    cdef Py_ssize_t acc_floats = 16 * min(job.m, job.xt) * (job.wt if spans else 1)
+    cdef Py_ssize_t panel_floats = (min(job.m, job.xt) * job.span_blocks * fgg_block_size[job.type_id] * 33 // 32
+                                    if spans else 0)
+    cdef float *qf = <float *>malloc((FGG_MM_QF_FLOATS + acc_floats + panel_floats) * sizeof(float) + 64)
+    cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes * (job.wt if spans else 1)) if job.swap != NULL else NULL
     if qf == NULL or (job.swap != NULL and swapped == NULL):
         free(qf)
         free(swapped)
@@ -291,12 +357,23 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
         a = n0
         while a < n1:
             a1 = min(a + job.wt, n1)
+            if spans:
+                tile = job.w + a * job.row_bytes
+                if swapped != NULL:  # big-endian: the tile's rows put in order first
+                    for n in range(a, a1):
+                        job.swap(job.w + n * job.row_bytes, swapped + (n - a) * job.row_bytes, job.nb, job.type_id)
+                    tile = swapped
             b = 0
             while b < job.m:
                 b1 = min(b + job.xt, job.m)
+                if spans:
+                    _mm_exact_rows(job, tile, a, a1, b, b1, qf, qf + FGG_MM_QF_FLOATS,
+                                   qf + FGG_MM_QF_FLOATS + acc_floats)
+                    b = b1
+                    continue
                 for n in range(a, a1):
                     row = job.w + n * job.row_bytes
-                    if swapped != NULL:  # big-endian: the row put in order first (once per tile of x rows)
+                    if swapped != NULL:  # big-endian: the row put in order first
                         job.swap(row, swapped, job.nb, job.type_id)
                         row = swapped
                     job.fn(row, job.nb, job.x + b * job.x_stride, job.x_stride,
@@ -341,8 +418,17 @@ cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const ui
     job.out_stride = out.strides[0] // sizeof(float)
     job.n0 = n0
     job.n1 = n1
+    job.span = _span_by_sub_block(type_id)
     job.wt = _tile_rows(_MM_W_TILE, w.shape[1], 1)
-    job.xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
+    if m > 1:
+        # a batch by spans (_mm_exact_rows): _MM_SPAN_X_ROWS rows of x, each span _MM_SPAN_BYTES of
+        # them, and at most _MM_SPAN_W_ROWS weight rows, whose lanes are carried between spans
+        job.xt = min(m, _MM_SPAN_X_ROWS)
+        job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * sizeof(float)) // 256 * 256 // fgg_block_size[type_id])
+        job.wt = min(job.wt, _MM_SPAN_W_ROWS)
+    else:
+        job.xt = 1
+        job.span_blocks = nb
     job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
     job.status = 0
     with nogil:
