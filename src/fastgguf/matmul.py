@@ -287,7 +287,19 @@ def matmul_id(
     flat_x = xf.reshape(-1, k)
     flat_out = result.reshape(-1, n)
     use_int = _use_int(kernels, qtype, k, exact, swapped)
-    for e in np.unique(flat_ids):
+    if kernels.has_thread_pool() or n_threads == 1:
+        # the (token, slot) rows sorted by expert, and every expert's product in one kernel call
+        order = np.argsort(flat_ids, kind="stable")
+        experts, starts = np.unique(flat_ids[order], return_index=True)
+        x_sorted = np.ascontiguousarray(flat_x[order])
+        out_sorted = np.empty((order.size, n), dtype=np.float32)
+        xq = _quantize_x(kernels, x_sorted, qtype) if use_int else None
+        bounds = np.append(starts, order.size).astype(np.int64)
+        kernels.matmul_rows_grouped(np.ascontiguousarray(raw), int(qtype), x_sorted, xq, out_sorted,
+                                    experts.astype(np.int64), bounds, swapped, n_threads)
+        flat_out[order] = out_sorted
+        return result
+    for e in np.unique(flat_ids):  # no pool in the kernels: each expert's rows split over Python's
         sel = np.nonzero(flat_ids == e)[0]
         xe = np.ascontiguousarray(flat_x[sel])
         oe = np.empty((sel.size, n), dtype=np.float32)

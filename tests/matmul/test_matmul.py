@@ -435,6 +435,66 @@ def test_matmul_id_equals_per_expert_matmul(qtype, exact):
         matmul_id(x[:3], raw, ids, qtype)
 
 
+@pytest.mark.parametrize("qtype", [T.Q8_0, T.Q4_K, T.Q6_K, T.IQ4_XS, T.IQ2_S], ids=lambda t: t.name)
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("threads", [1, 2, 5, 64])
+def test_matmul_id_groups_the_experts_without_changing_bits(qtype, exact, threads, monkeypatch):
+    """One kernel call for all experts: with at least as many experts in use as threads each
+    expert's rows run on one thread, with fewer each expert shares out its weight rows; either way
+    and on Python's pool (a build without its own), each (token, slot) has the bits of its own
+    product with its expert alone."""
+    import sys
+
+    from fastgguf import _backend
+
+    monkeypatch.setattr(sys.modules["fastgguf.matmul"], "_MIN_WORK_PER_THREAD", 1)
+    rng = np.random.default_rng([int(qtype), threads, exact])
+    n_exp, n, k = 7, 45, k_for(qtype, 3)
+    raw = np.stack([random_weights(qtype, n, k, rng) for _ in range(n_exp)])
+    t, used = 19, 3
+    ids = np.stack([rng.choice(n_exp, used, replace=False) for _ in range(t)])
+    ids[:, 0] = 6  # one expert with a batch of 19 rows (the span-walked batch path), others with a few
+    x = rng.standard_normal((t, used, k)).astype(np.float32)
+    y = matmul_id(x, raw, ids, qtype, exact=exact, threads=threads)
+    expected = np.stack([[matmul(x[i, j], raw[ids[i, j]], qtype, exact=exact, threads=1) for j in range(used)]
+                         for i in range(t)])
+    np.testing.assert_array_equal(y, expected)
+    one_expert = np.full((t, 1), 2)  # fewer experts in use than threads
+    np.testing.assert_array_equal(matmul_id(x[:, :1], raw, one_expert, qtype, exact=exact, threads=threads)[:, 0],
+                                  matmul(x[:, 0], raw[2], qtype, exact=exact, threads=1))
+    monkeypatch.setattr(_backend.kernels(), "has_thread_pool", lambda: False, raising=False)
+    np.testing.assert_array_equal(matmul_id(x, raw, ids, qtype, exact=exact, threads=threads), expected)
+
+
+def test_grouped_kernel_checks_its_arguments():
+    from fastgguf import _backend
+
+    kernels = _backend.kernels()
+    rng = np.random.default_rng(3)
+    raw = np.stack([random_weights(T.Q8_0, 4, 64, rng) for _ in range(3)])
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    out = np.empty((5, 4), np.float32)
+    experts, bounds = np.array([0, 2], np.int64), np.array([0, 2, 5], np.int64)
+    kernels.matmul_rows_grouped(raw, int(T.Q8_0), x, None, out, experts, bounds, False, 2)
+    np.testing.assert_array_equal(out[2:], matmul(x[2:], raw[2], T.Q8_0, threads=1))
+    with pytest.raises(IndexError):
+        kernels.matmul_rows_grouped(raw, int(T.Q8_0), x, None, out, np.array([0, 3], np.int64), bounds, False, 2)
+    for bad in ([0, 2, 4], [1, 2, 5], [0, 3, 2, 5], [0, 6, 5]):
+        with pytest.raises(ValueError):
+            kernels.matmul_rows_grouped(raw, int(T.Q8_0), x, None, out, experts, np.array(bad, np.int64), False, 2)
+    with pytest.raises(ValueError):
+        kernels.matmul_rows_grouped(raw, int(T.Q8_0), x[:, :32].copy(), None, out, experts, bounds, False, 2)
+    with pytest.raises(ValueError):
+        kernels.matmul_rows_grouped(raw, int(T.Q8_0), x, None, out[:4], experts, bounds, False, 2)
+    with pytest.raises(ValueError):
+        kernels.matmul_rows_grouped(raw, int(T.Q8_0), x, None, out, experts, bounds, False, 0)
+    with pytest.raises(ValueError):  # quantized x of the wrong width
+        kernels.matmul_rows_grouped(raw, int(T.Q8_0), x, np.zeros((5, 3), np.uint8), out, experts, bounds, False, 2)
+    with pytest.raises(NotImplementedError):  # no integer dot for this type
+        kernels.matmul_rows_grouped(raw, int(T.F16), x[:, :34].copy(), np.zeros((5, 36), np.uint8), out, experts,
+                                    bounds, False, 2)
+
+
 @pytest.mark.parametrize("qtype", [T.Q4_K, T.Q6_K, T.Q8_0, T.BF16, T.IQ2_S], ids=lambda t: t.name)
 def test_take_rows_equals_dequantized_rows(qtype):
     rng = np.random.default_rng(int(qtype) + 9)

@@ -13,6 +13,7 @@
 
 from libc.stdlib cimport getenv
 from libc.string cimport memcpy
+from libc.stdlib cimport calloc
 
 from fastgguf._c.dot cimport *
 
@@ -186,6 +187,32 @@ cdef struct _MMFloatJob:
     Py_ssize_t out_stride, n0, n1, wt, xt
     int round_to, n_tasks
     int status
+
+
+cdef void _fill_float_job(_MMFloatJob *job, fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id,
+                          const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t k, const float *x, Py_ssize_t x_stride,
+                          Py_ssize_t m, float *out, Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1, int round_to,
+                          int threads) noexcept nogil:
+    job.kernel = kernel
+    job.swap = swap
+    job.type_id = type_id
+    job.w = w
+    job.row_bytes = row_bytes
+    job.k = k
+    job.block_size = fgg_block_size[type_id]
+    job.type_size = fgg_type_size[type_id]
+    job.x = x
+    job.m = m
+    job.x_stride = x_stride
+    job.out = out
+    job.out_stride = out_stride
+    job.n0 = n0
+    job.n1 = n1
+    job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
+    job.xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
+    job.round_to = round_to
+    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.status = 0
 
 
 cdef inline void _task_rows(Py_ssize_t n0, Py_ssize_t n1, int task, int n_tasks, Py_ssize_t *a, Py_ssize_t *b) noexcept nogil:
@@ -386,40 +413,44 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     free(swapped)
 
 
-cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] w,
-                       const float[:, ::1] x, float[:, :] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nb,
-                       int threads) except -1:
-    """matmul_rows by the factored float path: x's sums per 32 first (for the types with mins,
-    the only ones that read them), then the rows on the pool."""
-    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], i
-    cdef Py_ssize_t xss = k // 32
-    cdef bint has_min = type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K
-    cdef float *xsum = NULL
-    if has_min:
-        xsum = <float *>malloc(max(1, m * xss) * sizeof(float))
-        if xsum == NULL:
-            raise MemoryError("no scratch memory for matmul")
-        with nogil:
-            for i in range(m):
-                fgg_mm_xsum32(&x[i, 0], k, xsum + i * xss)
-    cdef _MMExactJob job
+cdef float *_x_sums(int type_id, const float *x, Py_ssize_t x_stride, Py_ssize_t m, Py_ssize_t k, bint *failed) noexcept nogil:
+    """x's sums per 32 for the factored types with mins (the only ones that read them), else NULL.
+    ``failed`` is set when there is no memory for them."""
+    cdef Py_ssize_t i, xss = k // 32
+    cdef float *xsum
+    failed[0] = False
+    if type_id != FGG_TYPE_Q4_K and type_id != FGG_TYPE_Q5_K:
+        return NULL
+    xsum = <float *>malloc(max(1, m * xss) * sizeof(float))
+    if xsum == NULL:
+        failed[0] = True
+        return NULL
+    for i in range(m):
+        fgg_mm_xsum32(x + i * x_stride, k, xsum + i * xss)
+    return xsum
+
+
+cdef void _fill_exact_job(_MMExactJob *job, _exact_fn fn, fgg_byteswap_fn swap, int type_id, const uint8_t *w,
+                          Py_ssize_t row_bytes, Py_ssize_t nb, const float *x, Py_ssize_t x_stride, Py_ssize_t m,
+                          const float *xsum, Py_ssize_t xss, float *out, Py_ssize_t out_stride, Py_ssize_t n0,
+                          Py_ssize_t n1, int threads) noexcept nogil:
     job.fn = fn
     job.swap = swap
     job.type_id = type_id
-    job.w = &w[0, 0]
-    job.row_bytes = w.shape[1]
+    job.w = w
+    job.row_bytes = row_bytes
     job.nb = nb
-    job.x = &x[0, 0]
-    job.x_stride = x.strides[0] // sizeof(float)
+    job.x = x
+    job.x_stride = x_stride
     job.m = m
     job.xsum = xsum
     job.xsum_stride = xss
-    job.out = &out[0, 0]
-    job.out_stride = out.strides[0] // sizeof(float)
+    job.out = out
+    job.out_stride = out_stride
     job.n0 = n0
     job.n1 = n1
     job.span = _span_by_sub_block(type_id)
-    job.wt = _tile_rows(_MM_W_TILE, w.shape[1], 1)
+    job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
     if m > 1:
         # a batch by spans (_mm_exact_rows): _MM_SPAN_X_ROWS rows of x, each span _MM_SPAN_BYTES of
         # them, and at most _MM_SPAN_W_ROWS weight rows, whose lanes are carried between spans
@@ -431,14 +462,34 @@ cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const ui
         job.span_blocks = nb
     job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
     job.status = 0
+
+
+cdef int _raise_status(int status) except -1:
+    if status == -3:
+        raise MemoryError("no scratch memory for matmul")
+    if status == -2:
+        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
+    return 0
+
+
+cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] w,
+                       const float[:, ::1] x, float[:, :] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nb,
+                       int threads) except -1:
+    """matmul_rows by the factored float path: x's sums per 32 first, then the rows on the pool."""
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], x_stride = x.strides[0] // sizeof(float)
+    cdef bint failed
+    cdef float *xsum
+    cdef _MMExactJob job
+    with nogil:
+        xsum = _x_sums(type_id, &x[0, 0], x_stride, m, k, &failed)
+    if failed:
+        raise MemoryError("no scratch memory for matmul")
+    _fill_exact_job(&job, fn, swap, type_id, &w[0, 0], w.shape[1], nb, &x[0, 0], x_stride, m, xsum, k // 32,
+                    &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     with nogil:
         fgg_pool_run(_mm_exact_task, &job, job.n_tasks, threads)
     free(xsum)
-    if job.status == -3:
-        raise MemoryError("no scratch memory for matmul")
-    if job.status == -2:
-        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
-    return 0
+    return _raise_status(job.status)
 
 
 def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::1] x not None,
@@ -500,32 +551,11 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
         _matmul_exact(factored, swap, type_id, w, x, out, n0, n1, k // block_size, threads)
         return
     cdef _MMFloatJob job
-    job.kernel = kernel
-    job.swap = swap
-    job.type_id = type_id
-    job.w = &w[0, 0]
-    job.row_bytes = w.shape[1]
-    job.k = k
-    job.block_size = block_size
-    job.type_size = type_size
-    job.x = &x[0, 0]
-    job.m = m
-    job.x_stride = x.strides[0] // sizeof(float)
-    job.out = &out[0, 0]
-    job.out_stride = out.strides[0] // sizeof(float)
-    job.n0 = n0
-    job.n1 = n1
-    job.wt = _tile_rows(_MM_W_TILE, w.shape[1], 1)
-    job.xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
-    job.round_to = round_to
-    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
-    job.status = 0
+    _fill_float_job(&job, kernel, swap, type_id, &w[0, 0], w.shape[1], k, &x[0, 0], x.strides[0] // sizeof(float), m,
+                    &out[0, 0], out.strides[0] // sizeof(float), n0, n1, round_to, threads)
     with nogil:
         fgg_pool_run(_mm_float_task, &job, job.n_tasks, threads)
-    if job.status == -3:
-        raise MemoryError("no scratch memory for matmul")
-    if job.status == -2:
-        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
+    _raise_status(job.status)
 
 
 def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
@@ -644,23 +674,178 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
                 out[i, n] = 0.0
         return
     cdef _MMIntJob job
-    job.fn = fn
-    job.w = &w[0, 0]
-    job.row_bytes = w.shape[1]
-    job.nb = k // block_size
-    job.x = &xq[0, 0]
-    job.x_row_bytes = xq.shape[1]
-    job.xs = xq.shape[1] // x_bytes
-    job.m = m
-    job.out = &out[0, 0]
-    job.out_stride = out.strides[0] // sizeof(float)
-    job.n0 = n0
-    job.n1 = n1
-    job.wt = _tile_rows(_MM_W_TILE, w.shape[1], 1)
-    job.xt = _tile_rows(_MM_X_TILE, xq.shape[1], 8)
-    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
-    job.status = 0
+    _fill_int_job(&job, fn, &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], xq.shape[1] // x_bytes, m,
+                  &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     with nogil:
         fgg_pool_run(_mm_int_task, &job, job.n_tasks, threads)
-    if job.status == -2:
-        raise GGUFError("the data could not be read: the mapped file shrank while it was being read (SIGBUS)")
+    _raise_status(job.status)
+
+
+cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t nb,
+                        const uint8_t *x, Py_ssize_t x_row_bytes, Py_ssize_t xs, Py_ssize_t m, float *out,
+                        Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1, int threads) noexcept nogil:
+    job.fn = fn
+    job.w = w
+    job.row_bytes = row_bytes
+    job.nb = nb
+    job.x = x
+    job.x_row_bytes = x_row_bytes
+    job.xs = xs
+    job.m = m
+    job.out = out
+    job.out_stride = out_stride
+    job.n0 = n0
+    job.n1 = n1
+    job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
+    job.xt = _tile_rows(_MM_X_TILE, x_row_bytes, 8)
+    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.status = 0
+
+
+# --- matmul_id: the products of many experts in one run of the pool ---------------------------------
+
+ctypedef void (*_job_task_fn)(void *ctx, int task) noexcept nogil
+
+
+cdef struct _GroupRun:
+    _job_task_fn task
+    char *jobs
+    Py_ssize_t job_bytes
+
+
+cdef void _group_task(void *ctx, int g) noexcept nogil:
+    """Group g's whole product on this thread (its job was made for one thread: one task)."""
+    cdef _GroupRun *run = <_GroupRun *>ctx
+    run.task(run.jobs + g * run.job_bytes, 0)
+
+
+def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const float[:, ::1] x not None,
+                        const uint8_t[:, ::1] xq, float[:, ::1] out not None, const int64_t[::1] experts not None,
+                        const int64_t[::1] bounds not None, bint byteswapped=False, int threads=1):
+    """matmul_id's products: for each group g, the rows ``bounds[g]:bounds[g + 1]`` of ``out`` are
+    those rows of ``x`` times ``w[experts[g]]`` transposed. With ``xq`` (x quantized in the type's
+    :func:`int_x_layout`) by the integer path, else by the float path (exact). Each group's product
+    is the one :func:`matmul_rows` / :func:`matmul_rows_int` computes for it, with the same bits.
+
+    With at least as many groups as threads (a token's experts, or a prompt's), the groups are the
+    pool's tasks, one thread each: one hand-off to the pool for all of them, where a call per
+    expert costs as much as a small expert's product. With fewer, each group in turn shares out
+    its weight rows, as matmul_rows does.
+
+    Raises
+    ------
+    ValueError
+        Shapes that disagree, groups that do not tile the rows of ``x``, ``threads < 1``.
+    IndexError
+        An expert index outside ``w``.
+    NotImplementedError
+        No kernel (integer dot, byte swapper) for this type.
+    MemoryError, GGUFError
+        As for :func:`matmul_rows`.
+    """
+    cdef fgg_kernel_row *row = _row(type_id)
+    if row == NULL:
+        raise ValueError(f"unknown ggml tensor type id {type_id}")
+    if row.dequantize == NULL:
+        raise NotImplementedError(f"no dequantization kernel for ggml type id {type_id}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1, got {threads}")
+    cdef fgg_byteswap_fn swap = row.byteswap if byteswapped else NULL
+    if byteswapped and swap == NULL:
+        raise NotImplementedError(f"no big-endian support for ggml type id {type_id}")
+    cdef bint integer = xq is not None
+    if integer and (row.dot == NULL or byteswapped):
+        raise NotImplementedError(f"no integer dot product for ggml type id {type_id}")
+    cdef Py_ssize_t block_size = fgg_block_size[type_id], type_size = fgg_type_size[type_id]
+    cdef Py_ssize_t n_exp = w.shape[0], n_rows = w.shape[1], row_bytes = w.shape[2]
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], n_groups = experts.shape[0], g, i, e
+    cdef Py_ssize_t x_values = (256 if _x_by_256(type_id) else 32) if integer else 1
+    cdef Py_ssize_t x_bytes = (MM_Q8K_BYTES if _x_by_256(type_id) else MM_Q8_BYTES) if integer else 0
+    if k % block_size or row_bytes != k // block_size * type_size:
+        raise ValueError(f"weight rows have {row_bytes} bytes, {k} elements take {k // block_size * type_size}")
+    if integer and (xq.shape[0] != m or block_size % x_values or k % block_size
+                    or xq.shape[1] != k // x_values * x_bytes):
+        raise ValueError(f"quantized x of shape ({xq.shape[0]}, {xq.shape[1]}) does not fit x of shape ({m}, {k})")
+    if out.shape[0] != m or out.shape[1] != n_rows:
+        raise ValueError(f"out must be ({m}, {n_rows}) float32")
+    if bounds.shape[0] != n_groups + 1 or bounds[0] != 0 or bounds[n_groups] != m:
+        raise ValueError("bounds must run from 0 to the rows of x, one more than the groups")
+    for g in range(n_groups):
+        if bounds[g + 1] < bounds[g]:
+            raise ValueError("bounds must not decrease")
+        if not 0 <= experts[g] < n_exp:
+            raise IndexError(f"expert index {experts[g]} out of range for {n_exp} experts")
+    if m == 0 or n_rows == 0 or n_groups == 0:
+        return
+    if k == 0:
+        out[:, :] = 0.0
+        return
+    cdef _exact_fn factored = NULL if integer else _exact_by_sub_block(type_id)
+    cdef _GroupRun run
+    cdef size_t job_bytes = (sizeof(_MMIntJob) if integer else sizeof(_MMExactJob) if factored != NULL
+                             else sizeof(_MMFloatJob))
+    cdef bint by_group = n_groups >= threads
+    cdef int group_threads = 1 if by_group else threads
+    cdef bint failed = False
+    cdef float *xsum = NULL
+    cdef char *jobs = <char *>calloc(n_groups, job_bytes)
+    if jobs == NULL:
+        raise MemoryError("no memory for matmul_id's jobs")
+    cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float), out_stride = out.strides[0] // sizeof(float)
+    cdef int status = 0
+    try:
+        with nogil:
+            if factored != NULL:
+                xsum = _x_sums(type_id, &x[0, 0], x_stride, m, k, &failed)
+            if not failed:
+                for g in range(n_groups):
+                    i = bounds[g]
+                    e = experts[g]
+                    if integer:
+                        _fill_int_job(<_MMIntJob *>(jobs + g * job_bytes), row.dot, &w[e, 0, 0], row_bytes,
+                                      k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
+                                      bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
+                                      group_threads)
+                    elif factored != NULL:
+                        _fill_exact_job(<_MMExactJob *>(jobs + g * job_bytes), factored, swap, type_id, &w[e, 0, 0],
+                                        row_bytes, k // block_size, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
+                                        (xsum + i * (k // 32)) if xsum != NULL else NULL, k // 32,
+                                        &out[0, 0] + i * out_stride, out_stride, 0, n_rows, group_threads)
+                    else:
+                        _fill_float_job(<_MMFloatJob *>(jobs + g * job_bytes), row.dequantize, swap, type_id,
+                                        &w[e, 0, 0], row_bytes, k, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
+                                        &out[0, 0] + i * out_stride, out_stride, 0, n_rows, 0, group_threads)
+                run.task = <_job_task_fn>(_mm_int_task if integer else _mm_exact_task if factored != NULL
+                                          else _mm_float_task)
+                run.jobs = jobs
+                run.job_bytes = job_bytes
+                if by_group:
+                    fgg_pool_run(_group_task, &run, <int>n_groups, threads)
+                else:
+                    for g in range(n_groups):
+                        fgg_pool_run(run.task, jobs + g * job_bytes, _job_tasks(jobs + g * job_bytes, integer,
+                                                                                 factored != NULL), threads)
+                for g in range(n_groups):
+                    status = min(status, _job_status(jobs + g * job_bytes, integer, factored != NULL))
+        if failed:
+            raise MemoryError("no scratch memory for matmul")
+        _raise_status(status)
+    finally:
+        free(xsum)
+        free(jobs)
+
+
+cdef int _job_tasks(char *job, bint integer, bint factored) noexcept nogil:
+    if integer:
+        return (<_MMIntJob *>job).n_tasks
+    if factored:
+        return (<_MMExactJob *>job).n_tasks
+    return (<_MMFloatJob *>job).n_tasks
+
+
+cdef int _job_status(char *job, bint integer, bint factored) noexcept nogil:
+    if integer:
+        return (<_MMIntJob *>job).status
+    if factored:
+        return (<_MMExactJob *>job).status
+    return (<_MMFloatJob *>job).status
