@@ -31,6 +31,8 @@ fastgguf.matmul on the same shapes, one thread each (``--no-backend-ops`` skips 
     PYTHONPATH=src python benchmarks/bench_matmul.py --per-weight --batches 1,8,64 [--rounds 7]
         # CPU time of one thread (time.thread_time) per weight and batch, exact vs integer path
     PYTHONPATH=src python benchmarks/bench_matmul.py --int-error  # the integer path's error per type
+    PYTHONPATH=src python benchmarks/bench_matmul.py --moe --batches 1,16,128 --rounds 15
+        # matmul_id (128 experts, 8 per token) against one matmul per expert, per number of tokens
 
 transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
 packed model through fastgguf's kernels vs transformers' dequantized float32 model, tokens/s and
@@ -655,6 +657,64 @@ def int_error(draws: int = 4) -> None:
             print(f"| {kind} | {qtype.name} | {min(errs):.2e}-{max(errs):.2e} |", flush=True)
 
 
+#: A small mixture of experts (Qwen3-30B-A3B's ffn_up_exps: 128 experts of 768 x 2048, 8 per token).
+MOE = dict(experts=128, n=768, k=2048, used=8)
+
+
+def per_expert_loop(x: np.ndarray, w: np.ndarray, ids: np.ndarray, qtype: GGMLType, exact: bool) -> np.ndarray:
+    """matmul_id's products as one fastgguf.matmul per expert in use, what matmul_id did until it
+    ran them all in one kernel call: each expert's (token, slot) rows gathered, multiplied, put back."""
+    t, used = ids.shape
+    flat_ids, flat_x = ids.reshape(-1), np.repeat(x, used, axis=0)
+    out = np.empty((t * used, w.shape[1]), np.float32)
+    for e in np.unique(flat_ids):
+        sel = np.nonzero(flat_ids == e)[0]
+        out[sel] = matmul(flat_x[sel], w[e], qtype, exact=exact)
+    return out.reshape(t, used, -1)
+
+
+def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> list[tuple]:
+    """matmul_id against a matmul per expert, both paths, per number of tokens: the two alternate
+    round by round (best of ``rounds`` each), after checking that they give the same bits."""
+    from fastgguf import matmul_id
+
+    rng = np.random.default_rng(0)
+    n_exp, n, k, used = config["experts"], config["n"], config["k"], config["used"]
+    w = make_weight(qtype, n_exp * n, k, rng).reshape(n_exp, n, -1)
+    print(f"cpu path {dequant.cpu_path()}, {dequant.get_num_threads()} threads; {n_exp} experts of {n}x{k} "
+          f"{qtype.name}, {used} per token; best of {rounds}, the two alternating")
+    print("| path | tokens | experts in use | matmul_id ms | a matmul per expert ms | ratio | "
+          "matmul_id ns per weight and row |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows = []
+    for exact in (True, False):
+        for t in tokens:
+            x = rng.standard_normal((t, k), dtype=np.float32)
+            ids = np.stack([rng.choice(n_exp, used, replace=False) for _ in range(t)])
+            grouped = partial(matmul_id, x, w, ids, qtype, exact=exact)
+            looped = partial(per_expert_loop, x, w, ids, qtype, exact)
+            if not np.array_equal(grouped(), looped()):
+                raise AssertionError("matmul_id and the per-expert products differ")
+            best = [float("inf"), float("inf")]
+            for _ in range(rounds):
+                for i, fn in enumerate((grouped, looped)):
+                    t0 = time.perf_counter()
+                    fn()
+                    best[i] = min(best[i], time.perf_counter() - t0)
+            row = ("exact" if exact else "integer", t, len(np.unique(ids)), best[0] * 1e3, best[1] * 1e3)
+            rows.append(row)
+            print(f"| {row[0]} | {t} | {row[2]} | {row[3]:.2f} | {row[4]:.2f} | {best[1] / best[0]:.2f} | "
+                  f"{best[0] * 1e9 / (t * used * n * k):.3f} |", flush=True)
+    return rows
+
+
+def test_moe_smoke(capsys):
+    """The MoE comparison on a few small experts: the smoke only (it checks the two agree)."""
+    rows = moe([1, 5], 1, dict(experts=6, n=16, k=256, used=2))
+    assert [(r[0], r[1]) for r in rows] == [("exact", 1), ("exact", 5), ("integer", 1), ("integer", 5)]
+    assert "| integer | 5 |" in capsys.readouterr().out
+
+
 def _cols(t: float, t_np: float, q_bytes: int) -> str:
     """ms, numpy's time / t, GB/s of quantized weights."""
     return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
@@ -687,6 +747,8 @@ def main() -> None:
                         help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
     parser.add_argument("--per-weight", action="store_true",
                         help="CPU time of one thread per weight and batch (--batches), exact vs integer path")
+    parser.add_argument("--moe", action="store_true",
+                        help="matmul_id over 128 experts (8 per token) against a matmul per expert, per --batches tokens")
     parser.add_argument("--int-error", action="store_true",
                         help="relative error of the integer path per type on quantized Gaussian weights")
     parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
@@ -707,6 +769,9 @@ def main() -> None:
         return
     if args.per_weight:
         per_weight([int(b) for b in args.batches.split(",")], args.rounds)
+        return
+    if args.moe:
+        moe([int(b) for b in args.batches.split(",")], args.rounds)
         return
     if args.table or args.llama_cpp:
         if args.dir == "/tmp/fgg_lfm2":
