@@ -15,13 +15,14 @@ Two paths:
   scale out instead of dequantizing (``S * sum(q * x) - M * sum(x)``, the small integers ``q``
   exact as floats): fewer float operations per weight, the same guarantees, and a row of ``x``
   gets the same bits whatever batch it comes in.
-* the integer path (``exact=False``, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4, Q2_K, Q3_K, Q4_K,
-  Q5_K, Q6_K): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
+* the integer path (``exact=False``, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ3_XXS,
+  IQ3_S, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
   with every row in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in
   the avx512 build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same
   integer and float operations, so gives the same bits, for every thread count). For Q4_0, Q5_0,
-  Q8_0, IQ4_NL, IQ4_XS and MXFP4 ``x`` has one float scale per 32 values, as their weights
-  (IQ4_NL's, IQ4_XS's and MXFP4's 4-bit codes go through their value tables to int8 first). For
+  Q8_0, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ3_XXS and IQ3_S ``x`` has one float scale per 32 values,
+  as their weights (IQ4_NL's, IQ4_XS's and MXFP4's 4-bit codes go through their value tables to
+  int8 first; the IQ2/IQ3 grids' rows are looked up, 8 or 4 values each, and signed). For
   the K-quants it has one float scale per 256 values and int16 sums per 16 (ggml's Q8_K): the sums stay integers over the whole super-block (scales in
   integers, mins and offsets from the per-16 sums) and are converted to float once per 256 values
   and row. Rounding ``x`` costs relative error (measured vs float64, quantized Gaussian weights)

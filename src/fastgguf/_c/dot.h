@@ -135,7 +135,7 @@ static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path of the per-32 types (Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4):
+/* x quantized for the integer path of the per-32 types (Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ3_XXS, IQ3_S):
  * per 32 values one float scale d and 32 int8 q, x ~ d * q. */
 typedef struct {
     float d;
@@ -324,15 +324,102 @@ static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh)
 }
 
 /* The types whose blocks are runs of 32 values with one float scale each (against x per 32). */
-enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_IQ4_XS };
+enum {
+    FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_IQ4_XS,
+    FGG_MM_B_IQ2_XXS, FGG_MM_B_IQ3_XXS, FGG_MM_B_IQ3_S
+};
 
-/* Bytes per block, and 32-value runs per block (IQ4_XS: 8 under one fp16 scale). */
+/* Bytes per block, and 32-value runs per block (the super-block types: 8, each its own scale). */
 FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
 {
-    return kind == FGG_MM_B_Q8_0 ? 34 : kind == FGG_MM_B_Q5_0 ? 22 : kind == FGG_MM_B_MXFP4 ? 17
-           : kind == FGG_MM_B_IQ4_XS ? 136 : 18;
+    switch (kind) {
+    case FGG_MM_B_Q8_0: return 34;
+    case FGG_MM_B_Q5_0: return 22;
+    case FGG_MM_B_MXFP4: return 17;
+    case FGG_MM_B_IQ4_XS: return 136;
+    case FGG_MM_B_IQ2_XXS: return 66;
+    case FGG_MM_B_IQ3_XXS: return 98;
+    case FGG_MM_B_IQ3_S: return 110;
+    default: return 18;
+    }
 }
-FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind == FGG_MM_B_IQ4_XS ? 8 : 1; }
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind >= FGG_MM_B_IQ4_XS ? 8 : 1; }
+
+/* 32 signed bytes from four rows of 8 unsigned grid values (g[0] the first 8), value i negated
+ * where bit i % 8 of byte i / 8 of ``signs`` is set (the grids' values are below 128). */
+static inline fgg_mm_w32 fgg_mm_grid32(const uint64_t g[4], uint32_t signs)
+{
+#if defined(FGG_MM_INT_SIMD)
+    const __m256i v = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
+    const __m256i spread = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), spread);
+    __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(s, bit), bit); /* -1 where negative */
+    return _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);
+#else
+    fgg_mm_w32 w;
+    for (int i = 0; i < 32; i++) {
+        const int v = (int)((g[i / 8] >> (8 * (i % 8))) & 0xff);
+        w.b[i] = (int8_t)((signs >> (8 * (i / 8) + i % 8)) & 1 ? -v : v);
+    }
+    return w;
+#endif
+}
+
+static inline uint64_t fgg_mm_grid_row8(const uint8_t *row)
+{
+    uint64_t v;
+    memcpy(&v, row, 8);
+    return v;
+}
+
+static inline uint64_t fgg_mm_grid_rows4(const uint8_t *a, const uint8_t *b)
+{
+    uint32_t lo, hi;
+    memcpy(&lo, a, 4);
+    memcpy(&hi, b, 4);
+    return (uint64_t)lo | ((uint64_t)hi << 32);
+}
+
+/* Run j of an IQ2_XXS block (66 bytes: f16 d, 8 runs of 4 grid indices and a u32 of four 7-bit
+ * sign codes and a 4-bit scale), of an IQ3_XXS block (98 bytes: f16 d, 64 grid indices, per run
+ * a u32 of sign codes and scale), of an IQ3_S block (110 bytes: f16 d, 64 low index bytes, 8
+ * bytes of ninth bits, 32 sign bytes, 4 bytes of scales): its 32 values before the scale. */
+static inline fgg_mm_w32 fgg_mm_iq2_xxs_run(const uint8_t *wb, int j)
+{
+    const uint8_t *q = wb + 2 + 8 * j;
+    const uint32_t aux = fgg_load_u32le(q + 4);
+    uint64_t g[4];
+    uint32_t signs = 0;
+    for (int l = 0; l < 4; l++) {
+        g[l] = fgg_mm_grid_row8(fgg_iq2xxs_grid[q[l]]);
+        signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
+    }
+    return fgg_mm_grid32(g, signs);
+}
+
+static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
+{
+    const uint8_t *q = wb + 2 + 8 * j;
+    const uint32_t aux = fgg_load_u32le(wb + 66 + 4 * j);
+    uint64_t g[4];
+    uint32_t signs = 0;
+    for (int l = 0; l < 4; l++) {
+        g[l] = fgg_mm_grid_rows4(fgg_iq3xxs_grid[q[2 * l]], fgg_iq3xxs_grid[q[2 * l + 1]]);
+        signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
+    }
+    return fgg_mm_grid32(g, signs);
+}
+
+static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
+{
+    const uint8_t *qs = wb + 2 + 8 * j, qh = wb[66 + j];
+    uint64_t g[4];
+    for (int l = 0; l < 4; l++)
+        g[l] = fgg_mm_grid_rows4(fgg_iq3s_grid[qs[2 * l] | (((qh >> (2 * l)) & 1) << 8)],
+                                 fgg_iq3s_grid[qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8)]);
+    return fgg_mm_grid32(g, fgg_load_u32le(wb + 74 + 4 * j));
+}
 
 /* Block wb's run scales d[0 .. runs - 1] and run j's 32 signed values:
  *   Q8_0   34 bytes: f16 d, 32 int8 q; value d * q
@@ -342,6 +429,8 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind == FGG_MM_B_IQ4_X
  *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
  *   IQ4_XS 136 bytes: f16 d, u16 scales_h, 4 bytes scales_l, 8 runs of 16 bytes of nibbles;
  *          run j's value d * (ls_j - 32) * iq4nl[q], ls_j = 4 bits of scales_l, 2 of scales_h
+ *   IQ2_XXS, IQ3_XXS, IQ3_S: signed grid values (fgg_mm_iq2_xxs_run ...); run j's scale
+ *          d * (0.5 + s_j) * 0.25, d * (0.5 + s_j) * 0.5, d * (1 + 2 s_j), s_j its 4-bit field
  * The scales are those of the types' dequantizers (kernels_legacy.pxi, kernels_iq.pxi). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_b_scales(int kind, const uint8_t *wb, float *d)
 {
@@ -350,6 +439,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b_scales(int kind, const uint8_t *wb, float *d)
         return;
     }
     const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
+    if (kind == FGG_MM_B_IQ2_XXS || kind == FGG_MM_B_IQ3_XXS) {
+        const float unit = kind == FGG_MM_B_IQ2_XXS ? 0.25f : 0.5f;
+        for (int j = 0; j < 8; j++) {
+            const uint32_t aux = fgg_load_u32le(kind == FGG_MM_B_IQ2_XXS ? wb + 6 + 8 * j : wb + 66 + 4 * j);
+            d[j] = h * (0.5f + (float)(aux >> 28)) * unit;
+        }
+        return;
+    }
+    if (kind == FGG_MM_B_IQ3_S) {
+        for (int j = 0; j < 8; j++) d[j] = h * (float)(1 + 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf));
+        return;
+    }
     if (kind != FGG_MM_B_IQ4_XS) {
         d[0] = h;
         return;
@@ -369,6 +470,9 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int
     case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2));
     case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
     case FGG_MM_B_MXFP4: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
+    case FGG_MM_B_IQ2_XXS: return fgg_mm_iq2_xxs_run(wb, j);
+    case FGG_MM_B_IQ3_XXS: return fgg_mm_iq3_xxs_run(wb, j);
+    case FGG_MM_B_IQ3_S: return fgg_mm_iq3_s_run(wb, j);
     default: return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
     }
 }
@@ -421,6 +525,9 @@ FGG_MM_B_ROWS(fgg_mm_rows_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_B_ROWS(fgg_mm_rows_iq4_nl, FGG_MM_B_IQ4_NL)
 FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
 FGG_MM_B_ROWS(fgg_mm_rows_iq4_xs, FGG_MM_B_IQ4_XS)
+FGG_MM_B_ROWS(fgg_mm_rows_iq2_xxs, FGG_MM_B_IQ2_XXS)
+FGG_MM_B_ROWS(fgg_mm_rows_iq3_xxs, FGG_MM_B_IQ3_XXS)
+FGG_MM_B_ROWS(fgg_mm_rows_iq3_s, FGG_MM_B_IQ3_S)
 #undef FGG_MM_B_ROWS
 
 /* ------------------------------------------------------------------------------------------ */
