@@ -20,12 +20,13 @@ Two paths:
   with every row in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in
   the avx512 build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same
   integer and float operations, so gives the same bits, for every thread count). For Q4_0, Q5_0,
-  Q8_0, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ3_XXS and IQ3_S ``x`` has one float scale per 32 values,
-  as their weights (IQ4_NL's, IQ4_XS's and MXFP4's 4-bit codes go through their value tables to
-  int8 first; the IQ2/IQ3 grids' rows are looked up, 8 or 4 values each, and signed). For
-  the K-quants it has one float scale per 256 values and int16 sums per 16 (ggml's Q8_K): the sums stay integers over the whole super-block (scales in
-  integers, mins and offsets from the per-16 sums) and are converted to float once per 256 values
-  and row. Rounding ``x`` costs relative error (measured vs float64, quantized Gaussian weights)
+  Q8_0, IQ4_NL and MXFP4 ``x`` has one float scale per 32 values, as their weights (IQ4_NL's and
+  MXFP4's 4-bit codes go through their value tables to int8 first). For the K-quants and the
+  256-value IQ types (IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S: runs of 32 with integer scales under one
+  float; IQ4_XS's codes through its table, the IQ2/IQ3 grids' rows looked up and signed) it has one
+  float scale per 256 values and int16 sums per 16 (ggml's Q8_K): the sums stay integers over the
+  whole super-block (scales in integers, mins and offsets from the per-16 sums) and are converted
+  to float once per 256 values and row. Rounding ``x`` costs relative error (measured vs float64, quantized Gaussian weights)
   5e-3 to 1e-2 with per-32 scales. With per-256 scales it is 7e-3 on Gaussian ``x``, 1.4-1.7e-2
   on SiLU-gated activations and up to 2.8e-2 with a few 20x outlier channels, the trade ggml
   makes for speed (``benchmarks/bench_matmul.py --int-error``). So it is never the default;

@@ -18,8 +18,8 @@ TYPES = dequant.supported_types()
 INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ2_XXS, T.IQ3_XXS, T.IQ3_S,
              T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 #: The integer types whose x is per 32 values (fgg_mm_q8).
-PER_32_INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ2_XXS, T.IQ3_XXS, T.IQ3_S)
-K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+PER_32_INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.MXFP4)
+K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ2_XXS, T.IQ3_XXS, T.IQ3_S, T.IQ4_XS)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
 #: Relative error bound of the float path (issue 13) and the integer path on Gaussian x (measured
 #: 5e-3 with x per 32 values, 7e-3 per 256 for the K-quants).
@@ -653,8 +653,9 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_table_types_integer_dot_hand_computed(path):
-    """IQ4_NL, MXFP4, IQ4_XS and Q5_0 blocks with unit scales against integer x (x's scale 1, so x is not
-    rounded): the integer path gives the exact integer sums of the tables' values times x."""
+    """IQ4_NL, MXFP4, IQ4_XS and Q5_0 blocks with unit scales against integer x (x's scale 1 per 32
+    and per 256, so x is not rounded): the integer path gives the exact integer sums of the tables'
+    values times x."""
     kernels = dequant.kernel_modules()[path]
     rng = np.random.default_rng(24)
     codes = rng.integers(0, 16, size=(2, 256))
@@ -681,11 +682,10 @@ def test_table_types_integer_dot_hand_computed(path):
                                 + nibbles(c & 15) for c in codes5.reshape(-1, 32)), np.uint8).reshape(2, -1)
     cases = [(T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes]),
              (T.Q5_0, q5, codes5 - 16)]
-    xq = quantized_x(kernels, x, T.Q8_0)
     for qtype, raw, values in cases:
         np.testing.assert_array_equal(dequantize(raw, qtype, (2, 256)), values.astype(np.float32))
         out = np.empty((1, 2), np.float32)
-        kernels.matmul_rows_int(raw, int(qtype), xq, out, 0, 2)
+        kernels.matmul_rows_int(raw, int(qtype), quantized_x(kernels, x, qtype), out, 0, 2)  # per 32 or 256
         expected = values @ x[0].astype(np.int64)
         np.testing.assert_array_equal(out[0], expected.astype(np.float32), err_msg=qtype.name)
 
@@ -733,7 +733,8 @@ def test_integer_path_same_bits_on_every_build_and_thread_count(qtype, m, n_supe
     kernels = dequant.kernel_modules()["portable"]
     rounded = rounded_x(quantized_x(kernels, x, qtype), kernels.int_x_layout(int(qtype))[0])
     assert rel_error(first, reference(rounded, raw, qtype, n, k)) <= ROUNDED_X_BOUND
-    assert rel_error(first, reference(x, raw, qtype, n, k)) <= INT_BOUND
+    # random blocks (scales of any size): x per 256 costs the IQ types' sums more than the K-quants'
+    assert rel_error(first, reference(x, raw, qtype, n, k)) <= (2 * INT_BOUND if qtype in GRID_UNIT_D else INT_BOUND)
 
 
 #: The integer path's relative error vs the float64 product, quantized Gaussian weights

@@ -135,7 +135,7 @@ static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path of the per-32 types (Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4, IQ2_XXS, IQ3_XXS, IQ3_S):
+/* x quantized for the integer path of the per-32 types (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4):
  * per 32 values one float scale d and 32 int8 q, x ~ d * q. */
 typedef struct {
     float d;
@@ -323,179 +323,51 @@ static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh)
 #endif
 }
 
-/* The types whose blocks are runs of 32 values with one float scale each (against x per 32). */
-enum {
-    FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_IQ4_XS,
-    FGG_MM_B_IQ2_XXS, FGG_MM_B_IQ3_XXS, FGG_MM_B_IQ3_S
-};
+/* The types whose blocks are 32 values with one float scale (against x per 32). */
+enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4 };
 
-/* Bytes per block, and 32-value runs per block (the super-block types: 8, each its own scale). */
+/* Bytes per block. */
 FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
 {
-    switch (kind) {
-    case FGG_MM_B_Q8_0: return 34;
-    case FGG_MM_B_Q5_0: return 22;
-    case FGG_MM_B_MXFP4: return 17;
-    case FGG_MM_B_IQ4_XS: return 136;
-    case FGG_MM_B_IQ2_XXS: return 66;
-    case FGG_MM_B_IQ3_XXS: return 98;
-    case FGG_MM_B_IQ3_S: return 110;
-    default: return 18;
-    }
-}
-FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind >= FGG_MM_B_IQ4_XS ? 8 : 1; }
-
-/* 32 signed bytes from four rows of 8 unsigned grid values (g[0] the first 8), value i negated
- * where bit i % 8 of byte i / 8 of ``signs`` is set (the grids' values are below 128). */
-static inline fgg_mm_w32 fgg_mm_grid32(const uint64_t g[4], uint32_t signs)
-{
-#if defined(FGG_MM_INT_SIMD)
-    const __m256i v = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
-    const __m256i spread = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    __m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), spread);
-    __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(s, bit), bit); /* -1 where negative */
-    return _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);
-#else
-    fgg_mm_w32 w;
-    for (int i = 0; i < 32; i++) {
-        const int v = (int)((g[i / 8] >> (8 * (i % 8))) & 0xff);
-        w.b[i] = (int8_t)((signs >> (8 * (i / 8) + i % 8)) & 1 ? -v : v);
-    }
-    return w;
-#endif
+    return kind == FGG_MM_B_Q8_0 ? 34 : kind == FGG_MM_B_Q5_0 ? 22 : kind == FGG_MM_B_MXFP4 ? 17 : 18;
 }
 
-static inline uint64_t fgg_mm_grid_row8(const uint8_t *row)
-{
-    uint64_t v;
-    memcpy(&v, row, 8);
-    return v;
-}
-
-static inline uint64_t fgg_mm_grid_rows4(const uint8_t *a, const uint8_t *b)
-{
-    uint32_t lo, hi;
-    memcpy(&lo, a, 4);
-    memcpy(&hi, b, 4);
-    return (uint64_t)lo | ((uint64_t)hi << 32);
-}
-
-/* Run j of an IQ2_XXS block (66 bytes: f16 d, 8 runs of 4 grid indices and a u32 of four 7-bit
- * sign codes and a 4-bit scale), of an IQ3_XXS block (98 bytes: f16 d, 64 grid indices, per run
- * a u32 of sign codes and scale), of an IQ3_S block (110 bytes: f16 d, 64 low index bytes, 8
- * bytes of ninth bits, 32 sign bytes, 4 bytes of scales): its 32 values before the scale. */
-static inline fgg_mm_w32 fgg_mm_iq2_xxs_run(const uint8_t *wb, int j)
-{
-    const uint8_t *q = wb + 2 + 8 * j;
-    const uint32_t aux = fgg_load_u32le(q + 4);
-    uint64_t g[4];
-    uint32_t signs = 0;
-    for (int l = 0; l < 4; l++) {
-        g[l] = fgg_mm_grid_row8(fgg_iq2xxs_grid[q[l]]);
-        signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
-    }
-    return fgg_mm_grid32(g, signs);
-}
-
-static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
-{
-    const uint8_t *q = wb + 2 + 8 * j;
-    const uint32_t aux = fgg_load_u32le(wb + 66 + 4 * j);
-    uint64_t g[4];
-    uint32_t signs = 0;
-    for (int l = 0; l < 4; l++) {
-        g[l] = fgg_mm_grid_rows4(fgg_iq3xxs_grid[q[2 * l]], fgg_iq3xxs_grid[q[2 * l + 1]]);
-        signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
-    }
-    return fgg_mm_grid32(g, signs);
-}
-
-static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
-{
-    const uint8_t *qs = wb + 2 + 8 * j, qh = wb[66 + j];
-    uint64_t g[4];
-    for (int l = 0; l < 4; l++)
-        g[l] = fgg_mm_grid_rows4(fgg_iq3s_grid[qs[2 * l] | (((qh >> (2 * l)) & 1) << 8)],
-                                 fgg_iq3s_grid[qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8)]);
-    return fgg_mm_grid32(g, fgg_load_u32le(wb + 74 + 4 * j));
-}
-
-/* Block wb's run scales d[0 .. runs - 1] and run j's 32 signed values:
+/* Block wb's scale and its 32 signed values:
  *   Q8_0   34 bytes: f16 d, 32 int8 q; value d * q
  *   Q4_0   18 bytes: f16 d, 16 bytes of nibbles; value d * (q - 8)
  *   Q5_0   22 bytes: f16 d, u32 qh (value i's fifth bit: bit i), 16 bytes of nibbles; d * (q - 16)
  *   IQ4_NL 18 bytes: f16 d, 16 bytes of nibbles; value d * iq4nl[q]
  *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
- *   IQ4_XS 136 bytes: f16 d, u16 scales_h, 4 bytes scales_l, 8 runs of 16 bytes of nibbles;
- *          run j's value d * (ls_j - 32) * iq4nl[q], ls_j = 4 bits of scales_l, 2 of scales_h
- *   IQ2_XXS, IQ3_XXS, IQ3_S: signed grid values (fgg_mm_iq2_xxs_run ...); run j's scale
- *          d * (0.5 + s_j) * 0.25, d * (0.5 + s_j) * 0.5, d * (1 + 2 s_j), s_j its 4-bit field
  * The scales are those of the types' dequantizers (kernels_legacy.pxi, kernels_iq.pxi). */
-FGG_MM_ALWAYS_INLINE void fgg_mm_b_scales(int kind, const uint8_t *wb, float *d)
+FGG_MM_ALWAYS_INLINE float fgg_mm_b_scale(int kind, const uint8_t *wb)
 {
-    if (kind == FGG_MM_B_MXFP4) {
-        d[0] = fgg_e8m0_half_f32[wb[0]];
-        return;
-    }
-    const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
-    if (kind == FGG_MM_B_IQ2_XXS || kind == FGG_MM_B_IQ3_XXS) {
-        const float unit = kind == FGG_MM_B_IQ2_XXS ? 0.25f : 0.5f;
-        for (int j = 0; j < 8; j++) {
-            const uint32_t aux = fgg_load_u32le(kind == FGG_MM_B_IQ2_XXS ? wb + 6 + 8 * j : wb + 66 + 4 * j);
-            d[j] = h * (0.5f + (float)(aux >> 28)) * unit;
-        }
-        return;
-    }
-    if (kind == FGG_MM_B_IQ3_S) {
-        for (int j = 0; j < 8; j++) d[j] = h * (float)(1 + 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf));
-        return;
-    }
-    if (kind != FGG_MM_B_IQ4_XS) {
-        d[0] = h;
-        return;
-    }
-    const uint32_t scales_h = fgg_load_u16le(wb + 2);
-    for (int j = 0; j < 8; j++) {
-        const int ls = ((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((scales_h >> (2 * j)) & 3) << 4);
-        d[j] = h * (float)(ls - 32);
-    }
+    return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[wb[0]] : fgg_half_to_float_scale(fgg_load_u16le(wb));
 }
 
-FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int j)
+FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb)
 {
     switch (kind) {
     case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
     case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
     case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2));
     case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
-    case FGG_MM_B_MXFP4: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
-    case FGG_MM_B_IQ2_XXS: return fgg_mm_iq2_xxs_run(wb, j);
-    case FGG_MM_B_IQ3_XXS: return fgg_mm_iq3_xxs_run(wb, j);
-    case FGG_MM_B_IQ3_S: return fgg_mm_iq3_s_run(wb, j);
-    default: return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
+    default: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
     }
 }
 
-/* One weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8 blocks: each run of 32
- * is unpacked once for 8 rows of x at a time. */
+/* One weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8 blocks: each block is
+ * unpacked once for 8 rows of x at a time. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
                                         int m, float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
-    const int runs = fgg_mm_b_runs(kind);
     fgg_mm_acc acc[8];
-    float d[8];
     if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
         fgg_mm_acc a = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
             fgg_mm_prefetch_ahead(wb, bytes);
-            fgg_mm_b_scales(kind, wb, d);
-            for (int j = 0; j < runs; j++) {
-                const fgg_mm_q8 *xb = x + runs * b + j;
-                a = fgg_mm_acc_add(a, fgg_mm_dot(fgg_mm_b_values(kind, wb, j), xb->q), d[j] * xb->d);
-            }
+            a = fgg_mm_acc_add(a, fgg_mm_dot(fgg_mm_b_values(kind, wb), x[b].q), fgg_mm_b_scale(kind, wb) * x[b].d);
         }
         out[0] = fgg_mm_acc_sum(a);
         return;
@@ -505,13 +377,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
         for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
-            fgg_mm_b_scales(kind, wb, d);
-            for (int j = 0; j < runs; j++) {
-                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, j);
-                for (int i = 0; i < mr; i++) {
-                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + j;
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d[j] * xb->d);
-                }
+            const float d = fgg_mm_b_scale(kind, wb);
+            fgg_mm_w32 q = fgg_mm_b_values(kind, wb);
+            for (int i = 0; i < mr; i++) {
+                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
             }
         }
         for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
@@ -524,17 +394,13 @@ FGG_MM_B_ROWS(fgg_mm_rows_q4_0, FGG_MM_B_Q4_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_B_ROWS(fgg_mm_rows_iq4_nl, FGG_MM_B_IQ4_NL)
 FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
-FGG_MM_B_ROWS(fgg_mm_rows_iq4_xs, FGG_MM_B_IQ4_XS)
-FGG_MM_B_ROWS(fgg_mm_rows_iq2_xxs, FGG_MM_B_IQ2_XXS)
-FGG_MM_B_ROWS(fgg_mm_rows_iq3_xxs, FGG_MM_B_IQ3_XXS)
-FGG_MM_B_ROWS(fgg_mm_rows_iq3_s, FGG_MM_B_IQ3_S)
 #undef FGG_MM_B_ROWS
 
 /* ------------------------------------------------------------------------------------------ */
-/* K-quants (Q2_K to Q6_K): x by super-blocks of 256                                         */
+/* K-quants (Q2_K to Q6_K) and IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S: x by super-blocks of 256      */
 
-/* x quantized for the K-quant kernels: per 256 values one float scale d and 256 int8 q,
- * x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and mins are
+/* x quantized for the K-quant and 256-value IQ kernels: per 256 values one float scale d and
+ * 256 int8 q, x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and mins are
  * per 16 or 32 values: their share of the dot product is bsum times an integer, no products). */
 typedef struct {
     float d;
@@ -573,6 +439,7 @@ typedef struct {
     __m256i u[8];
     __m256i sc[8]; /* sub-block j: sc[2j] in the 8 int16 of the low half, sc[2j+1] in the high */
     __m256i bs;    /* 16 int16 */
+    __m256i v[8];  /* the signed types (fgg_mm_k_signed): the signed values, u their magnitudes */
 } fgg_mm_ksb;
 
 /* Lane k: sum over sub-blocks of sc * (bytes 4k..4k+3 of u times x). */
@@ -586,16 +453,29 @@ static inline __m256i fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
     return l;
 }
 
+/* fgg_mm_ksb_dot of a signed type: u times x with v's signs moved onto x. */
+static inline __m256i fgg_mm_ksb_dot_signed(const fgg_mm_ksb *s, const int8_t *xq)
+{
+    __m256i l = _mm256_setzero_si256();
+    for (int j = 0; j < 8; j++) {
+        __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(xq + 32 * j)), s->v[j]);
+        l = _mm256_add_epi32(l, _mm256_madd_epi16(_mm256_maddubs_epi16(s->u[j], sx), s->sc[j]));
+    }
+    return l;
+}
+
 /* fgg_mm_ksb_dot for 8 rows of x at once (row i at x + i * xs): each sub-block's bytes and
  * scales are loaded once for the 8 rows, where a row at a time loads them 8 times (loads, not
  * products, bound that loop). The same integer sums, so the same lanes. */
-static inline void fgg_mm_ksb_dot8(const fgg_mm_ksb *s, const fgg_mm_q8k *x, ptrdiff_t xs, __m256i lanes[8])
+FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_dot8(const fgg_mm_ksb *s, const fgg_mm_q8k *x, ptrdiff_t xs, int is_signed,
+                                          __m256i lanes[8])
 {
     for (int i = 0; i < 8; i++) lanes[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; j++) {
-        __m256i u = s->u[j], sc = s->sc[j];
+        __m256i u = s->u[j], sc = s->sc[j], v = s->v[j];
         for (int i = 0; i < 8; i++) {
-            __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(x[i * xs].q + 32 * j)));
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(x[i * xs].q + 32 * j));
+            __m256i p = _mm256_maddubs_epi16(u, is_signed ? _mm256_sign_epi8(xv, v) : xv);
             lanes[i] = _mm256_add_epi32(lanes[i], _mm256_madd_epi16(p, sc));
         }
     }
@@ -845,13 +725,162 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
     }
 }
 
-enum { FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6 };
+/* Q2_K .. Q6_K, and the 256-value IQ types whose runs of 32 have integer scales under one float
+ * (their values signed: fgg_mm_k_signed). */
+enum {
+    FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
+    FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10
+};
 
-/* Bytes per super-block of Q<kind>_K. */
+/* Bytes per super-block. */
 FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
 {
-    return kind == FGG_MM_K2 ? 84 : kind == FGG_MM_K3 ? 110 : kind == FGG_MM_K4 ? 144 : kind == FGG_MM_K5 ? 176 : 210;
+    switch (kind) {
+    case FGG_MM_K2: return 84;
+    case FGG_MM_K3: return 110;
+    case FGG_MM_K4: return 144;
+    case FGG_MM_K5: return 176;
+    case FGG_MM_K6: return 210;
+    case FGG_MM_K_IQ2_XXS: return 66;
+    case FGG_MM_K_IQ3_XXS: return 98;
+    case FGG_MM_K_IQ3_S: return 110;
+    default: return 136;
+    }
 }
+
+/* Whether the kind's values are signed (the IQ types): u then holds their magnitudes, v the
+ * values, and x takes their signs before maddubs; no bsum term. */
+FGG_MM_ALWAYS_INLINE int fgg_mm_k_signed(int kind) { return kind >= FGG_MM_K_IQ2_XXS; }
+
+/* 32 signed bytes from four rows of 8 unsigned grid values (g[0] the first 8), value i negated
+ * where bit i % 8 of byte i / 8 of ``signs`` is set (the grids' values are below 128). */
+static inline fgg_mm_w32 fgg_mm_grid32(const uint64_t g[4], uint32_t signs)
+{
+#if defined(FGG_MM_INT_SIMD)
+    const __m256i v = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
+    const __m256i spread = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), spread);
+    __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(s, bit), bit); /* -1 where negative */
+    return _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);
+#else
+    fgg_mm_w32 w;
+    for (int i = 0; i < 32; i++) {
+        const int v = (int)((g[i / 8] >> (8 * (i % 8))) & 0xff);
+        w.b[i] = (int8_t)((signs >> (8 * (i / 8) + i % 8)) & 1 ? -v : v);
+    }
+    return w;
+#endif
+}
+
+static inline uint64_t fgg_mm_grid_row8(const uint8_t *row)
+{
+    uint64_t v;
+    memcpy(&v, row, 8);
+    return v;
+}
+
+static inline uint64_t fgg_mm_grid_rows4(const uint8_t *a, const uint8_t *b)
+{
+    uint32_t lo, hi;
+    memcpy(&lo, a, 4);
+    memcpy(&hi, b, 4);
+    return (uint64_t)lo | ((uint64_t)hi << 32);
+}
+
+/* Run j of an IQ2_XXS block (66 bytes: f16 d, 8 runs of 4 grid indices and a u32 of four 7-bit
+ * sign codes and a 4-bit scale), of an IQ3_XXS block (98 bytes: f16 d, 64 grid indices, per run
+ * a u32 of sign codes and scale), of an IQ3_S block (110 bytes: f16 d, 64 low index bytes, 8
+ * bytes of ninth bits, 32 sign bytes, 4 bytes of scales): its 32 values before the scale. */
+static inline fgg_mm_w32 fgg_mm_iq2_xxs_run(const uint8_t *wb, int j)
+{
+    const uint8_t *q = wb + 2 + 8 * j;
+    const uint32_t aux = fgg_load_u32le(q + 4);
+    uint64_t g[4];
+    uint32_t signs = 0;
+    for (int l = 0; l < 4; l++) {
+        g[l] = fgg_mm_grid_row8(fgg_iq2xxs_grid[q[l]]);
+        signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
+    }
+    return fgg_mm_grid32(g, signs);
+}
+
+static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
+{
+    const uint8_t *q = wb + 2 + 8 * j;
+    const uint32_t aux = fgg_load_u32le(wb + 66 + 4 * j);
+    uint64_t g[4];
+    uint32_t signs = 0;
+    for (int l = 0; l < 4; l++) {
+        g[l] = fgg_mm_grid_rows4(fgg_iq3xxs_grid[q[2 * l]], fgg_iq3xxs_grid[q[2 * l + 1]]);
+        signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
+    }
+    return fgg_mm_grid32(g, signs);
+}
+
+static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
+{
+    const uint8_t *qs = wb + 2 + 8 * j, qh = wb[66 + j];
+    uint64_t g[4];
+    for (int l = 0; l < 4; l++)
+        g[l] = fgg_mm_grid_rows4(fgg_iq3s_grid[qs[2 * l] | (((qh >> (2 * l)) & 1) << 8)],
+                                 fgg_iq3s_grid[qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8)]);
+    return fgg_mm_grid32(g, fgg_load_u32le(wb + 74 + 4 * j));
+}
+
+/* An IQ super-block unpacked as the K-quants are, its run j's 32 values given by ``run`` (the
+ * scale left out) with integer scale sc[j] (both halves), under the float d:
+ *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
+ *   IQ3_XXS (98 bytes)  value h * (0.5 + s_j) * 0.5 * g  = (h / 4) * (2 s_j + 1) * g
+ *   IQ3_S   (110 bytes) value h * (1 + 2 s_j) * g
+ *   IQ4_XS  (136 bytes) value h * (ls_j - 32) * iq4nl[q]
+ * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
+ * dequantizers in kernels_iq.pxi). */
+/* The float d of an IQ super-block (its runs' integer scales apart). */
+FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
+{
+    const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
+    return kind == FGG_MM_K_IQ2_XXS ? h * 0.125f : kind == FGG_MM_K_IQ3_XXS ? h * 0.25f : h;
+}
+
+/* Run j of an IQ super-block: its 32 signed values, and its integer scale in *scale. */
+FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j, int *scale)
+{
+    switch (kind) {
+    case FGG_MM_K_IQ2_XXS:
+        *scale = 2 * (int)(fgg_load_u32le(wb + 6 + 8 * j) >> 28) + 1;
+        return fgg_mm_iq2_xxs_run(wb, j);
+    case FGG_MM_K_IQ3_XXS:
+        *scale = 2 * (int)(fgg_load_u32le(wb + 66 + 4 * j) >> 28) + 1;
+        return fgg_mm_iq3_xxs_run(wb, j);
+    case FGG_MM_K_IQ3_S:
+        *scale = 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf) + 1;
+        return fgg_mm_iq3_s_run(wb, j);
+    default:
+        *scale = (((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((fgg_load_u16le(wb + 2) >> (2 * j)) & 3) << 4)) - 32;
+        return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
+    }
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_iq(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d)
+{
+    int8_t sc[16];
+    const int16_t bs[16] = {0};
+    *d = fgg_mm_iq_d(kind, wb);
+    for (int j = 0; j < 8; j++) {
+        int scale;
+        fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, &scale);
+        sc[2 * j] = sc[2 * j + 1] = (int8_t)scale;
+#if defined(FGG_MM_INT_SIMD)
+        s->v[j] = v;
+        s->u[j] = _mm256_sign_epi8(v, v);
+#else
+        s->u[j] = v;  /* signed: the portable dot multiplies values and scales in int16 */
+#endif
+    }
+    fgg_mm_ksb_scales16(s, sc, bs);
+}
+
 
 /* Whether Q<kind>_K has mins (bs times bsum scaled by dmin, subtracted at the end) rather than
  * an offset (bs times bsum subtracted from the lanes, Q3_K and Q6_K). */
@@ -860,6 +889,10 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_k_has_min(int kind) { return kind == FGG_MM_K2 |
 /* Unpack super-block wb of Q<kind>_K into s; its d (and dmin). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack_fields(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
 {
+    if (fgg_mm_k_signed(kind)) {
+        fgg_mm_ksb_iq(kind, wb, s, d);
+        return;
+    }
     switch (kind) {
     case FGG_MM_K2:
         *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 80));
@@ -915,6 +948,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
         for (ptrdiff_t b = 0; b < nsb; b++) {
             fgg_mm_ksb s1;
             fgg_mm_prefetch_ahead(w + b * bytes, bytes);
+            if (fgg_mm_k_signed(kind)) {  /* each run's values straight into registers: the same lanes */
+                __m256i l = _mm256_setzero_si256();
+                for (int j = 0; j < 8; j++) {
+                    int scale;
+                    __m256i v = fgg_mm_iq_run(kind, w + b * bytes, j, &scale);
+                    __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(x[b].q + 32 * j)), v);
+                    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), sx);
+                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, _mm256_set1_epi16((short)scale)));
+                }
+                a = fgg_mm_acc_add(a, l, fgg_mm_iq_d(kind, w + b * bytes) * x[b].d);
+                continue;
+            }
             fgg_mm_k_unpack(kind, w + b * bytes, &s1, &d, &dmin);
             if (fgg_mm_k_has_min(kind)) {
                 a = fgg_mm_acc_add(a, fgg_mm_ksb_dot(&s1, x[b].q), d * x[b].d);
@@ -934,30 +979,27 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
             fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
+            fgg_mm_lanes dots[8];
 #if defined(FGG_MM_INT_SIMD)
             if (mr == 8) {
-                fgg_mm_lanes dots[8];
-                fgg_mm_ksb_dot8(&s, x + r0 * xs + b, xs, dots);
-                for (int i = 0; i < 8; i++) {
-                    const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
-                    if (fgg_mm_k_has_min(kind)) {
-                        acc[i] = fgg_mm_acc_add(acc[i], dots[i], d * xb->d);
-                        accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
-                    } else {
-                        acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(dots[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
-                    }
-                }
-                continue;
+                fgg_mm_ksb_dot8(&s, x + r0 * xs + b, xs, fgg_mm_k_signed(kind), dots);
+            } else {
+                for (int i = 0; i < mr; i++)
+                    dots[i] = fgg_mm_k_signed(kind) ? fgg_mm_ksb_dot_signed(&s, x[(r0 + i) * xs + b].q)
+                                                    : fgg_mm_ksb_dot(&s, x[(r0 + i) * xs + b].q);
             }
+#else
+            for (int i = 0; i < mr; i++) dots[i] = fgg_mm_ksb_dot(&s, x[(r0 + i) * xs + b].q);
 #endif
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
-                if (fgg_mm_k_has_min(kind)) {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot(&s, xb->q), d * xb->d);
+                if (fgg_mm_k_signed(kind)) {
+                    acc[i] = fgg_mm_acc_add(acc[i], dots[i], d * xb->d);
+                } else if (fgg_mm_k_has_min(kind)) {
+                    acc[i] = fgg_mm_acc_add(acc[i], dots[i], d * xb->d);
                     accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
                 } else {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot(&s, xb->q), fgg_mm_ksb_bsum(&s, xb->bsum)),
-                                            d * xb->d);
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(dots[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
                 }
             }
         }
@@ -973,6 +1015,10 @@ FGG_MM_K_ROWS(fgg_mm_rows_q3_k, FGG_MM_K3)
 FGG_MM_K_ROWS(fgg_mm_rows_q4_k, FGG_MM_K4)
 FGG_MM_K_ROWS(fgg_mm_rows_q5_k, FGG_MM_K5)
 FGG_MM_K_ROWS(fgg_mm_rows_q6_k, FGG_MM_K6)
+FGG_MM_K_ROWS(fgg_mm_rows_iq2_xxs, FGG_MM_K_IQ2_XXS)
+FGG_MM_K_ROWS(fgg_mm_rows_iq3_xxs, FGG_MM_K_IQ3_XXS)
+FGG_MM_K_ROWS(fgg_mm_rows_iq3_s, FGG_MM_K_IQ3_S)
+FGG_MM_K_ROWS(fgg_mm_rows_iq4_xs, FGG_MM_K_IQ4_XS)
 #undef FGG_MM_K_ROWS
 
 /* ------------------------------------------------------------------------------------------ */

@@ -119,14 +119,15 @@ def has_int_dot(int type_id):
 
 
 def q8_block_bytes():
-    """Bytes per 32 quantized values of x in the integer path of the per-32 types, Q4_0 to IQ3_S (fgg_mm_q8)."""
+    """Bytes per 32 quantized values of x in the integer path of the per-32 types, Q4_0 to MXFP4 (fgg_mm_q8)."""
     return MM_Q8_BYTES
 
 
 cdef inline bint _x_by_256(int type_id) noexcept nogil:
     """Whether the integer dot of ``type_id`` takes x by super-blocks of 256 (fgg_mm_q8k)."""
     return (type_id == FGG_TYPE_Q2_K or type_id == FGG_TYPE_Q3_K or type_id == FGG_TYPE_Q4_K
-            or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K)
+            or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K or type_id == FGG_TYPE_IQ2_XXS
+            or type_id == FGG_TYPE_IQ3_XXS or type_id == FGG_TYPE_IQ3_S or type_id == FGG_TYPE_IQ4_XS)
 
 
 def int_x_layout(int type_id):
