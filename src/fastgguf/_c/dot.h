@@ -931,6 +931,40 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ks
 #endif
 }
 
+#if defined(FGG_MM_INT_SIMD)
+/* fgg_mm_rows_k's steps for a group of exactly 8 rows of x (row i at x + i * xs): per super-block
+ * the 8 rows' integer lanes first (fgg_mm_ksb_dot8: each sub-block's bytes and scales loaded once
+ * for the 8 rows, where a row at a time loads them 8 times), then their float steps. The same
+ * lanes and float operations per row, so the same bits. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                         float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8], accm[8];
+    fgg_mm_ksb s;
+    float d, dmin = 0.0f;
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
+    for (int i = 0; i < 8; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
+    for (ptrdiff_t b = 0; b < nsb; b++) {
+        __m256i lanes[8];
+        fgg_mm_k_unpack(kind, w + b * bytes, &s, &d, &dmin);
+        fgg_mm_ksb_dot8(&s, x + b, xs, fgg_mm_k_signed(kind), lanes);
+        for (int i = 0; i < 8; i++) {
+            const fgg_mm_q8k *xb = x + i * xs + b;
+            if (fgg_mm_k_signed(kind)) {
+                acc[i] = fgg_mm_acc_add(acc[i], lanes[i], d * xb->d);
+            } else if (fgg_mm_k_has_min(kind)) {
+                acc[i] = fgg_mm_acc_add(acc[i], lanes[i], d * xb->d);
+                accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+            } else {
+                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(lanes[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
+            }
+        }
+    }
+    for (int i = 0; i < 8; i++)
+        out[i * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i]) : fgg_mm_acc_sum(acc[i]);
+}
+#endif
+
 /* One weight row of Q<kind>_K against m rows of x: per super-block and row, the lanes times
  * d * d_x into acc; with mins, the bsum lanes times dmin * d_x into accm, subtracted at the end;
  * with an offset, the bsum lanes subtracted from the lanes (integers) first. */
@@ -975,31 +1009,30 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
 #endif
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
+#if defined(FGG_MM_INT_SIMD)
+        if (mr == 8) {
+            fgg_mm_rows8_k(kind, w, nsb, x + r0 * xs, xs, out + r0 * os, os);
+            continue;
+        }
+#endif
         for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
             fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
-            fgg_mm_lanes dots[8];
-#if defined(FGG_MM_INT_SIMD)
-            if (mr == 8) {
-                fgg_mm_ksb_dot8(&s, x + r0 * xs + b, xs, fgg_mm_k_signed(kind), dots);
-            } else {
-                for (int i = 0; i < mr; i++)
-                    dots[i] = fgg_mm_k_signed(kind) ? fgg_mm_ksb_dot_signed(&s, x[(r0 + i) * xs + b].q)
-                                                    : fgg_mm_ksb_dot(&s, x[(r0 + i) * xs + b].q);
-            }
-#else
-            for (int i = 0; i < mr; i++) dots[i] = fgg_mm_ksb_dot(&s, x[(r0 + i) * xs + b].q);
-#endif
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
+#if defined(FGG_MM_INT_SIMD)
+                fgg_mm_lanes dot = fgg_mm_k_signed(kind) ? fgg_mm_ksb_dot_signed(&s, xb->q) : fgg_mm_ksb_dot(&s, xb->q);
+#else
+                fgg_mm_lanes dot = fgg_mm_ksb_dot(&s, xb->q);
+#endif
                 if (fgg_mm_k_signed(kind)) {
-                    acc[i] = fgg_mm_acc_add(acc[i], dots[i], d * xb->d);
+                    acc[i] = fgg_mm_acc_add(acc[i], dot, d * xb->d);
                 } else if (fgg_mm_k_has_min(kind)) {
-                    acc[i] = fgg_mm_acc_add(acc[i], dots[i], d * xb->d);
+                    acc[i] = fgg_mm_acc_add(acc[i], dot, d * xb->d);
                     accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
                 } else {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(dots[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(dot, fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
                 }
             }
         }
