@@ -641,7 +641,8 @@ def int_error(draws: int = 4) -> None:
     print("| --- | --- | ---: |")
     for kind in ("Gaussian", "SiLU(gate) * up", "Gaussian, 6 channels x 20"):
         for qtype in INT_TYPES:
-            raw = quantize((rng.standard_normal((n, k)) * 0.02).astype(np.float32), qtype)
+            imatrix = np.ones(k, np.float32) if qtype in (T.IQ2_XXS, T.IQ2_XS, T.IQ1_S) else None  # ggml needs one
+            raw = quantize((rng.standard_normal((n, k)) * 0.02).astype(np.float32), qtype, imatrix=imatrix)
             w = dequantize(raw, qtype, (n, k)).astype(np.float64)
             errs = []
             for _ in range(draws):
