@@ -24,6 +24,7 @@ __all__ = [
     "int_dot_isa",
     "int_x_layout",
     "matmul_rows",
+    "matmul_rows_grouped",
     "matmul_rows_int",
     "pool_workers",
     "prefault",
@@ -174,3 +175,18 @@ def matmul_rows_int(
 ) -> None:
     """``out[:, n0:n1]`` from Q8-quantized rows of x by integer dot products, on ``threads``
     threads of the build's own pool."""
+
+def matmul_rows_grouped(
+    w: npt.NDArray[np.uint8],
+    type_id: int,
+    x: npt.NDArray[np.float32],
+    xq: npt.NDArray[np.uint8] | None,
+    out: npt.NDArray[np.float32],
+    experts: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.int64],
+    byteswapped: bool = False,
+    threads: int = 1,
+) -> None:
+    """matmul_id's products in one call: rows ``bounds[g]:bounds[g + 1]`` of ``out`` are those rows
+    of ``x`` times ``w[experts[g]]`` transposed (integer path with ``xq``, else exact), on
+    ``threads`` threads of the build's own pool."""
