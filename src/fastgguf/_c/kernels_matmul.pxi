@@ -9,7 +9,12 @@
 # Q5_K and Q6_K (the types of the K_M models), Q8_0 and Q4_0 take the float path factored by
 # sub-block instead (_matmul_exact, dot.h's fgg_mm_exact_*): S * sum(q * x) - M * sum(x) per
 # sub-block, with x's sums per 32 made once per call (Q8_0 and Q4_0 likewise, a block being one
-# sub-block); not with round_to, whose rounding needs each weight's value.
+# sub-block); not with round_to, whose rounding needs each weight's value. A batch on that path
+# is walked in spans of the row against a packed copy of x (_mm_exact_rows).
+#
+# Integer path (matmul_rows_int): x quantized once per call (per 32 or per 256 values), the
+# weight blocks unpacked once per 8 rows of x. matmul_rows_grouped runs matmul_id's experts,
+# any path, in one hand-off to the pool.
 
 from libc.stdlib cimport getenv
 from libc.string cimport memcpy
@@ -29,7 +34,8 @@ cdef enum:
     # times a tile of x rows (about _MM_X_TILE bytes; a multiple of 8 rows, at least 8), both in L2,
     # so neither all of x is streamed again for every weight row (what made large batches slow),
     # nor the weights are read from memory more than once. Each (m, n) is still one kernel call
-    # over the whole row in the same order: the tiles change no bits.
+    # over the whole row in the same order (or, by spans, the same additions carried from span
+    # to span): the tiles change no bits.
     _MM_W_TILE = 64 * 1024
     _MM_X_TILE = 128 * 1024
     # The factored float path walks a batch's tile a span of blocks at a time (_mm_exact_rows):
