@@ -15,11 +15,11 @@ from conftest import argument_error
 T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
-INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ2_XXS, T.IQ3_XXS, T.IQ3_S,
-             T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS,
+             T.IQ3_S, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 #: The integer types whose x is per 32 values (fgg_mm_q8).
 PER_32_INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.MXFP4)
-K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ2_XXS, T.IQ3_XXS, T.IQ3_S, T.IQ4_XS)
+K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS, T.IQ3_S, T.IQ4_XS)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
 #: Relative error bound of the float path (issue 13) and the integer path on Gaussian x (measured
 #: 5e-3 with x per 32 values, 7e-3 per 256 for the K-quants).
@@ -328,7 +328,7 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
-@pytest.mark.parametrize("qtype", [T.Q5_1, T.IQ2_S, T.NVFP4], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q5_1, T.IQ1_M, T.NVFP4], ids=lambda t: t.name)
 def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)
     raw = random_weights(qtype, 4, 256, rng)
@@ -619,14 +619,14 @@ FP4_TWICE = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]  # E2M1 va
 
 
 #: f16 bits of the block scale d that makes a grid type's run scale 1 with a zero 4-bit field:
-#: IQ2_XXS d * 0.5 * 0.25, IQ3_XXS d * 0.5 * 0.5, IQ3_S d * 1.
-GRID_UNIT_D = {T.IQ2_XXS: 0x4800, T.IQ3_XXS: 0x4400, T.IQ3_S: 0x3C00}
+#: IQ2_XXS, IQ2_XS, IQ2_S d * 0.5 * 0.25, IQ3_XXS d * 0.5 * 0.5, IQ3_S d * 1.
+GRID_UNIT_D = {T.IQ2_XXS: 0x4800, T.IQ2_XS: 0x4800, T.IQ2_S: 0x4800, T.IQ3_XXS: 0x4400, T.IQ3_S: 0x3C00}
 
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 @pytest.mark.parametrize("qtype", list(GRID_UNIT_D), ids=lambda t: t.name)
 def test_grid_types_integer_dot_hand_computed(path, qtype):
-    """IQ2_XXS, IQ3_XXS and IQ3_S blocks of random grid indices and signs with unit run scales,
+    """IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S blocks of random grid indices and signs with unit scales,
     against integer x (x's scale 1, so x is not rounded): the integer path's sums are the exact
     integer sums of the values the dequantizer gives, times x (all below 2^24)."""
     kernels = dequant.kernel_modules()[path]
@@ -639,8 +639,10 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
         raw[:, :, 2 + 7:66:8] &= 0x0F
     elif qtype == T.IQ3_XXS:  # per run, a u32 at 66 + 4j: the scale in its top nibble
         raw[:, :, 66 + 3:98:4] &= 0x0F
-    else:                     # IQ3_S: the scale nibbles in the last 4 bytes
+    elif qtype == T.IQ3_S:    # the scale nibbles in the last 4 bytes
         raw[:, :, 106:110] = 0
+    else:                     # IQ2_XS, IQ2_S: two scale nibbles per run in the last 8 bytes
+        raw[:, :, type_size - 8:] = 0
     raw = raw.reshape(n, -1)
     x = rng.integers(-127, 128, size=(3, k)).astype(np.float32)
     x[:, ::32] = 127  # amax 127 in every block of 32: scale 1

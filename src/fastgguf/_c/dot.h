@@ -397,7 +397,7 @@ FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
 #undef FGG_MM_B_ROWS
 
 /* ------------------------------------------------------------------------------------------ */
-/* K-quants (Q2_K to Q6_K) and IQ4_XS, IQ2_XXS, IQ3_XXS, IQ3_S: x by super-blocks of 256      */
+/* K-quants (Q2_K to Q6_K) and the 256-value IQ types with grids or tables: x per 256          */
 
 /* x quantized for the K-quant and 256-value IQ kernels: per 256 values one float scale d and
  * 256 int8 q, x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and mins are
@@ -729,7 +729,8 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
  * (their values signed: fgg_mm_k_signed). */
 enum {
     FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
-    FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10
+    FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
+    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12
 };
 
 /* Bytes per super-block. */
@@ -744,6 +745,8 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
     case FGG_MM_K_IQ2_XXS: return 66;
     case FGG_MM_K_IQ3_XXS: return 98;
     case FGG_MM_K_IQ3_S: return 110;
+    case FGG_MM_K_IQ2_XS: return 74;
+    case FGG_MM_K_IQ2_S: return 82;
     default: return 136;
     }
 }
@@ -828,36 +831,72 @@ static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
     return fgg_mm_grid32(g, fgg_load_u32le(wb + 74 + 4 * j));
 }
 
+/* IQ2_XS (74 bytes: f16 d, 32 u16 of a 9-bit grid index and a 7-bit sign code, 8 bytes of two
+ * 4-bit scales per run) and IQ2_S (82 bytes: f16 d, 32 low index bytes, 32 sign bytes, 8 bytes of
+ * two high index bits per group of 8, 8 bytes of scales): run j's 32 values before the scales. */
+static inline fgg_mm_w32 fgg_mm_iq2_xs_run(const uint8_t *wb, int j)
+{
+    uint64_t g[4];
+    uint32_t signs = 0;
+    for (int l = 0; l < 4; l++) {
+        const uint32_t packed = fgg_load_u16le(wb + 2 + 8 * j + 2 * l);
+        g[l] = fgg_mm_grid_row8(fgg_iq2xs_grid[packed & 511]);
+        signs |= (uint32_t)fgg_ksigns[packed >> 9] << (8 * l);
+    }
+    return fgg_mm_grid32(g, signs);
+}
+
+static inline fgg_mm_w32 fgg_mm_iq2_s_run(const uint8_t *wb, int j)
+{
+    const uint8_t *qs = wb + 2 + 4 * j, qh = wb[66 + j];
+    uint64_t g[4];
+    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_row8(fgg_iq2s_grid[qs[l] | (((qh >> (2 * l)) & 3) << 8)]);
+    return fgg_mm_grid32(g, fgg_load_u32le(wb + 34 + 4 * j));
+}
+
 /* An IQ super-block unpacked as the K-quants are, its run j's 32 values given by ``run`` (the
  * scale left out) with integer scale sc[j] (both halves), under the float d:
  *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
  *   IQ3_XXS (98 bytes)  value h * (0.5 + s_j) * 0.5 * g  = (h / 4) * (2 s_j + 1) * g
  *   IQ3_S   (110 bytes) value h * (1 + 2 s_j) * g
  *   IQ4_XS  (136 bytes) value h * (ls_j - 32) * iq4nl[q]
+ *   IQ2_XS, IQ2_S (74, 82 bytes) value h * (0.5 + s) * 0.25 * g = (h / 8) * (2 s + 1) * g, with a
+ *           4-bit s per 16 values (the low nibble of byte j of the scales for the first 16)
  * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
  * dequantizers in kernels_iq.pxi). */
 /* The float d of an IQ super-block (its runs' integer scales apart). */
 FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
 {
     const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
-    return kind == FGG_MM_K_IQ2_XXS ? h * 0.125f : kind == FGG_MM_K_IQ3_XXS ? h * 0.25f : h;
+    return kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS || kind == FGG_MM_K_IQ2_S ? h * 0.125f
+           : kind == FGG_MM_K_IQ3_XXS                                                    ? h * 0.25f
+                                                                                         : h;
 }
 
-/* Run j of an IQ super-block: its 32 signed values, and its integer scale in *scale. */
-FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j, int *scale)
+/* Run j of an IQ super-block: its 32 signed values, and the integer scales of its first and
+ * last 16 values in scale[0], scale[1]. */
+FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j, int scale[2])
 {
     switch (kind) {
     case FGG_MM_K_IQ2_XXS:
-        *scale = 2 * (int)(fgg_load_u32le(wb + 6 + 8 * j) >> 28) + 1;
+        scale[0] = scale[1] = 2 * (int)(fgg_load_u32le(wb + 6 + 8 * j) >> 28) + 1;
         return fgg_mm_iq2_xxs_run(wb, j);
     case FGG_MM_K_IQ3_XXS:
-        *scale = 2 * (int)(fgg_load_u32le(wb + 66 + 4 * j) >> 28) + 1;
+        scale[0] = scale[1] = 2 * (int)(fgg_load_u32le(wb + 66 + 4 * j) >> 28) + 1;
         return fgg_mm_iq3_xxs_run(wb, j);
     case FGG_MM_K_IQ3_S:
-        *scale = 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf) + 1;
+        scale[0] = scale[1] = 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf) + 1;
         return fgg_mm_iq3_s_run(wb, j);
+    case FGG_MM_K_IQ2_XS:
+    case FGG_MM_K_IQ2_S: {
+        const uint8_t sc = wb[kind == FGG_MM_K_IQ2_XS ? 66 + j : 74 + j];
+        scale[0] = 2 * (sc & 0xf) + 1;
+        scale[1] = 2 * (sc >> 4) + 1;
+        return kind == FGG_MM_K_IQ2_XS ? fgg_mm_iq2_xs_run(wb, j) : fgg_mm_iq2_s_run(wb, j);
+    }
     default:
-        *scale = (((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((fgg_load_u16le(wb + 2) >> (2 * j)) & 3) << 4)) - 32;
+        scale[0] = scale[1] =
+            (((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((fgg_load_u16le(wb + 2) >> (2 * j)) & 3) << 4)) - 32;
         return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
     }
 }
@@ -868,9 +907,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_iq(int kind, const uint8_t *wb, fgg_mm_ksb 
     const int16_t bs[16] = {0};
     *d = fgg_mm_iq_d(kind, wb);
     for (int j = 0; j < 8; j++) {
-        int scale;
-        fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, &scale);
-        sc[2 * j] = sc[2 * j + 1] = (int8_t)scale;
+        int scale[2];
+        fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
+        sc[2 * j] = (int8_t)scale[0];
+        sc[2 * j + 1] = (int8_t)scale[1];
 #if defined(FGG_MM_INT_SIMD)
         s->v[j] = v;
         s->u[j] = _mm256_sign_epi8(v, v);
@@ -985,11 +1025,12 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
             if (fgg_mm_k_signed(kind)) {  /* each run's values straight into registers: the same lanes */
                 __m256i l = _mm256_setzero_si256();
                 for (int j = 0; j < 8; j++) {
-                    int scale;
-                    __m256i v = fgg_mm_iq_run(kind, w + b * bytes, j, &scale);
+                    int scale[2];
+                    __m256i v = fgg_mm_iq_run(kind, w + b * bytes, j, scale);
                     __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(x[b].q + 32 * j)), v);
                     __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), sx);
-                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, _mm256_set1_epi16((short)scale)));
+                    __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)scale[1]), _mm_set1_epi16((short)scale[0]));
+                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, sc));
                 }
                 a = fgg_mm_acc_add(a, l, fgg_mm_iq_d(kind, w + b * bytes) * x[b].d);
                 continue;
@@ -1052,6 +1093,8 @@ FGG_MM_K_ROWS(fgg_mm_rows_iq2_xxs, FGG_MM_K_IQ2_XXS)
 FGG_MM_K_ROWS(fgg_mm_rows_iq3_xxs, FGG_MM_K_IQ3_XXS)
 FGG_MM_K_ROWS(fgg_mm_rows_iq3_s, FGG_MM_K_IQ3_S)
 FGG_MM_K_ROWS(fgg_mm_rows_iq4_xs, FGG_MM_K_IQ4_XS)
+FGG_MM_K_ROWS(fgg_mm_rows_iq2_xs, FGG_MM_K_IQ2_XS)
+FGG_MM_K_ROWS(fgg_mm_rows_iq2_s, FGG_MM_K_IQ2_S)
 #undef FGG_MM_K_ROWS
 
 /* ------------------------------------------------------------------------------------------ */
