@@ -607,8 +607,8 @@ def _thread_ms(fn, rounds: int = 7, min_time: float = 0.02) -> float:
 
 
 #: The types with an integer path (``exact=False``).
-INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS, T.IQ3_S,
-             T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+             T.IQ3_XXS, T.IQ3_S, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 
 
 def per_weight(batches, rounds: int) -> None:
@@ -641,7 +641,7 @@ def int_error(draws: int = 4) -> None:
     print("| --- | --- | ---: |")
     for kind in ("Gaussian", "SiLU(gate) * up", "Gaussian, 6 channels x 20"):
         for qtype in INT_TYPES:
-            imatrix = np.ones(k, np.float32) if qtype in (T.IQ2_XXS, T.IQ2_XS, T.IQ1_S) else None  # ggml needs one
+            imatrix = np.ones(k, np.float32) if qtype in (T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M) else None  # as ggml
             raw = quantize((rng.standard_normal((n, k)) * 0.02).astype(np.float32), qtype, imatrix=imatrix)
             w = dequantize(raw, qtype, (n, k)).astype(np.float64)
             errs = []

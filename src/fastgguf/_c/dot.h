@@ -730,7 +730,7 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
 enum {
     FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
     FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
-    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12
+    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12, FGG_MM_K_IQ1_S = 13, FGG_MM_K_IQ1_M = 14
 };
 
 /* Bytes per super-block. */
@@ -747,6 +747,8 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
     case FGG_MM_K_IQ3_S: return 110;
     case FGG_MM_K_IQ2_XS: return 74;
     case FGG_MM_K_IQ2_S: return 82;
+    case FGG_MM_K_IQ1_S: return 50;
+    case FGG_MM_K_IQ1_M: return 56;
     default: return 136;
     }
 }
@@ -854,6 +856,51 @@ static inline fgg_mm_w32 fgg_mm_iq2_s_run(const uint8_t *wb, int j)
     return fgg_mm_grid32(g, fgg_load_u32le(wb + 34 + 4 * j));
 }
 
+/* 32 signed bytes 8 * g + sigma from four rows of 8 grid values g in {-1, 0, 1} (g[0] the first
+ * 8), sigma = -1 for the rows whose bit is set in ``minus`` (bit l for row l), else +1: the IQ1
+ * types' values g + delta, delta = +-1/8, times 8. */
+static inline fgg_mm_w32 fgg_mm_iq1_rows(const uint64_t g[4], unsigned minus)
+{
+#if defined(FGG_MM_INT_SIMD)
+    const long long plus = 0x0101010101010101LL, neg = -1LL;  /* bytes of +1, of -1 */
+    __m256i v = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
+    __m256i sigma = _mm256_set_epi64x(minus & 8 ? neg : plus, minus & 4 ? neg : plus, minus & 2 ? neg : plus,
+                                      minus & 1 ? neg : plus);
+    v = _mm256_add_epi8(v, v);
+    v = _mm256_add_epi8(v, v);
+    v = _mm256_add_epi8(v, v);
+    return _mm256_add_epi8(v, sigma);
+#else
+    fgg_mm_w32 w;
+    for (int i = 0; i < 32; i++)
+        w.b[i] = (int8_t)(8 * (int8_t)((g[i / 8] >> (8 * (i % 8))) & 0xff) + ((minus >> (i / 8)) & 1 ? -1 : 1));
+    return w;
+#endif
+}
+
+/* IQ1_S (50 bytes: f16 d, 32 low index bytes, per run a u16 of four 3-bit high index parts, a
+ * 3-bit scale and the delta's sign) and IQ1_M (56 bytes: 32 low index bytes, per run two bytes of
+ * two (3 high index bits, delta sign) nibbles, 4 u16 of 3-bit scales per 16 values and the f16 d
+ * in their top nibbles): run j's 32 values 8 * (g + delta). */
+static inline fgg_mm_w32 fgg_mm_iq1_s_run(const uint8_t *wb, int j)
+{
+    const uint32_t qh = fgg_load_u16le(wb + 34 + 2 * j);
+    uint64_t g[4];
+    for (int l = 0; l < 4; l++) memcpy(&g[l], fgg_iq1s_grid[wb[2 + 4 * j + l] | (((qh >> (3 * l)) & 7) << 8)], 8);
+    return fgg_mm_iq1_rows(g, qh >> 15 ? 15u : 0u);
+}
+
+static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
+{
+    const uint8_t *qs = wb + 4 * j, lo = wb[32 + 2 * j], hi = wb[33 + 2 * j];
+    uint64_t g[4];
+    memcpy(&g[0], fgg_iq1s_grid[qs[0] | ((lo & 7) << 8)], 8);
+    memcpy(&g[1], fgg_iq1s_grid[qs[1] | ((lo & 0x70) << 4)], 8);
+    memcpy(&g[2], fgg_iq1s_grid[qs[2] | ((hi & 7) << 8)], 8);
+    memcpy(&g[3], fgg_iq1s_grid[qs[3] | ((hi & 0x70) << 4)], 8);
+    return fgg_mm_iq1_rows(g, ((lo >> 3) & 1) | ((lo >> 7) << 1) | (((hi >> 3) & 1) << 2) | ((unsigned)(hi >> 7) << 3));
+}
+
 /* An IQ super-block unpacked as the K-quants are, its run j's 32 values given by ``run`` (the
  * scale left out) with integer scale sc[j] (both halves), under the float d:
  *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
@@ -862,15 +909,25 @@ static inline fgg_mm_w32 fgg_mm_iq2_s_run(const uint8_t *wb, int j)
  *   IQ4_XS  (136 bytes) value h * (ls_j - 32) * iq4nl[q]
  *   IQ2_XS, IQ2_S (74, 82 bytes) value h * (0.5 + s) * 0.25 * g = (h / 8) * (2 s + 1) * g, with a
  *           4-bit s per 16 values (the low nibble of byte j of the scales for the first 16)
+ *   IQ1_S, IQ1_M (50, 56 bytes) value h * (2 s + 1) * (g + delta) = (h / 8) * (2 s + 1) * (8 g +- 1),
+ *           a 3-bit s per run (IQ1_S) or per 16 values (IQ1_M)
  * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
  * dequantizers in kernels_iq.pxi). */
 /* The float d of an IQ super-block (its runs' integer scales apart). */
 FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
 {
+    if (kind == FGG_MM_K_IQ1_M) {  /* the f16 in the top nibbles of the 4 scale words */
+        const uint32_t h = (fgg_load_u16le(wb + 48) >> 12) | ((fgg_load_u16le(wb + 50) >> 8) & 0xf0)
+                           | ((fgg_load_u16le(wb + 52) >> 4) & 0xf00) | (fgg_load_u16le(wb + 54) & 0xf000);
+        return fgg_half_to_float_scale((uint16_t)h) * 0.125f;
+    }
     const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
-    return kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS || kind == FGG_MM_K_IQ2_S ? h * 0.125f
-           : kind == FGG_MM_K_IQ3_XXS                                                    ? h * 0.25f
-                                                                                         : h;
+    switch (kind) {
+    case FGG_MM_K_IQ3_XXS: return h * 0.25f;
+    case FGG_MM_K_IQ3_S:
+    case FGG_MM_K_IQ4_XS: return h;
+    default: return h * 0.125f;  /* the IQ2 types, IQ1_S */
+    }
 }
 
 /* Run j of an IQ super-block: its 32 signed values, and the integer scales of its first and
@@ -887,6 +944,15 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
     case FGG_MM_K_IQ3_S:
         scale[0] = scale[1] = 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf) + 1;
         return fgg_mm_iq3_s_run(wb, j);
+    case FGG_MM_K_IQ1_S:
+        scale[0] = scale[1] = 2 * (int)((fgg_load_u16le(wb + 34 + 2 * j) >> 12) & 7) + 1;
+        return fgg_mm_iq1_s_run(wb, j);
+    case FGG_MM_K_IQ1_M: {
+        const uint32_t sc = fgg_load_u16le(wb + 48 + 2 * (j / 2)) >> (6 * (j % 2));
+        scale[0] = 2 * (int)(sc & 7) + 1;
+        scale[1] = 2 * (int)((sc >> 3) & 7) + 1;
+        return fgg_mm_iq1_m_run(wb, j);
+    }
     case FGG_MM_K_IQ2_XS:
     case FGG_MM_K_IQ2_S: {
         const uint8_t sc = wb[kind == FGG_MM_K_IQ2_XS ? 66 + j : 74 + j];
@@ -1095,6 +1161,8 @@ FGG_MM_K_ROWS(fgg_mm_rows_iq3_s, FGG_MM_K_IQ3_S)
 FGG_MM_K_ROWS(fgg_mm_rows_iq4_xs, FGG_MM_K_IQ4_XS)
 FGG_MM_K_ROWS(fgg_mm_rows_iq2_xs, FGG_MM_K_IQ2_XS)
 FGG_MM_K_ROWS(fgg_mm_rows_iq2_s, FGG_MM_K_IQ2_S)
+FGG_MM_K_ROWS(fgg_mm_rows_iq1_s, FGG_MM_K_IQ1_S)
+FGG_MM_K_ROWS(fgg_mm_rows_iq1_m, FGG_MM_K_IQ1_M)
 #undef FGG_MM_K_ROWS
 
 /* ------------------------------------------------------------------------------------------ */

@@ -63,6 +63,8 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     rows[FGG_TYPE_IQ3_S].dot = <fgg_dot_fn>fgg_mm_rows_iq3_s
     rows[FGG_TYPE_IQ2_XS].dot = <fgg_dot_fn>fgg_mm_rows_iq2_xs
     rows[FGG_TYPE_IQ2_S].dot = <fgg_dot_fn>fgg_mm_rows_iq2_s
+    rows[FGG_TYPE_IQ1_S].dot = <fgg_dot_fn>fgg_mm_rows_iq1_s
+    rows[FGG_TYPE_IQ1_M].dot = <fgg_dot_fn>fgg_mm_rows_iq1_m
     if vnni:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
@@ -136,7 +138,8 @@ cdef inline bint _x_by_256(int type_id) noexcept nogil:
     return (type_id == FGG_TYPE_Q2_K or type_id == FGG_TYPE_Q3_K or type_id == FGG_TYPE_Q4_K
             or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K or type_id == FGG_TYPE_IQ2_XXS
             or type_id == FGG_TYPE_IQ3_XXS or type_id == FGG_TYPE_IQ3_S or type_id == FGG_TYPE_IQ4_XS
-            or type_id == FGG_TYPE_IQ2_XS or type_id == FGG_TYPE_IQ2_S)
+            or type_id == FGG_TYPE_IQ2_XS or type_id == FGG_TYPE_IQ2_S or type_id == FGG_TYPE_IQ1_S
+            or type_id == FGG_TYPE_IQ1_M)
 
 
 def int_x_layout(int type_id):
