@@ -287,7 +287,7 @@ def matmul_id(
     if result.size == 0:
         return result
     flat_ids = index.reshape(-1)
-    flat_x = xf.reshape(-1, k)
+    flat_x = xf.reshape(t * used, k)  # not -1: K may be 0
     flat_out = result.reshape(-1, n)
     use_int = _use_int(kernels, qtype, k, exact, swapped)
     if kernels.has_thread_pool() or n_threads == 1:

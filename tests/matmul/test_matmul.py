@@ -412,6 +412,11 @@ def test_empty_shapes():
     raw = random_weights(T.Q8_0, 4, 32, rng)
     assert matmul(np.empty((0, 32), np.float32), raw, T.Q8_0).shape == (0, 4)
     assert matmul(np.ones(32, np.float32), raw[:0], T.Q8_0).shape == (0,)
+    # experts with rows of no elements: zeros (the rows of x are empty too)
+    for exact in (True, False):
+        y = matmul_id(np.empty((2, 0), np.float32), np.zeros((3, 4, 0), np.uint8), [[0, 1], [2, 2]], T.Q8_0,
+                      exact=exact)
+        assert y.shape == (2, 2, 4) and not y.any()
 
 
 @pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_K, T.F16, T.IQ4_NL], ids=lambda t: t.name)
