@@ -400,8 +400,8 @@ FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
 /* K-quants (Q2_K to Q6_K) and the 256-value IQ types with grids or tables: x per 256          */
 
 /* x quantized for the K-quant and 256-value IQ kernels: per 256 values one float scale d and
- * 256 int8 q, x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and mins are
- * per 16 or 32 values: their share of the dot product is bsum times an integer, no products). */
+ * 256 int8 q, x ~ d * q, and bsum[g] = the sum of q[16g .. 16g + 15] (the weights' offsets and
+ * mins are per 16 or 32 values: their share of the dot product is bsum times an integer). */
 typedef struct {
     float d;
     int16_t bsum[16];
@@ -901,8 +901,8 @@ static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
     return fgg_mm_iq1_rows(g, ((lo >> 3) & 1) | ((lo >> 7) << 1) | (((hi >> 3) & 1) << 2) | ((unsigned)(hi >> 7) << 3));
 }
 
-/* An IQ super-block unpacked as the K-quants are, its run j's 32 values given by ``run`` (the
- * scale left out) with integer scale sc[j] (both halves), under the float d:
+/* The 256-value IQ types as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
+ * out) with its integer scales (one per 16 values) under one float d per super-block:
  *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
  *   IQ3_XXS (98 bytes)  value h * (0.5 + s_j) * 0.5 * g  = (h / 4) * (2 s_j + 1) * g
  *   IQ3_S   (110 bytes) value h * (1 + 2 s_j) * g
@@ -912,8 +912,9 @@ static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
  *   IQ1_S, IQ1_M (50, 56 bytes) value h * (2 s + 1) * (g + delta) = (h / 8) * (2 s + 1) * (8 g +- 1),
  *           a 3-bit s per run (IQ1_S) or per 16 values (IQ1_M)
  * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
- * dequantizers in kernels_iq.pxi). */
-/* The float d of an IQ super-block (its runs' integer scales apart). */
+ * dequantizers in kernels_iq.pxi).
+ *
+ * The float d of an IQ super-block (its runs' integer scales apart): */
 FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
 {
     if (kind == FGG_MM_K_IQ1_M) {  /* the f16 in the top nibbles of the 4 scale words */
