@@ -134,12 +134,9 @@ def q8_block_bytes():
 
 
 cdef inline bint _x_by_256(int type_id) noexcept nogil:
-    """Whether the integer dot of ``type_id`` takes x by super-blocks of 256 (fgg_mm_q8k)."""
-    return (type_id == FGG_TYPE_Q2_K or type_id == FGG_TYPE_Q3_K or type_id == FGG_TYPE_Q4_K
-            or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K or type_id == FGG_TYPE_IQ2_XXS
-            or type_id == FGG_TYPE_IQ3_XXS or type_id == FGG_TYPE_IQ3_S or type_id == FGG_TYPE_IQ4_XS
-            or type_id == FGG_TYPE_IQ2_XS or type_id == FGG_TYPE_IQ2_S or type_id == FGG_TYPE_IQ1_S
-            or type_id == FGG_TYPE_IQ1_M)
+    """Whether the integer dot of ``type_id`` takes x by super-blocks of 256 (fgg_mm_q8k): the
+    types with 256-value blocks (the K-quants and IQ types); the per-32 ones take fgg_mm_q8."""
+    return 0 <= type_id < FGG_TYPE_LIMIT and fgg_block_size[type_id] == 256
 
 
 def int_x_layout(int type_id):
