@@ -608,7 +608,7 @@ def _thread_ms(fn, rounds: int = 7, min_time: float = 0.02) -> float:
 
 #: The types with an integer path (``exact=False``).
 INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
-             T.IQ3_XXS, T.IQ3_S, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+             T.IQ3_XXS, T.IQ3_S, T.TQ2_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 
 
 def per_weight(batches, rounds: int) -> None:

@@ -16,13 +16,13 @@ Two paths:
   exact as floats): fewer float operations per weight, the same guarantees, and a row of ``x``
   gets the same bits whatever batch it comes in.
 * the integer path (``exact=False``, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4, IQ1_S, IQ1_M,
-  IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
+  IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ2_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
   with every row in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in
   the avx512 build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same
   integer and float operations, so gives the same bits, for every thread count). For Q4_0, Q5_0,
   Q8_0, IQ4_NL and MXFP4 ``x`` has one float scale per 32 values, as their weights (IQ4_NL's and
   MXFP4's 4-bit codes go through their value tables to int8 first). For the K-quants and the
-  256-value IQ types (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: runs of 32
+  256-value IQ types and TQ2_0 (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: runs of 32
   with integer scales, per 32 or 16, under one float; IQ4_XS's codes through its table, the
   IQ1/IQ2/IQ3 grids' rows looked up and signed, IQ1's values times 8 with their +-1/8 shift) it has one
   float scale per 256 values and int16 sums per 16 (ggml's Q8_K): the sums stay integers over the

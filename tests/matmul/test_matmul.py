@@ -16,11 +16,11 @@ T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
 INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
-             T.IQ3_XXS, T.IQ3_S, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+             T.IQ3_XXS, T.IQ3_S, T.TQ2_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 #: The integer types whose x is per 32 values (fgg_mm_q8).
 PER_32_INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.MXFP4)
 K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS,
-               T.IQ3_S, T.IQ4_XS)
+               T.IQ3_S, T.IQ4_XS, T.TQ2_0)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
 #: Relative error bound of the float path (issue 13) and the integer path on Gaussian x (measured
 #: 5e-3 with x per 32 values, 7e-3 per 256 for the K-quants).
@@ -329,7 +329,7 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
-@pytest.mark.parametrize("qtype", [T.Q5_1, T.TQ2_0, T.NVFP4], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q5_1, T.TQ1_0, T.NVFP4], ids=lambda t: t.name)
 def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)
     raw = random_weights(qtype, 4, 256, rng)
@@ -628,13 +628,13 @@ FP4_TWICE = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]  # E2M1 va
 #: IQ2_XXS, IQ2_XS, IQ2_S d * 0.5 * 0.25, IQ3_XXS d * 0.5 * 0.5, IQ3_S d * 1; IQ1_S and IQ1_M
 #: d * 1 on values g +- 1/8 (so d = 8 makes them the integers 8 g +- 1).
 GRID_UNIT_D = {T.IQ2_XXS: 0x4800, T.IQ2_XS: 0x4800, T.IQ2_S: 0x4800, T.IQ3_XXS: 0x4400, T.IQ3_S: 0x3C00,
-               T.IQ1_S: 0x4800, T.IQ1_M: 0x4800}
+               T.IQ1_S: 0x4800, T.IQ1_M: 0x4800, T.TQ2_0: 0x3C00}
 
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 @pytest.mark.parametrize("qtype", list(GRID_UNIT_D), ids=lambda t: t.name)
 def test_grid_types_integer_dot_hand_computed(path, qtype):
-    """IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S blocks of random grid indices and signs with unit scales,
+    """IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (random grid indices and signs) and TQ2_0 blocks with unit scales,
     against integer x (x's scale 1, so x is not rounded): the integer path's sums are the exact
     integer sums of the values the dequantizer gives, times x (all below 2^24)."""
     kernels = dequant.kernel_modules()[path]
@@ -642,8 +642,11 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
     n, k = 6, 512
     type_size = TYPE_TRAITS[qtype].type_size
     raw = rng.integers(0, 256, size=(n, k // 256, type_size), dtype=np.uint8)
-    if qtype != T.IQ1_M:
-        raw[:, :, 0:2] = np.frombuffer(np.uint16(GRID_UNIT_D[qtype]).astype("<u2").tobytes(), np.uint8)
+    unit = np.frombuffer(np.uint16(GRID_UNIT_D[qtype]).astype("<u2").tobytes(), np.uint8)
+    if qtype == T.TQ2_0:      # codes - 1 under the f16 d in its last 2 bytes
+        raw[:, :, 64:66] = unit
+    elif qtype != T.IQ1_M:
+        raw[:, :, 0:2] = unit
     if qtype == T.IQ1_M:      # 4 u16 of 3-bit scales (zero), the f16 d in their top nibbles
         d = GRID_UNIT_D[qtype]
         words = [(d & 0xF) << 12, (d & 0xF0) << 8, (d & 0xF00) << 4, d & 0xF000]
@@ -656,7 +659,7 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
         raw[:, :, 66 + 3:98:4] &= 0x0F
     elif qtype == T.IQ3_S:    # the scale nibbles in the last 4 bytes
         raw[:, :, 106:110] = 0
-    else:                     # IQ2_XS, IQ2_S: two scale nibbles per run in the last 8 bytes
+    elif qtype != T.TQ2_0:    # IQ2_XS, IQ2_S: two scale nibbles per run in the last 8 bytes
         raw[:, :, type_size - 8:] = 0
     raw = raw.reshape(n, -1)
     x = rng.integers(-127, 128, size=(3, k)).astype(np.float32)

@@ -730,7 +730,7 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
 enum {
     FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
     FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
-    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12, FGG_MM_K_IQ1_S = 13, FGG_MM_K_IQ1_M = 14
+    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12, FGG_MM_K_IQ1_S = 13, FGG_MM_K_IQ1_M = 14, FGG_MM_K_TQ2_0 = 15
 };
 
 /* Bytes per super-block. */
@@ -749,6 +749,7 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
     case FGG_MM_K_IQ2_S: return 82;
     case FGG_MM_K_IQ1_S: return 50;
     case FGG_MM_K_IQ1_M: return 56;
+    case FGG_MM_K_TQ2_0: return 66;
     default: return 136;
     }
 }
@@ -901,7 +902,24 @@ static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
     return fgg_mm_iq1_rows(g, ((lo >> 3) & 1) | ((lo >> 7) << 1) | (((hi >> 3) & 1) << 2) | ((unsigned)(hi >> 7) << 3));
 }
 
-/* The 256-value IQ types as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
+/* TQ2_0 (66 bytes: 64 bytes of 2-bit codes, then f16 d): run j's values code - 1, the codes of
+ * bits 2 (j % 4) of bytes 32 (j / 4) .. 32 (j / 4) + 31. */
+static inline fgg_mm_w32 fgg_mm_tq2_0_run(const uint8_t *wb, int j)
+{
+    const uint8_t *q = wb + 32 * (j / 4);
+    const int shift = 2 * (j % 4);
+#if defined(FGG_MM_INT_SIMD)
+    __m256i c = _mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)q), _mm_cvtsi32_si128(shift));
+    c = _mm256_and_si256(c, _mm256_set1_epi8(3));
+    return _mm256_sub_epi8(c, _mm256_set1_epi8(1));
+#else
+    fgg_mm_w32 w;
+    for (int i = 0; i < 32; i++) w.b[i] = (int8_t)(((q[i] >> shift) & 3) - 1);
+    return w;
+#endif
+}
+
+/* The 256-value IQ types (and TQ2_0) as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
  * out) with its integer scales (one per 16 values) under one float d per super-block:
  *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
  *   IQ3_XXS (98 bytes)  value h * (0.5 + s_j) * 0.5 * g  = (h / 4) * (2 s_j + 1) * g
@@ -911,6 +929,7 @@ static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
  *           4-bit s per 16 values (the low nibble of byte j of the scales for the first 16)
  *   IQ1_S, IQ1_M (50, 56 bytes) value h * (2 s + 1) * (g + delta) = (h / 8) * (2 s + 1) * (8 g +- 1),
  *           a 3-bit s per run (IQ1_S) or per 16 values (IQ1_M)
+ *   TQ2_0   (66 bytes)  value h * (code - 1), scale 1
  * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
  * dequantizers in kernels_iq.pxi).
  *
@@ -922,9 +941,10 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
                            | ((fgg_load_u16le(wb + 52) >> 4) & 0xf00) | (fgg_load_u16le(wb + 54) & 0xf000);
         return fgg_half_to_float_scale((uint16_t)h) * 0.125f;
     }
-    const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
+    const float h = fgg_half_to_float_scale(fgg_load_u16le(kind == FGG_MM_K_TQ2_0 ? wb + 64 : wb));
     switch (kind) {
     case FGG_MM_K_IQ3_XXS: return h * 0.25f;
+    case FGG_MM_K_TQ2_0:
     case FGG_MM_K_IQ3_S:
     case FGG_MM_K_IQ4_XS: return h;
     default: return h * 0.125f;  /* the IQ2 types, IQ1_S */
@@ -945,6 +965,9 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
     case FGG_MM_K_IQ3_S:
         scale[0] = scale[1] = 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf) + 1;
         return fgg_mm_iq3_s_run(wb, j);
+    case FGG_MM_K_TQ2_0:
+        scale[0] = scale[1] = 1;
+        return fgg_mm_tq2_0_run(wb, j);
     case FGG_MM_K_IQ1_S:
         scale[0] = scale[1] = 2 * (int)((fgg_load_u16le(wb + 34 + 2 * j) >> 12) & 7) + 1;
         return fgg_mm_iq1_s_run(wb, j);
@@ -1164,6 +1187,7 @@ FGG_MM_K_ROWS(fgg_mm_rows_iq2_xs, FGG_MM_K_IQ2_XS)
 FGG_MM_K_ROWS(fgg_mm_rows_iq2_s, FGG_MM_K_IQ2_S)
 FGG_MM_K_ROWS(fgg_mm_rows_iq1_s, FGG_MM_K_IQ1_S)
 FGG_MM_K_ROWS(fgg_mm_rows_iq1_m, FGG_MM_K_IQ1_M)
+FGG_MM_K_ROWS(fgg_mm_rows_tq2_0, FGG_MM_K_TQ2_0)
 #undef FGG_MM_K_ROWS
 
 /* ------------------------------------------------------------------------------------------ */

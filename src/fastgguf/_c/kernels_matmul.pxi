@@ -65,6 +65,7 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     rows[FGG_TYPE_IQ2_S].dot = <fgg_dot_fn>fgg_mm_rows_iq2_s
     rows[FGG_TYPE_IQ1_S].dot = <fgg_dot_fn>fgg_mm_rows_iq1_s
     rows[FGG_TYPE_IQ1_M].dot = <fgg_dot_fn>fgg_mm_rows_iq1_m
+    rows[FGG_TYPE_TQ2_0].dot = <fgg_dot_fn>fgg_mm_rows_tq2_0
     if vnni:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
