@@ -16,9 +16,7 @@
 # weight blocks unpacked once per 8 rows of x. matmul_rows_grouped runs matmul_id's experts,
 # any path, in one hand-off to the pool.
 
-from libc.stdlib cimport getenv
-from libc.string cimport memcpy
-from libc.stdlib cimport calloc
+from libc.stdlib cimport calloc, getenv
 
 from fastgguf._c.dot cimport *
 
@@ -285,42 +283,30 @@ ctypedef void (*_exact_fn)(const uint8_t *w, Py_ssize_t nb, const float *x, Py_s
                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc) noexcept nogil
 
 
-cdef _exact_fn _exact_by_sub_block(int type_id) noexcept nogil:
-    """The float path factored by sub-block (dot.h), for the types that have it; else NULL."""
-    if type_id == FGG_TYPE_Q3_K:
-        return <_exact_fn>fgg_mm_exact_q3_k
-    if type_id == FGG_TYPE_Q4_K:
-        return <_exact_fn>fgg_mm_exact_q4_k
-    if type_id == FGG_TYPE_Q5_K:
-        return <_exact_fn>fgg_mm_exact_q5_k
-    if type_id == FGG_TYPE_Q6_K:
-        return <_exact_fn>fgg_mm_exact_q6_k
-    if type_id == FGG_TYPE_Q8_0:
-        return <_exact_fn>fgg_mm_exact_q8_0
-    if type_id == FGG_TYPE_Q4_0:
-        return <_exact_fn>fgg_mm_exact_q4_0
-    return NULL
-
-
 ctypedef void (*_span_fn)(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                           const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc) noexcept nogil
 
 
-cdef _span_fn _span_by_sub_block(int type_id) noexcept nogil:
-    """_exact_by_sub_block's kernel over a span of a row's blocks, adding into carried lanes."""
+cdef _exact_fn _exact_by_sub_block(int type_id, _span_fn *span) noexcept nogil:
+    """The float path factored by sub-block (dot.h), for the types that have it, else NULL; with
+    ``span`` not NULL, also its kernel over a span of a row's blocks, adding into carried lanes."""
+    cdef _exact_fn fn = NULL
+    cdef _span_fn over_span = NULL
     if type_id == FGG_TYPE_Q3_K:
-        return <_span_fn>fgg_mm_span_q3_k
-    if type_id == FGG_TYPE_Q4_K:
-        return <_span_fn>fgg_mm_span_q4_k
-    if type_id == FGG_TYPE_Q5_K:
-        return <_span_fn>fgg_mm_span_q5_k
-    if type_id == FGG_TYPE_Q6_K:
-        return <_span_fn>fgg_mm_span_q6_k
-    if type_id == FGG_TYPE_Q8_0:
-        return <_span_fn>fgg_mm_span_q8_0
-    if type_id == FGG_TYPE_Q4_0:
-        return <_span_fn>fgg_mm_span_q4_0
-    return NULL
+        fn, over_span = <_exact_fn>fgg_mm_exact_q3_k, <_span_fn>fgg_mm_span_q3_k
+    elif type_id == FGG_TYPE_Q4_K:
+        fn, over_span = <_exact_fn>fgg_mm_exact_q4_k, <_span_fn>fgg_mm_span_q4_k
+    elif type_id == FGG_TYPE_Q5_K:
+        fn, over_span = <_exact_fn>fgg_mm_exact_q5_k, <_span_fn>fgg_mm_span_q5_k
+    elif type_id == FGG_TYPE_Q6_K:
+        fn, over_span = <_exact_fn>fgg_mm_exact_q6_k, <_span_fn>fgg_mm_span_q6_k
+    elif type_id == FGG_TYPE_Q8_0:
+        fn, over_span = <_exact_fn>fgg_mm_exact_q8_0, <_span_fn>fgg_mm_span_q8_0
+    elif type_id == FGG_TYPE_Q4_0:
+        fn, over_span = <_exact_fn>fgg_mm_exact_q4_0, <_span_fn>fgg_mm_span_q4_0
+    if span != NULL:
+        span[0] = over_span
+    return fn
 
 
 cdef struct _MMExactJob:
@@ -444,11 +430,12 @@ cdef float *_x_sums(int type_id, const float *x, Py_ssize_t x_stride, Py_ssize_t
     return xsum
 
 
-cdef void _fill_exact_job(_MMExactJob *job, _exact_fn fn, fgg_byteswap_fn swap, int type_id, const uint8_t *w,
+cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, const uint8_t *w,
                           Py_ssize_t row_bytes, Py_ssize_t nb, const float *x, Py_ssize_t x_stride, Py_ssize_t m,
                           const float *xsum, Py_ssize_t xss, float *out, Py_ssize_t out_stride, Py_ssize_t n0,
                           Py_ssize_t n1, int threads) noexcept nogil:
-    job.fn = fn
+    """A job of the factored float path: ``type_id`` is one of the types that have it."""
+    job.fn = _exact_by_sub_block(type_id, &job.span)
     job.swap = swap
     job.type_id = type_id
     job.w = w
@@ -463,13 +450,13 @@ cdef void _fill_exact_job(_MMExactJob *job, _exact_fn fn, fgg_byteswap_fn swap, 
     job.out_stride = out_stride
     job.n0 = n0
     job.n1 = n1
-    job.span = _span_by_sub_block(type_id)
     job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
     if m > 1:
         # a batch by spans (_mm_exact_rows): _MM_SPAN_X_ROWS rows of x, each span _MM_SPAN_BYTES of
         # them, and at most _MM_SPAN_W_ROWS weight rows, whose lanes are carried between spans
         job.xt = min(m, _MM_SPAN_X_ROWS)
-        job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * sizeof(float)) // 256 * 256 // fgg_block_size[type_id])
+        job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256
+                                 // fgg_block_size[type_id])
         job.wt = min(job.wt, _MM_SPAN_W_ROWS)
     else:
         job.xt = 1
@@ -486,7 +473,7 @@ cdef int _raise_status(int status) except -1:
     return 0
 
 
-cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] w,
+cdef int _matmul_exact(fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] w,
                        const float[:, ::1] x, float[:, :] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nb,
                        int threads) except -1:
     """matmul_rows by the factored float path: x's sums per 32 first, then the rows on the pool."""
@@ -498,7 +485,7 @@ cdef int _matmul_exact(_exact_fn fn, fgg_byteswap_fn swap, int type_id, const ui
         xsum = _x_sums(type_id, &x[0, 0], x_stride, m, k, &failed)
     if failed:
         raise MemoryError("no scratch memory for matmul")
-    _fill_exact_job(&job, fn, swap, type_id, &w[0, 0], w.shape[1], nb, &x[0, 0], x_stride, m, xsum, k // 32,
+    _fill_exact_job(&job, swap, type_id, &w[0, 0], w.shape[1], nb, &x[0, 0], x_stride, m, xsum, k // 32,
                     &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     with nogil:
         fgg_pool_run(_mm_exact_task, &job, job.n_tasks, threads)
@@ -560,9 +547,8 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
             for n in range(n0, n1):
                 out[i, n] = 0.0
         return
-    cdef _exact_fn factored = _exact_by_sub_block(type_id)
-    if factored != NULL and round_to == 0:
-        _matmul_exact(factored, swap, type_id, w, x, out, n0, n1, k // block_size, threads)
+    if _exact_by_sub_block(type_id, NULL) != NULL and round_to == 0:
+        _matmul_exact(swap, type_id, w, x, out, n0, n1, k // block_size, threads)
         return
     cdef _MMFloatJob job
     _fill_float_job(&job, kernel, swap, type_id, &w[0, 0], w.shape[1], k, &x[0, 0], x.strides[0] // sizeof(float), m,
@@ -794,9 +780,9 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
     if k == 0:
         out[:, :] = 0.0
         return
-    cdef _exact_fn factored = NULL if integer else _exact_by_sub_block(type_id)
+    cdef bint factored = not integer and _exact_by_sub_block(type_id, NULL) != NULL
     cdef _GroupRun run
-    cdef size_t job_bytes = (sizeof(_MMIntJob) if integer else sizeof(_MMExactJob) if factored != NULL
+    cdef size_t job_bytes = (sizeof(_MMIntJob) if integer else sizeof(_MMExactJob) if factored
                              else sizeof(_MMFloatJob))
     cdef bint by_group = n_groups >= threads
     cdef int group_threads = 1 if by_group else threads
@@ -809,7 +795,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
     cdef int status = 0
     try:
         with nogil:
-            if factored != NULL:
+            if factored:
                 xsum = _x_sums(type_id, &x[0, 0], x_stride, m, k, &failed)
             if not failed:
                 for g in range(n_groups):
@@ -820,8 +806,8 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                                       k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
                                       bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
                                       group_threads)
-                    elif factored != NULL:
-                        _fill_exact_job(<_MMExactJob *>(jobs + g * job_bytes), factored, swap, type_id, &w[e, 0, 0],
+                    elif factored:
+                        _fill_exact_job(<_MMExactJob *>(jobs + g * job_bytes), swap, type_id, &w[e, 0, 0],
                                         row_bytes, k // block_size, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
                                         (xsum + i * (k // 32)) if xsum != NULL else NULL, k // 32,
                                         &out[0, 0] + i * out_stride, out_stride, 0, n_rows, group_threads)
@@ -829,7 +815,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                         _fill_float_job(<_MMFloatJob *>(jobs + g * job_bytes), row.dequantize, swap, type_id,
                                         &w[e, 0, 0], row_bytes, k, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
                                         &out[0, 0] + i * out_stride, out_stride, 0, n_rows, 0, group_threads)
-                run.task = <_job_task_fn>(_mm_int_task if integer else _mm_exact_task if factored != NULL
+                run.task = <_job_task_fn>(_mm_int_task if integer else _mm_exact_task if factored
                                           else _mm_float_task)
                 run.jobs = jobs
                 run.job_bytes = job_bytes
@@ -838,9 +824,9 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                 else:
                     for g in range(n_groups):
                         fgg_pool_run(run.task, jobs + g * job_bytes, _job_tasks(jobs + g * job_bytes, integer,
-                                                                                 factored != NULL), threads)
+                                                                                 factored), threads)
                 for g in range(n_groups):
-                    status = min(status, _job_status(jobs + g * job_bytes, integer, factored != NULL))
+                    status = min(status, _job_status(jobs + g * job_bytes, integer, factored))
         if failed:
             raise MemoryError("no scratch memory for matmul")
         _raise_status(status)
