@@ -472,10 +472,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_dot8(const fgg_mm_ksb *s, const fgg_mm_q8k 
 {
     for (int i = 0; i < 8; i++) lanes[i] = _mm256_setzero_si256();
     for (int j = 0; j < 8; j++) {
-        __m256i u = s->u[j], sc = s->sc[j], v = s->v[j];
+        __m256i u = s->u[j], sc = s->sc[j];
         for (int i = 0; i < 8; i++) {
             __m256i xv = _mm256_loadu_si256((const __m256i *)(x[i * xs].q + 32 * j));
-            __m256i p = _mm256_maddubs_epi16(u, is_signed ? _mm256_sign_epi8(xv, v) : xv);
+            /* v is read only for the signed kinds, the only ones whose unpacking sets it */
+            __m256i p = _mm256_maddubs_epi16(u, is_signed ? _mm256_sign_epi8(xv, s->v[j]) : xv);
             lanes[i] = _mm256_add_epi32(lanes[i], _mm256_madd_epi16(p, sc));
         }
     }
@@ -779,6 +780,7 @@ static inline fgg_mm_w32 fgg_mm_grid32(const uint64_t g[4], uint32_t signs)
 #endif
 }
 
+/* A grid row of 8 bytes as one word (fgg_mm_grid32's and fgg_mm_iq1_rows' g). */
 static inline uint64_t fgg_mm_grid_row8(const uint8_t *row)
 {
     uint64_t v;
@@ -887,7 +889,8 @@ static inline fgg_mm_w32 fgg_mm_iq1_s_run(const uint8_t *wb, int j)
 {
     const uint32_t qh = fgg_load_u16le(wb + 34 + 2 * j);
     uint64_t g[4];
-    for (int l = 0; l < 4; l++) memcpy(&g[l], fgg_iq1s_grid[wb[2 + 4 * j + l] | (((qh >> (3 * l)) & 7) << 8)], 8);
+    for (int l = 0; l < 4; l++)
+        g[l] = fgg_mm_grid_row8((const uint8_t *)fgg_iq1s_grid[wb[2 + 4 * j + l] | (((qh >> (3 * l)) & 7) << 8)]);
     return fgg_mm_iq1_rows(g, qh >> 15 ? 15u : 0u);
 }
 
@@ -895,10 +898,10 @@ static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
 {
     const uint8_t *qs = wb + 4 * j, lo = wb[32 + 2 * j], hi = wb[33 + 2 * j];
     uint64_t g[4];
-    memcpy(&g[0], fgg_iq1s_grid[qs[0] | ((lo & 7) << 8)], 8);
-    memcpy(&g[1], fgg_iq1s_grid[qs[1] | ((lo & 0x70) << 4)], 8);
-    memcpy(&g[2], fgg_iq1s_grid[qs[2] | ((hi & 7) << 8)], 8);
-    memcpy(&g[3], fgg_iq1s_grid[qs[3] | ((hi & 0x70) << 4)], 8);
+    g[0] = fgg_mm_grid_row8((const uint8_t *)fgg_iq1s_grid[qs[0] | ((lo & 7) << 8)]);
+    g[1] = fgg_mm_grid_row8((const uint8_t *)fgg_iq1s_grid[qs[1] | ((lo & 0x70) << 4)]);
+    g[2] = fgg_mm_grid_row8((const uint8_t *)fgg_iq1s_grid[qs[2] | ((hi & 7) << 8)]);
+    g[3] = fgg_mm_grid_row8((const uint8_t *)fgg_iq1s_grid[qs[3] | ((hi & 0x70) << 4)]);
     return fgg_mm_iq1_rows(g, ((lo >> 3) & 1) | ((lo >> 7) << 1) | (((hi >> 3) & 1) << 2) | ((unsigned)(hi >> 7) << 3));
 }
 
