@@ -15,6 +15,8 @@ outputs); fastgguf with ``products="float32"`` (the same values multiplied in fl
     python benchmarks/bench_diffusers.py --width 1024 --type Q4_K           # heads of 128, as Flux's
     python benchmarks/bench_diffusers.py --layer 3072x3072 --tokens 1024   # one GGUFLinear of Flux-dev's width
     python benchmarks/bench_diffusers.py --split --repeat 7                 # where a forward's time goes
+    python benchmarks/bench_diffusers.py --width 3072 --blocks 1,1 --image-tokens 1024 --text-tokens 256
+                                            # Flux-dev's width and block shapes, one of each
 
 Under pytest (CI runs it with ``--benchmark-disable``) the small test model does one forward both
 ways and the outputs are compared.
@@ -124,7 +126,8 @@ def layer_seconds(n_out: int, n_in: int, tokens: int, qtype_name: str, dtype_nam
     return times
 
 
-def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -> dict:
+def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int, image_tokens: int = 256,
+                  text_tokens: int = 64) -> dict:
     """Where a forward with ``products="float32"`` spends its time: ``{part: seconds}`` of the best of ``repeat``.
 
     "products": the float32 products of the GGUFLinear layers (torch's; fastgguf.matmul's for a few
@@ -182,7 +185,7 @@ def forward_split(config: dict, qtype_name: str, dtype_name: str, repeat: int) -
         integration.enable(products="float32")
         try:
             model = models.load(path, directory, dtype)
-            args = models.inputs(config, image_tokens=256, text_tokens=64, dtype=dtype)
+            args = models.inputs(config, image_tokens=image_tokens, text_tokens=text_tokens, dtype=dtype)
             best: dict = {}
             with torch.no_grad():
                 model(**args)
@@ -229,13 +232,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--width", type=int, default=512, help="the model's width (default 512: 8 heads of 64)")
     parser.add_argument("--layer", help="OUTxIN: time one GGUFLinear of that shape instead of the model")
     parser.add_argument("--tokens", type=int, default=1024, help="rows of x for --layer")
+    parser.add_argument("--blocks", default="2,2", help="double,single transformer blocks of the model (default 2,2)")
+    parser.add_argument("--image-tokens", type=int, default=256, help="image tokens of the model's input (default 256)")
+    parser.add_argument("--text-tokens", type=int, default=64, help="text tokens of the model's input (default 64)")
     parser.add_argument("--split", action="store_true", help="where a float32-products forward spends its time")
     args = parser.parse_args(argv)
-    config = config_of_width(args.width)
+    double, single = (int(count) for count in args.blocks.split(","))
+    config = dict(config_of_width(args.width), num_layers=double, num_single_layers=single)
+    tokens = dict(image_tokens=args.image_tokens, text_tokens=args.text_tokens)
     if args.split:
         for name in args.type or ["Q4_K"]:
             for dtype_name in args.dtype or ["bfloat16"]:
-                parts = forward_split(config, name, dtype_name, max(args.repeat, 5))
+                parts = forward_split(config, name, dtype_name, max(args.repeat, 5), **tokens)
                 print(f"{name} {dtype_name}, width {args.width}: " + ", ".join(f"{part} {seconds * 1e3:.1f} ms"
                                                                            for part, seconds in parts.items()))
         return
@@ -253,7 +261,7 @@ def main(argv: list[str]) -> None:
     print(f"diffusers {diffusers.__version__}, torch {torch.__version__} ({torch.get_num_threads()} threads); "
           f"Flux-shaped, width {config['attention_head_dim'] * config['num_attention_heads']} "
           f"({config['num_attention_heads']} heads), {config['num_layers']}+{config['num_single_layers']} blocks, "
-          f"256+64 tokens; best of {args.repeat}")
+          f"{args.image_tokens}+{args.text_tokens} tokens; best of {args.repeat}")
     print("forward: one whole forward, ms (ratio to diffusers'); weights: every GGUFLinear weight made what its "
           "product takes, ms; max |diff|: of the output, to diffusers' own")
     print(f"{'dtype':9} {'type':7} {'products':13} {'forward':>9} {'ratio':>6} {'weights':>8} {'ratio':>6} "
@@ -264,13 +272,13 @@ def main(argv: list[str]) -> None:
             path = models.write(model, directory, models.uniform(GGMLType[name]), name=f"{name}.gguf")
             for dtype_name in args.dtype or ["bfloat16", "float32"]:
                 theirs, their_weights, their_out = forward_seconds(path, directory, config, False, args.repeat,
-                                                                   dtype_name=dtype_name)
+                                                                   dtype_name=dtype_name, **tokens)
                 scale = their_out.float().abs().max().item()
                 print(f"{dtype_name:9} {name:7} {'(diffusers)':13} {theirs * 1e3:9.1f} {'':6} {their_weights * 1e3:8.1f} "
                       f"{'':6} {'':11} {scale:10.3g}", flush=True)
                 for products in ("compute_dtype", "float32")[: 1 if dtype_name == "float32" else 2]:
                     ours, our_weights, our_out = forward_seconds(path, directory, config, products, args.repeat,
-                                                                 dtype_name=dtype_name)
+                                                                 dtype_name=dtype_name, **tokens)
                     diff = (their_out.float() - our_out.float()).abs().max().item()
                     print(f"{'':9} {'':7} {products:13} {ours * 1e3:9.1f} {theirs / ours:5.1f}x {our_weights * 1e3:8.1f} "
                           f"{their_weights / our_weights:5.1f}x {diff:11.3g}", flush=True)

@@ -15,10 +15,10 @@ from conftest import argument_error
 T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
-INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
              T.IQ3_XXS, T.IQ3_S, T.TQ2_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 #: The integer types whose x is per 32 values (fgg_mm_q8).
-PER_32_INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.MXFP4)
+PER_32_INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.MXFP4)
 K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS,
                T.IQ3_S, T.IQ4_XS, T.TQ2_0)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
@@ -74,10 +74,10 @@ def quantized_x(kernels, x: np.ndarray, qtype: GGMLType) -> np.ndarray:
 def rounded_x(xq: np.ndarray, values: int) -> np.ndarray:
     """The float64 values d * q that quantized x rows ``xq`` stand for (blocks of 32 or 256)."""
     m = xq.shape[0]
-    if values == 32:  # fgg_mm_q8: float d, int8 q[32]
-        blocks = xq.reshape(m, -1, 36)
+    if values == 32:  # fgg_mm_q8: float d, float s, int8 q[32]
+        blocks = xq.reshape(m, -1, 40)
         d = blocks[:, :, 0:4].copy().view("<f4")
-        q = blocks[:, :, 4:36].view(np.int8)
+        q = blocks[:, :, 8:40].view(np.int8)
     else:  # fgg_mm_q8k: float d, int16 bsum[16], int8 q[256]
         blocks = xq.reshape(m, -1, 292)
         d = blocks[:, :, 0:4].copy().view("<f4")
@@ -329,7 +329,7 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
-@pytest.mark.parametrize("qtype", [T.Q5_1, T.TQ1_0, T.NVFP4], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.TQ1_0, T.NVFP4, T.F16], ids=lambda t: t.name)
 def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)
     raw = random_weights(qtype, 4, 256, rng)
@@ -498,7 +498,7 @@ def test_grouped_kernel_checks_its_arguments():
     with pytest.raises(ValueError):  # quantized x of the wrong width
         kernels.matmul_rows_grouped(raw, int(T.Q8_0), x, np.zeros((5, 3), np.uint8), out, experts, bounds, False, 2)
     with pytest.raises(NotImplementedError):  # no integer dot for this type
-        kernels.matmul_rows_grouped(raw, int(T.F16), x[:, :34].copy(), np.zeros((5, 36), np.uint8), out, experts,
+        kernels.matmul_rows_grouped(raw, int(T.F16), x[:, :34].copy(), np.zeros((5, 40), np.uint8), out, experts,
                                     bounds, False, 2)
 
 
@@ -544,8 +544,8 @@ def test_x_layouts_of_the_integer_types():
         for qtype in K_INT_TYPES:
             assert kernels.int_x_layout(int(qtype)) == (256, 292)
         for qtype in PER_32_INT_TYPES:
-            assert kernels.int_x_layout(int(qtype)) == (32, 36)
-        assert kernels.q8_block_bytes() == 36
+            assert kernels.int_x_layout(int(qtype)) == (32, 40)
+        assert kernels.q8_block_bytes() == 40
 
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
@@ -579,7 +579,7 @@ def test_super_block_x_hand_computed(path):
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_per_32_x_hand_computed(path):
-    """Q4_0 and Q8_0 keep x per 32: one float scale and 32 int8 (36 bytes) per block."""
+    """The per-32 types keep x per 32: a float scale d, s = d * sum(q) and 32 int8 (40 bytes) per block."""
     kernels = dequant.kernel_modules()[path]
     x = np.zeros((1, 64), np.float32)
     x[0, 3] = -12.7          # d = 0.1 for the first block: q = -127
@@ -587,14 +587,16 @@ def test_per_32_x_hand_computed(path):
     x[0, 5] = 6.35           # 63.5 -> 64
     x[0, 32] = 254.0         # d = 2 for the second
     x[0, 33] = 3.0           # 1.5 -> 2
-    xq = np.empty((1, 72), np.uint8)
+    xq = np.empty((1, 80), np.uint8)
     kernels.quantize_x8(x, xq)
-    blocks = xq.reshape(2, 36)
+    blocks = xq.reshape(2, 40)
     d = blocks[:, :4].copy().view("<f4")[:, 0]
-    q = blocks[:, 4:].view(np.int8)
+    s = blocks[:, 4:8].copy().view("<f4")[:, 0]
+    q = blocks[:, 8:].view(np.int8)
     assert d[0] == np.float32(12.7) / np.float32(127) and d[1] == 2.0
     assert q[0, 3] == -127 and q[0, 4] == 0 and q[0, 5] == 64 and q[1, 0] == 127 and q[1, 1] == 2
     assert np.count_nonzero(q) == 4
+    np.testing.assert_array_equal(s, d * q.sum(axis=1).astype(np.float32))  # -127 + 64 and 127 + 2
     rng = np.random.default_rng(23)
     raw = random_weights(T.Q8_0, 5, 64, rng)
     expected = rounded_x(xq, 32) @ dequantize(raw, T.Q8_0, (5, 64)).astype(np.float64).T
@@ -673,7 +675,7 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_table_types_integer_dot_hand_computed(path):
-    """IQ4_NL, MXFP4, IQ4_XS and Q5_0 blocks with unit scales against integer x (x's scale 1 per 32
+    """IQ4_NL, MXFP4, IQ4_XS, Q5_0, Q4_1 and Q5_1 blocks with unit scales (and integer offsets) against integer x (x's scale 1 per 32
     and per 256, so x is not rounded): the integer path gives the exact integer sums of the tables'
     values times x."""
     kernels = dequant.kernel_modules()[path]
@@ -700,8 +702,16 @@ def test_table_types_integer_dot_hand_computed(path):
     codes5 = rng.integers(0, 32, size=(2, 256))
     q5 = np.frombuffer(b"".join(b"\x00\x3c" + sum(int(v >> 4) << i for i, v in enumerate(c)).to_bytes(4, "little")
                                 + nibbles(c & 15) for c in codes5.reshape(-1, 32)), np.uint8).reshape(2, -1)
+    # Q4_1 and Q5_1: f16 d = 1 and an integer offset m per block (-8 .. 7, f16), value code + m
+    offsets = rng.integers(-8, 8, size=(2, 8))
+    m16 = [np.float16(v).astype("<f2").tobytes() for v in offsets.reshape(-1)]
+    q41 = np.frombuffer(b"".join(b"\x00\x3c" + m + nibbles(c) for m, c in zip(m16, codes.reshape(-1, 32))),
+                        np.uint8).reshape(2, -1)
+    q51 = np.frombuffer(b"".join(b"\x00\x3c" + m + sum(int(v >> 4) << i for i, v in enumerate(c)).to_bytes(4, "little")
+                                 + nibbles(c & 15) for m, c in zip(m16, codes5.reshape(-1, 32))), np.uint8).reshape(2, -1)
+    per_value = np.repeat(offsets, 32, axis=1)
     cases = [(T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes]),
-             (T.Q5_0, q5, codes5 - 16)]
+             (T.Q5_0, q5, codes5 - 16), (T.Q4_1, q41, codes + per_value), (T.Q5_1, q51, codes5 + per_value)]
     for qtype, raw, values in cases:
         np.testing.assert_array_equal(dequantize(raw, qtype, (2, 256)), values.astype(np.float32))
         out = np.empty((1, 2), np.float32)
@@ -715,7 +725,7 @@ def test_integer_dot_rejects_the_wrong_x_layout():
     rng = np.random.default_rng(22)
     raw = random_weights(T.Q4_K, 3, 256, rng)
     x = rng.standard_normal((1, 256)).astype(np.float32)
-    per32 = np.empty((1, 8 * 36), np.uint8)
+    per32 = np.empty((1, 8 * 40), np.uint8)
     kernels.quantize_x8(x, per32)
     with argument_error(ValueError, match="fit"):
         kernels.matmul_rows_int(raw, int(T.Q4_K), per32, np.empty((1, 3), np.float32), 0, 3)

@@ -135,10 +135,13 @@ static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path of the per-32 types (Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4):
- * per 32 values one float scale d and 32 int8 q, x ~ d * q. */
+/* x quantized for the integer path of the per-32 types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
+ * MXFP4): per 32 values one float scale d and 32 int8 q, x ~ d * q, and s = d * (float)sum(q)
+ * (the share of the weights' offsets, Q4_1's and Q5_1's m, is m * s: made once per row of x,
+ * not once per weight row). */
 typedef struct {
     float d;
+    float s;
     int8_t q[32];
 } fgg_mm_q8;
 
@@ -163,7 +166,13 @@ static inline float fgg_mm_round_x(const float *v, int n, int8_t *q)
 /* Quantize n (a multiple of 32) floats of x into n / 32 blocks. */
 static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *out)
 {
-    for (ptrdiff_t b = 0; b < n / 32; b++) out[b].d = fgg_mm_round_x(x + b * 32, 32, out[b].q);
+    for (ptrdiff_t b = 0; b < n / 32; b++) {
+        float d = fgg_mm_round_x(x + b * 32, 32, out[b].q);
+        int sum = 0; /* |sum| <= 32 * 127: exact in float */
+        for (int i = 0; i < 32; i++) sum += out[b].q[i];
+        out[b].d = d;
+        out[b].s = d * (float)sum;
+    }
 }
 
 /* The integer kernels all have one shape: one weight row (nb blocks at w) against m rows of
@@ -305,9 +314,9 @@ static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16])
 #endif
 }
 
-/* 16 bytes of nibble pairs and 32 fifth bits (bit i of qh for value i) as 32 values minus 16
- * (Q5_0), in the order of fgg_mm_nibbles16. */
-static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh)
+/* 16 bytes of nibble pairs and 32 fifth bits (bit i of qh for value i) as 32 values minus
+ * ``offset`` (16 for Q5_0, 0 for Q5_1), in the order of fgg_mm_nibbles16. */
+static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh, int offset)
 {
 #if defined(FGG_MM_INT_SIMD)
     /* byte i of the vector: byte i / 8 of qh, then its bit i % 8 moved up to bit 4 */
@@ -315,22 +324,32 @@ static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh)
     const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread), bits);
     __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(b, bits), _mm256_set1_epi8(16));
-    return _mm256_sub_epi8(_mm256_or_si256(fgg_mm_nibbles16(qs, 0), high), _mm256_set1_epi8(16));
+    return _mm256_sub_epi8(_mm256_or_si256(fgg_mm_nibbles16(qs, 0), high), _mm256_set1_epi8((char)offset));
 #else
     fgg_mm_w32 u = fgg_mm_nibbles16(qs, 0);
-    for (int i = 0; i < 32; i++) u.b[i] = (int8_t)((u.b[i] | (int)(((qh >> i) & 1) << 4)) - 16);
+    for (int i = 0; i < 32; i++) u.b[i] = (int8_t)((u.b[i] | (int)(((qh >> i) & 1) << 4)) - offset);
     return u;
 #endif
 }
 
-/* The types whose blocks are 32 values with one float scale (against x per 32). */
-enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4 };
+/* The types whose blocks are 32 values with one float scale (against x per 32); Q4_1 and Q5_1
+ * add an offset m per block. */
+enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_Q4_1, FGG_MM_B_Q5_1 };
 
 /* Bytes per block. */
 FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
 {
-    return kind == FGG_MM_B_Q8_0 ? 34 : kind == FGG_MM_B_Q5_0 ? 22 : kind == FGG_MM_B_MXFP4 ? 17 : 18;
+    switch (kind) {
+    case FGG_MM_B_Q8_0: return 34;
+    case FGG_MM_B_Q5_0: return 22;
+    case FGG_MM_B_MXFP4: return 17;
+    case FGG_MM_B_Q4_1: return 20;
+    case FGG_MM_B_Q5_1: return 24;
+    default: return 18;
+    }
 }
+
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_has_offset(int kind) { return kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_1; }
 
 /* Block wb's scale and its 32 signed values:
  *   Q8_0   34 bytes: f16 d, 32 int8 q; value d * q
@@ -338,6 +357,8 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
  *   Q5_0   22 bytes: f16 d, u32 qh (value i's fifth bit: bit i), 16 bytes of nibbles; d * (q - 16)
  *   IQ4_NL 18 bytes: f16 d, 16 bytes of nibbles; value d * iq4nl[q]
  *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
+ *   Q4_1   20 bytes: f16 d, f16 m, 16 bytes of nibbles; value d * q + m
+ *   Q5_1   24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles; value d * q + m
  * The scales are those of the types' dequantizers (kernels_legacy.pxi, kernels_iq.pxi). */
 FGG_MM_ALWAYS_INLINE float fgg_mm_b_scale(int kind, const uint8_t *wb)
 {
@@ -349,32 +370,47 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb)
     switch (kind) {
     case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
     case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
-    case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2));
+    case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2), 16);
     case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
+    case FGG_MM_B_Q4_1: return fgg_mm_nibbles16(wb + 4, 0);
+    case FGG_MM_B_Q5_1: return fgg_mm_fives32(wb + 8, fgg_load_u32le(wb + 4), 0);
     default: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
     }
 }
 
+/* Q4_1's and Q5_1's offset m (0 for the others). */
+FGG_MM_ALWAYS_INLINE float fgg_mm_b_offset(int kind, const uint8_t *wb)
+{
+    return fgg_mm_b_has_offset(kind) ? fgg_half_to_float_scale(fgg_load_u16le(wb + 2)) : 0.0f;
+}
+
 /* One weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8 blocks: each block is
- * unpacked once for 8 rows of x at a time. */
+ * unpacked once for 8 rows of x at a time. With offsets (Q4_1, Q5_1) each row also carries
+ * off = off + m * s block by block, one float, added to the lanes' sum at the end. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
                                         int m, float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
     fgg_mm_acc acc[8];
+    float off[8];
     if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
         fgg_mm_acc a = fgg_mm_acc_zero();
+        float o = 0.0f;
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
             fgg_mm_prefetch_ahead(wb, bytes);
             a = fgg_mm_acc_add(a, fgg_mm_dot(fgg_mm_b_values(kind, wb), x[b].q), fgg_mm_b_scale(kind, wb) * x[b].d);
+            if (fgg_mm_b_has_offset(kind)) o = o + fgg_mm_b_offset(kind, wb) * x[b].s;
         }
-        out[0] = fgg_mm_acc_sum(a);
+        out[0] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(a) + o : fgg_mm_acc_sum(a);
         return;
     }
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        for (int i = 0; i < mr; i++) {
+            acc[i] = fgg_mm_acc_zero();
+            off[i] = 0.0f;
+        }
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
             const float d = fgg_mm_b_scale(kind, wb);
@@ -383,8 +419,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
                 const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
                 acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
             }
+            if (fgg_mm_b_has_offset(kind)) {
+                const float mn = fgg_mm_b_offset(kind, wb);
+                for (int i = 0; i < mr; i++) off[i] = off[i] + mn * x[(r0 + i) * xs + b].s;
+            }
         }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+        for (int i = 0; i < mr; i++)
+            out[(r0 + i) * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
     }
 }
 
@@ -394,6 +435,8 @@ FGG_MM_B_ROWS(fgg_mm_rows_q4_0, FGG_MM_B_Q4_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_B_ROWS(fgg_mm_rows_iq4_nl, FGG_MM_B_IQ4_NL)
 FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
+FGG_MM_B_ROWS(fgg_mm_rows_q4_1, FGG_MM_B_Q4_1)
+FGG_MM_B_ROWS(fgg_mm_rows_q5_1, FGG_MM_B_Q5_1)
 #undef FGG_MM_B_ROWS
 
 /* ------------------------------------------------------------------------------------------ */

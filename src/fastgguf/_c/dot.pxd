@@ -6,6 +6,7 @@ cdef extern from "dot.h" nogil:
     enum: FGG_MM_LANES
     ctypedef struct fgg_mm_q8:
         float d
+        float s
     ctypedef struct fgg_mm_q8k:
         float d
     void fgg_mm_dot_acc(const float *w, const float *x, Py_ssize_t n, float *acc)
@@ -26,6 +27,8 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows_iq1_s(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_iq1_m(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_tq2_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_1(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q5_1(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_mxfp4(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q4_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q5_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)

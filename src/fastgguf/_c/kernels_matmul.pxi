@@ -51,8 +51,10 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
-    # Q5_0, IQ4_NL, IQ4_XS, MXFP4 and the grid types have no VNNI twins: their maddubs kernels serve both
+    # Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4 and the grid types have no VNNI twins: their maddubs kernels serve both
+    rows[FGG_TYPE_Q4_1].dot = <fgg_dot_fn>fgg_mm_rows_q4_1
     rows[FGG_TYPE_Q5_0].dot = <fgg_dot_fn>fgg_mm_rows_q5_0
+    rows[FGG_TYPE_Q5_1].dot = <fgg_dot_fn>fgg_mm_rows_q5_1
     rows[FGG_TYPE_IQ4_NL].dot = <fgg_dot_fn>fgg_mm_rows_iq4_nl
     rows[FGG_TYPE_IQ4_XS].dot = <fgg_dot_fn>fgg_mm_rows_iq4_xs
     rows[FGG_TYPE_MXFP4].dot = <fgg_dot_fn>fgg_mm_rows_mxfp4
@@ -128,7 +130,8 @@ def has_int_dot(int type_id):
 
 
 def q8_block_bytes():
-    """Bytes per 32 quantized values of x in the integer path of the per-32 types, Q4_0 to MXFP4 (fgg_mm_q8)."""
+    """Bytes per 32 quantized values of x in the integer path of the per-32 types, Q4_0 to MXFP4 (fgg_mm_q8:
+    float d, float s = d * sum(q), 32 int8 q)."""
     return MM_Q8_BYTES
 
 
