@@ -606,12 +606,19 @@ def _thread_ms(fn, rounds: int = 7, min_time: float = 0.02) -> float:
     return best * 1e3
 
 
-#: The types with an integer path (``exact=False``).
-INT_TYPES = (T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
-             T.IQ3_XXS, T.IQ3_S, T.TQ2_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+def int_types(only: str = "") -> list:
+    """The types with an integer path (``exact=False``) in this build, or those of them named in ``only`` (comma-separated)."""
+    from fastgguf import _backend
+
+    kernels = _backend.kernels()
+    types = [qtype for qtype in dequant.supported_types() if kernels.has_int_dot(int(qtype))]
+    if only:
+        names = {name.strip().upper() for name in only.split(",")}
+        types = [qtype for qtype in types if qtype.name in names]
+    return types
 
 
-def per_weight(batches, rounds: int) -> None:
+def per_weight(batches, rounds: int, types) -> None:
     """One thread, one weight per type (N x 2048; Q4_K as ffn_up 5632 x 2048): ms of CPU time per
     call, exact and integer paths, per batch."""
     rng = np.random.default_rng(0)
@@ -619,7 +626,7 @@ def per_weight(batches, rounds: int) -> None:
     print(f"cpu path {dequant.cpu_path()}; CPU time of one thread (time.thread_time), best of {rounds}")
     print("| type | N x K | batch | exact ms | integer ms | exact / integer | integer ns per weight and row |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for qtype in INT_TYPES:
+    for qtype in types:
         n = 5632 if qtype == T.Q4_K else 2048
         w = make_weight(qtype, n, k, rng)
         for batch in batches:
@@ -630,7 +637,7 @@ def per_weight(batches, rounds: int) -> None:
                   f"{t_int * 1e6 / (n * k * batch):.3f} |", flush=True)
 
 
-def int_error(draws: int = 4) -> None:
+def int_error(types, draws: int = 4) -> None:
     """Relative error of the integer path vs float64 ``x @ dequantize(W).T``: weights quantized by
     fastgguf.quantize from Gaussians (512 x 2048), 8 rows of x per draw, three kinds of x."""
     from fastgguf import quantize
@@ -640,7 +647,7 @@ def int_error(draws: int = 4) -> None:
     print(f"| x | type | relative error (min-max over {draws} draws) |")
     print("| --- | --- | ---: |")
     for kind in ("Gaussian", "SiLU(gate) * up", "Gaussian, 6 channels x 20"):
-        for qtype in INT_TYPES:
+        for qtype in types:
             imatrix = np.ones(k, np.float32) if qtype in (T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M) else None  # as ggml
             raw = quantize((rng.standard_normal((n, k)) * 0.02).astype(np.float32), qtype, imatrix=imatrix)
             w = dequantize(raw, qtype, (n, k)).astype(np.float64)
@@ -717,6 +724,15 @@ def test_moe_smoke(capsys):
     assert "| integer | 5 |" in capsys.readouterr().out
 
 
+def test_per_weight_and_int_error_smoke(capsys):
+    """--per-weight and --int-error for one type (the smoke only); --only picks among this build's integer types."""
+    assert int_types("q4_1, Q6_K") == [T.Q4_1, T.Q6_K] and T.F16 not in int_types()
+    per_weight([1], 1, [T.Q4_1])
+    int_error([T.Q4_1], draws=1)
+    out = capsys.readouterr().out
+    assert "| Q4_1 | 2048x2048 | 1 |" in out and "| Gaussian, 6 channels x 20 | Q4_1 |" in out
+
+
 def _cols(t: float, t_np: float, q_bytes: int) -> str:
     """ms, numpy's time / t, GB/s of quantized weights."""
     return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
@@ -753,6 +769,7 @@ def main() -> None:
                         help="matmul_id over 128 experts (8 per token) against a matmul per expert, per --batches tokens")
     parser.add_argument("--int-error", action="store_true",
                         help="relative error of the integer path per type on quantized Gaussian weights")
+    parser.add_argument("--only", default="", help="with --per-weight / --int-error: these types (comma-separated)")
     parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -767,10 +784,10 @@ def main() -> None:
         breakdown()
         return
     if args.int_error:
-        int_error()
+        int_error(int_types(args.only))
         return
     if args.per_weight:
-        per_weight([int(b) for b in args.batches.split(",")], args.rounds)
+        per_weight([int(b) for b in args.batches.split(",")], args.rounds, int_types(args.only))
         return
     if args.moe:
         moe([int(b) for b in args.batches.split(",")], args.rounds)
