@@ -15,12 +15,12 @@ from conftest import argument_error
 T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
-INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
-             T.IQ3_XXS, T.IQ3_S, T.TQ2_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
+INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.NVFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+             T.IQ3_XXS, T.IQ3_S, T.TQ1_0, T.TQ2_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 #: The integer types whose x is per 32 values (fgg_mm_q8).
-PER_32_INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.MXFP4)
+PER_32_INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.MXFP4, T.NVFP4)
 K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS,
-               T.IQ3_S, T.IQ4_XS, T.TQ2_0)
+               T.IQ3_S, T.IQ4_XS, T.TQ1_0, T.TQ2_0)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
 #: Relative error bound of the float path (issue 13) and the integer path on Gaussian x (measured
 #: 5e-3 with x per 32 values, 7e-3 per 256 for the K-quants).
@@ -329,7 +329,7 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
-@pytest.mark.parametrize("qtype", [T.TQ1_0, T.NVFP4, T.F16], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q1_0, T.Q2_0, T.F16], ids=lambda t: t.name)
 def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)
     raw = random_weights(qtype, 4, 256, rng)
@@ -630,13 +630,13 @@ FP4_TWICE = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12]  # E2M1 va
 #: IQ2_XXS, IQ2_XS, IQ2_S d * 0.5 * 0.25, IQ3_XXS d * 0.5 * 0.5, IQ3_S d * 1; IQ1_S and IQ1_M
 #: d * 1 on values g +- 1/8 (so d = 8 makes them the integers 8 g +- 1).
 GRID_UNIT_D = {T.IQ2_XXS: 0x4800, T.IQ2_XS: 0x4800, T.IQ2_S: 0x4800, T.IQ3_XXS: 0x4400, T.IQ3_S: 0x3C00,
-               T.IQ1_S: 0x4800, T.IQ1_M: 0x4800, T.TQ2_0: 0x3C00}
+               T.IQ1_S: 0x4800, T.IQ1_M: 0x4800, T.TQ2_0: 0x3C00, T.TQ1_0: 0x3C00}
 
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 @pytest.mark.parametrize("qtype", list(GRID_UNIT_D), ids=lambda t: t.name)
 def test_grid_types_integer_dot_hand_computed(path, qtype):
-    """IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (random grid indices and signs) and TQ2_0 blocks with unit scales,
+    """IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (random grid indices and signs), TQ1_0 and TQ2_0 blocks with unit scales,
     against integer x (x's scale 1, so x is not rounded): the integer path's sums are the exact
     integer sums of the values the dequantizer gives, times x (all below 2^24)."""
     kernels = dequant.kernel_modules()[path]
@@ -647,6 +647,8 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
     unit = np.frombuffer(np.uint16(GRID_UNIT_D[qtype]).astype("<u2").tobytes(), np.uint8)
     if qtype == T.TQ2_0:      # codes - 1 under the f16 d in its last 2 bytes
         raw[:, :, 64:66] = unit
+    elif qtype == T.TQ1_0:    # base-3 digits - 1 under the f16 d in its last 2 bytes
+        raw[:, :, 52:54] = unit
     elif qtype != T.IQ1_M:
         raw[:, :, 0:2] = unit
     if qtype == T.IQ1_M:      # 4 u16 of 3-bit scales (zero), the f16 d in their top nibbles
@@ -661,7 +663,7 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
         raw[:, :, 66 + 3:98:4] &= 0x0F
     elif qtype == T.IQ3_S:    # the scale nibbles in the last 4 bytes
         raw[:, :, 106:110] = 0
-    elif qtype != T.TQ2_0:    # IQ2_XS, IQ2_S: two scale nibbles per run in the last 8 bytes
+    elif qtype not in (T.TQ1_0, T.TQ2_0):    # IQ2_XS, IQ2_S: two scale nibbles per run in the last 8 bytes
         raw[:, :, type_size - 8:] = 0
     raw = raw.reshape(n, -1)
     x = rng.integers(-127, 128, size=(3, k)).astype(np.float32)
@@ -675,7 +677,7 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_table_types_integer_dot_hand_computed(path):
-    """IQ4_NL, MXFP4, IQ4_XS, Q5_0, Q4_1 and Q5_1 blocks with unit scales (and integer offsets) against integer x (x's scale 1 per 32
+    """IQ4_NL, MXFP4, NVFP4, IQ4_XS, Q5_0, Q4_1 and Q5_1 blocks with unit scales (and integer offsets) against integer x (x's scale 1 per 32
     and per 256, so x is not rounded): the integer path gives the exact integer sums of the tables'
     values times x."""
     kernels = dequant.kernel_modules()[path]
@@ -710,8 +712,17 @@ def test_table_types_integer_dot_hand_computed(path):
     q51 = np.frombuffer(b"".join(b"\x00\x3c" + m + sum(int(v >> 4) << i for i, v in enumerate(c)).to_bytes(4, "little")
                                  + nibbles(c & 15) for m, c in zip(m16, codes5.reshape(-1, 32))), np.uint8).reshape(2, -1)
     per_value = np.repeat(offsets, 32, axis=1)
+    # NVFP4: 4 blocks of 64 per row; UE4M3 scales 0x38 (1.0, so the E2M1 values: FP4_TWICE / 2) and
+    # 0x40 (2.0: FP4_TWICE) per 16; group g's values 0..7 in the low nibbles of its 8 bytes, 8..15 in the high
+    nv_scales = rng.choice([0x38, 0x40], size=(2, 16))
+    groups = codes.reshape(2, 16, 16)
+    nv = np.frombuffer(b"".join(bytes(nv_scales[r, 4 * b:4 * b + 4].tolist())
+                                + b"".join((g[:8] | (g[8:] << 4)).astype(np.uint8).tobytes() for g in groups[r, 4 * b:4 * b + 4])
+                                for r in range(2) for b in range(4)), np.uint8).reshape(2, -1)
+    nv_values = fp4[codes] * np.repeat(np.where(nv_scales == 0x40, 1, 0.5), 16, axis=1)
     cases = [(T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes]),
-             (T.Q5_0, q5, codes5 - 16), (T.Q4_1, q41, codes + per_value), (T.Q5_1, q51, codes5 + per_value)]
+             (T.Q5_0, q5, codes5 - 16), (T.Q4_1, q41, codes + per_value), (T.Q5_1, q51, codes5 + per_value),
+             (T.NVFP4, nv, nv_values)]
     for qtype, raw, values in cases:
         np.testing.assert_array_equal(dequantize(raw, qtype, (2, 256)), values.astype(np.float32))
         out = np.empty((1, 2), np.float32)

@@ -429,6 +429,92 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
     }
 }
 
+/* NVFP4 (36 bytes per 64 values: 4 UE4M3 scales, one per 16 values, then 4 groups of 8 bytes of
+ * E2M1 codes, group g's values 0..7 in its low nibbles and 8..15 in its high ones) against x per
+ * 32: a block is two runs of 32, each two groups. A run's 32 values in order make lanes 0..3 of
+ * its products the first group's and lanes 4..7 the second's, so each half of the 8 lanes gets its
+ * own factor: acc[k] = acc[k] + (float)lane[k] * (s[k / 4] * d_x), s the group's scale. */
+static inline fgg_mm_w32 fgg_mm_nvfp4_run(const uint8_t *codes)
+{
+#if defined(FGG_MM_INT_SIMD)
+    const __m128i v = _mm_loadu_si128((const __m128i *)codes), m = _mm_set1_epi8(0x0f);
+    const __m128i t = _mm_loadu_si128((const __m128i *)fgg_fp4_values);
+    const __m128i lo = _mm_shuffle_epi8(t, _mm_and_si128(v, m)), hi = _mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(v, 4), m));
+    return _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+#else
+    fgg_mm_w32 u;
+    for (int g = 0; g < 2; g++)
+        for (int i = 0; i < 8; i++) {
+            u.b[16 * g + i] = fgg_fp4_values[codes[8 * g + i] & 15];
+            u.b[16 * g + 8 + i] = fgg_fp4_values[codes[8 * g + i] >> 4];
+        }
+    return u;
+#endif
+}
+
+/* The two scales of a run (first and second 16 values), made once per run and block. */
+#if defined(FGG_MM_INT_SIMD)
+typedef __m256 fgg_mm_scale2;
+static inline fgg_mm_scale2 fgg_mm_scale2_set(float s0, float s1) { return _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0)); }
+
+static inline fgg_mm_acc fgg_mm_acc_add2(fgg_mm_acc acc, fgg_mm_lanes l, fgg_mm_scale2 s, float dx)
+{
+    return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(s, _mm256_set1_ps(dx))));
+}
+#else
+typedef struct { float v[2]; } fgg_mm_scale2;
+static inline fgg_mm_scale2 fgg_mm_scale2_set(float s0, float s1)
+{
+    fgg_mm_scale2 s = {{s0, s1}};
+    return s;
+}
+
+static inline fgg_mm_acc fgg_mm_acc_add2(fgg_mm_acc acc, fgg_mm_lanes l, fgg_mm_scale2 s, float dx)
+{
+    for (int k = 0; k < 8; k++) {
+        float p = (float)l.v[k] * (s.v[k / 4] * dx);
+        acc.v[k] = acc.v[k] + p;
+    }
+    return acc;
+}
+#endif
+
+/* One NVFP4 weight row (nb blocks of 64) against m rows of x (2 nb fgg_mm_q8 blocks per row). */
+static inline void fgg_mm_rows_nvfp4(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, int m,
+                                     float *out, ptrdiff_t os)
+{
+    fgg_mm_acc acc[8];
+    if (m == 1) {
+        fgg_mm_acc a = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 36) {
+            fgg_mm_prefetch_ahead(wb, 36);
+            for (int h = 0; h < 2; h++) {
+                const fgg_mm_q8 *xb = x + 2 * b + h;
+                a = fgg_mm_acc_add2(a, fgg_mm_dot(fgg_mm_nvfp4_run(wb + 4 + 16 * h), xb->q),
+                                    fgg_mm_scale2_set(fgg_ue4m3_half_f32[wb[2 * h]], fgg_ue4m3_half_f32[wb[2 * h + 1]]), xb->d);
+            }
+        }
+        out[0] = fgg_mm_acc_sum(a);
+        return;
+    }
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 36)
+            for (int h = 0; h < 2; h++) {
+                const fgg_mm_scale2 sc = fgg_mm_scale2_set(fgg_ue4m3_half_f32[wb[2 * h]], fgg_ue4m3_half_f32[wb[2 * h + 1]]);
+                fgg_mm_w32 q = fgg_mm_nvfp4_run(wb + 4 + 16 * h);
+                for (int i = 0; i < mr; i++) {
+                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + 2 * b + h;
+                    acc[i] = fgg_mm_acc_add2(acc[i], fgg_mm_dot(q, xb->q), sc, xb->d);
+                }
+            }
+        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+    }
+}
+
 #define FGG_MM_B_ROWS(NAME, KIND) FGG_MM_NAMED_ROWS(static inline, NAME, fgg_mm_q8, fgg_mm_rows_b, KIND)
 FGG_MM_B_ROWS(fgg_mm_rows_q8_0, FGG_MM_B_Q8_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q4_0, FGG_MM_B_Q4_0)
@@ -774,7 +860,8 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
 enum {
     FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
     FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
-    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12, FGG_MM_K_IQ1_S = 13, FGG_MM_K_IQ1_M = 14, FGG_MM_K_TQ2_0 = 15
+    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12, FGG_MM_K_IQ1_S = 13, FGG_MM_K_IQ1_M = 14, FGG_MM_K_TQ2_0 = 15,
+    FGG_MM_K_TQ1_0 = 16
 };
 
 /* Bytes per super-block. */
@@ -794,6 +881,7 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
     case FGG_MM_K_IQ1_S: return 50;
     case FGG_MM_K_IQ1_M: return 56;
     case FGG_MM_K_TQ2_0: return 66;
+    case FGG_MM_K_TQ1_0: return 54;
     default: return 136;
     }
 }
@@ -965,6 +1053,71 @@ static inline fgg_mm_w32 fgg_mm_tq2_0_run(const uint8_t *wb, int j)
 #endif
 }
 
+/* TQ1_0 (54 bytes: 48 bytes of codes with 5 base-3 digits each, 4 bytes with 4, then f16 d).
+ * A code holds its digits as a fixed-point fraction: digit k of code c is the top digit of
+ * c * 3^k (mod 256), (t >= 86) + (t >= 171) for t that product (as the dequantizer reads them).
+ * Value v of the super-block: v < 160 digit v / 32 of byte v % 32; v < 240 digit (v - 160) / 16
+ * of byte 32 + v % 16; else digit (v - 240) / 4 of byte 48 + v % 4. Run j's 32 values are the
+ * digits minus 1; byte i of the run is the digit of code c[i] at power p[i]: */
+static inline void fgg_mm_tq1_0_where(int j, int i, int *byte, int *power)
+{
+    const int v = 32 * j + i;
+    if (v < 160) {
+        *byte = v % 32;
+        *power = v / 32;
+    } else if (v < 240) {
+        *byte = 32 + v % 16;
+        *power = (v - 160) / 16;
+    } else {
+        *byte = 48 + v % 4;
+        *power = (v - 240) / 4;
+    }
+}
+
+static inline fgg_mm_w32 fgg_mm_tq1_0_run(const uint8_t *wb, int j)
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m256i c, p;  /* the 32 codes and their multipliers 3^k */
+    if (j < 5) {
+        static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+        c = _mm256_loadu_si256((const __m256i *)wb);
+        p = _mm256_set1_epi8((char)pow3[j]);
+    } else {
+        const __m128i mid = _mm_loadu_si128((const __m128i *)(wb + 32));
+        if (j == 5) {
+            c = _mm256_set_m128i(mid, mid);
+            p = _mm256_set_m128i(_mm_set1_epi8(3), _mm_set1_epi8(1));
+        } else if (j == 6) {
+            c = _mm256_set_m128i(mid, mid);
+            p = _mm256_set_m128i(_mm_set1_epi8(27), _mm_set1_epi8(9));
+        } else {  /* digit 4 of bytes 32..47, then the 16 digits of bytes 48..51 (byte index fastest) */
+            const __m128i last = _mm_shuffle_epi8(_mm_cvtsi32_si128((int)fgg_load_u32le(wb + 48)),
+                                                  _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3));
+            c = _mm256_set_m128i(last, mid);
+            p = _mm256_set_m128i(_mm_setr_epi8(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27), _mm_set1_epi8(81));
+        }
+    }
+    /* bytewise c * p mod 256 through 16-bit products of the even and the odd bytes */
+    const __m256i even = _mm256_and_si256(_mm256_mullo_epi16(c, p), _mm256_set1_epi16(0xff));
+    const __m256i odd = _mm256_slli_epi16(_mm256_mullo_epi16(_mm256_srli_epi16(c, 8), _mm256_srli_epi16(p, 8)), 8);
+    const __m256i t = _mm256_or_si256(even, odd);
+    const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8(86)), t);
+    const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8((char)171)), t);
+    /* a true comparison is -1: digit - 1 = -(ge86 + ge171) - 1 */
+    return _mm256_sub_epi8(_mm256_set1_epi8(-1), _mm256_add_epi8(ge86, ge171));
+#else
+    fgg_mm_w32 w;
+    for (int i = 0; i < 32; i++) {
+        int byte, power, t;
+        fgg_mm_tq1_0_where(j, i, &byte, &power);
+        t = wb[byte];
+        for (int k = 0; k < power; k++) t = (t * 3) & 0xff;
+        w.b[i] = (int8_t)((t >= 86) + (t >= 171) - 1);
+    }
+    return w;
+#endif
+}
+
 /* The 256-value IQ types (and TQ2_0) as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
  * out) with its integer scales (one per 16 values) under one float d per super-block:
  *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
@@ -976,6 +1129,7 @@ static inline fgg_mm_w32 fgg_mm_tq2_0_run(const uint8_t *wb, int j)
  *   IQ1_S, IQ1_M (50, 56 bytes) value h * (2 s + 1) * (g + delta) = (h / 8) * (2 s + 1) * (8 g +- 1),
  *           a 3-bit s per run (IQ1_S) or per 16 values (IQ1_M)
  *   TQ2_0   (66 bytes)  value h * (code - 1), scale 1
+ *   TQ1_0   (54 bytes)  value h * (digit - 1), scale 1
  * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
  * dequantizers in kernels_iq.pxi).
  *
@@ -987,9 +1141,10 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
                            | ((fgg_load_u16le(wb + 52) >> 4) & 0xf00) | (fgg_load_u16le(wb + 54) & 0xf000);
         return fgg_half_to_float_scale((uint16_t)h) * 0.125f;
     }
-    const float h = fgg_half_to_float_scale(fgg_load_u16le(kind == FGG_MM_K_TQ2_0 ? wb + 64 : wb));
+    const float h = fgg_half_to_float_scale(fgg_load_u16le(kind == FGG_MM_K_TQ2_0 ? wb + 64 : kind == FGG_MM_K_TQ1_0 ? wb + 52 : wb));
     switch (kind) {
     case FGG_MM_K_IQ3_XXS: return h * 0.25f;
+    case FGG_MM_K_TQ1_0:
     case FGG_MM_K_TQ2_0:
     case FGG_MM_K_IQ3_S:
     case FGG_MM_K_IQ4_XS: return h;
@@ -1014,6 +1169,9 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
     case FGG_MM_K_TQ2_0:
         scale[0] = scale[1] = 1;
         return fgg_mm_tq2_0_run(wb, j);
+    case FGG_MM_K_TQ1_0:
+        scale[0] = scale[1] = 1;
+        return fgg_mm_tq1_0_run(wb, j);
     case FGG_MM_K_IQ1_S:
         scale[0] = scale[1] = 2 * (int)((fgg_load_u16le(wb + 34 + 2 * j) >> 12) & 7) + 1;
         return fgg_mm_iq1_s_run(wb, j);
@@ -1234,6 +1392,7 @@ FGG_MM_K_ROWS(fgg_mm_rows_iq2_s, FGG_MM_K_IQ2_S)
 FGG_MM_K_ROWS(fgg_mm_rows_iq1_s, FGG_MM_K_IQ1_S)
 FGG_MM_K_ROWS(fgg_mm_rows_iq1_m, FGG_MM_K_IQ1_M)
 FGG_MM_K_ROWS(fgg_mm_rows_tq2_0, FGG_MM_K_TQ2_0)
+FGG_MM_K_ROWS(fgg_mm_rows_tq1_0, FGG_MM_K_TQ1_0)
 #undef FGG_MM_K_ROWS
 
 /* ------------------------------------------------------------------------------------------ */

@@ -51,13 +51,14 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
-    # Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4 and the grid types have no VNNI twins: their maddubs kernels serve both
+    # Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI twins: their maddubs kernels serve both
     rows[FGG_TYPE_Q4_1].dot = <fgg_dot_fn>fgg_mm_rows_q4_1
     rows[FGG_TYPE_Q5_0].dot = <fgg_dot_fn>fgg_mm_rows_q5_0
     rows[FGG_TYPE_Q5_1].dot = <fgg_dot_fn>fgg_mm_rows_q5_1
     rows[FGG_TYPE_IQ4_NL].dot = <fgg_dot_fn>fgg_mm_rows_iq4_nl
     rows[FGG_TYPE_IQ4_XS].dot = <fgg_dot_fn>fgg_mm_rows_iq4_xs
     rows[FGG_TYPE_MXFP4].dot = <fgg_dot_fn>fgg_mm_rows_mxfp4
+    rows[FGG_TYPE_NVFP4].dot = <fgg_dot_fn>fgg_mm_rows_nvfp4
     rows[FGG_TYPE_IQ2_XXS].dot = <fgg_dot_fn>fgg_mm_rows_iq2_xxs
     rows[FGG_TYPE_IQ3_XXS].dot = <fgg_dot_fn>fgg_mm_rows_iq3_xxs
     rows[FGG_TYPE_IQ3_S].dot = <fgg_dot_fn>fgg_mm_rows_iq3_s
@@ -66,6 +67,7 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     rows[FGG_TYPE_IQ1_S].dot = <fgg_dot_fn>fgg_mm_rows_iq1_s
     rows[FGG_TYPE_IQ1_M].dot = <fgg_dot_fn>fgg_mm_rows_iq1_m
     rows[FGG_TYPE_TQ2_0].dot = <fgg_dot_fn>fgg_mm_rows_tq2_0
+    rows[FGG_TYPE_TQ1_0].dot = <fgg_dot_fn>fgg_mm_rows_tq1_0
     if vnni:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
