@@ -15,10 +15,10 @@ from conftest import argument_error
 T = GGMLType
 TYPES = dequant.supported_types()
 #: Types with an integer (Q8-quantized x) dot product.
-INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.NVFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+INT_TYPES = (T.Q1_0, T.Q2_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.IQ4_XS, T.MXFP4, T.NVFP4, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
              T.IQ3_XXS, T.IQ3_S, T.TQ1_0, T.TQ2_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 #: The integer types whose x is per 32 values (fgg_mm_q8).
-PER_32_INT_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.MXFP4, T.NVFP4)
+PER_32_INT_TYPES = (T.Q1_0, T.Q2_0, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.IQ4_NL, T.MXFP4, T.NVFP4)
 K_INT_TYPES = (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ1_S, T.IQ1_M, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S, T.IQ3_XXS,
                T.IQ3_S, T.IQ4_XS, T.TQ1_0, T.TQ2_0)
 FLOAT_DTYPES = {T.F32: "<f4", T.F16: "<f2", T.F64: "<f8"}
@@ -329,7 +329,7 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
-@pytest.mark.parametrize("qtype", [T.Q1_0, T.Q2_0, T.F16], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.F16, T.BF16, T.F32], ids=lambda t: t.name)
 def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)
     raw = random_weights(qtype, 4, 256, rng)
@@ -677,7 +677,7 @@ def test_grid_types_integer_dot_hand_computed(path, qtype):
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_table_types_integer_dot_hand_computed(path):
-    """IQ4_NL, MXFP4, NVFP4, IQ4_XS, Q5_0, Q4_1 and Q5_1 blocks with unit scales (and integer offsets) against integer x (x's scale 1 per 32
+    """Q1_0, Q2_0, IQ4_NL, MXFP4, NVFP4, IQ4_XS, Q5_0, Q4_1 and Q5_1 blocks with unit scales (and integer offsets) against integer x (x's scale 1 per 32
     and per 256, so x is not rounded): the integer path gives the exact integer sums of the tables'
     values times x."""
     kernels = dequant.kernel_modules()[path]
@@ -720,7 +720,15 @@ def test_table_types_integer_dot_hand_computed(path):
                                 + b"".join((g[:8] | (g[8:] << 4)).astype(np.uint8).tobytes() for g in groups[r, 4 * b:4 * b + 4])
                                 for r in range(2) for b in range(4)), np.uint8).reshape(2, -1)
     nv_values = fp4[codes] * np.repeat(np.where(nv_scales == 0x40, 1, 0.5), 16, axis=1)
-    cases = [(T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes]),
+    # Q1_0: f16 1.0 and 128 bits per block (value 8k + j: bit j of byte k, +1 or -1); Q2_0: f16 1.0
+    # and 64 two-bit codes (value 4k + j: bits 2j, 2j + 1 of byte k, minus 1)
+    bits = rng.integers(0, 2, size=(2, 256))
+    q1 = np.frombuffer(b"".join(b"\x00\x3c" + np.packbits(c, bitorder="little").tobytes() for c in bits.reshape(-1, 128)),
+                       np.uint8).reshape(2, -1)
+    codes2 = rng.integers(0, 4, size=(2, 256))
+    q2 = np.frombuffer(b"".join(b"\x00\x3c" + (c[0::4] | (c[1::4] << 2) | (c[2::4] << 4) | (c[3::4] << 6)).astype(np.uint8).tobytes()
+                                for c in codes2.reshape(-1, 64)), np.uint8).reshape(2, -1)
+    cases = [(T.Q1_0, q1, 2 * bits - 1), (T.Q2_0, q2, codes2 - 1), (T.IQ4_NL, nl, iq4nl[codes]), (T.MXFP4, mx, fp4[codes]), (T.IQ4_XS, xs, runs * iq4nl[codes]),
              (T.Q5_0, q5, codes5 - 16), (T.Q4_1, q41, codes + per_value), (T.Q5_1, q51, codes5 + per_value),
              (T.NVFP4, nv, nv_values)]
     for qtype, raw, values in cases:

@@ -332,9 +332,54 @@ static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh, int offs
 #endif
 }
 
+/* Run r of a Q1_0 block (f16 d, 16 bytes of bits): value 8k + j is +1 if bit j of byte k is set,
+ * else -1; run r is bytes 4r .. 4r + 3. */
+static inline fgg_mm_w32 fgg_mm_q1_0_run(const uint8_t *wb, int r)
+{
+    const uint32_t bits = fgg_load_u32le(wb + 2 + 4 * r);
+#if defined(FGG_MM_INT_SIMD)
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i pick = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), pick), pick);
+    return _mm256_sub_epi8(_mm256_set1_epi8(-1), _mm256_add_epi8(set, set));  /* a set bit is -1: -1 - 2 (-1) = 1 */
+#else
+    fgg_mm_w32 w;
+    for (int i = 0; i < 32; i++) w.b[i] = (int8_t)(((bits >> i) & 1) ? 1 : -1);
+    return w;
+#endif
+}
+
+/* Run r of a Q2_0 block (f16 d, 16 bytes of 2-bit codes): value 4k + j is bits 2j, 2j + 1 of byte k,
+ * minus 1; run r is bytes 8r .. 8r + 7. */
+static inline fgg_mm_w32 fgg_mm_q2_0_run(const uint8_t *wb, int r)
+{
+    const uint8_t *q = wb + 2 + 8 * r;
+#if defined(FGG_MM_INT_SIMD)
+    /* byte i of the vector: byte i / 4 of the run; then, kept at the positions with i % 4 = j, its
+     * bits 2j, 2j + 1 (16-bit shifts: bits moved in from the next byte are masked off) */
+    const __m256i b = _mm256_shuffle_epi8(_mm256_set1_epi64x((long long)fgg_load_u64le(q)),
+                                          _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                                           4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7));
+    const __m256i at0 = _mm256_set1_epi32(0x00000003), at1 = _mm256_set1_epi32(0x00000300);
+    const __m256i at2 = _mm256_set1_epi32(0x00030000), at3 = _mm256_set1_epi32(0x03000000);
+    __m256i c = _mm256_or_si256(_mm256_and_si256(b, at0), _mm256_and_si256(_mm256_srli_epi16(b, 2), at1));
+    c = _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi16(b, 4), at2));
+    c = _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi16(b, 6), at3));
+    return _mm256_sub_epi8(c, _mm256_set1_epi8(1));
+#else
+    fgg_mm_w32 w;
+    for (int i = 0; i < 32; i++) w.b[i] = (int8_t)(((q[i / 4] >> (2 * (i % 4))) & 3) - 1);
+    return w;
+#endif
+}
+
 /* The types whose blocks are 32 values with one float scale (against x per 32); Q4_1 and Q5_1
  * add an offset m per block. */
-enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_Q4_1, FGG_MM_B_Q5_1 };
+enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_Q4_1, FGG_MM_B_Q5_1,
+       FGG_MM_B_Q1_0, FGG_MM_B_Q2_0 };
+
+/* Runs of 32 per block (one scale for all): Q1_0's blocks are 128 values, Q2_0's 64. */
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind == FGG_MM_B_Q1_0 ? 4 : kind == FGG_MM_B_Q2_0 ? 2 : 1; }
 
 /* Bytes per block. */
 FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
@@ -345,7 +390,7 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
     case FGG_MM_B_MXFP4: return 17;
     case FGG_MM_B_Q4_1: return 20;
     case FGG_MM_B_Q5_1: return 24;
-    default: return 18;
+    default: return 18;  /* Q4_0, IQ4_NL, Q1_0, Q2_0 */
     }
 }
 
@@ -359,15 +404,19 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_b_has_offset(int kind) { return kind == FGG_MM_B
  *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
  *   Q4_1   20 bytes: f16 d, f16 m, 16 bytes of nibbles; value d * q + m
  *   Q5_1   24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles; value d * q + m
+ *   Q1_0   18 bytes per 128 values: f16 d, 16 bytes of bits; value d * (+1 or -1)
+ *   Q2_0   18 bytes per 64 values: f16 d, 16 bytes of 2-bit codes; value d * (q - 1)
  * The scales are those of the types' dequantizers (kernels_legacy.pxi, kernels_iq.pxi). */
 FGG_MM_ALWAYS_INLINE float fgg_mm_b_scale(int kind, const uint8_t *wb)
 {
     return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[wb[0]] : fgg_half_to_float_scale(fgg_load_u16le(wb));
 }
 
-FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb)
+FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int r)
 {
     switch (kind) {
+    case FGG_MM_B_Q1_0: return fgg_mm_q1_0_run(wb, r);
+    case FGG_MM_B_Q2_0: return fgg_mm_q2_0_run(wb, r);
     case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
     case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
     case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2), 16);
@@ -391,6 +440,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
                                         int m, float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int runs = fgg_mm_b_runs(kind);  /* x blocks per weight block (1 but for Q1_0, Q2_0) */
     fgg_mm_acc acc[8];
     float off[8];
     if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
@@ -399,7 +449,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
             fgg_mm_prefetch_ahead(wb, bytes);
-            a = fgg_mm_acc_add(a, fgg_mm_dot(fgg_mm_b_values(kind, wb), x[b].q), fgg_mm_b_scale(kind, wb) * x[b].d);
+            for (int r = 0; r < runs; r++) {
+                const fgg_mm_q8 *xb = x + runs * b + r;
+                a = fgg_mm_acc_add(a, fgg_mm_dot(fgg_mm_b_values(kind, wb, r), xb->q), fgg_mm_b_scale(kind, wb) * xb->d);
+            }
             if (fgg_mm_b_has_offset(kind)) o = o + fgg_mm_b_offset(kind, wb) * x[b].s;
         }
         out[0] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(a) + o : fgg_mm_acc_sum(a);
@@ -414,10 +467,12 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
             const float d = fgg_mm_b_scale(kind, wb);
-            fgg_mm_w32 q = fgg_mm_b_values(kind, wb);
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8 *xb = x + (r0 + i) * xs + b;
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
+            for (int r = 0; r < runs; r++) {
+                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);
+                for (int i = 0; i < mr; i++) {
+                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + r;
+                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
+                }
             }
             if (fgg_mm_b_has_offset(kind)) {
                 const float mn = fgg_mm_b_offset(kind, wb);
@@ -523,6 +578,8 @@ FGG_MM_B_ROWS(fgg_mm_rows_iq4_nl, FGG_MM_B_IQ4_NL)
 FGG_MM_B_ROWS(fgg_mm_rows_mxfp4, FGG_MM_B_MXFP4)
 FGG_MM_B_ROWS(fgg_mm_rows_q4_1, FGG_MM_B_Q4_1)
 FGG_MM_B_ROWS(fgg_mm_rows_q5_1, FGG_MM_B_Q5_1)
+FGG_MM_B_ROWS(fgg_mm_rows_q1_0, FGG_MM_B_Q1_0)
+FGG_MM_B_ROWS(fgg_mm_rows_q2_0, FGG_MM_B_Q2_0)
 #undef FGG_MM_B_ROWS
 
 /* ------------------------------------------------------------------------------------------ */

@@ -31,6 +31,8 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows_q4_1(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q5_1(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_nvfp4(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q1_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q2_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_mxfp4(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q4_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q5_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)

@@ -51,7 +51,7 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
-    # Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI twins: their maddubs kernels serve both
+    # Q1_0, Q2_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI twins: their maddubs kernels serve both
     rows[FGG_TYPE_Q4_1].dot = <fgg_dot_fn>fgg_mm_rows_q4_1
     rows[FGG_TYPE_Q5_0].dot = <fgg_dot_fn>fgg_mm_rows_q5_0
     rows[FGG_TYPE_Q5_1].dot = <fgg_dot_fn>fgg_mm_rows_q5_1
@@ -59,6 +59,8 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     rows[FGG_TYPE_IQ4_XS].dot = <fgg_dot_fn>fgg_mm_rows_iq4_xs
     rows[FGG_TYPE_MXFP4].dot = <fgg_dot_fn>fgg_mm_rows_mxfp4
     rows[FGG_TYPE_NVFP4].dot = <fgg_dot_fn>fgg_mm_rows_nvfp4
+    rows[FGG_TYPE_Q1_0].dot = <fgg_dot_fn>fgg_mm_rows_q1_0
+    rows[FGG_TYPE_Q2_0].dot = <fgg_dot_fn>fgg_mm_rows_q2_0
     rows[FGG_TYPE_IQ2_XXS].dot = <fgg_dot_fn>fgg_mm_rows_iq2_xxs
     rows[FGG_TYPE_IQ3_XXS].dot = <fgg_dot_fn>fgg_mm_rows_iq3_xxs
     rows[FGG_TYPE_IQ3_S].dot = <fgg_dot_fn>fgg_mm_rows_iq3_s
