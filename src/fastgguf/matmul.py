@@ -15,14 +15,16 @@ Two paths:
   scale out instead of dequantizing (``S * sum(q * x) - M * sum(x)``, the small integers ``q``
   exact as floats): fewer float operations per weight, the same guarantees, and a row of ``x``
   gets the same bits whatever batch it comes in.
-* the integer path (``exact=False``, Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS, MXFP4, IQ1_S, IQ1_M,
-  IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, TQ2_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
+* the integer path (``exact=False``, every quantized weight type; the float types stay on the
+  float path): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
   with every row in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in
   the avx512 build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; every build does the same
-  integer and float operations, so gives the same bits, for every thread count). For Q4_0, Q5_0,
-  Q8_0, IQ4_NL and MXFP4 ``x`` has one float scale per 32 values, as their weights (IQ4_NL's and
-  MXFP4's 4-bit codes go through their value tables to int8 first). For the K-quants and the
-  256-value IQ types and TQ2_0 (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: runs of 32
+  integer and float operations, so gives the same bits, for every thread count). For Q1_0, Q2_0,
+  Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4 and NVFP4 ``x`` has one float scale per 32 values
+  and their sum (Q4_1's and Q5_1's offsets are taken against it), as their weights (IQ4_NL's and
+  MXFP4's/NVFP4's 4-bit codes go through their value tables to int8 first; NVFP4's two scales per
+  32 scale half of the lanes each). For the K-quants and the
+  256-value IQ types, TQ1_0 and TQ2_0 (IQ4_XS, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: runs of 32
   with integer scales, per 32 or 16, under one float; IQ4_XS's codes through its table, the
   IQ1/IQ2/IQ3 grids' rows looked up and signed, IQ1's values times 8 with their +-1/8 shift) it has one
   float scale per 256 values and int16 sums per 16 (ggml's Q8_K): the sums stay integers over the
@@ -174,10 +176,10 @@ def matmul(
         The result does not depend on it. The GIL is released while the kernels run.
     exact : bool
         ``True`` (default): the float path, relative error ≤ 1e-5 (measured a few 1e-7) vs a
-        float64 product with the dequantized weights. ``False``: for Q4_0, Q5_0, Q8_0,
-        IQ4_NL, IQ4_XS, MXFP4 and the K-quants Q2_K to Q6_K, quantize ``x`` to int8 (per 32
-        values; per 256 for the K-quants) and use integer dot products (1.3-3.5x faster on one thread; relative error 5e-3 to 3e-2,
-        see the module doc); other types stay on the float path.
+        float64 product with the dequantized weights. ``False``: for every quantized type,
+        quantize ``x`` to int8 (per 32 values; per 256 for the 256-value types) and use integer
+        dot products (1.2-6x faster on one thread; relative error 5e-3 to 3e-2, see the module
+        doc); the float types stay on the float path.
     round_weights : {None, "float16", "bfloat16"}
         With the float path (``exact=True``, required): each weight value is first rounded to
         that type (as :func:`fastgguf.dequant.dequantize_rounded`), so the result is the float32
