@@ -194,7 +194,16 @@ cdef int _mm_float(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, 
     return 0
 
 
+cdef struct _JobHead:
+    # The first fields of every job (_MMFloatJob, _MMExactJob, _MMIntJob), in this order, so that
+    # matmul_rows_grouped reads any job's task count and status through one cast.
+    int n_tasks
+    int status
+
+
 cdef struct _MMFloatJob:
+    int n_tasks
+    int status
     fgg_dequantize_fn kernel
     fgg_byteswap_fn swap
     int type_id
@@ -204,8 +213,7 @@ cdef struct _MMFloatJob:
     Py_ssize_t m, x_stride
     float *out
     Py_ssize_t out_stride, n0, n1, wt, xt
-    int round_to, n_tasks
-    int status
+    int round_to
 
 
 cdef void _fill_float_job(_MMFloatJob *job, fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id,
@@ -317,6 +325,8 @@ cdef _exact_fn _exact_by_sub_block(int type_id, _span_fn *span) noexcept nogil:
 
 
 cdef struct _MMExactJob:
+    int n_tasks
+    int status
     _exact_fn fn
     _span_fn span
     Py_ssize_t span_blocks
@@ -330,8 +340,6 @@ cdef struct _MMExactJob:
     Py_ssize_t xsum_stride
     float *out
     Py_ssize_t out_stride, n0, n1, wt, xt
-    int n_tasks
-    int status
 
 
 cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py_ssize_t a1, Py_ssize_t b,
@@ -601,6 +609,8 @@ def quantize_x8k(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
 
 
 cdef struct _MMIntJob:
+    int n_tasks
+    int status
     fgg_dot_fn fn
     const uint8_t *w
     Py_ssize_t row_bytes, nb
@@ -608,8 +618,6 @@ cdef struct _MMIntJob:
     Py_ssize_t x_row_bytes, xs, m
     float *out
     Py_ssize_t out_stride, n0, n1, wt, xt
-    int n_tasks
-    int status
 
 
 cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
@@ -830,10 +838,9 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                     fgg_pool_run(_group_task, &run, <int>n_groups, threads)
                 else:
                     for g in range(n_groups):
-                        fgg_pool_run(run.task, jobs + g * job_bytes, _job_tasks(jobs + g * job_bytes, integer,
-                                                                                 factored), threads)
+                        fgg_pool_run(run.task, jobs + g * job_bytes, (<_JobHead *>(jobs + g * job_bytes)).n_tasks, threads)
                 for g in range(n_groups):
-                    status = min(status, _job_status(jobs + g * job_bytes, integer, factored))
+                    status = min(status, (<_JobHead *>(jobs + g * job_bytes)).status)
         if failed:
             raise MemoryError("no scratch memory for matmul")
         _raise_status(status)
@@ -842,17 +849,4 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
         free(jobs)
 
 
-cdef int _job_tasks(char *job, bint integer, bint factored) noexcept nogil:
-    if integer:
-        return (<_MMIntJob *>job).n_tasks
-    if factored:
-        return (<_MMExactJob *>job).n_tasks
-    return (<_MMFloatJob *>job).n_tasks
 
-
-cdef int _job_status(char *job, bint integer, bint factored) noexcept nogil:
-    if integer:
-        return (<_MMIntJob *>job).status
-    if factored:
-        return (<_MMExactJob *>job).status
-    return (<_MMFloatJob *>job).status
