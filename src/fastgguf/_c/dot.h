@@ -135,8 +135,8 @@ static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
-/* x quantized for the integer path of the per-32 types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL,
- * MXFP4): per 32 values one float scale d and 32 int8 q, x ~ d * q, and s = d * (float)sum(q)
+/* x quantized for the integer path of the types with blocks of 32 or a few runs of 32 (Q1_0,
+ * Q2_0, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4, NVFP4): per 32 values one float scale d and 32 int8 q, x ~ d * q, and s = d * (float)sum(q)
  * (the share of the weights' offsets, Q4_1's and Q5_1's m, is m * s: made once per row of x,
  * not once per weight row). */
 typedef struct {

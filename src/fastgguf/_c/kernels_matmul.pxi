@@ -134,7 +134,7 @@ def has_int_dot(int type_id):
 
 
 def q8_block_bytes():
-    """Bytes per 32 quantized values of x in the integer path of the per-32 types, Q4_0 to MXFP4 (fgg_mm_q8:
+    """Bytes per 32 quantized values of x in the integer path of the per-32 types, Q1_0 to NVFP4 (fgg_mm_q8:
     float d, float s = d * sum(q), 32 int8 q)."""
     return MM_Q8_BYTES
 
