@@ -43,8 +43,9 @@
 # Write ``static inline void fgg_mm_rows_<name>(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
 # ptrdiff_t xs, int m, float *out, ptrdiff_t os)`` in src/fastgguf/_c/dot.h (one weight row
 # against m rows of quantized x; the same operations on every build, see the comment there): x
-# per 32 values (fgg_mm_q8) for a type of 32-value blocks, per 256 (fgg_mm_q8k, and the type in
-# _x_by_256() of kernels_matmul.pxi) for a K-quant, whose kernels are fgg_mm_rows_k's unpackers.
+# per 32 values (fgg_mm_q8) for a type whose blocks are one or a few runs of 32 (fgg_mm_rows_b's
+# kinds; fgg_mm_b_runs), per 256 (fgg_mm_q8k: the types with 256-value blocks, _x_by_256() of
+# kernels_matmul.pxi) for the K-quants and the IQ/TQ types, whose kernels are fgg_mm_rows_k's unpackers.
 # Declare it in dot.pxd and set it in dot_rows(); add the type to INT_TYPES in
 # tests/matmul/test_matmul.py.
 
