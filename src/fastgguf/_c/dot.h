@@ -316,14 +316,21 @@ static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16])
 
 /* 16 bytes of nibble pairs and 32 fifth bits (bit i of qh for value i) as 32 values minus
  * ``offset`` (16 for Q5_0, 0 for Q5_1), in the order of fgg_mm_nibbles16. */
+#if defined(FGG_MM_INT_SIMD)
+/* Bit i of ``bits`` as byte i of the vector: -1 where it is set, else 0. */
+static inline __m256i fgg_mm_bits32(uint32_t bits)
+{
+    /* byte i of the vector: byte i / 8 of bits, then masked with its bit i % 8 */
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    const __m256i pick = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), pick), pick);
+}
+#endif
+
 static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh, int offset)
 {
 #if defined(FGG_MM_INT_SIMD)
-    /* byte i of the vector: byte i / 8 of qh, then its bit i % 8 moved up to bit 4 */
-    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
-    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    __m256i b = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)qh), spread), bits);
-    __m256i high = _mm256_and_si256(_mm256_cmpeq_epi8(b, bits), _mm256_set1_epi8(16));
+    __m256i high = _mm256_and_si256(fgg_mm_bits32(qh), _mm256_set1_epi8(16));
     return _mm256_sub_epi8(_mm256_or_si256(fgg_mm_nibbles16(qs, 0), high), _mm256_set1_epi8((char)offset));
 #else
     fgg_mm_w32 u = fgg_mm_nibbles16(qs, 0);
@@ -338,9 +345,7 @@ static inline fgg_mm_w32 fgg_mm_q1_0_run(const uint8_t *wb, int r)
 {
     const uint32_t bits = fgg_load_u32le(wb + 2 + 4 * r);
 #if defined(FGG_MM_INT_SIMD)
-    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
-    const __m256i pick = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), pick), pick);
+    const __m256i set = fgg_mm_bits32(bits);
     return _mm256_sub_epi8(_mm256_set1_epi8(-1), _mm256_add_epi8(set, set));  /* a set bit is -1: -1 - 2 (-1) = 1 */
 #else
     fgg_mm_w32 w;
@@ -953,10 +958,7 @@ static inline fgg_mm_w32 fgg_mm_grid32(const uint64_t g[4], uint32_t signs)
 {
 #if defined(FGG_MM_INT_SIMD)
     const __m256i v = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
-    const __m256i spread = _mm256_set_epi64x(0x0303030303030303LL, 0x0202020202020202LL, 0x0101010101010101LL, 0);
-    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    __m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), spread);
-    __m256i neg = _mm256_cmpeq_epi8(_mm256_and_si256(s, bit), bit); /* -1 where negative */
+    const __m256i neg = fgg_mm_bits32(signs); /* -1 where negative */
     return _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);
 #else
     fgg_mm_w32 w;
