@@ -378,117 +378,6 @@ static inline fgg_mm_w32 fgg_mm_q2_0_run(const uint8_t *wb, int r)
 #endif
 }
 
-/* The types whose blocks are 32 values with one float scale (against x per 32); Q4_1 and Q5_1
- * add an offset m per block. */
-enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_Q4_1, FGG_MM_B_Q5_1,
-       FGG_MM_B_Q1_0, FGG_MM_B_Q2_0 };
-
-/* Runs of 32 per block (one scale for all): Q1_0's blocks are 128 values, Q2_0's 64. */
-FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind) { return kind == FGG_MM_B_Q1_0 ? 4 : kind == FGG_MM_B_Q2_0 ? 2 : 1; }
-
-/* Bytes per block. */
-FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
-{
-    switch (kind) {
-    case FGG_MM_B_Q8_0: return 34;
-    case FGG_MM_B_Q5_0: return 22;
-    case FGG_MM_B_MXFP4: return 17;
-    case FGG_MM_B_Q4_1: return 20;
-    case FGG_MM_B_Q5_1: return 24;
-    default: return 18;  /* Q4_0, IQ4_NL, Q1_0, Q2_0 */
-    }
-}
-
-FGG_MM_ALWAYS_INLINE int fgg_mm_b_has_offset(int kind) { return kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_1; }
-
-/* Block wb's scale and its 32 signed values:
- *   Q8_0   34 bytes: f16 d, 32 int8 q; value d * q
- *   Q4_0   18 bytes: f16 d, 16 bytes of nibbles; value d * (q - 8)
- *   Q5_0   22 bytes: f16 d, u32 qh (value i's fifth bit: bit i), 16 bytes of nibbles; d * (q - 16)
- *   IQ4_NL 18 bytes: f16 d, 16 bytes of nibbles; value d * iq4nl[q]
- *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
- *   Q4_1   20 bytes: f16 d, f16 m, 16 bytes of nibbles; value d * q + m
- *   Q5_1   24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles; value d * q + m
- *   Q1_0   18 bytes per 128 values: f16 d, 16 bytes of bits; value d * (+1 or -1)
- *   Q2_0   18 bytes per 64 values: f16 d, 16 bytes of 2-bit codes; value d * (q - 1)
- * The scales are those of the types' dequantizers (kernels_legacy.pxi, kernels_iq.pxi). */
-FGG_MM_ALWAYS_INLINE float fgg_mm_b_scale(int kind, const uint8_t *wb)
-{
-    return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[wb[0]] : fgg_half_to_float_scale(fgg_load_u16le(wb));
-}
-
-FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int r)
-{
-    switch (kind) {
-    case FGG_MM_B_Q1_0: return fgg_mm_q1_0_run(wb, r);
-    case FGG_MM_B_Q2_0: return fgg_mm_q2_0_run(wb, r);
-    case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
-    case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
-    case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2), 16);
-    case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
-    case FGG_MM_B_Q4_1: return fgg_mm_nibbles16(wb + 4, 0);
-    case FGG_MM_B_Q5_1: return fgg_mm_fives32(wb + 8, fgg_load_u32le(wb + 4), 0);
-    default: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
-    }
-}
-
-/* Q4_1's and Q5_1's offset m (0 for the others). */
-FGG_MM_ALWAYS_INLINE float fgg_mm_b_offset(int kind, const uint8_t *wb)
-{
-    return fgg_mm_b_has_offset(kind) ? fgg_half_to_float_scale(fgg_load_u16le(wb + 2)) : 0.0f;
-}
-
-/* One weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8 blocks: each block is
- * unpacked once for 8 rows of x at a time. With offsets (Q4_1, Q5_1) each row also carries
- * off = off + m * s block by block, one float, added to the lanes' sum at the end. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                        int m, float *out, ptrdiff_t os)
-{
-    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
-    const int runs = fgg_mm_b_runs(kind);  /* x blocks per weight block (1 but for Q1_0, Q2_0) */
-    fgg_mm_acc acc[8];
-    float off[8];
-    if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
-        fgg_mm_acc a = fgg_mm_acc_zero();
-        float o = 0.0f;
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
-            fgg_mm_prefetch_ahead(wb, bytes);
-            for (int r = 0; r < runs; r++) {
-                const fgg_mm_q8 *xb = x + runs * b + r;
-                a = fgg_mm_acc_add(a, fgg_mm_dot(fgg_mm_b_values(kind, wb, r), xb->q), fgg_mm_b_scale(kind, wb) * xb->d);
-            }
-            if (fgg_mm_b_has_offset(kind)) o = o + fgg_mm_b_offset(kind, wb) * x[b].s;
-        }
-        out[0] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(a) + o : fgg_mm_acc_sum(a);
-        return;
-    }
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) {
-            acc[i] = fgg_mm_acc_zero();
-            off[i] = 0.0f;
-        }
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
-            const float d = fgg_mm_b_scale(kind, wb);
-            for (int r = 0; r < runs; r++) {
-                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);
-                for (int i = 0; i < mr; i++) {
-                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + r;
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
-                }
-            }
-            if (fgg_mm_b_has_offset(kind)) {
-                const float mn = fgg_mm_b_offset(kind, wb);
-                for (int i = 0; i < mr; i++) off[i] = off[i] + mn * x[(r0 + i) * xs + b].s;
-            }
-        }
-        for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
-    }
-}
-
 /* NVFP4 (36 bytes per 64 values: 4 UE4M3 scales, one per 16 values, then 4 groups of 8 bytes of
  * E2M1 codes, group g's values 0..7 in its low nibbles and 8..15 in its high ones) against x per
  * 32: a block is two runs of 32, each two groups. A run's 32 values in order make lanes 0..3 of
@@ -512,7 +401,7 @@ static inline fgg_mm_w32 fgg_mm_nvfp4_run(const uint8_t *codes)
 #endif
 }
 
-/* The two scales of a run (first and second 16 values), made once per run and block. */
+/* The two scales of a run (of its first and second 16 values). */
 #if defined(FGG_MM_INT_SIMD)
 typedef __m256 fgg_mm_scale2;
 static inline fgg_mm_scale2 fgg_mm_scale2_set(float s0, float s1) { return _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0)); }
@@ -539,39 +428,131 @@ static inline fgg_mm_acc fgg_mm_acc_add2(fgg_mm_acc acc, fgg_mm_lanes l, fgg_mm_
 }
 #endif
 
-/* One NVFP4 weight row (nb blocks of 64) against m rows of x (2 nb fgg_mm_q8 blocks per row). */
-static inline void fgg_mm_rows_nvfp4(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, int m,
-                                     float *out, ptrdiff_t os)
+/* Run r's two scales of an NVFP4 block. */
+static inline fgg_mm_scale2 fgg_mm_nvfp4_scales(const uint8_t *wb, int r)
 {
+    return fgg_mm_scale2_set(fgg_ue4m3_half_f32[wb[2 * r]], fgg_ue4m3_half_f32[wb[2 * r + 1]]);
+}
+
+/* The types whose blocks are one or a few runs of 32 values under one float scale (against x
+ * per 32); Q4_1 and Q5_1 add an offset m per block; NVFP4's runs have two scales each. */
+enum { FGG_MM_B_Q8_0, FGG_MM_B_Q4_0, FGG_MM_B_Q5_0, FGG_MM_B_IQ4_NL, FGG_MM_B_MXFP4, FGG_MM_B_Q4_1, FGG_MM_B_Q5_1,
+       FGG_MM_B_Q1_0, FGG_MM_B_Q2_0, FGG_MM_B_NVFP4 };
+
+/* Runs of 32 per block: Q1_0's blocks are 128 values, Q2_0's and NVFP4's 64. */
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_runs(int kind)
+{
+    return kind == FGG_MM_B_Q1_0 ? 4 : (kind == FGG_MM_B_Q2_0 || kind == FGG_MM_B_NVFP4) ? 2 : 1;
+}
+
+/* Bytes per block. */
+FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_b_bytes(int kind)
+{
+    switch (kind) {
+    case FGG_MM_B_Q8_0: return 34;
+    case FGG_MM_B_Q5_0: return 22;
+    case FGG_MM_B_MXFP4: return 17;
+    case FGG_MM_B_Q4_1: return 20;
+    case FGG_MM_B_Q5_1: return 24;
+    case FGG_MM_B_NVFP4: return 36;
+    default: return 18;  /* Q4_0, IQ4_NL, Q1_0, Q2_0 */
+    }
+}
+
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_has_offset(int kind) { return kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_1; }
+
+/* Block wb's scale and its 32 signed values:
+ *   Q8_0   34 bytes: f16 d, 32 int8 q; value d * q
+ *   Q4_0   18 bytes: f16 d, 16 bytes of nibbles; value d * (q - 8)
+ *   Q5_0   22 bytes: f16 d, u32 qh (value i's fifth bit: bit i), 16 bytes of nibbles; d * (q - 16)
+ *   IQ4_NL 18 bytes: f16 d, 16 bytes of nibbles; value d * iq4nl[q]
+ *   MXFP4  17 bytes: E8M0 e, 16 bytes of nibbles; value 2^(e - 128) * fp4[q] (fp4: twice E2M1)
+ *   Q4_1   20 bytes: f16 d, f16 m, 16 bytes of nibbles; value d * q + m
+ *   Q5_1   24 bytes: f16 d, f16 m, u32 qh, 16 bytes of nibbles; value d * q + m
+ *   Q1_0   18 bytes per 128 values: f16 d, 16 bytes of bits; value d * (+1 or -1)
+ *   Q2_0   18 bytes per 64 values: f16 d, 16 bytes of 2-bit codes; value d * (q - 1)
+ *   NVFP4  36 bytes per 64 values: see fgg_mm_nvfp4_run (its scales per run: fgg_mm_nvfp4_scales)
+ * The scales are those of the types' dequantizers (kernels_legacy.pxi, kernels_iq.pxi). */
+FGG_MM_ALWAYS_INLINE float fgg_mm_b_scale(int kind, const uint8_t *wb)
+{
+    return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[wb[0]] : fgg_half_to_float_scale(fgg_load_u16le(wb));
+}
+
+FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int r)
+{
+    switch (kind) {
+    case FGG_MM_B_Q1_0: return fgg_mm_q1_0_run(wb, r);
+    case FGG_MM_B_Q2_0: return fgg_mm_q2_0_run(wb, r);
+    case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
+    case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
+    case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2), 16);
+    case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
+    case FGG_MM_B_Q4_1: return fgg_mm_nibbles16(wb + 4, 0);
+    case FGG_MM_B_Q5_1: return fgg_mm_fives32(wb + 8, fgg_load_u32le(wb + 4), 0);
+    case FGG_MM_B_NVFP4: return fgg_mm_nvfp4_run(wb + 4 + 16 * r);
+    default: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
+    }
+}
+
+/* Q4_1's and Q5_1's offset m (0 for the others). */
+FGG_MM_ALWAYS_INLINE float fgg_mm_b_offset(int kind, const uint8_t *wb)
+{
+    return fgg_mm_b_has_offset(kind) ? fgg_half_to_float_scale(fgg_load_u16le(wb + 2)) : 0.0f;
+}
+
+/* One weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8 blocks: each block is
+ * unpacked once for 8 rows of x at a time. With offsets (Q4_1, Q5_1) each row also carries
+ * off = off + m * s block by block, one float, added to the lanes' sum at the end. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                        int m, float *out, ptrdiff_t os)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int runs = fgg_mm_b_runs(kind);  /* x blocks per weight block */
     fgg_mm_acc acc[8];
-    if (m == 1) {
+    float off[8];
+    if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
         fgg_mm_acc a = fgg_mm_acc_zero();
+        float o = 0.0f;
         const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += 36) {
-            fgg_mm_prefetch_ahead(wb, 36);
-            for (int h = 0; h < 2; h++) {
-                const fgg_mm_q8 *xb = x + 2 * b + h;
-                a = fgg_mm_acc_add2(a, fgg_mm_dot(fgg_mm_nvfp4_run(wb + 4 + 16 * h), xb->q),
-                                    fgg_mm_scale2_set(fgg_ue4m3_half_f32[wb[2 * h]], fgg_ue4m3_half_f32[wb[2 * h + 1]]), xb->d);
+        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
+            fgg_mm_prefetch_ahead(wb, bytes);
+            for (int r = 0; r < runs; r++) {
+                const fgg_mm_q8 *xb = x + runs * b + r;
+                const fgg_mm_lanes dot = fgg_mm_dot(fgg_mm_b_values(kind, wb, r), xb->q);
+                a = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(a, dot, fgg_mm_nvfp4_scales(wb, r), xb->d)
+                                           : fgg_mm_acc_add(a, dot, fgg_mm_b_scale(kind, wb) * xb->d);
             }
+            if (fgg_mm_b_has_offset(kind)) o = o + fgg_mm_b_offset(kind, wb) * x[b].s;
         }
-        out[0] = fgg_mm_acc_sum(a);
+        out[0] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(a) + o : fgg_mm_acc_sum(a);
         return;
     }
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = fgg_mm_acc_zero();
+        for (int i = 0; i < mr; i++) {
+            acc[i] = fgg_mm_acc_zero();
+            off[i] = 0.0f;
+        }
         const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += 36)
-            for (int h = 0; h < 2; h++) {
-                const fgg_mm_scale2 sc = fgg_mm_scale2_set(fgg_ue4m3_half_f32[wb[2 * h]], fgg_ue4m3_half_f32[wb[2 * h + 1]]);
-                fgg_mm_w32 q = fgg_mm_nvfp4_run(wb + 4 + 16 * h);
+        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
+            const float d = kind == FGG_MM_B_NVFP4 ? 0.0f : fgg_mm_b_scale(kind, wb);
+            for (int r = 0; r < runs; r++) {
+                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);
+                const fgg_mm_scale2 sc = kind == FGG_MM_B_NVFP4 ? fgg_mm_nvfp4_scales(wb, r) : fgg_mm_scale2_set(0.0f, 0.0f);
                 for (int i = 0; i < mr; i++) {
-                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + 2 * b + h;
-                    acc[i] = fgg_mm_acc_add2(acc[i], fgg_mm_dot(q, xb->q), sc, xb->d);
+                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + r;
+                    const fgg_mm_lanes dot = fgg_mm_dot(q, xb->q);
+                    acc[i] = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(acc[i], dot, sc, xb->d)
+                                                    : fgg_mm_acc_add(acc[i], dot, d * xb->d);
                 }
             }
-        for (int i = 0; i < mr; i++) out[(r0 + i) * os] = fgg_mm_acc_sum(acc[i]);
+            if (fgg_mm_b_has_offset(kind)) {
+                const float mn = fgg_mm_b_offset(kind, wb);
+                for (int i = 0; i < mr; i++) off[i] = off[i] + mn * x[(r0 + i) * xs + b].s;
+            }
+        }
+        for (int i = 0; i < mr; i++)
+            out[(r0 + i) * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
     }
 }
 
@@ -585,6 +566,7 @@ FGG_MM_B_ROWS(fgg_mm_rows_q4_1, FGG_MM_B_Q4_1)
 FGG_MM_B_ROWS(fgg_mm_rows_q5_1, FGG_MM_B_Q5_1)
 FGG_MM_B_ROWS(fgg_mm_rows_q1_0, FGG_MM_B_Q1_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q2_0, FGG_MM_B_Q2_0)
+FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
 #undef FGG_MM_B_ROWS
 
 /* ------------------------------------------------------------------------------------------ */
