@@ -1,0 +1,46 @@
+"""tools/cpu_builds_agree.py: the cross-build byte check that tools/emulate_avx512.py runs under an emulated
+AVX-512 CPU. Here it runs on this machine's builds, and it must catch a build that differs."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import fastgguf
+from fastgguf import _backend
+
+from conftest import REPO
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("cpu_builds_agree", REPO / "tools" / "cpu_builds_agree.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_builds_here_agree(capsys):
+    assert _tool().main(["--types", "Q4_K,IQ2_XS,Q4_0,BF16,Q8_K", "--rows", "9", "--cols", "512"]) == 0
+    out = capsys.readouterr().out
+    assert "CPU BUILDS AGREE" in out
+    assert all(f"{name} " in out for name in ("Q4_K", "IQ2_XS", "Q4_0", "BF16", "Q8_K"))
+    assert fastgguf.cpu_path() == _backend.available_cpu_paths()[-1], "the check must leave the build in use as it found it"
+
+
+@pytest.mark.skipif(len(_backend.available_cpu_paths()) < 2, reason="one kernel build here: nothing to compare")
+def test_a_differing_build_is_caught(capsys, monkeypatch):
+    tool = _tool()
+    real = fastgguf.matmul
+
+    def off_by_one_ulp(*args, **kw):  # what a miscompiled build would do: every build but portable is off
+        out = real(*args, **kw)
+        if fastgguf.cpu_path() != "portable":
+            out = np.nextafter(out, np.float32(np.inf))
+        return out
+
+    monkeypatch.setattr(fastgguf, "matmul", off_by_one_ulp)
+    assert tool.main(["--types", "Q6_K", "--rows", "2", "--cols", "256"]) == 1
+    out = capsys.readouterr().out
+    assert "CPU BUILDS DIFFER: Q6_K" in out and "matmul exact m=1 t=1" in out

@@ -1,0 +1,127 @@
+"""Check that every kernel build this CPU can run gives the same bytes, type by type.
+
+Every build (portable, avx2, avx512; on AVX-512 VNNI CPUs the avx512 build's integer path with and
+without its VNNI kernels) is asked for the same things, and their outputs are compared byte for byte:
+
+- ``dequantize`` of blocks made by ``quantize`` (portable build) from Gaussian rows, with a few
+  rows of random bytes for the types where any bytes are valid blocks;
+- ``quantize`` of those rows (with an importance matrix where the type uses one);
+- ``matmul``, exact and integer paths, for 1, 3 and 9 rows of ``x`` and 1 and 2 threads.
+
+The test suite does the same on the builds of the machine it runs on. This script is small and
+needs only numpy, so it can run where the suite cannot: inside an emulator of a CPU that the
+machine lacks (``tools/emulate_avx512.py`` runs it under Bochs with an AVX-512 VNNI CPU model).
+
+Prints one line per type and a last line ``CPU BUILDS AGREE`` or ``CPU BUILDS DIFFER: ...``;
+exits 0 or 1.
+
+    python tools/cpu_builds_agree.py [--types Q4_K,IQ2_XS] [--rows 4] [--cols 512]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import fastgguf
+from fastgguf import _backend
+from fastgguf.types import REGISTRY, GGMLType
+
+
+def _paths() -> list[tuple[str, bool]]:
+    """(build, VNNI on) for every build this CPU runs, and the VNNI switch where it matters."""
+    out = []
+    for name, module in _backend.kernel_modules().items():
+        out.append((name, False))
+        if name == "avx512" and module.vnni_usable():
+            out.append((name, True))
+    return out
+
+
+def _use(name: str, vnni: bool) -> None:
+    fastgguf.set_cpu_path(name)
+    if name == "avx512":
+        _backend.kernels()._set_vnni(vnni)
+
+
+def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes]]:
+    """What each build makes of one type's inputs: {build label: {what: bytes}}."""
+    rng = np.random.default_rng(int(qtype))
+    block, size = REGISTRY[qtype].block_size, REGISTRY[qtype].type_size
+    cols = max(cols // block, 1) * block
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    imatrix = rng.random(cols).astype(np.float32) + 0.1
+    can_quantize = REGISTRY[qtype].imatrix != ""
+    _use("portable", False)
+    if qtype in (GGMLType.I8, GGMLType.I16, GGMLType.I32, GGMLType.I64):
+        return {}
+    if can_quantize:
+        blocks = fastgguf.quantize(x, qtype, imatrix=imatrix)
+    else:  # Q8_1, Q8_K: any bytes but the scales' are valid; give them finite scales
+        blocks = fastgguf.quantize(x, GGMLType.Q8_0 if block == 32 else GGMLType.Q6_K)[:, :0]
+        blocks = rng.integers(0, 256, size=(rows, cols // block * size), dtype=np.uint8)
+        scales = blocks.reshape(rows, -1, size)
+        scales[:, :, 0:4] = np.frombuffer(np.float32(0.01).tobytes(), np.uint8) if block == 256 else \
+            np.frombuffer(np.float16(0.01).tobytes() * 2, np.uint8)
+    has_int = _backend.kernels().has_int_dot(int(qtype))
+    xs = {m: rng.standard_normal((m, cols)).astype(np.float32) for m in (1, 3, 9)}
+    results: dict[str, dict[str, bytes]] = {}
+    for name, vnni in _paths():
+        _use(name, vnni)
+        got: dict[str, bytes] = {"dequantize": fastgguf.dequantize(blocks, qtype).tobytes()}
+        if can_quantize:
+            got["quantize"] = fastgguf.quantize(x, qtype, imatrix=imatrix).tobytes()
+        for m, xm in xs.items():
+            for threads in (1, 2):
+                got[f"matmul exact m={m} t={threads}"] = fastgguf.matmul(xm, blocks, qtype, threads=threads).tobytes()
+                if has_int:
+                    got[f"matmul int m={m} t={threads}"] = fastgguf.matmul(
+                        xm, blocks, qtype, threads=threads, exact=False).tobytes()
+        results[name + (" vnni" if vnni else "")] = got
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--types", default="", help="comma-separated type names (default: every type)")
+    parser.add_argument("--rows", type=int, default=16, help="weight rows (and rows quantized)")
+    parser.add_argument("--cols", type=int, default=1024, help="values per row")
+    args = parser.parse_args(argv)
+    types = [GGMLType[t.strip().upper()] for t in args.types.split(",") if t.strip()] or list(REGISTRY)
+    labels = [name + (" vnni" if vnni else "") for name, vnni in _paths()]
+    print(f"fastgguf {fastgguf.__version__}; builds: {', '.join(labels)}", flush=True)
+    differ = []
+    start = time.perf_counter()
+    before = fastgguf.cpu_path()
+    avx512 = _backend.kernel_modules().get("avx512")
+    vnni_before = avx512.int_dot_isa() == "vnni" if avx512 is not None else None
+    try:
+        for qtype in types:
+            differ += _check(qtype, args.rows, args.cols)
+    finally:
+        fastgguf.set_cpu_path(before)
+        if avx512 is not None:
+            avx512._set_vnni(vnni_before)
+    print(f"({time.perf_counter() - start:.1f} s)")
+    print("CPU BUILDS AGREE" if not differ else f"CPU BUILDS DIFFER: {', '.join(differ)}", flush=True)
+    return 1 if differ else 0
+
+
+def _check(qtype: GGMLType, rows: int, cols: int) -> list[str]:
+    """Print one type's line; [its name] if its builds differ."""
+    results = _outputs(qtype, rows, cols)
+    if not results:
+        return []
+    base_label, base = next(iter(results.items()))
+    bad = [f"{label}: {what}" for label, got in results.items() for what in got if got[what] != base[what]]
+    checks = sum(len(got) for got in results.values())
+    print(f"{qtype.name:8s} {checks:4d} outputs {'agree' if not bad else 'DIFFER from ' + base_label + ': ' + '; '.join(bad)}",
+          flush=True)
+    return [qtype.name] if bad else []
+
+
+if __name__ == "__main__":
+    sys.exit(main())
