@@ -89,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--types", default="", help="comma-separated type names (default: every type)")
     parser.add_argument("--rows", type=int, default=16, help="weight rows (and rows quantized)")
     parser.add_argument("--cols", type=int, default=1024, help="values per row")
+    parser.add_argument("--show", action="store_true", help="print where differing outputs first differ")
     args = parser.parse_args(argv)
     types = [GGMLType[t.strip().upper()] for t in args.types.split(",") if t.strip()] or list(REGISTRY)
     labels = [name + (" vnni" if vnni else "") for name, vnni in _paths()]
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     vnni_before = avx512.int_dot_isa() == "vnni" if avx512 is not None else None
     try:
         for qtype in types:
-            differ += _check(qtype, args.rows, args.cols)
+            differ += _check(qtype, args.rows, args.cols, args.show)
     finally:
         fastgguf.set_cpu_path(before)
         if avx512 is not None:
@@ -110,13 +111,21 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if differ else 0
 
 
-def _check(qtype: GGMLType, rows: int, cols: int) -> list[str]:
-    """Print one type's line; [its name] if its builds differ."""
+def _first_difference(a: bytes, b: bytes) -> str:
+    """Where two outputs first differ: the byte offset and 16 bytes of each from the 4-byte word there."""
+    i = next(k for k in range(min(len(a), len(b))) if a[k] != b[k]) if len(a) == len(b) else 0
+    start = i // 4 * 4
+    return f" (first at byte {i}: {a[start:start + 16].hex()} vs {b[start:start + 16].hex()})"
+
+
+def _check(qtype: GGMLType, rows: int, cols: int, show: bool = False) -> list[str]:
+    """Print one type's line; [its name] if its builds differ (with show: where they first differ)."""
     results = _outputs(qtype, rows, cols)
     if not results:
         return []
     base_label, base = next(iter(results.items()))
-    bad = [f"{label}: {what}" for label, got in results.items() for what in got if got[what] != base[what]]
+    bad = [f"{label}: {what}" + (_first_difference(base[what], got[what]) if show else "")
+           for label, got in results.items() for what in got if got[what] != base[what]]
     checks = sum(len(got) for got in results.values())
     print(f"{qtype.name:8s} {checks:4d} outputs {'agree' if not bad else 'DIFFER from ' + base_label + ': ' + '; '.join(bad)}",
           flush=True)

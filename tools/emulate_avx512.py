@@ -212,6 +212,7 @@ def _initramfs(work: pathlib.Path, args: list[str]) -> pathlib.Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--types", default="", help="passed to cpu_builds_agree.py (default: every type)")
+    parser.add_argument("--show", action="store_true", help="passed to cpu_builds_agree.py")
     parser.add_argument("--cpu-model", default="corei7_skylake_x",
                         help="Bochs CPU model (corei7_skylake_x: AVX-512 F, BW, VL, DQ)")
     parser.add_argument("--kernel", help="a bzImage/vmlinuz (default: Debian's, downloaded)")
@@ -224,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                      "isolinux syslinux-common cpio")
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="fastgguf-bochs-"))
     work.mkdir(parents=True, exist_ok=True)
-    check_args = ["--types", args.types] if args.types else []
+    check_args = (["--types", args.types] if args.types else []) + (["--show"] if args.show else [])
     kernel = _kernel(work, args.kernel)
     _initramfs(work, check_args)
     iso_dir = work / "iso" / "isolinux"
