@@ -23,12 +23,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 import fastgguf
 from fastgguf import _backend
 from fastgguf.types import REGISTRY, GGMLType
+
+#: --trace: print each step before it runs (to see where an emulated run spends its time)
+TRACE = False
 
 
 def _paths() -> list[tuple[str, bool]]:
@@ -47,6 +52,12 @@ def _use(name: str, vnni: bool) -> None:
         _backend.kernels()._set_vnni(vnni)
 
 
+def _step(got: dict[str, bytes], who: str, what: str, run: Callable[..., np.ndarray], *args: Any, **kw: Any) -> None:
+    if TRACE:
+        print(f"  {time.perf_counter():10.3f} {who}: {what}", flush=True)
+    got[what] = run(*args, **kw).tobytes()
+
+
 def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes]]:
     """What each build makes of one type's inputs: {build label: {what: bytes}}."""
     rng = np.random.default_rng(int(qtype))
@@ -61,7 +72,6 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
     if can_quantize:
         blocks = fastgguf.quantize(x, qtype, imatrix=imatrix)
     else:  # Q8_1, Q8_K: any bytes but the scales' are valid; give them finite scales
-        blocks = fastgguf.quantize(x, GGMLType.Q8_0 if block == 32 else GGMLType.Q6_K)[:, :0]
         blocks = rng.integers(0, 256, size=(rows, cols // block * size), dtype=np.uint8)
         scales = blocks.reshape(rows, -1, size)
         scales[:, :, 0:4] = np.frombuffer(np.float32(0.01).tobytes(), np.uint8) if block == 256 else \
@@ -71,16 +81,19 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
     results: dict[str, dict[str, bytes]] = {}
     for name, vnni in _paths():
         _use(name, vnni)
-        got: dict[str, bytes] = {"dequantize": fastgguf.dequantize(blocks, qtype).tobytes()}
+        label = name + (" vnni" if vnni else "")
+        got: dict[str, bytes] = {}
+        _step(got, f"{qtype.name} {label}", "dequantize", fastgguf.dequantize, blocks, qtype)
         if can_quantize:
-            got["quantize"] = fastgguf.quantize(x, qtype, imatrix=imatrix).tobytes()
+            _step(got, f"{qtype.name} {label}", "quantize", fastgguf.quantize, x, qtype, imatrix=imatrix)
         for m, xm in xs.items():
             for threads in (1, 2):
-                got[f"matmul exact m={m} t={threads}"] = fastgguf.matmul(xm, blocks, qtype, threads=threads).tobytes()
+                _step(got, f"{qtype.name} {label}", f"matmul exact m={m} t={threads}", fastgguf.matmul, xm, blocks, qtype,
+                      threads=threads)
                 if has_int:
-                    got[f"matmul int m={m} t={threads}"] = fastgguf.matmul(
-                        xm, blocks, qtype, threads=threads, exact=False).tobytes()
-        results[name + (" vnni" if vnni else "")] = got
+                    _step(got, f"{qtype.name} {label}", f"matmul int m={m} t={threads}", fastgguf.matmul, xm, blocks,
+                          qtype, threads=threads, exact=False)
+        results[label] = got
     return results
 
 
@@ -90,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=16, help="weight rows (and rows quantized)")
     parser.add_argument("--cols", type=int, default=1024, help="values per row")
     parser.add_argument("--show", action="store_true", help="print where differing outputs first differ")
+    parser.add_argument("--trace", action="store_true", help="print each step before it runs")
     args = parser.parse_args(argv)
+    global TRACE
+    TRACE = args.trace
     types = [GGMLType[t.strip().upper()] for t in args.types.split(",") if t.strip()] or list(REGISTRY)
     labels = [name + (" vnni" if vnni else "") for name, vnni in _paths()]
     print(f"fastgguf {fastgguf.__version__}; builds: {', '.join(labels)}", flush=True)
