@@ -104,9 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cols", type=int, default=1024, help="values per row")
     parser.add_argument("--show", action="store_true", help="print where differing outputs first differ")
     parser.add_argument("--trace", action="store_true", help="print each step before it runs")
+    parser.add_argument("--no-spin", action="store_true",
+                        help="idle pool workers sleep at once instead of spinning 0.2 ms (for an emulator, whose "
+                             "clock can all but stop while a worker spins on a one-CPU guest)")
     args = parser.parse_args(argv)
     global TRACE
     TRACE = args.trace
+    if args.no_spin:
+        for module in _backend.kernel_modules().values():
+            module.set_pool_spin(0.0)
     types = [GGMLType[t.strip().upper()] for t in args.types.split(",") if t.strip()] or list(REGISTRY)
     labels = [name + (" vnni" if vnni else "") for name, vnni in _paths()]
     print(f"fastgguf {fastgguf.__version__}; builds: {', '.join(labels)}", flush=True)

@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--types", default="", help="passed to cpu_builds_agree.py (default: every type)")
     parser.add_argument("--show", action="store_true", help="passed to cpu_builds_agree.py")
-    parser.add_argument("--check-args", default="", help="more arguments for cpu_builds_agree.py, e.g. '--rows 4 --trace'")
+    parser.add_argument("--check-args", default="", help="more arguments for cpu_builds_agree.py, as one string: --check-args='--rows 4 --trace'")
     parser.add_argument("--cpu-model", default="corei7_skylake_x",
                         help="Bochs CPU model (corei7_skylake_x: AVX-512 F, BW, VL, DQ)")
     parser.add_argument("--kernel", help="a bzImage/vmlinuz (default: Debian's, downloaded)")
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                      "isolinux syslinux-common cpio")
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="fastgguf-bochs-"))
     work.mkdir(parents=True, exist_ok=True)
-    check_args = ((["--types", args.types] if args.types else []) + (["--show"] if args.show else [])
+    check_args = (["--no-spin"] + (["--types", args.types] if args.types else []) + (["--show"] if args.show else [])
                   + args.check_args.split())
     kernel = _kernel(work, args.kernel)
     _initramfs(work, check_args)
