@@ -105,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="print where differing outputs first differ")
     parser.add_argument("--trace", action="store_true", help="print each step before it runs")
     parser.add_argument("--no-spin", action="store_true",
-                        help="idle pool workers sleep at once instead of spinning 0.2 ms (for an emulator, whose "
-                             "clock can all but stop while a worker spins on a one-CPU guest)")
+                        help="idle pool workers sleep at once instead of spinning 0.2 ms")
     args = parser.parse_args(argv)
     global TRACE
     TRACE = args.trace

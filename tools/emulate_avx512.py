@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                      "isolinux syslinux-common cpio")
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="fastgguf-bochs-"))
     work.mkdir(parents=True, exist_ok=True)
-    check_args = (["--no-spin"] + (["--types", args.types] if args.types else []) + (["--show"] if args.show else [])
+    check_args = ((["--types", args.types] if args.types else []) + (["--show"] if args.show else [])
                   + args.check_args.split())
     kernel = _kernel(work, args.kernel)
     _initramfs(work, check_args)
