@@ -3,19 +3,19 @@
 Every build (portable, avx2, avx512; on AVX-512 VNNI CPUs the avx512 build's integer path with and
 without its VNNI kernels) is asked for the same things, and their outputs are compared byte for byte:
 
-- ``dequantize`` of blocks made by ``quantize`` (portable build) from Gaussian rows, with a few
-  rows of random bytes for the types where any bytes are valid blocks;
+- ``dequantize`` of blocks made by ``quantize`` (portable build) from Gaussian rows, or of random
+  bytes with finite scales for the types fastgguf does not quantize (Q8_1, Q8_K);
 - ``quantize`` of those rows (with an importance matrix where the type uses one);
 - ``matmul``, exact and integer paths, for 1, 3 and 9 rows of ``x`` and 1 and 2 threads.
 
 The test suite does the same on the builds of the machine it runs on. This script is small and
 needs only numpy, so it can run where the suite cannot: inside an emulator of a CPU that the
-machine lacks (``tools/emulate_avx512.py`` runs it under Bochs with an AVX-512 VNNI CPU model).
+machine lacks (``tools/emulate_avx512.py`` runs it under Bochs' Skylake-X CPU model).
 
 Prints one line per type and a last line ``CPU BUILDS AGREE`` or ``CPU BUILDS DIFFER: ...``;
 exits 0 or 1.
 
-    python tools/cpu_builds_agree.py [--types Q4_K,IQ2_XS] [--rows 4] [--cols 512]
+    python tools/cpu_builds_agree.py [--types Q4_K,IQ2_XS] [--rows 16] [--cols 1024] [--show] [--trace]
 """
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ from fastgguf.types import REGISTRY, GGMLType
 TRACE = False
 
 
-def _paths() -> list[tuple[str, bool]]:
-    """(build, VNNI on) for every build this CPU runs, and the VNNI switch where it matters."""
+def _paths() -> list[tuple[str, str, bool]]:
+    """(label, build, VNNI on) for every build this CPU runs, and the VNNI switch where it matters."""
     out = []
     for name, module in _backend.kernel_modules().items():
-        out.append((name, False))
+        out.append((name, name, False))
         if name == "avx512" and module.vnni_usable():
-            out.append((name, True))
+            out.append((name + " vnni", name, True))
     return out
 
 
@@ -60,6 +60,8 @@ def _step(got: dict[str, bytes], who: str, what: str, run: Callable[..., np.ndar
 
 def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes]]:
     """What each build makes of one type's inputs: {build label: {what: bytes}}."""
+    if qtype in (GGMLType.I8, GGMLType.I16, GGMLType.I32, GGMLType.I64):  # no kernels: nothing to compare
+        return {}
     rng = np.random.default_rng(int(qtype))
     block, size = REGISTRY[qtype].block_size, REGISTRY[qtype].type_size
     cols = max(cols // block, 1) * block
@@ -67,8 +69,6 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
     imatrix = rng.random(cols).astype(np.float32) + 0.1
     can_quantize = REGISTRY[qtype].imatrix != ""
     _use("portable", False)
-    if qtype in (GGMLType.I8, GGMLType.I16, GGMLType.I32, GGMLType.I64):
-        return {}
     if can_quantize:
         blocks = fastgguf.quantize(x, qtype, imatrix=imatrix)
     else:  # Q8_1, Q8_K: any bytes but the scales' are valid; give them finite scales
@@ -79,9 +79,8 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
     has_int = _backend.kernels().has_int_dot(int(qtype))
     xs = {m: rng.standard_normal((m, cols)).astype(np.float32) for m in (1, 3, 9)}
     results: dict[str, dict[str, bytes]] = {}
-    for name, vnni in _paths():
+    for label, name, vnni in _paths():
         _use(name, vnni)
-        label = name + (" vnni" if vnni else "")
         got: dict[str, bytes] = {}
         _step(got, f"{qtype.name} {label}", "dequantize", fastgguf.dequantize, blocks, qtype)
         if can_quantize:
@@ -113,8 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         for module in _backend.kernel_modules().values():
             module.set_pool_spin(0.0)
     types = [GGMLType[t.strip().upper()] for t in args.types.split(",") if t.strip()] or list(REGISTRY)
-    labels = [name + (" vnni" if vnni else "") for name, vnni in _paths()]
-    print(f"fastgguf {fastgguf.__version__}; builds: {', '.join(labels)}", flush=True)
+    print(f"fastgguf {fastgguf.__version__}; builds: {', '.join(label for label, _, _ in _paths())}", flush=True)
     differ = []
     start = time.perf_counter()
     before = fastgguf.cpu_path()
@@ -134,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _first_difference(a: bytes, b: bytes) -> str:
     """Where two outputs first differ: the byte offset and 16 bytes of each from the 4-byte word there."""
-    i = next(k for k in range(min(len(a), len(b))) if a[k] != b[k]) if len(a) == len(b) else 0
+    if len(a) != len(b):
+        return f" ({len(a)} bytes vs {len(b)})"
+    i = next(k for k in range(len(a)) if a[k] != b[k])
     start = i // 4 * 4
     return f" (first at byte {i}: {a[start:start + 16].hex()} vs {b[start:start + 16].hex()})"
 
