@@ -11,7 +11,7 @@
  * 8 lanes), so the outputs agree to rounding, not bits.
  *
  * Measured on the 2-core AMD EPYC VM (Zen 3, AVX2), 64 weight rows, one thread, ratio = dot.h's
- * time / rows4's: Q4_K 0.82-0.95 with 8 rows of x at K = 14336, 1.05-1.12 with 16-32 rows,
+ * time / rows4's: Q4_K 0.82-0.93 with 8 rows of x at K = 14336 (0.95 at K = 2048), 1.05-1.12 with 16-32 rows,
  * 1.21-1.33 with 32-64 rows at K = 1024-4096; Q6_K 0.88-1.05. Not integrated (README, "Against
  * llama.cpp").
  *
