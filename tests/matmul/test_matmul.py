@@ -192,6 +192,21 @@ def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
     assert status == 0 and answer == b"1"
 
 
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K], ids=lambda t: t.name)
+def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
+    """1 to 9 rows of x on the factored float path: up to 4 rows the SIMD builds' register kernels
+    (x read in place, here a slice of a wider array), from 5 rows the q unpacked as floats once
+    for a span of all rows; each row gets the bits of that row alone, on any thread count."""
+    rng = np.random.default_rng(int(qtype) + 300)
+    n, k = 37, k_for(qtype, 20)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((9, k + 64)).astype(np.float32)[:, 32:32 + k]
+    alone = np.stack([matmul(x[i], raw, qtype, threads=1) for i in range(9)])
+    for m in range(1, 10):
+        np.testing.assert_array_equal(matmul(x[:m], raw, qtype, threads=1), alone[:m], err_msg=f"{m} rows")
+        np.testing.assert_array_equal(matmul(x[:m], raw, qtype, threads=3), alone[:m], err_msg=f"{m} rows")
+
+
 @pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 def test_batches_are_tiled_without_changing_bits(qtype, exact):

@@ -1856,16 +1856,17 @@ static inline void fgg_mm_exact_out(const float *acc, int m, float *out, ptrdiff
     for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8);
 }
 
-/* One K-quant weight row (nb super-blocks) times m rows of x: fgg_mm_exact_k_span over the whole
- * row. out[i * os]; acc: 16 * m floats. The fallback of every type's single-row kernel. */
-static inline void fgg_mm_exact_k(const uint8_t *w, ptrdiff_t nb, ptrdiff_t sb_bytes, fgg_mm_qf_unpack unpack, int n_sub,
-                                  const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m,
-                                  float *out, ptrdiff_t os, float *qf, float *acc)
-{
-    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
-    fgg_mm_exact_k_span(w, 0, nb, sb_bytes, unpack, n_sub, x, xs, xsum, xss, m, qf, acc);
-    fgg_mm_exact_out(acc, m, out, os);
-}
+/* The register kernels below take up to 4 rows of x at a time, with the row count a constant
+ * (each count its own unrolled copy): CALL(r) for rows i..i + r of m, i a multiple of 4. */
+#define FGG_MM_BY_4_ROWS(m, CALL)                                                                     \
+    for (int i = 0; i < (m); i += 4) {                                                                \
+        switch ((m) - i) {                                                                            \
+        case 1: CALL(1); break;                                                                       \
+        case 2: CALL(2); break;                                                                       \
+        case 3: CALL(3); break;                                                                       \
+        default: CALL(4); break;                                                                      \
+        }                                                                                             \
+    }
 
 static inline void fgg_mm_q4_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
 {
@@ -1873,50 +1874,52 @@ static inline void fgg_mm_q4_k_unpack(const uint8_t *wb, float *qf, float *S, fl
     fgg_mm_q4_k_qf(wb, qf);
 }
 
-/* One Q4_K weight row (nb super-blocks at w) times m rows of x (row i at x + i * xs, its sums
- * per 32 at xsum + i * xss): out[i * os]. qf: FGG_MM_QF_FLOATS floats, acc: 16 * m floats. */
-static inline void fgg_mm_exact_q4_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
-                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
-                                     float *qf, float *acc)
-{
 #if FGG_HAVE_AVX2
-    if (m == 1) {  /* the q straight from the bytes into registers: the same values as fgg_mm_q4_k_qf */
-        float S[8], M[8];
-        __m256 a = _mm256_setzero_ps(), mins = _mm256_setzero_ps();
-        const __m256i low = _mm256_set1_epi32(15);
-        for (ptrdiff_t b = 0; b < nb; b++) {
-            const uint8_t *wb = w + 144 * b;
-            const float *xb = x + 256 * b;
-            fgg_mm_prefetch_ahead(wb, 144);
-            fgg_mm_q4_k_sm(wb, S, M);
-            for (int g = 0; g < 4; g++) {
-                const uint8_t *qs = wb + 16 + 32 * g;
-                __m256i e0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)qs));
-                __m256i e1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8)));
-                __m256i e2 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 16)));
-                __m256i e3 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 24)));
-                const float *x0 = xb + 64 * g, *x1 = x0 + 32;
-                __m256 t0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e0, low)), _mm256_loadu_ps(x0));
-                __m256 t1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e0, 4)), _mm256_loadu_ps(x1));
-                t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e1, low)), _mm256_loadu_ps(x0 + 8)));
-                t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e1, 4)), _mm256_loadu_ps(x1 + 8)));
-                t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e2, low)), _mm256_loadu_ps(x0 + 16)));
-                t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e2, 4)), _mm256_loadu_ps(x1 + 16)));
-                t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(e3, low)), _mm256_loadu_ps(x0 + 24)));
-                t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(e3, 4)), _mm256_loadu_ps(x1 + 24)));
-                a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(S[2 * g]), t0));
-                a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(S[2 * g + 1]), t1));
+/* Super-blocks b0..b1 of one Q4_K weight row times R <= 4 rows of x (row i at x + i * xs, its
+ * sums per 32 at xsum + i * xss), added into acc + 16 * i: the q go straight from the bytes into
+ * registers, converted once for the R rows, and each row gets fgg_mm_sb_rows' operations in its
+ * order (the same bits). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q4_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           const float *xsum, ptrdiff_t xss, const int R, float *acc)
+{
+    float S[8], M[8];
+    __m256 a[4];
+    const __m256i low = _mm256_set1_epi32(15);
+    for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 144 * b;
+        fgg_mm_prefetch_ahead(wb, 144);
+        fgg_mm_q4_k_sm(wb, S, M);
+        for (int g = 0; g < 4; g++) {
+            const uint8_t *qs = wb + 16 + 32 * g;
+            __m256 lo[4], hi[4];
+            for (int c = 0; c < 4; c++) {
+                __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * c)));
+                lo[c] = _mm256_cvtepi32_ps(_mm256_and_si256(e, low));  /* sub-block 2g */
+                hi[c] = _mm256_cvtepi32_ps(_mm256_srli_epi32(e, 4));   /* sub-block 2g + 1 */
             }
-            mins = _mm256_add_ps(mins, _mm256_mul_ps(_mm256_loadu_ps(M), _mm256_loadu_ps(xsum + 8 * b)));
+            const __m256 s0 = _mm256_set1_ps(S[2 * g]), s1 = _mm256_set1_ps(S[2 * g + 1]);
+            for (int i = 0; i < R; i++) {
+                const float *x0 = x + i * xs + 256 * b + 64 * g, *x1 = x0 + 32;
+                __m256 t0 = _mm256_mul_ps(lo[0], _mm256_loadu_ps(x0));
+                __m256 t1 = _mm256_mul_ps(hi[0], _mm256_loadu_ps(x1));
+                for (int c = 1; c < 4; c++) {
+                    t0 = _mm256_add_ps(t0, _mm256_mul_ps(lo[c], _mm256_loadu_ps(x0 + 8 * c)));
+                    t1 = _mm256_add_ps(t1, _mm256_mul_ps(hi[c], _mm256_loadu_ps(x1 + 8 * c)));
+                }
+                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, t0));
+                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, t1));
+            }
         }
-        _mm256_storeu_ps(acc, a);
-        _mm256_storeu_ps(acc + 8, mins);
-        out[0] = fgg_mm_lanes8_sum(acc) - fgg_mm_lanes8_sum(acc + 8);
-        return;
+        const __m256 mv = _mm256_loadu_ps(M);
+        for (int i = 0; i < R; i++) {
+            float *mins = acc + 16 * i + 8;
+            _mm256_storeu_ps(mins, _mm256_add_ps(_mm256_loadu_ps(mins), _mm256_mul_ps(mv, _mm256_loadu_ps(xsum + i * xss + 8 * b))));
+        }
     }
-#endif
-    fgg_mm_exact_k(w, nb, 144, fgg_mm_q4_k_unpack, 8, x, xs, xsum, xss, m, out, os, qf, acc);
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
+#endif
 
 /* The 256 q of a Q5_K super-block (176 bytes: f16 d, f16 dmin, 12 bytes of scales and mins as
  * Q4_K's, 32 bytes of fifth bits qh, 128 bytes of nibbles) as floats, in value order: value k of
@@ -1949,14 +1952,6 @@ static inline void fgg_mm_q5_k_unpack(const uint8_t *wb, float *qf, float *S, fl
     fgg_mm_q5_k_qf(wb, qf);
 }
 
-/* One Q5_K weight row times m rows of x, as fgg_mm_exact_q4_k (without its single-row kernel). */
-static inline void fgg_mm_exact_q5_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
-                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
-                                     float *qf, float *acc)
-{
-    fgg_mm_exact_k(w, nb, 176, fgg_mm_q5_k_unpack, 8, x, xs, xsum, xss, m, out, os, qf, acc);
-}
-
 static inline void fgg_mm_q6_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
 {
     (void)M;
@@ -1964,48 +1959,48 @@ static inline void fgg_mm_q6_k_unpack(const uint8_t *wb, float *qf, float *S, fl
 }
 
 #if FGG_HAVE_AVX2
-/* Two sub-blocks of 16 signed values (q: 32 bytes) times x, into a with their scales s[0], s[1]:
- * fgg_mm_sb_rows' steps for one row (t = q * x over 8 lanes, then a + S * t, one sub-block after
- * the other), the values straight from registers. */
-static inline __m256 fgg_mm_pair16(__m256 a, __m256i q, const float *x, const float *s)
+/* Two sub-blocks of 16 signed values (q: 32 bytes) times R rows of x (row i at x + i * xs), into
+ * a[i] with their scales s[0], s[1]: fgg_mm_sb_rows' steps for each row (t = q * x over 8 lanes,
+ * then a + S * t, one sub-block after the other), the values converted once for the R rows. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_pair16(__m256 *a, const int R, __m256i q, const float *x, ptrdiff_t xs, const float *s)
 {
     __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-    __m256 t0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), _mm256_loadu_ps(x));
-    __m256 t1 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), _mm256_loadu_ps(x + 16));
-    t0 = _mm256_add_ps(t0, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), _mm256_loadu_ps(x + 8)));
-    t1 = _mm256_add_ps(t1, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), _mm256_loadu_ps(x + 24)));
-    a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[0]), t0));
-    return _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(s[1]), t1));
-}
-#endif
-
-/* One Q6_K weight row times m rows of x, as fgg_mm_exact_q4_k (16 sub-blocks, no min term). */
-static inline void fgg_mm_exact_q6_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
-                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
-                                     float *qf, float *acc)
-{
-#if FGG_HAVE_AVX2
-    if (m == 1) {  /* the q straight from the bytes into registers: the same operations as fgg_mm_sb_rows */
-        float S[16];
-        __m256 a = _mm256_setzero_ps();
-        for (ptrdiff_t b = 0; b < nb; b++) {
-            const uint8_t *wb = w + 210 * b;
-            fgg_mm_prefetch_ahead(wb, 210);
-            fgg_mm_q6_k_s(wb, S);
-            for (int h = 0; h < 2; h++) {
-                __m256i q[4];
-                fgg_mm_q6_k_half(wb, h, q);
-                for (int c = 0; c < 4; c++)  /* sub-blocks 8h + 2c and 8h + 2c + 1 */
-                    a = fgg_mm_pair16(a, q[c], x + 256 * b + 128 * h + 32 * c, S + 8 * h + 2 * c);
-            }
-        }
-        _mm256_storeu_ps(acc, a);
-        out[0] = fgg_mm_lanes8_sum(acc);
-        return;
+    const __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+    const __m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), f3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+    const __m256 s0 = _mm256_set1_ps(s[0]), s1 = _mm256_set1_ps(s[1]);
+    for (int i = 0; i < R; i++) {
+        const float *xi = x + i * xs;
+        __m256 t0 = _mm256_mul_ps(f0, _mm256_loadu_ps(xi));
+        __m256 t1 = _mm256_mul_ps(f2, _mm256_loadu_ps(xi + 16));
+        t0 = _mm256_add_ps(t0, _mm256_mul_ps(f1, _mm256_loadu_ps(xi + 8)));
+        t1 = _mm256_add_ps(t1, _mm256_mul_ps(f3, _mm256_loadu_ps(xi + 24)));
+        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, t0));
+        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, t1));
     }
-#endif
-    fgg_mm_exact_k(w, nb, 210, fgg_mm_q6_k_unpack, 16, x, xs, xsum, xss, m, out, os, qf, acc);
 }
+
+/* Super-blocks b0..b1 of one Q6_K weight row times R <= 4 rows of x, added into acc + 16 * i, as
+ * fgg_mm_q4_k_regs (16 sub-blocks, no min term). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           const int R, float *acc)
+{
+    float S[16];
+    __m256 a[4];
+    for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 210 * b;
+        fgg_mm_prefetch_ahead(wb, 210);
+        fgg_mm_q6_k_s(wb, S);
+        for (int h = 0; h < 2; h++) {
+            __m256i q[4];
+            fgg_mm_q6_k_half(wb, h, q);
+            for (int c = 0; c < 4; c++)  /* sub-blocks 8h + 2c and 8h + 2c + 1 */
+                fgg_mm_pair16(a, R, q[c], x + 256 * b + 128 * h + 32 * c, xs, S + 8 * h + 2 * c);
+        }
+    }
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
+}
+#endif
 
 
 /* S = d * (6-bit scale - 32) for the 16 sub-blocks of a Q3_K super-block. */
@@ -2035,32 +2030,28 @@ static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, fl
     }
 }
 
-/* One Q3_K weight row times m rows of x, as fgg_mm_exact_q6_k (16 sub-blocks, no min term). */
-static inline void fgg_mm_exact_q3_k(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
-                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
-                                     float *qf, float *acc)
-{
 #if FGG_HAVE_AVX2
-    if (m == 1) {  /* the values straight into registers: the same operations as fgg_mm_sb_rows */
-        float S[16];
-        __m256 a = _mm256_setzero_ps();
-        for (ptrdiff_t b = 0; b < nb; b++) {
-            const uint8_t *wb = w + 110 * b;
-            fgg_mm_ksb s;
-            fgg_mm_prefetch_ahead(wb, 110);
-            fgg_mm_q3_k_s(wb, S);
-            fgg_mm_ksb_crumbs(wb + 32, &s);
-            for (int j = 0; j < 8; j++)  /* sub-blocks 2j and 2j + 1 */
-                a = fgg_mm_pair16(a, _mm256_sub_epi8(fgg_mm_q3_k_u(wb, s.u[j], j), _mm256_set1_epi8(4)),
-                                  x + 256 * b + 32 * j, S + 2 * j);
-        }
-        _mm256_storeu_ps(acc, a);
-        out[0] = fgg_mm_lanes8_sum(acc);
-        return;
+/* Super-blocks b0..b1 of one Q3_K weight row times R <= 4 rows of x, added into acc + 16 * i, as
+ * fgg_mm_q6_k_regs. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           const int R, float *acc)
+{
+    float S[16];
+    __m256 a[4];
+    for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 110 * b;
+        fgg_mm_ksb s;
+        fgg_mm_prefetch_ahead(wb, 110);
+        fgg_mm_q3_k_s(wb, S);
+        fgg_mm_ksb_crumbs(wb + 32, &s);
+        for (int j = 0; j < 8; j++)  /* sub-blocks 2j and 2j + 1 */
+            fgg_mm_pair16(a, R, _mm256_sub_epi8(fgg_mm_q3_k_u(wb, s.u[j], j), _mm256_set1_epi8(4)),
+                          x + 256 * b + 32 * j, xs, S + 2 * j);
     }
-#endif
-    fgg_mm_exact_k(w, nb, 110, fgg_mm_q3_k_unpack, 16, x, xs, xsum, xss, m, out, os, qf, acc);
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
+#endif
 
 /* Q8_0 (34-byte blocks: f16 d, 32 int8 q; value d * q) and Q4_0 (18-byte blocks: f16 d, 16 bytes
  * of nibbles; value d * (q - 8)): each block a sub-block of 32 with S = d and no min, taken 8
@@ -2108,90 +2099,84 @@ static inline void fgg_mm_exact_b32_span(const uint8_t *w, ptrdiff_t b0, ptrdiff
     }
 }
 
-static inline void fgg_mm_exact_b32(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs, int m,
-                                    float *out, ptrdiff_t os, float *qf, float *acc, int is_q4)
-{
-    for (int i = 0; i < 16 * m; i++) acc[i] = 0.0f;
 #if FGG_HAVE_AVX2
-    if (m == 1) {  /* the q straight from the bytes into registers: the same values as fgg_mm_b32_qf */
-        __m256 a = _mm256_setzero_ps();
-        for (ptrdiff_t b = 0; b < nb; b++) {
-            const uint8_t *blk = w + (is_q4 ? 18 : 34) * b;
-            const float *xb = x + 32 * b;
-            __m256i e[4];
-            if (is_q4) {
-                __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
-                __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
-                const __m256i eight = _mm256_set1_epi32(8);
-                e[0] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(lo), eight);
-                e[1] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), eight);
-                e[2] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(hi), eight);
-                e[3] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), eight);
-            } else {
-                for (int c = 0; c < 4; c++) e[c] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c)));
-            }
-            __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(e[0]), _mm256_loadu_ps(xb));
-            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_cvtepi32_ps(e[1]), _mm256_loadu_ps(xb + 8)));
-            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_cvtepi32_ps(e[2]), _mm256_loadu_ps(xb + 16)));
-            t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_cvtepi32_ps(e[3]), _mm256_loadu_ps(xb + 24)));
-            a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(blk))), t));
+/* Blocks b0..b1 of one Q8_0 or Q4_0 weight row times R <= 4 rows of x, added into acc + 16 * i:
+ * the q straight from the bytes into registers, the same operations as fgg_mm_exact_b32_span. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                          const int R, float *acc, int is_q4)
+{
+    __m256 a[4];
+    for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *blk = w + (is_q4 ? 18 : 34) * b;
+        __m256i e[4];
+        if (is_q4) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
+            __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
+            const __m256i eight = _mm256_set1_epi32(8);
+            e[0] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(lo), eight);
+            e[1] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), eight);
+            e[2] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(hi), eight);
+            e[3] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), eight);
+        } else {
+            for (int c = 0; c < 4; c++) e[c] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c)));
         }
-        _mm256_storeu_ps(acc, a);
-        out[0] = fgg_mm_lanes8_sum(acc);
-        return;
+        __m256 f[4];
+        for (int c = 0; c < 4; c++) f[c] = _mm256_cvtepi32_ps(e[c]);
+        const __m256 d = _mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(blk)));
+        for (int i = 0; i < R; i++) {
+            const float *xb = x + i * xs + 32 * b;
+            __m256 t = _mm256_mul_ps(f[0], _mm256_loadu_ps(xb));
+            for (int c = 1; c < 4; c++) t = _mm256_add_ps(t, _mm256_mul_ps(f[c], _mm256_loadu_ps(xb + 8 * c)));
+            a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, t));
+        }
     }
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
+}
 #endif
-    fgg_mm_exact_b32_span(w, 0, nb, x, xs, m, qf, acc, is_q4);
-    fgg_mm_exact_out(acc, m, out, os);
-}
-
-static inline void fgg_mm_exact_q8_0(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
-                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
-                                     float *qf, float *acc)
-{
-    (void)xsum;
-    (void)xss;
-    fgg_mm_exact_b32(w, nb, x, xs, m, out, os, qf, acc, 0);
-}
-
-static inline void fgg_mm_exact_q4_0(const uint8_t *w, ptrdiff_t nb, const float *x, ptrdiff_t xs,
-                                     const float *xsum, ptrdiff_t xss, int m, float *out, ptrdiff_t os,
-                                     float *qf, float *acc)
-{
-    (void)xsum;
-    (void)xss;
-    fgg_mm_exact_b32(w, nb, x, xs, m, out, os, qf, acc, 1);
-}
 
 /* Spans with one signature for the driver (kernels_matmul.pxi): blocks b0..b1 of one weight row
- * times m rows of x, added into acc; out by fgg_mm_exact_out. */
-#define FGG_MM_K_SPAN(NAME, BYTES, UNPACK, N_SUB)                                                     \
+ * times m rows of x, added into acc (16 floats per row); out by fgg_mm_exact_out. Up to
+ * FGG_MM_REG_ROWS rows of x, the SIMD builds take the register kernels; more rows, and plain C,
+ * unpack a super-block's q as floats once for all of them (fgg_mm_exact_k_span), which pays
+ * from 8 rows on (measured). The same operations either way. */
+#if FGG_HAVE_AVX2
+#define FGG_MM_REG_ROWS 4
+#define FGG_MM_SPAN_BODY(REGS, UNPACKED)                                                              \
+    if (m <= FGG_MM_REG_ROWS) {                                                                       \
+        FGG_MM_BY_4_ROWS(m, REGS)                                                                     \
+        return;                                                                                       \
+    }                                                                                                 \
+    UNPACKED;
+#else
+#define FGG_MM_REG_ROWS 0
+#define FGG_MM_SPAN_BODY(REGS, UNPACKED) UNPACKED;
+#endif
+#define FGG_MM_SPAN(NAME, BODY)                                                                       \
 static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,    \
                         const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)               \
 {                                                                                                     \
-    fgg_mm_exact_k_span(w, b0, b1, BYTES, UNPACK, N_SUB, x, xs, xsum, xss, m, qf, acc);               \
+    (void)xsum;                                                                                       \
+    (void)xss;                                                                                        \
+    (void)qf;                                                                                         \
+    BODY                                                                                              \
 }
-FGG_MM_K_SPAN(fgg_mm_span_q3_k, 110, fgg_mm_q3_k_unpack, 16)
-FGG_MM_K_SPAN(fgg_mm_span_q4_k, 144, fgg_mm_q4_k_unpack, 8)
-FGG_MM_K_SPAN(fgg_mm_span_q5_k, 176, fgg_mm_q5_k_unpack, 8)
-FGG_MM_K_SPAN(fgg_mm_span_q6_k, 210, fgg_mm_q6_k_unpack, 16)
-#undef FGG_MM_K_SPAN
-
-static inline void fgg_mm_span_q8_0(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
-                                    const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
-{
-    (void)xsum;
-    (void)xss;
-    fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0);
-}
-
-static inline void fgg_mm_span_q4_0(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
-                                    const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
-{
-    (void)xsum;
-    (void)xss;
-    fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 1);
-}
+/* Each type's register kernel for rows i..i + r of x. */
+#define FGG_MM_Q3_K_REGS(r) fgg_mm_q3_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
+#define FGG_MM_Q4_K_REGS(r) fgg_mm_q4_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i)
+#define FGG_MM_Q6_K_REGS(r) fgg_mm_q6_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
+#define FGG_MM_Q8_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 0)
+#define FGG_MM_Q4_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 1)
+FGG_MM_SPAN(fgg_mm_span_q3_k, FGG_MM_SPAN_BODY(FGG_MM_Q3_K_REGS,
+            fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, x, xs, xsum, xss, m, qf, acc)))
+FGG_MM_SPAN(fgg_mm_span_q4_k, FGG_MM_SPAN_BODY(FGG_MM_Q4_K_REGS,
+            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, x, xs, xsum, xss, m, qf, acc)))
+FGG_MM_SPAN(fgg_mm_span_q5_k, fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, x, xs, xsum, xss, m, qf, acc);)
+FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
+            fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, x, xs, xsum, xss, m, qf, acc)))
+FGG_MM_SPAN(fgg_mm_span_q8_0, FGG_MM_SPAN_BODY(FGG_MM_Q8_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0)))
+FGG_MM_SPAN(fgg_mm_span_q4_0, FGG_MM_SPAN_BODY(FGG_MM_Q4_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 1)))
+#undef FGG_MM_SPAN
+#undef FGG_MM_SPAN_BODY
 
 #endif
-

@@ -48,19 +48,8 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows_q6_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     int fgg_mm_vnni_usable()
     enum: FGG_MM_QF_FLOATS
+    enum: FGG_MM_REG_ROWS
     void fgg_mm_xsum32(const float *x, Py_ssize_t n, float *sums)
-    void fgg_mm_exact_q3_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
-                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
-    void fgg_mm_exact_q4_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
-                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
-    void fgg_mm_exact_q8_0(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
-                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
-    void fgg_mm_exact_q4_0(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
-                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
-    void fgg_mm_exact_q5_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
-                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
-    void fgg_mm_exact_q6_k(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
-                           Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc)
     void fgg_mm_span_q3_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                          const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
     void fgg_mm_span_q4_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,

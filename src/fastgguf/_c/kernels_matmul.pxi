@@ -10,7 +10,7 @@
 # sub-block instead (_matmul_exact, dot.h's fgg_mm_exact_*): S * sum(q * x) - M * sum(x) per
 # sub-block, with x's sums per 32 made once per call (Q8_0 and Q4_0 likewise, a block being one
 # sub-block); not with round_to, whose rounding needs each weight's value. A batch on that path
-# is walked in spans of the row against a packed copy of x (_mm_exact_rows).
+# is walked in spans of the row, a batch against a packed copy of x (_mm_exact_rows).
 #
 # Integer path (matmul_rows_int): x quantized once per call (per 32 or per 256 values), the
 # weight blocks unpacked once per 8 rows of x. matmul_rows_grouped runs matmul_id's experts,
@@ -294,40 +294,31 @@ cdef void _mm_float_task(void *ctx, int task) noexcept nogil:
         job.status = status
 
 
-ctypedef void (*_exact_fn)(const uint8_t *w, Py_ssize_t nb, const float *x, Py_ssize_t xs, const float *xsum,
-                          Py_ssize_t xss, int m, float *out, Py_ssize_t os, float *qf, float *acc) noexcept nogil
-
-
 ctypedef void (*_span_fn)(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                           const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc) noexcept nogil
 
 
-cdef _exact_fn _exact_by_sub_block(int type_id, _span_fn *span) noexcept nogil:
-    """The float path factored by sub-block (dot.h), for the types that have it, else NULL; with
-    ``span`` not NULL, also its kernel over a span of a row's blocks, adding into carried lanes."""
-    cdef _exact_fn fn = NULL
-    cdef _span_fn over_span = NULL
+cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
+    """The float path factored by sub-block (dot.h) for the types that have it: its kernel over a
+    span of a row's blocks, adding into carried lanes; else NULL."""
     if type_id == FGG_TYPE_Q3_K:
-        fn, over_span = <_exact_fn>fgg_mm_exact_q3_k, <_span_fn>fgg_mm_span_q3_k
-    elif type_id == FGG_TYPE_Q4_K:
-        fn, over_span = <_exact_fn>fgg_mm_exact_q4_k, <_span_fn>fgg_mm_span_q4_k
-    elif type_id == FGG_TYPE_Q5_K:
-        fn, over_span = <_exact_fn>fgg_mm_exact_q5_k, <_span_fn>fgg_mm_span_q5_k
-    elif type_id == FGG_TYPE_Q6_K:
-        fn, over_span = <_exact_fn>fgg_mm_exact_q6_k, <_span_fn>fgg_mm_span_q6_k
-    elif type_id == FGG_TYPE_Q8_0:
-        fn, over_span = <_exact_fn>fgg_mm_exact_q8_0, <_span_fn>fgg_mm_span_q8_0
-    elif type_id == FGG_TYPE_Q4_0:
-        fn, over_span = <_exact_fn>fgg_mm_exact_q4_0, <_span_fn>fgg_mm_span_q4_0
-    if span != NULL:
-        span[0] = over_span
-    return fn
+        return <_span_fn>fgg_mm_span_q3_k
+    if type_id == FGG_TYPE_Q4_K:
+        return <_span_fn>fgg_mm_span_q4_k
+    if type_id == FGG_TYPE_Q5_K:
+        return <_span_fn>fgg_mm_span_q5_k
+    if type_id == FGG_TYPE_Q6_K:
+        return <_span_fn>fgg_mm_span_q6_k
+    if type_id == FGG_TYPE_Q8_0:
+        return <_span_fn>fgg_mm_span_q8_0
+    if type_id == FGG_TYPE_Q4_0:
+        return <_span_fn>fgg_mm_span_q4_0
+    return NULL
 
 
 cdef struct _MMExactJob:
     int n_tasks
     int status
-    _exact_fn fn
     _span_fn span
     Py_ssize_t span_blocks
     fgg_byteswap_fn swap
@@ -345,13 +336,14 @@ cdef struct _MMExactJob:
 cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py_ssize_t a1, Py_ssize_t b,
                          Py_ssize_t b1, float *qf, float *acc, float *panel) noexcept nogil:
     """Weight rows a..a1 (their blocks at ``tile``) times x rows b..b1, a span of each row's
-    blocks at a time: the span's columns of these x rows, copied together into ``panel``, stay in
-    L1 for all the weight rows. (In place, rows of x a multiple of 4 KiB apart fall in the same
-    few L1 sets and evict each other.) Each row's lanes are carried in ``acc`` from span to span,
-    so the sums are those of one call per row."""
+    blocks at a time: the span's columns of these x rows stay in L1 for all the weight rows
+    (several rows copied together into ``panel``: in place, rows of x a multiple of 4 KiB apart
+    fall in the same few L1 sets and evict each other). Each row's lanes are carried in ``acc``
+    from span to span, so the sums are those of one pass over the whole row."""
     cdef Py_ssize_t n, i, c, c1, mt = b1 - b, bs = fgg_block_size[job.type_id], ts = fgg_type_size[job.type_id]
-    cdef Py_ssize_t lanes = 16 * mt, width, sums
-    cdef float *panel_sums = NULL
+    cdef Py_ssize_t lanes = 16 * mt, width, sums, xs, xss
+    cdef const float *xp
+    cdef const float *xsp
     for n in range(lanes * (a1 - a)):
         acc[n] = 0.0
     c = 0
@@ -359,15 +351,22 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
         c1 = min(c + job.span_blocks, job.nb)
         width = (c1 - c) * bs
         sums = width // 32
-        for i in range(mt):
-            memcpy(panel + i * width, job.x + (b + i) * job.x_stride + c * bs, width * sizeof(float))
-        if job.xsum != NULL:
-            panel_sums = panel + mt * width
+        if c1 - c == job.nb:  # whole rows of x: read in place
+            xp, xs = job.x + b * job.x_stride, job.x_stride
+            xsp, xss = NULL, job.xsum_stride
+            if job.xsum != NULL:
+                xsp = job.xsum + b * job.xsum_stride
+        else:
             for i in range(mt):
-                memcpy(panel_sums + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // 32, sums * sizeof(float))
+                memcpy(panel + i * width, job.x + (b + i) * job.x_stride + c * bs, width * sizeof(float))
+            xp, xs, xsp, xss = panel, width, NULL, sums
+            if job.xsum != NULL:
+                xsp = panel + mt * width
+                for i in range(mt):
+                    memcpy(panel + mt * width + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // 32,
+                           sums * sizeof(float))
         for n in range(a1 - a):
-            job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, panel, width, panel_sums, sums, <int>mt,
-                     qf, acc + n * lanes)
+            job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, xp, xs, xsp, xss, <int>mt, qf, acc + n * lanes)
         c = c1
     for n in range(a1 - a):
         fgg_mm_exact_out(acc + n * lanes, <int>mt, job.out + b * job.out_stride + a + n, job.out_stride)
@@ -380,14 +379,12 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
     if n0 == n1:
         return
-    cdef const uint8_t *row
     cdef const uint8_t *tile
-    cdef bint spans = job.m > 1
-    cdef Py_ssize_t acc_floats = 16 * min(job.m, job.xt) * (job.wt if spans else 1)
-    cdef Py_ssize_t panel_floats = (min(job.m, job.xt) * job.span_blocks * fgg_block_size[job.type_id] * 33 // 32
-                                    if spans else 0)
+    cdef Py_ssize_t xt = min(job.m, job.xt)
+    cdef Py_ssize_t acc_floats = 16 * xt * job.wt
+    cdef Py_ssize_t panel_floats = xt * job.span_blocks * fgg_block_size[job.type_id] * 33 // 32 if job.span_blocks < job.nb else 0
     cdef float *qf = <float *>malloc((FGG_MM_QF_FLOATS + acc_floats + panel_floats) * sizeof(float) + 64)
-    cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes * (job.wt if spans else 1)) if job.swap != NULL else NULL
+    cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes * job.wt) if job.swap != NULL else NULL
     if qf == NULL or (job.swap != NULL and swapped == NULL):
         free(qf)
         free(swapped)
@@ -399,28 +396,15 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
         a = n0
         while a < n1:
             a1 = min(a + job.wt, n1)
-            if spans:
-                tile = job.w + a * job.row_bytes
-                if swapped != NULL:  # big-endian: the tile's rows put in order first
-                    for n in range(a, a1):
-                        job.swap(job.w + n * job.row_bytes, swapped + (n - a) * job.row_bytes, job.nb, job.type_id)
-                    tile = swapped
+            tile = job.w + a * job.row_bytes
+            if swapped != NULL:  # big-endian: the tile's rows put in order first
+                for n in range(a, a1):
+                    job.swap(job.w + n * job.row_bytes, swapped + (n - a) * job.row_bytes, job.nb, job.type_id)
+                tile = swapped
             b = 0
             while b < job.m:
                 b1 = min(b + job.xt, job.m)
-                if spans:
-                    _mm_exact_rows(job, tile, a, a1, b, b1, qf, qf + FGG_MM_QF_FLOATS,
-                                   qf + FGG_MM_QF_FLOATS + acc_floats)
-                    b = b1
-                    continue
-                for n in range(a, a1):
-                    row = job.w + n * job.row_bytes
-                    if swapped != NULL:  # big-endian: the row put in order first
-                        job.swap(row, swapped, job.nb, job.type_id)
-                        row = swapped
-                    job.fn(row, job.nb, job.x + b * job.x_stride, job.x_stride,
-                           (job.xsum + b * job.xsum_stride) if job.xsum != NULL else NULL, job.xsum_stride, <int>(b1 - b),
-                           job.out + b * job.out_stride + n, job.out_stride, qf, qf + FGG_MM_QF_FLOATS)
+                _mm_exact_rows(job, tile, a, a1, b, b1, qf, qf + FGG_MM_QF_FLOATS, qf + FGG_MM_QF_FLOATS + acc_floats)
                 b = b1
             a = a1
         fgg_guard_leave(&guard)
@@ -450,7 +434,7 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
                           const float *xsum, Py_ssize_t xss, float *out, Py_ssize_t out_stride, Py_ssize_t n0,
                           Py_ssize_t n1, int threads) noexcept nogil:
     """A job of the factored float path: ``type_id`` is one of the types that have it."""
-    job.fn = _exact_by_sub_block(type_id, &job.span)
+    job.span = _exact_by_sub_block(type_id)
     job.swap = swap
     job.type_id = type_id
     job.w = w
@@ -466,16 +450,18 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     job.n0 = n0
     job.n1 = n1
     job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
-    if m > 1:
-        # a batch by spans (_mm_exact_rows): _MM_SPAN_X_ROWS rows of x, each span _MM_SPAN_BYTES of
-        # them, and at most _MM_SPAN_W_ROWS weight rows, whose lanes are carried between spans
+    if m == 1 or m <= FGG_MM_REG_ROWS:
+        # one row of x, or a few for the register kernels: whole weight rows, x read in place (cut
+        # into spans, the weights' short runs per row slowed streaming them from L3 and memory)
+        job.xt = m
+        job.span_blocks = nb
+    else:
+        # _MM_SPAN_X_ROWS rows of x at a time, each span _MM_SPAN_BYTES of them, and at most
+        # _MM_SPAN_W_ROWS weight rows, whose lanes are carried between spans (_mm_exact_rows)
         job.xt = min(m, _MM_SPAN_X_ROWS)
         job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256
                                  // fgg_block_size[type_id])
         job.wt = min(job.wt, _MM_SPAN_W_ROWS)
-    else:
-        job.xt = 1
-        job.span_blocks = nb
     job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
     job.status = 0
 
@@ -562,7 +548,7 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
             for n in range(n0, n1):
                 out[i, n] = 0.0
         return
-    if _exact_by_sub_block(type_id, NULL) != NULL and round_to == 0:
+    if _exact_by_sub_block(type_id) != NULL and round_to == 0:
         _matmul_exact(swap, type_id, w, x, out, n0, n1, k // block_size, threads)
         return
     cdef _MMFloatJob job
@@ -795,7 +781,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
     if k == 0:
         out[:, :] = 0.0
         return
-    cdef bint factored = not integer and _exact_by_sub_block(type_id, NULL) != NULL
+    cdef bint factored = not integer and _exact_by_sub_block(type_id) != NULL
     cdef _GroupRun run
     cdef size_t job_bytes = (sizeof(_MMIntJob) if integer else sizeof(_MMExactJob) if factored
                              else sizeof(_MMFloatJob))
