@@ -2137,11 +2137,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdif
 
 /* Spans with one signature for the driver (kernels_matmul.pxi): blocks b0..b1 of one weight row
  * times m rows of x, added into acc (16 floats per row); out by fgg_mm_exact_out. Up to
- * FGG_MM_REG_ROWS rows of x, the SIMD builds take the register kernels; more rows, and plain C,
- * unpack a super-block's q as floats once for all of them (fgg_mm_exact_k_span), which pays
- * from 8 rows on (measured). The same operations either way. */
+ * FGG_MM_REG_ROWS rows of x, the SIMD builds take the register kernels (4 rows at a time); more
+ * rows, and plain C, unpack a super-block's q as floats once for all of them
+ * (fgg_mm_exact_k_span). The same operations either way. Measured on Zen 3, one thread: with 5
+ * to 8 rows the register kernels took 0.55-0.9 of the unpacked path's time; beyond that neither
+ * won clearly. */
 #if FGG_HAVE_AVX2
-#define FGG_MM_REG_ROWS 4
+#define FGG_MM_REG_ROWS 8
 #define FGG_MM_SPAN_BODY(REGS, UNPACKED)                                                              \
     if (m <= FGG_MM_REG_ROWS) {                                                                       \
         FGG_MM_BY_4_ROWS(m, REGS)                                                                     \

@@ -451,8 +451,8 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     job.n1 = n1
     job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
     if m == 1 or m <= FGG_MM_REG_ROWS:
-        # one row of x, or a few for the register kernels: whole weight rows, x read in place (cut
-        # into spans, the weights' short runs per row slowed streaming them from L3 and memory)
+        # one row of x, or up to 8 for the register kernels: whole weight rows, x read in place
+        # (cut into spans, the weights' short runs per row slowed streaming them from L3 and memory)
         job.xt = m
         job.span_blocks = nb
     else:
