@@ -1875,28 +1875,36 @@ static inline void fgg_mm_q4_k_unpack(const uint8_t *wb, float *qf, float *S, fl
 }
 
 #if FGG_HAVE_AVX2
-/* Super-blocks b0..b1 of one Q4_K weight row times R <= 4 rows of x (row i at x + i * xs, its
- * sums per 32 at xsum + i * xss), added into acc + 16 * i: the q go straight from the bytes into
- * registers, converted once for the R rows, and each row gets fgg_mm_sb_rows' operations in its
- * order (the same bits). */
-FGG_MM_ALWAYS_INLINE void fgg_mm_q4_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
-                                           const float *xsum, ptrdiff_t xss, const int R, float *acc)
+/* Super-blocks b0..b1 of one Q4_K weight row (Q5_K with is_q5) times R <= 4 rows of x (row i at
+ * x + i * xs, its sums per 32 at xsum + i * xss), added into acc + 16 * i: the q go straight from
+ * the bytes into registers, converted once for the R rows, and each row gets fgg_mm_sb_rows'
+ * operations in its order (the same bits). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                            const float *xsum, ptrdiff_t xss, const int R, float *acc, const int is_q5)
 {
+    const ptrdiff_t sb_bytes = is_q5 ? 176 : 144;
     float S[8], M[8];
     __m256 a[4];
-    const __m256i low = _mm256_set1_epi32(15);
+    const __m256i low = _mm256_set1_epi32(15), one = _mm256_set1_epi32(1);
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
-        const uint8_t *wb = w + 144 * b;
-        fgg_mm_prefetch_ahead(wb, 144);
+        const uint8_t *wb = w + sb_bytes * b;
+        fgg_mm_prefetch_ahead(wb, sb_bytes);
         fgg_mm_q4_k_sm(wb, S, M);
         for (int g = 0; g < 4; g++) {
-            const uint8_t *qs = wb + 16 + 32 * g;
+            const uint8_t *qs = wb + (is_q5 ? 48 : 16) + 32 * g;
             __m256 lo[4], hi[4];
             for (int c = 0; c < 4; c++) {
                 __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * c)));
-                lo[c] = _mm256_cvtepi32_ps(_mm256_and_si256(e, low));  /* sub-block 2g */
-                hi[c] = _mm256_cvtepi32_ps(_mm256_srli_epi32(e, 4));   /* sub-block 2g + 1 */
+                __m256i el = _mm256_and_si256(e, low), eh = _mm256_srli_epi32(e, 4);  /* sub-blocks 2g, 2g + 1 */
+                if (is_q5) {  /* their fifth bits: bits 2g and 2g + 1 of qh */
+                    __m256i h = _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 16 + 8 * c))),
+                                                 _mm_cvtsi32_si128(2 * g));
+                    el = _mm256_or_si256(el, _mm256_slli_epi32(_mm256_and_si256(h, one), 4));
+                    eh = _mm256_or_si256(eh, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 1), one), 4));
+                }
+                lo[c] = _mm256_cvtepi32_ps(el);
+                hi[c] = _mm256_cvtepi32_ps(eh);
             }
             const __m256 s0 = _mm256_set1_ps(S[2 * g]), s1 = _mm256_set1_ps(S[2 * g + 1]);
             for (int i = 0; i < R; i++) {
@@ -1980,7 +1988,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_pair16(__m256 *a, const int R, __m256i q, const
 }
 
 /* Super-blocks b0..b1 of one Q6_K weight row times R <= 4 rows of x, added into acc + 16 * i, as
- * fgg_mm_q4_k_regs (16 sub-blocks, no min term). */
+ * fgg_mm_q45_k_regs (16 sub-blocks, no min term). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                            const int R, float *acc)
 {
@@ -2165,7 +2173,8 @@ static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const floa
 }
 /* Each type's register kernel for rows i..i + r of x. */
 #define FGG_MM_Q3_K_REGS(r) fgg_mm_q3_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
-#define FGG_MM_Q4_K_REGS(r) fgg_mm_q4_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i)
+#define FGG_MM_Q4_K_REGS(r) fgg_mm_q45_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i, 0)
+#define FGG_MM_Q5_K_REGS(r) fgg_mm_q45_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i, 1)
 #define FGG_MM_Q6_K_REGS(r) fgg_mm_q6_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 #define FGG_MM_Q8_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 0)
 #define FGG_MM_Q4_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 1)
@@ -2173,7 +2182,8 @@ FGG_MM_SPAN(fgg_mm_span_q3_k, FGG_MM_SPAN_BODY(FGG_MM_Q3_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q4_k, FGG_MM_SPAN_BODY(FGG_MM_Q4_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, x, xs, xsum, xss, m, qf, acc)))
-FGG_MM_SPAN(fgg_mm_span_q5_k, fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, x, xs, xsum, xss, m, qf, acc);)
+FGG_MM_SPAN(fgg_mm_span_q5_k, FGG_MM_SPAN_BODY(FGG_MM_Q5_K_REGS,
+            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q8_0, FGG_MM_SPAN_BODY(FGG_MM_Q8_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0)))
