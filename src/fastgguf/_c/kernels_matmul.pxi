@@ -7,10 +7,11 @@
 # the same columns of every row of x before the next chunk is made. Each (m, n) is computed by
 # one thread in one fixed order, so the result does not depend on the thread split. Q3_K, Q4_K,
 # Q5_K and Q6_K (the types of the K_M models), Q8_0 and Q4_0 take the float path factored by
-# sub-block instead (_matmul_exact, dot.h's fgg_mm_exact_*): S * sum(q * x) - M * sum(x) per
+# sub-block instead (_matmul_exact, dot.h's fgg_mm_span_*): S * sum(q * x) - M * sum(x) per
 # sub-block, with x's sums per 32 made once per call (Q8_0 and Q4_0 likewise, a block being one
-# sub-block); not with round_to, whose rounding needs each weight's value. A batch on that path
-# is walked in spans of the row, a batch against a packed copy of x (_mm_exact_rows).
+# sub-block); not with round_to, whose rounding needs each weight's value. _mm_exact_rows walks
+# it: up to FGG_MM_REG_ROWS rows of x over whole weight rows with x in place, more rows in spans
+# of the weight rows against a packed copy of x.
 #
 # Integer path (matmul_rows_int): x quantized once per call (per 32 or per 256 values), the
 # weight blocks unpacked once per 8 rows of x. matmul_rows_grouped runs matmul_id's experts,
@@ -382,7 +383,8 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     cdef const uint8_t *tile
     cdef Py_ssize_t xt = min(job.m, job.xt)
     cdef Py_ssize_t acc_floats = 16 * xt * job.wt
-    cdef Py_ssize_t panel_floats = xt * job.span_blocks * fgg_block_size[job.type_id] * 33 // 32 if job.span_blocks < job.nb else 0
+    cdef Py_ssize_t panel_floats = (xt * job.span_blocks * fgg_block_size[job.type_id] * 33 // 32
+                                    if job.span_blocks < job.nb else 0)
     cdef float *qf = <float *>malloc((FGG_MM_QF_FLOATS + acc_floats + panel_floats) * sizeof(float) + 64)
     cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes * job.wt) if job.swap != NULL else NULL
     if qf == NULL or (job.swap != NULL and swapped == NULL):
