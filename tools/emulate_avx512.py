@@ -127,13 +127,13 @@ CONFIG_HIGH_RES_TIMERS=y
 CONFIG_SMP=y
 CONFIG_NR_CPUS=2
 """
-# Features of Bochs' Ice Lake and Tiger Lake models that stop this kernel early in its boot (after
-# "Mountpoint-cache hash table entries"), turned off by number (this kernel's clearcpuid= takes
-# numbers, 32 * word + bit of arch/x86/include/asm/cpufeatures.h): 152 the TSC-deadline timer, 515
+# Features of Bochs' Ice Lake model (corei7_icelake_u) that stop this kernel early in its boot (after
+# "Mountpoint-cache hash table entries"), turned off by number (32 * word + bit of
+# arch/x86/include/asm/cpufeatures.h): 152 the TSC-deadline timer, 515
 # and 516 protection keys (Bochs gives their XSAVE state a size of 0), 528 5-level paging, 580
 # FSRM; with no5lvl, a fixed delay-loop calibration (lpj) and a TSC taken as reliable. With these
-# the corei7_icelake_u model boots (the whole set tried at once; which of them it needs was not
-# narrowed down) and its CPU has AVX-512 VNNI; the Skylake-X model boots with them too.
+# the model boots (the whole set tried at once; which of them it needs was not narrowed down) and
+# its CPU has AVX-512 VNNI. Not tried with these: the tigerlake and corei7_skylake_x models.
 _KERNEL_ARGS = "clearcpuid=152,515,516,528,580 no5lvl lpj=1000000 tsc=reliable"
 _XSTATE_CHECK = ("\treturn size == kernel_size;", "\treturn size <= kernel_size;")
 
