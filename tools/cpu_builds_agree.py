@@ -6,7 +6,7 @@ without its VNNI kernels) is asked for the same things, and their outputs are co
 - ``dequantize`` of blocks made by ``quantize`` (portable build) from Gaussian rows, or of random
   bytes with finite scales for the types fastgguf does not quantize (Q8_1, Q8_K);
 - ``quantize`` of those rows (with an importance matrix where the type uses one);
-- ``matmul``, exact and integer paths, for 1, 3 and 9 rows of ``x`` and 1 and 2 threads.
+- ``matmul``, exact and integer paths, for 1, 3, 6 and 9 rows of ``x`` and 1 and 2 threads.
 
 The test suite does the same on the builds of the machine it runs on. This script is small and
 needs only numpy, so it can run where the suite cannot: inside an emulator of a CPU that the
@@ -77,7 +77,8 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
         scales[:, :, 0:4] = np.frombuffer(np.float32(0.01).tobytes(), np.uint8) if block == 256 else \
             np.frombuffer(np.float16(0.01).tobytes() * 2, np.uint8)
     has_int = _backend.kernels().has_int_dot(int(qtype))
-    xs = {m: rng.standard_normal((m, cols)).astype(np.float32) for m in (1, 3, 9)}
+    # 1 row; 3 and 6 (4 + 2) take the exact path's register kernels, 9 its batch walk
+    xs = {m: rng.standard_normal((m, cols)).astype(np.float32) for m in (1, 3, 6, 9)}
     results: dict[str, dict[str, bytes]] = {}
     for label, name, vnni in _paths():
         _use(name, vnni)
