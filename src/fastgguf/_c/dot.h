@@ -2015,9 +2015,24 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
 static inline void fgg_mm_q3_k_s(const uint8_t *wb, float S[16])
 {
     const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 108));
+#if FGG_HAVE_AVX2
+    /* fgg_mm_q3_k_scales' bytes made in one vector. Left to the compiler, the avx512 build's
+     * 4-row kernel built them with EVEX vpinsrb, and under Bochs' Ice Lake model it then gave
+     * wrong outputs (tools/emulate_avx512.py; Bochs or the code, not known without the CPU). */
+    const uint8_t *p = wb + 96;
+    uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
+    const __m128i words = _mm_setr_epi32((int)((a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4)),
+                                         (int)((a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4)),
+                                         (int)(((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4)),
+                                         (int)(((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4)));
+    const __m128i v = _mm_sub_epi8(_mm_and_si128(words, _mm_set1_epi8(63)), _mm_set1_epi8(32));
+    _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))));
+    _mm256_storeu_ps(S + 8, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)))));
+#else
     int8_t sc[16];
     fgg_mm_q3_k_scales(wb, sc);
     for (int g = 0; g < 16; g++) S[g] = d * (float)sc[g];
+#endif
 }
 
 /* The 256 q of a Q3_K super-block as floats, in value order: u - 4 with the integer path's u
