@@ -451,19 +451,18 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     job.out_stride = out_stride
     job.n0 = n0
     job.n1 = n1
-    job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
+    # at most _MM_SPAN_W_ROWS weight rows, whose lanes (acc) are carried between spans
+    job.wt = min(_tile_rows(_MM_W_TILE, row_bytes, 1), _MM_SPAN_W_ROWS)
     if m == 1 or m <= FGG_MM_REG_ROWS:
         # one row of x, or up to 8 for the register kernels: whole weight rows, x read in place
         # (cut into spans, the weights' short runs per row slowed streaming them from L3 and memory)
         job.xt = m
         job.span_blocks = nb
     else:
-        # _MM_SPAN_X_ROWS rows of x at a time, each span _MM_SPAN_BYTES of them, and at most
-        # _MM_SPAN_W_ROWS weight rows, whose lanes are carried between spans (_mm_exact_rows)
+        # _MM_SPAN_X_ROWS rows of x at a time, each span _MM_SPAN_BYTES of them (_mm_exact_rows)
         job.xt = min(m, _MM_SPAN_X_ROWS)
         job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256
                                  // fgg_block_size[type_id])
-        job.wt = min(job.wt, _MM_SPAN_W_ROWS)
     job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
     job.status = 0
 
