@@ -2163,7 +2163,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdif
  * FGG_MM_REG_ROWS rows of x, the SIMD builds take the register kernels (4 rows at a time); more
  * rows, and plain C, unpack a super-block's q as floats once for all of them
  * (fgg_mm_exact_k_span). The same operations either way. Measured on Zen 3, one thread: with 5
- * to 8 rows the register kernels took 0.55-0.9 of the unpacked path's time; beyond that neither
+ * to 8 rows the register kernels took 0.5-0.92 of the unpacked path's time; beyond that neither
  * won clearly. */
 #if FGG_HAVE_AVX2
 #define FGG_MM_REG_ROWS 8
