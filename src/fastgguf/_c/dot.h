@@ -847,16 +847,22 @@ static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
  * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
  * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
  * g % 8, high 2 bits from bits 2 (g / 4) of byte 8 + g % 4. Here the 16 scales, minus 32: */
-static inline void fgg_mm_q3_k_scales(const uint8_t *wb, int8_t sc[16])
+/* Q3_K's sixteen 6-bit scales (12 bytes at wb + 96) as four little-endian words, a byte each
+ * (scale g in byte g & 3 of word g >> 2), before the offset of 32. */
+static inline void fgg_mm_q3_k_scale_words(const uint8_t *wb, uint32_t words[4])
 {
     const uint8_t *p = wb + 96;
     uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
-    uint32_t words[4] = {
-        (a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4),
-        (a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4),
-        ((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4),
-        ((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4),
-    };
+    words[0] = (a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4);
+    words[1] = (a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4);
+    words[2] = ((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4);
+    words[3] = ((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4);
+}
+
+static inline void fgg_mm_q3_k_scales(const uint8_t *wb, int8_t sc[16])
+{
+    uint32_t words[4];
+    fgg_mm_q3_k_scale_words(wb, words);
     for (int g = 0; g < 16; g++) sc[g] = (int8_t)((int)((words[g >> 2] >> (8 * (g & 3))) & 63) - 32);
 }
 
@@ -2019,12 +2025,9 @@ static inline void fgg_mm_q3_k_s(const uint8_t *wb, float S[16])
     /* fgg_mm_q3_k_scales' bytes made in one vector. Left to the compiler, the avx512 build's
      * 4-row kernel built them with EVEX vpinsrb, and under Bochs' Ice Lake model it then gave
      * wrong outputs (tools/emulate_avx512.py; Bochs or the code, not known without the CPU). */
-    const uint8_t *p = wb + 96;
-    uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
-    const __m128i words = _mm_setr_epi32((int)((a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4)),
-                                         (int)((a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4)),
-                                         (int)(((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4)),
-                                         (int)(((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4)));
+    uint32_t w4[4];
+    fgg_mm_q3_k_scale_words(wb, w4);
+    const __m128i words = _mm_setr_epi32((int)w4[0], (int)w4[1], (int)w4[2], (int)w4[3]);
     const __m128i v = _mm_sub_epi8(_mm_and_si128(words, _mm_set1_epi8(63)), _mm_set1_epi8(32));
     _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))));
     _mm256_storeu_ps(S + 8, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)))));
