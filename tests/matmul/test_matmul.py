@@ -594,6 +594,30 @@ def test_super_block_x_hand_computed(path):
 
 
 @pytest.mark.parametrize("path", dequant.available_cpu_paths())
+def test_x_rounding_of_values_without_a_finite_product(path):
+    """inf or NaN in x, or an amax so small that 1 / d overflows, round to q = 0 (what lrintf's
+    LONG_MIN cast to int gave before the rounding was vectorized); the finite values as usual."""
+    kernels = dequant.kernel_modules()[path]
+    x = np.zeros((4, 256), np.float32)
+    x[0, 1], x[0, 2], x[0, 3] = np.inf, 1.0, -2.0      # amax inf: d inf, 1/d = 0, inf * 0 = NaN
+    x[1, 5], x[1, 6], x[1, 7] = np.nan, 127.0, -63.5   # NaN never wins the amax: d = 1
+    x[2, 0], x[2, 9] = 1e-38, -2e-39                   # d = 1e-38 / 127 is subnormal: 1 / d = inf
+    x[3, 0], x[3, 1] = 2e-36, -1e-36                   # d = 2e-36 / 127, 1 / d finite: rounds as usual
+    xq = np.empty((4, 292), np.uint8)
+    kernels.quantize_x8k(x, xq)
+    d, bsum, q = _q8k_fields(xq)
+    assert np.isinf(d[0, 0]) and not q[0].any() and not bsum[0].any()
+    assert d[1, 0] == 1.0 and q[1, 0, 5] == 0 and q[1, 0, 6] == 127 and q[1, 0, 7] == -64
+    assert np.count_nonzero(q[1]) == 2
+    assert d[2, 0] == np.float32(1e-38) / np.float32(127) and not q[2].any()
+    assert q[3, 0, 0] == 127 and q[3, 0, 1] == -64 and np.count_nonzero(q[3]) == 2
+    per32 = np.empty((4, 8 * 40), np.uint8)
+    kernels.quantize_x8(x, per32)
+    q32 = per32.reshape(4, 8, 40)[:, :, 8:].view(np.int8).reshape(4, 256)
+    np.testing.assert_array_equal(q32[:, :32], q.reshape(4, 256)[:, :32])
+
+
+@pytest.mark.parametrize("path", dequant.available_cpu_paths())
 def test_per_32_x_hand_computed(path):
     """The per-32 types keep x per 32: a float scale d, s = d * sum(q) and 32 int8 (40 bytes) per block."""
     kernels = dequant.kernel_modules()[path]
