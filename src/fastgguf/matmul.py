@@ -45,6 +45,7 @@ import numpy as np
 
 from . import _backend, dequant as _dequant
 from ._args import check_out
+from .reader import TensorInfo
 from .types import TYPE_TRAITS, GGMLType, resolve_type
 
 __all__ = ["matmul", "matmul_id", "take_rows"]
@@ -58,8 +59,6 @@ _MIN_WORK_PER_THREAD = 1 << 17
 
 def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLType, tuple[int, ...], bool]:
     """(raw uint8 blocks shaped (..., row_bytes), type, logical shape, big-endian) of ``weight``."""
-    from .reader import TensorInfo
-
     if isinstance(weight, TensorInfo):
         if type_ is not None and resolve_type(type_) != weight.type:
             raise ValueError(f"type {type_!r} disagrees with the tensor's type {weight.type.name}")
@@ -116,17 +115,22 @@ def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped, round_t
     and the pieces run on :func:`fastgguf._backend.run_chunks`.
     """
     n_rows = raw2d.shape[0]
-    m = x2d.shape[0]
-    work = raw2d.nbytes * max(1, m)
+    work = raw2d.nbytes * max(1, x2d.shape[0])
     n_chunks = max(1, min(n_threads, n_rows, work // _MIN_WORK_PER_THREAD))
+    whole = n_chunks == 1 or kernels.has_thread_pool()
     if xq is not None:
+        if whole:  # the common case called directly: a few us a call are this function's own cost
+            kernels.matmul_rows_int(raw2d, int(qtype), xq, out2d, 0, n_rows, n_chunks)
+            return
         def product(a: int, b: int, threads: int) -> None:
             kernels.matmul_rows_int(raw2d, int(qtype), xq, out2d, a, b, threads)
     else:
+        if whole:
+            kernels.matmul_rows(raw2d, int(qtype), x2d, out2d, 0, n_rows, swapped, round_to, n_chunks)
+            return
         def product(a: int, b: int, threads: int) -> None:
             kernels.matmul_rows(raw2d, int(qtype), x2d, out2d, a, b, swapped, round_to, threads)
-    _backend.run_split(kernels, n_chunks, partial(product, 0, n_rows),
-                       lambda: [partial(product, a, b, 1) for a, b in _dequant._even_parts(n_rows, n_chunks)])
+    _backend.run_chunks([partial(product, a, b, 1) for a, b in _dequant._even_parts(n_rows, n_chunks)])
 
 
 def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
