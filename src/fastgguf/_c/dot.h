@@ -1403,10 +1403,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
 #endif
 
 #if defined(FGG_MM_INT_SIMD)
-/* fgg_mm_rows_k's single row of x for Q4_K, Q5_K and Q6_K, each sub-block multiplied as soon as
- * its bytes are unpacked: unpacking the whole super-block first (fgg_mm_ksb) holds 17 vectors,
- * which spill. The same products summed into the same lanes (integers), then the same float
- * steps: the same bits. 1.08-1.17x (Q4_K) and 1.02-1.28x (Q6_K) in a C harness, one thread. */
+/* fgg_mm_rows_k's single row of x for Q2_K to Q6_K, each sub-block multiplied as soon as its
+ * bytes are unpacked: unpacking the whole super-block first (fgg_mm_ksb) holds 17 vectors, which
+ * spill. The same products summed into the same lanes (integers), then the same float steps:
+ * the same bits. 1.03-1.2x ggml's speed relative to before (benchmarks/c/int_row1.c). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, float *out)
 {
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
@@ -1416,7 +1416,32 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
         const int8_t *xq = x[b].q;
         __m256i l = _mm256_setzero_si256(), lo, hi, bs;
         fgg_mm_prefetch_ahead(wb, bytes);
-        if (kind == FGG_MM_K6) {
+        if (kind == FGG_MM_K2 || kind == FGG_MM_K3) { /* per-16 scales, 2-bit fields (fgg_mm_ksb_q2_k, _q3_k) */
+            __m128i sv; /* the 16 scales as int8 */
+            if (kind == FGG_MM_K2) {
+                __m128i packed = _mm_loadu_si128((const __m128i *)wb), m4b = _mm_set1_epi8(15);
+                sv = _mm_and_si128(packed, m4b);
+                bs = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4b)); /* the mins */
+            } else {
+                uint32_t words[4];
+                fgg_mm_q3_k_scale_words(wb, words);
+                sv = _mm_sub_epi8(_mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]),
+                                  _mm_set1_epi8(32));
+                bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 2); /* 4 * scale */
+            }
+            lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sv));
+            hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sv, 8)));
+            for (int h = 0; h < 2; h++) {
+                __m256i v = _mm256_loadu_si256((const __m256i *)(wb + (kind == FGG_MM_K2 ? 16 : 32) + 32 * h));
+                for (int t = 0; t < 4; t++) {
+                    const int j = 4 * h + t;
+                    __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), _mm256_set1_epi8(3));
+                    if (kind == FGG_MM_K3) u = fgg_mm_q3_k_u(wb, u, j);
+                    __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(xq + 32 * j)));
+                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, fgg_mm_sub_scale(lo, hi, j)));
+                }
+            }
+        } else if (kind == FGG_MM_K6) {
             __m128i sv = _mm_loadu_si128((const __m128i *)(wb + 192));
             lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sv));
             hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sv, 8)));
@@ -1453,14 +1478,16 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
         }
         /* the bsum term: fgg_mm_ksb_bsum */
         __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x[b].bsum), bs);
-        if (kind == FGG_MM_K6) {
-            a = fgg_mm_acc_add(a, _mm256_sub_epi32(l, bt), fgg_half_to_float_scale(fgg_load_u16le(wb + 208)) * x[b].d);
-        } else {
-            a = fgg_mm_acc_add(a, l, fgg_half_to_float_scale(fgg_load_u16le(wb)) * x[b].d);
-            am = fgg_mm_acc_add(am, bt, fgg_half_to_float_scale(fgg_load_u16le(wb + 2)) * x[b].d);
+        if (kind == FGG_MM_K3 || kind == FGG_MM_K6) { /* offsets: the bsum term subtracted in integers */
+            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K3 ? 108 : 208)));
+            a = fgg_mm_acc_add(a, _mm256_sub_epi32(l, bt), d * x[b].d);
+        } else { /* mins: their own lanes, subtracted at the end */
+            const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0;
+            a = fgg_mm_acc_add(a, l, fgg_half_to_float_scale(fgg_load_u16le(wb + at)) * x[b].d);
+            am = fgg_mm_acc_add(am, bt, fgg_half_to_float_scale(fgg_load_u16le(wb + at + 2)) * x[b].d);
         }
     }
-    out[0] = kind == FGG_MM_K6 ? fgg_mm_acc_sum(a) : fgg_mm_acc_sum(a) - fgg_mm_acc_sum(am);
+    out[0] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(a) - fgg_mm_acc_sum(am) : fgg_mm_acc_sum(a);
 }
 #endif
 
@@ -1475,39 +1502,26 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
 #if defined(FGG_MM_INT_SIMD)
-    if (m == 1 && (kind == FGG_MM_K4 || kind == FGG_MM_K5 || kind == FGG_MM_K6)) {
+    if (m == 1 && !fgg_mm_k_signed(kind)) {
         fgg_mm_row1_k(kind, w, nsb, x, out);
         return;
     }
-    if (m == 1) { /* the same steps for one row: the unpacked block then stays in registers, where
-                   storing it for the row loop below costs twice the row's arithmetic */
-        fgg_mm_acc a = fgg_mm_acc_zero(), am = fgg_mm_acc_zero();
+    if (m == 1) { /* the signed types: each run's values straight into registers, the same lanes */
+        fgg_mm_acc a = fgg_mm_acc_zero();
         for (ptrdiff_t b = 0; b < nsb; b++) {
-            fgg_mm_ksb s1;
+            __m256i l = _mm256_setzero_si256();
             fgg_mm_prefetch_ahead(w + b * bytes, bytes);
-            if (fgg_mm_k_signed(kind)) {  /* each run's values straight into registers: the same lanes */
-                __m256i l = _mm256_setzero_si256();
-                for (int j = 0; j < 8; j++) {
-                    int scale[2];
-                    __m256i v = fgg_mm_iq_run(kind, w + b * bytes, j, scale);
-                    __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(x[b].q + 32 * j)), v);
-                    __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), sx);
-                    __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)scale[1]), _mm_set1_epi16((short)scale[0]));
-                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, sc));
-                }
-                a = fgg_mm_acc_add(a, l, fgg_mm_iq_d(kind, w + b * bytes) * x[b].d);
-                continue;
+            for (int j = 0; j < 8; j++) {
+                int scale[2];
+                __m256i v = fgg_mm_iq_run(kind, w + b * bytes, j, scale);
+                __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(x[b].q + 32 * j)), v);
+                __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), sx);
+                __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)scale[1]), _mm_set1_epi16((short)scale[0]));
+                l = _mm256_add_epi32(l, _mm256_madd_epi16(p, sc));
             }
-            fgg_mm_k_unpack(kind, w + b * bytes, &s1, &d, &dmin);
-            if (fgg_mm_k_has_min(kind)) {
-                a = fgg_mm_acc_add(a, fgg_mm_ksb_dot(&s1, x[b].q), d * x[b].d);
-                am = fgg_mm_acc_add(am, fgg_mm_ksb_bsum(&s1, x[b].bsum), dmin * x[b].d);
-            } else {
-                a = fgg_mm_acc_add(a, fgg_mm_lanes_sub(fgg_mm_ksb_dot(&s1, x[b].q), fgg_mm_ksb_bsum(&s1, x[b].bsum)),
-                                   d * x[b].d);
-            }
+            a = fgg_mm_acc_add(a, l, fgg_mm_iq_d(kind, w + b * bytes) * x[b].d);
         }
-        out[0] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(a) - fgg_mm_acc_sum(am) : fgg_mm_acc_sum(a);
+        out[0] = fgg_mm_acc_sum(a);
         return;
     }
 #endif
