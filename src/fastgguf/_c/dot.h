@@ -899,6 +899,20 @@ static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
     fgg_mm_ksb_crumbs(wb + 16, s);
 }
 
+/* TQ2_0 (66 bytes: 64 bytes of 2-bit codes laid out as Q2_K's, then f16 d): value d * (code - 1),
+ * so scale 1 and offset 1 (bs = 1), as Q3_K's and Q6_K's offsets. */
+static inline void fgg_mm_ksb_tq2_0(const uint8_t *wb, fgg_mm_ksb *s)
+{
+    int8_t sc[16];
+    int16_t bs[16];
+    for (int g = 0; g < 16; g++) {
+        sc[g] = 1;
+        bs[g] = 1;
+    }
+    fgg_mm_ksb_scales16(s, sc, bs);
+    fgg_mm_ksb_crumbs(wb, s);
+}
+
 /* Q3_K (110 bytes: hmask[32], 64 bytes of low 2 bits, 12 bytes of sixteen 6-bit scales, f16 d):
  * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
  * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
@@ -961,8 +975,9 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
     }
 }
 
-/* Q2_K .. Q6_K, and the 256-value IQ types whose runs of 32 have integer scales under one float
- * (their values signed: fgg_mm_k_signed). */
+/* Q2_K .. Q6_K and TQ2_0 (unsigned fields, their offsets and mins taken from x's sums), and the
+ * 256-value IQ types and TQ1_0, whose runs of 32 have integer scales under one float (their
+ * values signed: fgg_mm_k_signed). */
 enum {
     FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
     FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
@@ -994,7 +1009,7 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
 
 /* Whether the kind's values are signed (the IQ types): u then holds their magnitudes, v the
  * values, and x takes their signs before maddubs; no bsum term. */
-FGG_MM_ALWAYS_INLINE int fgg_mm_k_signed(int kind) { return kind >= FGG_MM_K_IQ2_XXS; }
+FGG_MM_ALWAYS_INLINE int fgg_mm_k_signed(int kind) { return kind >= FGG_MM_K_IQ2_XXS && kind != FGG_MM_K_TQ2_0; }
 
 /* 32 signed bytes from four rows of 8 unsigned grid values (g[0] the first 8), value i negated
  * where bit i % 8 of byte i / 8 of ``signs`` is set (the grids' values are below 128). */
@@ -1139,23 +1154,6 @@ static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
     return fgg_mm_iq1_rows(g, ((lo >> 3) & 1) | ((lo >> 7) << 1) | (((hi >> 3) & 1) << 2) | ((unsigned)(hi >> 7) << 3));
 }
 
-/* TQ2_0 (66 bytes: 64 bytes of 2-bit codes, then f16 d): run j's values code - 1, the codes of
- * bits 2 (j % 4) of bytes 32 (j / 4) .. 32 (j / 4) + 31. */
-static inline fgg_mm_w32 fgg_mm_tq2_0_run(const uint8_t *wb, int j)
-{
-    const uint8_t *q = wb + 32 * (j / 4);
-    const int shift = 2 * (j % 4);
-#if defined(FGG_MM_INT_SIMD)
-    __m256i c = _mm256_srl_epi16(_mm256_loadu_si256((const __m256i *)q), _mm_cvtsi32_si128(shift));
-    c = _mm256_and_si256(c, _mm256_set1_epi8(3));
-    return _mm256_sub_epi8(c, _mm256_set1_epi8(1));
-#else
-    fgg_mm_w32 w;
-    for (int i = 0; i < 32; i++) w.b[i] = (int8_t)(((q[i] >> shift) & 3) - 1);
-    return w;
-#endif
-}
-
 /* TQ1_0 (54 bytes: 48 bytes of codes with 5 base-3 digits each, 4 bytes with 4, then f16 d).
  * A code holds its digits as a fixed-point fraction: digit k of code c is the top digit of
  * c * 3^k (mod 256), (t >= 86) + (t >= 171) for t that product (as the dequantizer reads them).
@@ -1221,7 +1219,7 @@ static inline fgg_mm_w32 fgg_mm_tq1_0_run(const uint8_t *wb, int j)
 #endif
 }
 
-/* The 256-value IQ types (and TQ2_0) as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
+/* The 256-value IQ types (and TQ1_0) as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
  * out) with its integer scales (one per 16 values) under one float d per super-block:
  *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
  *   IQ3_XXS (98 bytes)  value h * (0.5 + s_j) * 0.5 * g  = (h / 4) * (2 s_j + 1) * g
@@ -1231,7 +1229,6 @@ static inline fgg_mm_w32 fgg_mm_tq1_0_run(const uint8_t *wb, int j)
  *           4-bit s per 16 values (the low nibble of byte j of the scales for the first 16)
  *   IQ1_S, IQ1_M (50, 56 bytes) value h * (2 s + 1) * (g + delta) = (h / 8) * (2 s + 1) * (8 g +- 1),
  *           a 3-bit s per run (IQ1_S) or per 16 values (IQ1_M)
- *   TQ2_0   (66 bytes)  value h * (code - 1), scale 1
  *   TQ1_0   (54 bytes)  value h * (digit - 1), scale 1
  * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
  * dequantizers in kernels_iq.pxi).
@@ -1244,11 +1241,10 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
                            | ((fgg_load_u16le(wb + 52) >> 4) & 0xf00) | (fgg_load_u16le(wb + 54) & 0xf000);
         return fgg_half_to_float_scale((uint16_t)h) * 0.125f;
     }
-    const float h = fgg_half_to_float_scale(fgg_load_u16le(kind == FGG_MM_K_TQ2_0 ? wb + 64 : kind == FGG_MM_K_TQ1_0 ? wb + 52 : wb));
+    const float h = fgg_half_to_float_scale(fgg_load_u16le(kind == FGG_MM_K_TQ1_0 ? wb + 52 : wb));
     switch (kind) {
     case FGG_MM_K_IQ3_XXS: return h * 0.25f;
     case FGG_MM_K_TQ1_0:
-    case FGG_MM_K_TQ2_0:
     case FGG_MM_K_IQ3_S:
     case FGG_MM_K_IQ4_XS: return h;
     default: return h * 0.125f;  /* the IQ2 types, IQ1_S */
@@ -1269,9 +1265,6 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
     case FGG_MM_K_IQ3_S:
         scale[0] = scale[1] = 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf) + 1;
         return fgg_mm_iq3_s_run(wb, j);
-    case FGG_MM_K_TQ2_0:
-        scale[0] = scale[1] = 1;
-        return fgg_mm_tq2_0_run(wb, j);
     case FGG_MM_K_TQ1_0:
         scale[0] = scale[1] = 1;
         return fgg_mm_tq1_0_run(wb, j);
@@ -1340,6 +1333,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack_fields(int kind, const uint8_t *wb, fg
         *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 108));
         fgg_mm_ksb_q3_k(wb, s);
         break;
+    case FGG_MM_K_TQ2_0:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 64));
+        fgg_mm_ksb_tq2_0(wb, s);
+        break;
     case FGG_MM_K4:
     case FGG_MM_K5:
         *d = fgg_half_to_float_scale(fgg_load_u16le(wb));
@@ -1403,7 +1400,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
 #endif
 
 #if defined(FGG_MM_INT_SIMD)
-/* fgg_mm_rows_k's single row of x for Q2_K to Q6_K, each sub-block multiplied as soon as its
+/* fgg_mm_rows_k's single row of x for Q2_K to Q6_K and TQ2_0, each sub-block multiplied as soon as its
  * bytes are unpacked: unpacking the whole super-block first (fgg_mm_ksb) holds 17 vectors, which
  * spill. The same products summed into the same lanes (integers), then the same float steps:
  * the same bits. 1.03-1.2x ggml's speed relative to before (benchmarks/c/int_row1.c). */
@@ -1416,9 +1413,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
         const int8_t *xq = x[b].q;
         __m256i l = _mm256_setzero_si256(), lo, hi, bs;
         fgg_mm_prefetch_ahead(wb, bytes);
-        if (kind == FGG_MM_K2 || kind == FGG_MM_K3) { /* per-16 scales, 2-bit fields (fgg_mm_ksb_q2_k, _q3_k) */
+        if (kind == FGG_MM_K2 || kind == FGG_MM_K3 || kind == FGG_MM_K_TQ2_0) {
+            /* per-16 scales, 2-bit fields (fgg_mm_ksb_q2_k, _q3_k, _tq2_0) */
             __m128i sv; /* the 16 scales as int8 */
-            if (kind == FGG_MM_K2) {
+            if (kind == FGG_MM_K_TQ2_0) {
+                sv = _mm_set1_epi8(1);
+                bs = _mm256_set1_epi16(1);
+            } else if (kind == FGG_MM_K2) {
                 __m128i packed = _mm_loadu_si128((const __m128i *)wb), m4b = _mm_set1_epi8(15);
                 sv = _mm_and_si128(packed, m4b);
                 bs = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4b)); /* the mins */
@@ -1431,16 +1432,23 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
             }
             lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sv));
             hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sv, 8)));
+            __m256i p16 = _mm256_setzero_si256(); /* TQ2_0: its scales are all 1, so the products add up in
+                                                     int16 (|sum| <= 8 * 2 * 2 * 127) and madd once: the same lanes */
             for (int h = 0; h < 2; h++) {
-                __m256i v = _mm256_loadu_si256((const __m256i *)(wb + (kind == FGG_MM_K2 ? 16 : 32) + 32 * h));
+                const ptrdiff_t at = kind == FGG_MM_K2 ? 16 : kind == FGG_MM_K3 ? 32 : 0;
+                __m256i v = _mm256_loadu_si256((const __m256i *)(wb + at + 32 * h));
                 for (int t = 0; t < 4; t++) {
                     const int j = 4 * h + t;
                     __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), _mm256_set1_epi8(3));
                     if (kind == FGG_MM_K3) u = fgg_mm_q3_k_u(wb, u, j);
                     __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(xq + 32 * j)));
-                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, fgg_mm_sub_scale(lo, hi, j)));
+                    if (kind == FGG_MM_K_TQ2_0)
+                        p16 = _mm256_add_epi16(p16, p);
+                    else
+                        l = _mm256_add_epi32(l, _mm256_madd_epi16(p, fgg_mm_sub_scale(lo, hi, j)));
                 }
             }
+            if (kind == FGG_MM_K_TQ2_0) l = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
         } else if (kind == FGG_MM_K6) {
             __m128i sv = _mm_loadu_si128((const __m128i *)(wb + 192));
             lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sv));
@@ -1478,8 +1486,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
         }
         /* the bsum term: fgg_mm_ksb_bsum */
         __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x[b].bsum), bs);
-        if (kind == FGG_MM_K3 || kind == FGG_MM_K6) { /* offsets: the bsum term subtracted in integers */
-            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K3 ? 108 : 208)));
+        if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
+            const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : 64;
+            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
             a = fgg_mm_acc_add(a, _mm256_sub_epi32(l, bt), d * x[b].d);
         } else { /* mins: their own lanes, subtracted at the end */
             const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0;
