@@ -28,8 +28,8 @@ Two paths:
   with integer scales, per 32 or 16, under one float; IQ4_XS's codes through its table, the
   IQ1/IQ2/IQ3 grids' rows looked up and signed, IQ1's values times 8 with their +-1/8 shift) it has one
   float scale per 256 values and int16 sums per 16 (ggml's Q8_K): the sums stay integers over the
-  whole super-block (scales in integers, mins and offsets from the per-16 sums; TQ2_0 as Q2_K's
-  fields with scale 1 and offset 1) and are converted
+  whole super-block (scales in integers, mins and offsets from the per-16 sums; TQ2_0's codes and
+  TQ1_0's digits with scale 1 and offset 1) and are converted
   to float once per 256 values and row. Rounding ``x`` costs relative error (measured vs float64, quantized Gaussian weights)
   5e-3 to 1e-2 with per-32 scales. With per-256 scales it is 7e-3 on Gaussian ``x``, 1.4-1.7e-2
   on SiLU-gated activations and up to 2.8e-2 with a few 20x outlier channels, the trade ggml

@@ -899,20 +899,6 @@ static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
     fgg_mm_ksb_crumbs(wb + 16, s);
 }
 
-/* TQ2_0 (66 bytes: 64 bytes of 2-bit codes laid out as Q2_K's, then f16 d): value d * (code - 1),
- * so scale 1 and offset 1 (bs = 1), as Q3_K's and Q6_K's offsets. */
-static inline void fgg_mm_ksb_tq2_0(const uint8_t *wb, fgg_mm_ksb *s)
-{
-    int8_t sc[16];
-    int16_t bs[16];
-    for (int g = 0; g < 16; g++) {
-        sc[g] = 1;
-        bs[g] = 1;
-    }
-    fgg_mm_ksb_scales16(s, sc, bs);
-    fgg_mm_ksb_crumbs(wb, s);
-}
-
 /* Q3_K (110 bytes: hmask[32], 64 bytes of low 2 bits, 12 bytes of sixteen 6-bit scales, f16 d):
  * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
  * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
@@ -975,9 +961,9 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
     }
 }
 
-/* Q2_K .. Q6_K and TQ2_0 (unsigned fields, their offsets and mins taken from x's sums), and the
- * 256-value IQ types and TQ1_0, whose runs of 32 have integer scales under one float (their
- * values signed: fgg_mm_k_signed). */
+/* Q2_K .. Q6_K, TQ2_0 and TQ1_0 (unsigned fields, their offsets and mins taken from x's sums),
+ * and the 256-value IQ types, whose runs of 32 have integer scales under one float (their values
+ * signed: fgg_mm_k_signed). */
 enum {
     FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
     FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
@@ -1009,7 +995,10 @@ FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
 
 /* Whether the kind's values are signed (the IQ types): u then holds their magnitudes, v the
  * values, and x takes their signs before maddubs; no bsum term. */
-FGG_MM_ALWAYS_INLINE int fgg_mm_k_signed(int kind) { return kind >= FGG_MM_K_IQ2_XXS && kind != FGG_MM_K_TQ2_0; }
+FGG_MM_ALWAYS_INLINE int fgg_mm_k_signed(int kind)
+{
+    return kind >= FGG_MM_K_IQ2_XXS && kind != FGG_MM_K_TQ2_0 && kind != FGG_MM_K_TQ1_0;
+}
 
 /* 32 signed bytes from four rows of 8 unsigned grid values (g[0] the first 8), value i negated
  * where bit i % 8 of byte i / 8 of ``signs`` is set (the grids' values are below 128). */
@@ -1158,8 +1147,8 @@ static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
  * A code holds its digits as a fixed-point fraction: digit k of code c is the top digit of
  * c * 3^k (mod 256), (t >= 86) + (t >= 171) for t that product (as the dequantizer reads them).
  * Value v of the super-block: v < 160 digit v / 32 of byte v % 32; v < 240 digit (v - 160) / 16
- * of byte 32 + v % 16; else digit (v - 240) / 4 of byte 48 + v % 4. Run j's 32 values are the
- * digits minus 1; byte i of the run is the digit of code c[i] at power p[i]: */
+ * of byte 32 + v % 16; else digit (v - 240) / 4 of byte 48 + v % 4. Run j's 32 digits (0..2; the
+ * values are the digits minus 1): byte i of the run is the digit of code c[i] at power p[i]: */
 static inline void fgg_mm_tq1_0_where(int j, int i, int *byte, int *power)
 {
     const int v = 32 * j + i;
@@ -1175,7 +1164,7 @@ static inline void fgg_mm_tq1_0_where(int j, int i, int *byte, int *power)
     }
 }
 
-static inline fgg_mm_w32 fgg_mm_tq1_0_run(const uint8_t *wb, int j)
+static inline fgg_mm_w32 fgg_mm_tq1_0_digits(const uint8_t *wb, int j)
 {
 #if defined(FGG_MM_INT_SIMD)
     __m256i c, p;  /* the 32 codes and their multipliers 3^k */
@@ -1204,8 +1193,8 @@ static inline fgg_mm_w32 fgg_mm_tq1_0_run(const uint8_t *wb, int j)
     const __m256i t = _mm256_or_si256(even, odd);
     const __m256i ge86 = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8(86)), t);
     const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8((char)171)), t);
-    /* a true comparison is -1: digit - 1 = -(ge86 + ge171) - 1 */
-    return _mm256_sub_epi8(_mm256_set1_epi8(-1), _mm256_add_epi8(ge86, ge171));
+    /* a true comparison is -1: digit = -(ge86 + ge171) */
+    return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(ge86, ge171));
 #else
     fgg_mm_w32 w;
     for (int i = 0; i < 32; i++) {
@@ -1213,13 +1202,31 @@ static inline fgg_mm_w32 fgg_mm_tq1_0_run(const uint8_t *wb, int j)
         fgg_mm_tq1_0_where(j, i, &byte, &power);
         t = wb[byte];
         for (int k = 0; k < power; k++) t = (t * 3) & 0xff;
-        w.b[i] = (int8_t)((t >= 86) + (t >= 171) - 1);
+        w.b[i] = (int8_t)((t >= 86) + (t >= 171));
     }
     return w;
 #endif
 }
 
-/* The 256-value IQ types (and TQ1_0) as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
+/* The ternary types, value d * (code or digit - 1): scale 1 and offset 1 (bs = 1), as Q3_K's and
+ * Q6_K's offsets. TQ2_0 (66 bytes: 64 bytes of 2-bit codes laid out as Q2_K's, then f16 d), TQ1_0
+ * (above). */
+static inline void fgg_mm_ksb_ternary(int kind, const uint8_t *wb, fgg_mm_ksb *s)
+{
+    int8_t sc[16];
+    int16_t bs[16];
+    for (int g = 0; g < 16; g++) {
+        sc[g] = 1;
+        bs[g] = 1;
+    }
+    fgg_mm_ksb_scales16(s, sc, bs);
+    if (kind == FGG_MM_K_TQ2_0)
+        fgg_mm_ksb_crumbs(wb, s);
+    else
+        for (int j = 0; j < 8; j++) s->u[j] = fgg_mm_tq1_0_digits(wb, j);
+}
+
+/* The 256-value IQ types as the K-quants: run j's 32 signed values (fgg_mm_iq_run, the scale left
  * out) with its integer scales (one per 16 values) under one float d per super-block:
  *   IQ2_XXS (66 bytes)  value h * (0.5 + s_j) * 0.25 * g = (h / 8) * (2 s_j + 1) * g
  *   IQ3_XXS (98 bytes)  value h * (0.5 + s_j) * 0.5 * g  = (h / 4) * (2 s_j + 1) * g
@@ -1229,7 +1236,6 @@ static inline fgg_mm_w32 fgg_mm_tq1_0_run(const uint8_t *wb, int j)
  *           4-bit s per 16 values (the low nibble of byte j of the scales for the first 16)
  *   IQ1_S, IQ1_M (50, 56 bytes) value h * (2 s + 1) * (g + delta) = (h / 8) * (2 s + 1) * (8 g +- 1),
  *           a 3-bit s per run (IQ1_S) or per 16 values (IQ1_M)
- *   TQ1_0   (54 bytes)  value h * (digit - 1), scale 1
  * h the block's f16 scale, s_j the run's 4-bit field, g the signed grid value (as the
  * dequantizers in kernels_iq.pxi).
  *
@@ -1241,10 +1247,9 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
                            | ((fgg_load_u16le(wb + 52) >> 4) & 0xf00) | (fgg_load_u16le(wb + 54) & 0xf000);
         return fgg_half_to_float_scale((uint16_t)h) * 0.125f;
     }
-    const float h = fgg_half_to_float_scale(fgg_load_u16le(kind == FGG_MM_K_TQ1_0 ? wb + 52 : wb));
+    const float h = fgg_half_to_float_scale(fgg_load_u16le(wb));
     switch (kind) {
     case FGG_MM_K_IQ3_XXS: return h * 0.25f;
-    case FGG_MM_K_TQ1_0:
     case FGG_MM_K_IQ3_S:
     case FGG_MM_K_IQ4_XS: return h;
     default: return h * 0.125f;  /* the IQ2 types, IQ1_S */
@@ -1265,9 +1270,6 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
     case FGG_MM_K_IQ3_S:
         scale[0] = scale[1] = 2 * ((wb[106 + j / 2] >> (4 * (j % 2))) & 0xf) + 1;
         return fgg_mm_iq3_s_run(wb, j);
-    case FGG_MM_K_TQ1_0:
-        scale[0] = scale[1] = 1;
-        return fgg_mm_tq1_0_run(wb, j);
     case FGG_MM_K_IQ1_S:
         scale[0] = scale[1] = 2 * (int)((fgg_load_u16le(wb + 34 + 2 * j) >> 12) & 7) + 1;
         return fgg_mm_iq1_s_run(wb, j);
@@ -1334,8 +1336,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack_fields(int kind, const uint8_t *wb, fg
         fgg_mm_ksb_q3_k(wb, s);
         break;
     case FGG_MM_K_TQ2_0:
-        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + 64));
-        fgg_mm_ksb_tq2_0(wb, s);
+    case FGG_MM_K_TQ1_0:
+        *d = fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K_TQ2_0 ? 64 : 52)));
+        fgg_mm_ksb_ternary(kind, wb, s);
         break;
     case FGG_MM_K4:
     case FGG_MM_K5:
@@ -1400,7 +1403,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
 #endif
 
 #if defined(FGG_MM_INT_SIMD)
-/* fgg_mm_rows_k's single row of x for Q2_K to Q6_K and TQ2_0, each sub-block multiplied as soon as its
+/* fgg_mm_rows_k's single row of x for Q2_K to Q6_K, TQ2_0 and TQ1_0, each sub-block multiplied as soon as its
  * bytes are unpacked: unpacking the whole super-block first (fgg_mm_ksb) holds 17 vectors, which
  * spill. The same products summed into the same lanes (integers), then the same float steps:
  * the same bits. 1.03-1.2x ggml's speed relative to before (benchmarks/c/int_row1.c). */
@@ -1413,8 +1416,15 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
         const int8_t *xq = x[b].q;
         __m256i l = _mm256_setzero_si256(), lo, hi, bs;
         fgg_mm_prefetch_ahead(wb, bytes);
-        if (kind == FGG_MM_K2 || kind == FGG_MM_K3 || kind == FGG_MM_K_TQ2_0) {
-            /* per-16 scales, 2-bit fields (fgg_mm_ksb_q2_k, _q3_k, _tq2_0) */
+        if (kind == FGG_MM_K_TQ1_0) { /* scales all 1: the products add up in int16 (|sum| <= 8 * 2 * 2 * 127) */
+            __m256i p16 = _mm256_setzero_si256();
+            bs = _mm256_set1_epi16(1);
+            for (int j = 0; j < 8; j++)
+                p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(fgg_mm_tq1_0_digits(wb, j),
+                                                                 _mm256_loadu_si256((const __m256i *)(xq + 32 * j))));
+            l = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+        } else if (kind == FGG_MM_K2 || kind == FGG_MM_K3 || kind == FGG_MM_K_TQ2_0) {
+            /* per-16 scales, 2-bit fields (fgg_mm_ksb_q2_k, _q3_k, fgg_mm_ksb_ternary) */
             __m128i sv; /* the 16 scales as int8 */
             if (kind == FGG_MM_K_TQ2_0) {
                 sv = _mm_set1_epi8(1);
@@ -1487,7 +1497,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
         /* the bsum term: fgg_mm_ksb_bsum */
         __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x[b].bsum), bs);
         if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
-            const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : 64;
+            const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
             const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
             a = fgg_mm_acc_add(a, _mm256_sub_epi32(l, bt), d * x[b].d);
         } else { /* mins: their own lanes, subtracted at the end */
