@@ -118,20 +118,14 @@ def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped, round_t
     n_rows = raw2d.shape[0]
     work = raw2d.nbytes * max(1, x2d.shape[0])
     n_chunks = max(1, min(n_threads, n_rows, work // _MIN_WORK_PER_THREAD))
-    whole = n_chunks == 1 or kernels.has_thread_pool()
     if xq is not None:
-        if whole:  # the common case called directly: a few us a call are this function's own cost
-            kernels.matmul_rows_int(raw2d, int(qtype), xq, out2d, 0, n_rows, n_chunks)
-            return
         def product(a: int, b: int, threads: int) -> None:
             kernels.matmul_rows_int(raw2d, int(qtype), xq, out2d, a, b, threads)
     else:
-        if whole:
-            kernels.matmul_rows(raw2d, int(qtype), x2d, out2d, 0, n_rows, swapped, round_to, n_chunks)
-            return
         def product(a: int, b: int, threads: int) -> None:
             kernels.matmul_rows(raw2d, int(qtype), x2d, out2d, a, b, swapped, round_to, threads)
-    _backend.run_chunks([partial(product, a, b, 1) for a, b in _dequant._even_parts(n_rows, n_chunks)])
+    _backend.run_split(kernels, n_chunks, partial(product, 0, n_rows),
+                       lambda: [partial(product, a, b, 1) for a, b in _dequant._even_parts(n_rows, n_chunks)])
 
 
 def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
