@@ -697,8 +697,6 @@ static inline __m256i fgg_mm_ksb_bsum(const fgg_mm_ksb *s, const int16_t *bsum)
 
 static inline __m256i fgg_mm_lanes_sub(__m256i a, __m256i b) { return _mm256_sub_epi32(a, b); }
 
-/* Broadcast the int16 scales: sub-block j takes word 2j of ``lo8`` (or of ``hi8`` for j >= 4,
- * words 2j - 8) in its low half and the next word in its high half. */
 /* Row a: the bytes of word 2a repeated in the low 16 bytes, of word 2a + 1 in the high 16. */
 static const int8_t fgg_mm_word_pick[4][32] = {
     {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3},
@@ -715,6 +713,8 @@ static inline __m256i fgg_mm_sub_scale(__m256i lo, __m256i hi, int j)
     return _mm256_shuffle_epi8(j < 4 ? lo : hi, _mm256_loadu_si256((const __m256i *)fgg_mm_word_pick[j % 4]));
 }
 
+/* Broadcast the int16 scales: sub-block j takes word 2j of ``lo8`` (or of ``hi8`` for j >= 4,
+ * words 2j - 8) in its low half and the next word in its high half. */
 static inline void fgg_mm_ksb_scales(fgg_mm_ksb *s, __m128i lo8, __m128i hi8)
 {
     __m256i lo = _mm256_broadcastsi128_si256(lo8), hi = _mm256_broadcastsi128_si256(hi8);
@@ -755,6 +755,16 @@ static inline fgg_mm_lanes fgg_mm_lanes_sub(fgg_mm_lanes a, fgg_mm_lanes b)
 }
 #endif
 
+/* Q2_K .. Q6_K, TQ2_0 and TQ1_0 (unsigned fields, their offsets and mins taken from x's sums),
+ * and the 256-value IQ types, whose runs of 32 have integer scales under one float (their values
+ * signed: fgg_mm_k_signed). */
+enum {
+    FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
+    FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
+    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12, FGG_MM_K_IQ1_S = 13, FGG_MM_K_IQ1_M = 14, FGG_MM_K_TQ2_0 = 15,
+    FGG_MM_K_TQ1_0 = 16
+};
+
 /* Q4_K scales and mins: 12 bytes packing eight 6-bit scales and eight 6-bit mins, unpacked as
  * four little-endian words: sc[0..3], sc[4..7], mn[0..3], mn[4..7] (a byte each). */
 static inline void fgg_mm_k4_scales(const uint8_t *s, uint32_t out[4])
@@ -766,16 +776,70 @@ static inline void fgg_mm_k4_scales(const uint8_t *s, uint32_t out[4])
     out[3] = ((s2 >> 4) & 0x0f0f0f0fu) | (((s1 >> 6) & 0x03030303u) << 4);
 }
 
-#if defined(FGG_MM_INT_SIMD)
-/* Q4_K's scales as int16 words, each sub-block's twice (dup_lo: sub-blocks 0-3, dup_hi: 4-7, the
- * halves fgg_mm_ksb_scales takes), and the returned bs: the mins, each twice. */
-static inline __m256i fgg_mm_k4_scale_words(const uint32_t words[4], __m128i *dup_lo, __m128i *dup_hi)
+
+/* Q3_K's sixteen 6-bit scales (12 bytes at wb + 96) as four little-endian words, a byte each
+ * (scale g in byte g & 3 of word g >> 2), before the offset of 32. */
+static inline void fgg_mm_q3_k_scale_words(const uint8_t *wb, uint32_t words[4])
 {
-    __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
-    __m128i sc8 = _mm_cvtepu8_epi16(b8), mn8 = _mm_cvtepu8_epi16(_mm_srli_si128(b8, 8));
-    *dup_lo = _mm_unpacklo_epi16(sc8, sc8);
-    *dup_hi = _mm_unpackhi_epi16(sc8, sc8);
-    return _mm256_set_m128i(_mm_unpackhi_epi16(mn8, mn8), _mm_unpacklo_epi16(mn8, mn8));
+    const uint8_t *p = wb + 96;
+    uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
+    words[0] = (a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4);
+    words[1] = (a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4);
+    words[2] = ((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4);
+    words[3] = ((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4);
+}
+
+#if defined(FGG_MM_INT_SIMD)
+/* The int16 scales of super-block wb of an unsigned kind (Q2_K .. Q6_K, the ternary types) as
+ * fgg_mm_sub_scale takes them: lo the words of sub-blocks 0-3, hi those of 4-7 (word 2j scales
+ * the first 16 values of sub-block j, 2j + 1 the next 16), each 16 bytes in both lanes; returned:
+ * bs, the factors of x's 16 sums per 16 (the mins, or the offsets times the scales). The values
+ * the portable unpackers put in sc and bs. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_mm_k_scales(int kind, const uint8_t *wb, __m256i *lo, __m256i *hi)
+{
+    __m128i lo8, hi8;
+    __m256i bs;
+    if (kind == FGG_MM_K4 || kind == FGG_MM_K5) { /* a scale and a min per 32: each word twice */
+        uint32_t words[4];
+        fgg_mm_k4_scales(wb + 4, words);
+        __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
+        __m128i sc8 = _mm_cvtepu8_epi16(b8), mn8 = _mm_cvtepu8_epi16(_mm_srli_si128(b8, 8));
+        lo8 = _mm_unpacklo_epi16(sc8, sc8);
+        hi8 = _mm_unpackhi_epi16(sc8, sc8);
+        bs = _mm256_set_m128i(_mm_unpackhi_epi16(mn8, mn8), _mm_unpacklo_epi16(mn8, mn8));
+    } else {
+        __m128i sv; /* an int8 scale per 16 */
+        if (kind == FGG_MM_K2) { /* low nibbles the scales, high nibbles the mins */
+            __m128i packed = _mm_loadu_si128((const __m128i *)wb), m4 = _mm_set1_epi8(15);
+            sv = _mm_and_si128(packed, m4);
+            bs = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4));
+        } else if (kind == FGG_MM_K3) { /* 6-bit scales - 32, offset 4 */
+            uint32_t words[4];
+            fgg_mm_q3_k_scale_words(wb, words);
+            sv = _mm_sub_epi8(_mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]),
+                              _mm_set1_epi8(32));
+            bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 2);
+        } else if (kind == FGG_MM_K6) { /* int8 scales, offset 32 */
+            sv = _mm_loadu_si128((const __m128i *)(wb + 192));
+            bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 5);
+        } else { /* the ternary types: scale 1, offset 1 */
+            sv = _mm_set1_epi8(1);
+            bs = _mm256_set1_epi16(1);
+        }
+        lo8 = _mm_cvtepi8_epi16(sv);
+        hi8 = _mm_cvtepi8_epi16(_mm_srli_si128(sv, 8));
+    }
+    *lo = _mm256_broadcastsi128_si256(lo8);
+    *hi = _mm256_broadcastsi128_si256(hi8);
+    return bs;
+}
+
+/* fgg_mm_k_scales into the ksb's sc and bs. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_k_scales(int kind, const uint8_t *wb, fgg_mm_ksb *s)
+{
+    __m256i lo, hi;
+    s->bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
+    for (int j = 0; j < 8; j++) s->sc[j] = fgg_mm_sub_scale(lo, hi, j);
 }
 #endif
 
@@ -783,14 +847,12 @@ static inline __m256i fgg_mm_k4_scale_words(const uint32_t words[4], __m128i *du
  * nibbles; sub-block j has value d * sc[j] * q - dmin * mn[j]). */
 static inline void fgg_mm_ksb_q4_k_at(const uint8_t *wb, const uint8_t *nibbles, fgg_mm_ksb *s)
 {
-    uint32_t words[4];
-    fgg_mm_k4_scales(wb + 4, words);
     for (int g = 0; g < 4; g++) fgg_mm_nibbles32(nibbles + 32 * g, &s->u[2 * g], &s->u[2 * g + 1]);
 #if defined(FGG_MM_INT_SIMD)
-    __m128i dup_lo, dup_hi;
-    s->bs = fgg_mm_k4_scale_words(words, &dup_lo, &dup_hi);
-    fgg_mm_ksb_scales(s, dup_lo, dup_hi);
+    fgg_mm_ksb_k_scales(FGG_MM_K4, wb, s);
 #else
+    uint32_t words[4];
+    fgg_mm_k4_scales(wb + 4, words);
     uint8_t b[16];
     for (int w4 = 0; w4 < 4; w4++)
         for (int t = 0; t < 4; t++) b[4 * w4 + t] = (uint8_t)(words[w4] >> (8 * t));
@@ -825,7 +887,6 @@ static inline void fgg_mm_q6_k_half_u(const uint8_t *wb, int h, __m256i u[4])
  * scales, f16 d; value d * scale[i / 16] * (q - 32), q = 0..63): u = q, bs = 32 * scale. */
 static inline void fgg_mm_ksb_q6_k(const uint8_t *wb, fgg_mm_ksb *s)
 {
-    const int8_t *scales = (const int8_t *)(wb + 192);
     for (int h = 0; h < 2; h++) {
 #if defined(FGG_MM_INT_SIMD)
         fgg_mm_q6_k_half_u(wb, h, &s->u[4 * h]);
@@ -840,11 +901,9 @@ static inline void fgg_mm_ksb_q6_k(const uint8_t *wb, fgg_mm_ksb *s)
 #endif
     }
 #if defined(FGG_MM_INT_SIMD)
-    __m128i sv = _mm_loadu_si128((const __m128i *)scales);
-    __m128i lo8 = _mm_cvtepi8_epi16(sv), hi8 = _mm_cvtepi8_epi16(_mm_srli_si128(sv, 8));
-    fgg_mm_ksb_scales(s, lo8, hi8);
-    s->bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 5);
+    fgg_mm_ksb_k_scales(FGG_MM_K6, wb, s);
 #else
+    const int8_t *scales = (const int8_t *)(wb + 192);
     for (int g = 0; g < 16; g++) {
         s->sc[g] = scales[g];
         s->bs[g] = (int16_t)(32 * scales[g]);
@@ -889,6 +948,9 @@ static inline void fgg_mm_ksb_crumbs(const uint8_t *q, fgg_mm_ksb *s)
  * d * (sc[g] & 15) * q - dmin * (sc[g] >> 4). */
 static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
 {
+#if defined(FGG_MM_INT_SIMD)
+    fgg_mm_ksb_k_scales(FGG_MM_K2, wb, s);
+#else
     int8_t sc[16];
     int16_t mn[16];
     for (int g = 0; g < 16; g++) {
@@ -896,6 +958,7 @@ static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
         mn[g] = (int16_t)(wb[g] >> 4);
     }
     fgg_mm_ksb_scales16(s, sc, mn);
+#endif
     fgg_mm_ksb_crumbs(wb + 16, s);
 }
 
@@ -903,17 +966,6 @@ static inline void fgg_mm_ksb_q2_k(const uint8_t *wb, fgg_mm_ksb *s)
  * value d * (scale - 32) * (low2 - (hmask bit clear ? 4 : 0)). u = low2 + 4 * bit (0..7), so
  * the value is (u - 4): bs = 4 * (scale - 32). The scales: low 4 bits from nibble g / 8 of byte
  * g % 8, high 2 bits from bits 2 (g / 4) of byte 8 + g % 4. Here the 16 scales, minus 32: */
-/* Q3_K's sixteen 6-bit scales (12 bytes at wb + 96) as four little-endian words, a byte each
- * (scale g in byte g & 3 of word g >> 2), before the offset of 32. */
-static inline void fgg_mm_q3_k_scale_words(const uint8_t *wb, uint32_t words[4])
-{
-    const uint8_t *p = wb + 96;
-    uint32_t a0 = fgg_load_u32le(p), a1 = fgg_load_u32le(p + 4), a2 = fgg_load_u32le(p + 8);
-    words[0] = (a0 & 0x0f0f0f0fu) | ((a2 & 0x03030303u) << 4);
-    words[1] = (a1 & 0x0f0f0f0fu) | (((a2 >> 2) & 0x03030303u) << 4);
-    words[2] = ((a0 >> 4) & 0x0f0f0f0fu) | (((a2 >> 4) & 0x03030303u) << 4);
-    words[3] = ((a1 >> 4) & 0x0f0f0f0fu) | (((a2 >> 6) & 0x03030303u) << 4);
-}
 
 static inline void fgg_mm_q3_k_scales(const uint8_t *wb, int8_t sc[16])
 {
@@ -936,11 +988,15 @@ static inline fgg_mm_w32 fgg_mm_q3_k_u(const uint8_t *wb, fgg_mm_w32 low2, int j
 
 static inline void fgg_mm_ksb_q3_k(const uint8_t *wb, fgg_mm_ksb *s)
 {
+#if defined(FGG_MM_INT_SIMD)
+    fgg_mm_ksb_k_scales(FGG_MM_K3, wb, s);
+#else
     int8_t sc[16];
     int16_t bs[16];
     fgg_mm_q3_k_scales(wb, sc);
     for (int g = 0; g < 16; g++) bs[g] = (int16_t)(4 * sc[g]);
     fgg_mm_ksb_scales16(s, sc, bs);
+#endif
     fgg_mm_ksb_crumbs(wb + 32, s);
     for (int j = 0; j < 8; j++) s->u[j] = fgg_mm_q3_k_u(wb, s->u[j], j);
 }
@@ -961,15 +1017,6 @@ static inline void fgg_mm_ksb_q5_k(const uint8_t *wb, fgg_mm_ksb *s)
     }
 }
 
-/* Q2_K .. Q6_K, TQ2_0 and TQ1_0 (unsigned fields, their offsets and mins taken from x's sums),
- * and the 256-value IQ types, whose runs of 32 have integer scales under one float (their values
- * signed: fgg_mm_k_signed). */
-enum {
-    FGG_MM_K2 = 2, FGG_MM_K3 = 3, FGG_MM_K4 = 4, FGG_MM_K5 = 5, FGG_MM_K6 = 6,
-    FGG_MM_K_IQ2_XXS = 7, FGG_MM_K_IQ3_XXS = 8, FGG_MM_K_IQ3_S = 9, FGG_MM_K_IQ4_XS = 10,
-    FGG_MM_K_IQ2_XS = 11, FGG_MM_K_IQ2_S = 12, FGG_MM_K_IQ1_S = 13, FGG_MM_K_IQ1_M = 14, FGG_MM_K_TQ2_0 = 15,
-    FGG_MM_K_TQ1_0 = 16
-};
 
 /* Bytes per super-block. */
 FGG_MM_ALWAYS_INLINE ptrdiff_t fgg_mm_k_bytes(int kind)
@@ -1213,6 +1260,9 @@ static inline fgg_mm_w32 fgg_mm_tq1_0_digits(const uint8_t *wb, int j)
  * (above). */
 static inline void fgg_mm_ksb_ternary(int kind, const uint8_t *wb, fgg_mm_ksb *s)
 {
+#if defined(FGG_MM_INT_SIMD)
+    fgg_mm_ksb_k_scales(kind, wb, s);
+#else
     int8_t sc[16];
     int16_t bs[16];
     for (int g = 0; g < 16; g++) {
@@ -1220,6 +1270,7 @@ static inline void fgg_mm_ksb_ternary(int kind, const uint8_t *wb, fgg_mm_ksb *s
         bs[g] = 1;
     }
     fgg_mm_ksb_scales16(s, sc, bs);
+#endif
     if (kind == FGG_MM_K_TQ2_0)
         fgg_mm_ksb_crumbs(wb, s);
     else
@@ -1405,8 +1456,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
 #if defined(FGG_MM_INT_SIMD)
 /* fgg_mm_rows_k's single row of x for Q2_K to Q6_K, TQ2_0 and TQ1_0, each sub-block multiplied as soon as its
  * bytes are unpacked: unpacking the whole super-block first (fgg_mm_ksb) holds 17 vectors, which
- * spill. The same products summed into the same lanes (integers), then the same float steps:
- * the same bits. 1.03-1.2x ggml's speed relative to before (benchmarks/c/int_row1.c). */
+ * spill. Its scales are the unpackers' (fgg_mm_k_scales). The same products summed into the same
+ * lanes (integers), then the same float steps: the same bits. 1.03-1.2x ggml's speed relative to
+ * before (benchmarks/c/int_row1.c). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, float *out)
 {
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
@@ -1414,34 +1466,17 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
     for (ptrdiff_t b = 0; b < nsb; b++) {
         const uint8_t *wb = w + b * bytes;
         const int8_t *xq = x[b].q;
-        __m256i l = _mm256_setzero_si256(), lo, hi, bs;
+        __m256i l = _mm256_setzero_si256(), lo, hi;
+        const __m256i bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
         fgg_mm_prefetch_ahead(wb, bytes);
         if (kind == FGG_MM_K_TQ1_0) { /* scales all 1: the products add up in int16 (|sum| <= 8 * 2 * 2 * 127) */
             __m256i p16 = _mm256_setzero_si256();
-            bs = _mm256_set1_epi16(1);
             for (int j = 0; j < 8; j++)
                 p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(fgg_mm_tq1_0_digits(wb, j),
                                                                  _mm256_loadu_si256((const __m256i *)(xq + 32 * j))));
             l = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
         } else if (kind == FGG_MM_K2 || kind == FGG_MM_K3 || kind == FGG_MM_K_TQ2_0) {
-            /* per-16 scales, 2-bit fields (fgg_mm_ksb_q2_k, _q3_k, fgg_mm_ksb_ternary) */
-            __m128i sv; /* the 16 scales as int8 */
-            if (kind == FGG_MM_K_TQ2_0) {
-                sv = _mm_set1_epi8(1);
-                bs = _mm256_set1_epi16(1);
-            } else if (kind == FGG_MM_K2) {
-                __m128i packed = _mm_loadu_si128((const __m128i *)wb), m4b = _mm_set1_epi8(15);
-                sv = _mm_and_si128(packed, m4b);
-                bs = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), m4b)); /* the mins */
-            } else {
-                uint32_t words[4];
-                fgg_mm_q3_k_scale_words(wb, words);
-                sv = _mm_sub_epi8(_mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]),
-                                  _mm_set1_epi8(32));
-                bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 2); /* 4 * scale */
-            }
-            lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sv));
-            hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sv, 8)));
+            /* 2-bit fields (fgg_mm_ksb_q2_k, _q3_k, fgg_mm_ksb_ternary) */
             __m256i p16 = _mm256_setzero_si256(); /* TQ2_0: its scales are all 1, so the products add up in
                                                      int16 (|sum| <= 8 * 2 * 2 * 127) and madd once: the same lanes */
             for (int h = 0; h < 2; h++) {
@@ -1460,10 +1495,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
             }
             if (kind == FGG_MM_K_TQ2_0) l = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
         } else if (kind == FGG_MM_K6) {
-            __m128i sv = _mm_loadu_si128((const __m128i *)(wb + 192));
-            lo = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(sv));
-            hi = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(sv, 8)));
-            bs = _mm256_slli_epi16(_mm256_cvtepi8_epi16(sv), 5);
             for (int h = 0; h < 2; h++) {
                 __m256i u[4];
                 fgg_mm_q6_k_half_u(wb, h, u);
@@ -1473,12 +1504,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
                 }
             }
         } else {
-            uint32_t words[4];
-            __m128i dup_lo, dup_hi;
-            fgg_mm_k4_scales(wb + 4, words);
-            bs = fgg_mm_k4_scale_words(words, &dup_lo, &dup_hi);
-            lo = _mm256_broadcastsi128_si256(dup_lo);
-            hi = _mm256_broadcastsi128_si256(dup_hi);
             for (int g = 0; g < 4; g++) {
                 __m256i u[2];
                 fgg_mm_nibbles32(wb + (kind == FGG_MM_K5 ? 48 : 16) + 32 * g, &u[0], &u[1]);
