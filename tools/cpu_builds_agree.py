@@ -71,6 +71,8 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
     _use("portable", False)
     if can_quantize:
         blocks = fastgguf.quantize(x, qtype, imatrix=imatrix)
+    elif qtype == GGMLType.F64:  # no quantizer; random bytes would be NaNs and infinities, whose payloads may differ
+        blocks = x.astype(np.float64).view(np.uint8)
     else:  # Q8_1, Q8_K: any bytes but the scales' are valid; give them finite scales
         blocks = rng.integers(0, 256, size=(rows, cols // block * size), dtype=np.uint8)
         scales = blocks.reshape(rows, -1, size)
