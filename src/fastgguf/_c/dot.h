@@ -284,6 +284,30 @@ static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
 }
 #endif
 
+/* The 8 lanes' integer total (exact: the K kinds' totals per super-block stay below 2^31). */
+static inline int32_t fgg_mm_lanes_total(fgg_mm_lanes l)
+{
+#if defined(FGG_MM_INT_SIMD)
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(l), _mm256_extracti128_si256(l, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    return _mm_cvtsi128_si32(_mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1)));
+#else
+    int32_t t = 0;
+    for (int k = 0; k < 8; k++) t += l.v[k];
+    return t;
+#endif
+}
+
+/* The float step of the K kinds (Q2_K..Q6_K, the 256-value IQ types, TQ1_0, TQ2_0): per row and
+ * super-block, the lanes' integer total times f = d_w * d_x added to one float (not 8 float lanes as
+ * the per-32 types: a super-block's sum is exact in int32, and one float per row and super-block
+ * lets the batch kernel lay out its lanes as rows of x, fgg_mm_gemm_k_vnni). */
+static inline float fgg_mm_kacc_add(float acc, fgg_mm_lanes l, float f)
+{
+    const float p = (float)fgg_mm_lanes_total(l) * f;
+    return acc + p;
+}
+
 /* 16 bytes of nibble pairs, minus ``offset``: low nibbles are values 0..15, high nibbles 16..31. */
 static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
 {
@@ -1427,11 +1451,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ks
 FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
                                          float *out, ptrdiff_t os)
 {
-    fgg_mm_acc acc[8], accm[8];
+    float acc[8], accm[8];
     fgg_mm_ksb s;
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
-    for (int i = 0; i < 8; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
+    for (int i = 0; i < 8; i++) acc[i] = accm[i] = 0.0f;
     for (ptrdiff_t b = 0; b < nsb; b++) {
         __m256i lanes[8];
         fgg_mm_k_unpack(kind, w + b * bytes, &s, &d, &dmin);
@@ -1439,17 +1463,17 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
         for (int i = 0; i < 8; i++) {
             const fgg_mm_q8k *xb = x + i * xs + b;
             if (fgg_mm_k_signed(kind)) {
-                acc[i] = fgg_mm_acc_add(acc[i], lanes[i], d * xb->d);
+                acc[i] = fgg_mm_kacc_add(acc[i], lanes[i], d * xb->d);
             } else if (fgg_mm_k_has_min(kind)) {
-                acc[i] = fgg_mm_acc_add(acc[i], lanes[i], d * xb->d);
-                accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                acc[i] = fgg_mm_kacc_add(acc[i], lanes[i], d * xb->d);
+                accm[i] = fgg_mm_kacc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
             } else {
-                acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(lanes[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
+                acc[i] = fgg_mm_kacc_add(acc[i], fgg_mm_lanes_sub(lanes[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
             }
         }
     }
     for (int i = 0; i < 8; i++)
-        out[i * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i]) : fgg_mm_acc_sum(acc[i]);
+        out[i * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
 }
 #endif
 
@@ -1462,7 +1486,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
 FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, float *out)
 {
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
-    fgg_mm_acc a = fgg_mm_acc_zero(), am = fgg_mm_acc_zero();
+    float a = 0.0f, am = 0.0f;
     for (ptrdiff_t b = 0; b < nsb; b++) {
         const uint8_t *wb = w + b * bytes;
         const int8_t *xq = x[b].q;
@@ -1524,14 +1548,14 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
         if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
             const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
             const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
-            a = fgg_mm_acc_add(a, _mm256_sub_epi32(l, bt), d * x[b].d);
+            a = fgg_mm_kacc_add(a, _mm256_sub_epi32(l, bt), d * x[b].d);
         } else { /* mins: their own lanes, subtracted at the end */
             const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0;
-            a = fgg_mm_acc_add(a, l, fgg_half_to_float_scale(fgg_load_u16le(wb + at)) * x[b].d);
-            am = fgg_mm_acc_add(am, bt, fgg_half_to_float_scale(fgg_load_u16le(wb + at + 2)) * x[b].d);
+            a = fgg_mm_kacc_add(a, l, fgg_half_to_float_scale(fgg_load_u16le(wb + at)) * x[b].d);
+            am = fgg_mm_kacc_add(am, bt, fgg_half_to_float_scale(fgg_load_u16le(wb + at + 2)) * x[b].d);
         }
     }
-    out[0] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(a) - fgg_mm_acc_sum(am) : fgg_mm_acc_sum(a);
+    out[0] = fgg_mm_k_has_min(kind) ? a - am : a;
 }
 #endif
 
@@ -1541,7 +1565,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
 FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
                                         int m, float *out, ptrdiff_t os)
 {
-    fgg_mm_acc acc[8], accm[8];
+    float acc[8], accm[8];
     fgg_mm_ksb s;
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
@@ -1551,7 +1575,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
         return;
     }
     if (m == 1) { /* the signed types: each run's values straight into registers, the same lanes */
-        fgg_mm_acc a = fgg_mm_acc_zero();
+        float a = 0.0f;
         for (ptrdiff_t b = 0; b < nsb; b++) {
             __m256i l = _mm256_setzero_si256();
             fgg_mm_prefetch_ahead(w + b * bytes, bytes);
@@ -1563,9 +1587,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
                 __m256i sc = _mm256_set_m128i(_mm_set1_epi16((short)scale[1]), _mm_set1_epi16((short)scale[0]));
                 l = _mm256_add_epi32(l, _mm256_madd_epi16(p, sc));
             }
-            a = fgg_mm_acc_add(a, l, fgg_mm_iq_d(kind, w + b * bytes) * x[b].d);
+            a = fgg_mm_kacc_add(a, l, fgg_mm_iq_d(kind, w + b * bytes) * x[b].d);
         }
-        out[0] = fgg_mm_acc_sum(a);
+        out[0] = a;
         return;
     }
 #endif
@@ -1577,7 +1601,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
             continue;
         }
 #endif
-        for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
+        for (int i = 0; i < mr; i++) acc[i] = accm[i] = 0.0f;
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
             fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
@@ -1589,18 +1613,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
                 fgg_mm_lanes dot = fgg_mm_ksb_dot(&s, xb->q);
 #endif
                 if (fgg_mm_k_signed(kind)) {
-                    acc[i] = fgg_mm_acc_add(acc[i], dot, d * xb->d);
+                    acc[i] = fgg_mm_kacc_add(acc[i], dot, d * xb->d);
                 } else if (fgg_mm_k_has_min(kind)) {
-                    acc[i] = fgg_mm_acc_add(acc[i], dot, d * xb->d);
-                    accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                    acc[i] = fgg_mm_kacc_add(acc[i], dot, d * xb->d);
+                    accm[i] = fgg_mm_kacc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
                 } else {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(dot, fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
+                    acc[i] = fgg_mm_kacc_add(acc[i], fgg_mm_lanes_sub(dot, fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
                 }
             }
         }
         for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i])
-                                                        : fgg_mm_acc_sum(acc[i]);
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i]
+                                                        : acc[i];
     }
 }
 
@@ -1748,7 +1772,7 @@ static inline FGG_MM_VNNI __m256i fgg_mm_ksb_dot_vnni(const fgg_mm_ksb_v *v, con
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
                                                           ptrdiff_t xs, int m, float *out, ptrdiff_t os)
 {
-    fgg_mm_acc acc[8], accm[8];
+    float acc[8], accm[8];
     fgg_mm_ksb s;
     fgg_mm_ksb_v v;
     float d, dmin = 0.0f;
@@ -1760,7 +1784,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t
     }
     for (int r0 = 0; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = accm[i] = fgg_mm_acc_zero();
+        for (int i = 0; i < mr; i++) acc[i] = accm[i] = 0.0f;
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
             fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
@@ -1768,17 +1792,17 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t
             for (int i = 0; i < mr; i++) {
                 const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
                 if (fgg_mm_k_has_min(kind)) {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_ksb_dot_vnni(&v, xb->q), d * xb->d);
-                    accm[i] = fgg_mm_acc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
+                    acc[i] = fgg_mm_kacc_add(acc[i], fgg_mm_ksb_dot_vnni(&v, xb->q), d * xb->d);
+                    accm[i] = fgg_mm_kacc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
                 } else {
-                    acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot_vnni(&v, xb->q),
+                    acc[i] = fgg_mm_kacc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot_vnni(&v, xb->q),
                                                                      fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
                 }
             }
         }
         for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? fgg_mm_acc_sum(acc[i]) - fgg_mm_acc_sum(accm[i])
-                                                        : fgg_mm_acc_sum(acc[i]);
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i]
+                                                        : acc[i];
     }
 }
 
