@@ -79,8 +79,9 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
         scales[:, :, 0:4] = np.frombuffer(np.float32(0.01).tobytes(), np.uint8) if block == 256 else \
             np.frombuffer(np.float16(0.01).tobytes() * 2, np.uint8)
     has_int = _backend.kernels().has_int_dot(int(qtype))
-    # 1 row; 3 and 6 (4 + 2) take the exact path's register kernels, 9 its batch walk
-    xs = {m: rng.standard_normal((m, cols)).astype(np.float32) for m in (1, 3, 6, 9)}
+    # 1 row; 3 and 6 (4 + 2) take the exact path's register kernels, 9 its batch walk; 17 the
+    # integer path's VNNI batch kernel (the unsigned K kinds)
+    xs = {m: rng.standard_normal((m, cols)).astype(np.float32) for m in (1, 3, 6, 9, 17)}
     results: dict[str, dict[str, bytes]] = {}
     for label, name, vnni in _paths():
         _use(name, vnni)

@@ -21,6 +21,7 @@ __all__ = [
     "has_kernel",
     "has_quantize",
     "has_thread_pool",
+    "int_batch_kernel",
     "int_dot_isa",
     "int_x_layout",
     "matmul_rows",
@@ -118,6 +119,9 @@ def dequantize_rounded_into(
 
 def int_dot_isa() -> str:
     """The instructions of this build's integer dot products: ``"vnni"``, ``"maddubs"`` or ``"c"``."""
+
+def int_batch_kernel(type_id: int, m: int) -> str:
+    """The integer kernel ``matmul_rows_int`` takes for ``m`` rows of x: ``"vnni-batch"`` or ``"rows"``."""
 
 def vnni_usable() -> bool:
     """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""

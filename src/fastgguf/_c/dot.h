@@ -19,6 +19,10 @@
 #define FGG_MATMUL_DOT_H
 
 #include <math.h>
+#include <stdlib.h>
+#if defined(_WIN32)
+#include <malloc.h>
+#endif
 #include "base.h"
 #include "cpu.h"
 #include "iq_tables.h"
@@ -35,6 +39,26 @@
 ATTR void NAME(const uint8_t *w, ptrdiff_t nb, const X *x, ptrdiff_t xs, int m, float *out, ptrdiff_t os) \
 {                                                                                                     \
     GENERIC(KIND, w, nb, x, xs, m, out, os);                                                          \
+}
+
+/* 64-byte aligned scratch (the VNNI batch kernel's aligned loads); NULL when there is no memory. */
+static inline void *fgg_aligned_malloc(size_t n)
+{
+#if defined(_WIN32)
+    return _aligned_malloc(n ? n : 64, 64);
+#else
+    void *p = NULL;
+    return posix_memalign(&p, 64, n ? n : 64) == 0 ? p : NULL;
+#endif
+}
+
+static inline void fgg_aligned_free(void *p)
+{
+#if defined(_WIN32)
+    _aligned_free(p);
+#else
+    free(p);
+#endif
 }
 
 #define FGG_MM_LANES 16
@@ -1646,6 +1670,51 @@ FGG_MM_K_ROWS(fgg_mm_rows_tq2_0, FGG_MM_K_TQ2_0)
 FGG_MM_K_ROWS(fgg_mm_rows_tq1_0, FGG_MM_K_TQ1_0)
 #undef FGG_MM_K_ROWS
 
+/* x for the VNNI batch kernel (fgg_mm_gemm_k_vnni): one super-block of 16 rows of x, interleaved
+ * so that one 64-byte load holds the same 4 values of all 16 rows: q[g][r] = bytes 4g..4g+3 of row
+ * r's q, bsum2[p][r] = its bsum[2p] (low 16 bits) and bsum[2p + 1] (high), d[r] its scale. */
+typedef struct {
+    int32_t q[64][16];
+    int32_t bsum2[8][16];
+    float d[16];
+} fgg_mm_x16k;
+
+/* A weight row's super-block unpacked for the VNNI batch kernel. */
+typedef struct {
+    uint8_t u[256];  /* the unsigned values in value order (fgg_mm_ksb's u) */
+    int32_t sc[16];  /* the scale of values 16g..16g+15 */
+    int32_t bs2[8];  /* bs[2p] (low 16 bits), bs[2p + 1] (high) */
+    float d, dmin;
+    uint8_t pad[24];
+} fgg_mm_wk;
+
+/* A batch kernel: weight rows 0..n-1 times m rows of x in groups of 16 (fgg_mm_gemm_k_vnni). */
+typedef void (*fgg_mm_gemm_fn)(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const fgg_mm_x16k *x,
+                               ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel);
+
+/* x's m rows (fgg_mm_q8k super-blocks, row i at x + i * xs) as ceil(m / 16) groups of 16 rows:
+ * group G's super-block b at out[G * nsb + b]; rows past m are zero. */
+static inline void fgg_mm_x16k_fill(const fgg_mm_q8k *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nsb, fgg_mm_x16k *out)
+{
+    for (ptrdiff_t G = 0; G < (m + 15) / 16; G++)
+        for (ptrdiff_t b = 0; b < nsb; b++) {
+            fgg_mm_x16k *o = out + G * nsb + b;
+            for (int r = 0; r < 16; r++) {
+                const ptrdiff_t i = 16 * G + r;
+                if (i >= m) {
+                    for (int g = 0; g < 64; g++) o->q[g][r] = 0;
+                    for (int p = 0; p < 8; p++) o->bsum2[p][r] = 0;
+                    o->d[r] = 0.0f;
+                    continue;
+                }
+                const fgg_mm_q8k *xb = x + i * xs + b;
+                for (int g = 0; g < 64; g++) memcpy(&o->q[g][r], xb->q + 4 * g, 4);
+                for (int p = 0; p < 8; p++) memcpy(&o->bsum2[p][r], xb->bsum + 2 * p, 4);
+                o->d[r] = xb->d;
+            }
+        }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512 VNNI integer kernels: the avx512 build only, used only where the CPU has avx512_vnni.
  *
@@ -1813,6 +1882,119 @@ FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q4_k_vnni, FGG_MM_K4)
 FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q5_k_vnni, FGG_MM_K5)
 FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
 #undef FGG_MM_K_ROWS_VNNI
+
+/* The batch kernel of the unsigned K kinds (Q2_K..Q6_K, TQ2_0, TQ1_0) on VNNI: lanes are 16 rows of x
+ * (fgg_mm_x16k), each weight row's bytes broadcast, so one vpdpbusd makes 4 products for 16 rows.
+ * Per 16 values (one scale) the raw sums (|raw| <= 16 * 63 * 127) take the scale by vpmulld, the
+ * bsum term takes vpdpwssd, and per super-block each pair (weight row, row of x) gets the float
+ * step of fgg_mm_kacc_add on its exact integer total: the bits of fgg_mm_rows_k. ggml's tiled
+ * K-quant kernel has this layout (lanes = rows of x, scales in integers per sub-block). */
+/* Weight rows 0..nr-1 (row r at w + r * row_bytes) unpacked into p[r * nsb + b]; rows nr..7 zero. */
+static inline FGG_MM_VNNI void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrdiff_t row_bytes, int nr, ptrdiff_t nsb,
+                                                fgg_mm_wk *p)
+{
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
+    for (int r = 0; r < 8; r++)
+        for (ptrdiff_t b = 0; b < nsb; b++) {
+            fgg_mm_wk *o = p + r * nsb + b;
+            if (r >= nr) {
+                memset(o, 0, sizeof *o);
+                continue;
+            }
+            fgg_mm_ksb s;
+            float d, dmin = 0.0f;
+            fgg_mm_k_unpack(kind, w + r * row_bytes + b * bytes, &s, &d, &dmin);
+            for (int j = 0; j < 8; j++) {
+                _mm256_storeu_si256((__m256i *)(o->u + 32 * j), s.u[j]);
+                o->sc[2 * j] = (int16_t)_mm256_extract_epi16(s.sc[j], 0);
+                o->sc[2 * j + 1] = (int16_t)_mm256_extract_epi16(s.sc[j], 8);
+            }
+            _mm256_storeu_si256((__m256i *)o->bs2, s.bs);
+            o->d = d;
+            o->dmin = dmin;
+        }
+}
+
+/* 8 weight rows (p[t * nsb + b]) times the 16 rows of x of one group (x[b]): res[t][r]. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile(int kind, const fgg_mm_wk *p, ptrdiff_t nsb,
+                                                         const fgg_mm_x16k *x, float res[8][16])
+{
+    __m512 acc[8], accm[8];
+    for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm512_setzero_ps();
+    for (ptrdiff_t b = 0; b < nsb; b++) {
+        const fgg_mm_x16k *xb = x + b;
+        __m512i s1[8];
+        for (int t = 0; t < 8; t++) s1[t] = _mm512_setzero_si512();
+        for (int g = 0; g < 16; g++) {
+            __m512i c[4];
+            for (int k = 0; k < 4; k++) c[k] = _mm512_load_si512((const void *)xb->q[4 * g + k]);
+            for (int t = 0; t < 8; t++) {
+                const fgg_mm_wk *wt = p + t * nsb + b;
+                const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
+                __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(u4[0]), c[0]);
+                for (int k = 1; k < 4; k++) raw = _mm512_dpbusd_epi32(raw, _mm512_set1_epi32(u4[k]), c[k]);
+                s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(raw, _mm512_set1_epi32(wt->sc[g])));
+            }
+        }
+        const __m512 xd = _mm512_load_ps(xb->d);
+        for (int t = 0; t < 8; t++) {
+            const fgg_mm_wk *wt = p + t * nsb + b;
+            __m512i lb = _mm512_setzero_si512();
+            for (int q = 0; q < 8; q++)
+                lb = _mm512_dpwssd_epi32(lb, _mm512_set1_epi32(wt->bs2[q]), _mm512_load_si512((const void *)xb->bsum2[q]));
+            const __m512 f = _mm512_mul_ps(_mm512_set1_ps(wt->d), xd);
+            if (fgg_mm_k_has_min(kind)) {
+                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s1[t]), f));
+                accm[t] = _mm512_add_ps(accm[t], _mm512_mul_ps(_mm512_cvtepi32_ps(lb),
+                                                               _mm512_mul_ps(_mm512_set1_ps(wt->dmin), xd)));
+            } else {
+                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s1[t], lb)), f));
+            }
+        }
+    }
+    for (int t = 0; t < 8; t++)
+        _mm512_storeu_ps(res[t], fgg_mm_k_has_min(kind) ? _mm512_sub_ps(acc[t], accm[t]) : acc[t]);
+}
+
+/* Weight rows 0..n-1 (row r at w + r * row_bytes, nsb super-blocks) times the m rows of x in
+ * groups of 16 (x[G * nsb + b], fgg_mm_x16k_fill): out[i * os + r]. Tiles of 64 weight rows are
+ * unpacked once (into ``panel``: 64 * nsb fgg_mm_wk) for 64 rows of x at a time, both in L2. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_vnni(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n,
+                                                         ptrdiff_t nsb, const fgg_mm_x16k *x, ptrdiff_t m, float *out,
+                                                         ptrdiff_t os, fgg_mm_wk *panel)
+{
+    const ptrdiff_t groups = (m + 15) / 16;
+    for (ptrdiff_t a = 0; a < n; a += 64) {
+        const ptrdiff_t na = n - a < 64 ? n - a : 64;
+        for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)
+            fgg_mm_wk_unpack(kind, w + (a + t0) * row_bytes, row_bytes, na - t0 < 8 ? (int)(na - t0) : 8, nsb,
+                             panel + t0 * nsb);
+        for (ptrdiff_t g0 = 0; g0 < groups; g0 += 4)
+            for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)
+                for (ptrdiff_t g = g0; g < groups && g < g0 + 4; g++) {
+                    float res[8][16];
+                    fgg_mm_gemm_k_tile(kind, panel + t0 * nsb, nsb, x + g * nsb, res);
+                    const int nt = na - t0 < 8 ? (int)(na - t0) : 8, nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16;
+                    for (int r = 0; r < nr; r++)
+                        for (int t = 0; t < nt; t++) out[(16 * g + r) * os + a + t0 + t] = res[t][r];
+                }
+    }
+}
+
+#define FGG_MM_GEMM_K_VNNI(NAME, KIND)                                                                \
+static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,       \
+                             const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel) \
+{                                                                                                     \
+    fgg_mm_gemm_k_vnni(KIND, w, row_bytes, n, nsb, x, m, out, os, panel);                             \
+}
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q2_k_vnni, FGG_MM_K2)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q3_k_vnni, FGG_MM_K3)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q4_k_vnni, FGG_MM_K4)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q5_k_vnni, FGG_MM_K5)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q6_k_vnni, FGG_MM_K6)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_tq2_0_vnni, FGG_MM_K_TQ2_0)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_tq1_0_vnni, FGG_MM_K_TQ1_0)
+#undef FGG_MM_GEMM_K_VNNI
 #else
 #define FGG_MM_HAVE_VNNI 0
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
@@ -1823,6 +2005,18 @@ FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
 #define fgg_mm_rows_q4_k_vnni fgg_mm_rows_q4_k
 #define fgg_mm_rows_q5_k_vnni fgg_mm_rows_q5_k
 #define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
+static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
+                                     const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel)
+{
+    (void)w, (void)row_bytes, (void)n, (void)nsb, (void)x, (void)m, (void)out, (void)os, (void)panel;
+}
+#define fgg_mm_gemm_q2_k_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q3_k_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q4_k_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q5_k_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q6_k_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_tq2_0_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_tq1_0_vnni fgg_mm_gemm_never
 #endif
 
 #if defined(FGG_MM_INT_SIMD)

@@ -4,6 +4,8 @@ from libc.stdint cimport uint8_t
 
 cdef extern from "dot.h" nogil:
     enum: FGG_MM_LANES
+    void *fgg_aligned_malloc(size_t n)
+    void fgg_aligned_free(void *p)
     ctypedef struct fgg_mm_q8:
         float d
         float s
@@ -47,6 +49,27 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows_q2_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q6_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     int fgg_mm_vnni_usable()
+    ctypedef struct fgg_mm_x16k:
+        pass
+    ctypedef struct fgg_mm_wk:
+        pass
+    void fgg_mm_x16k_fill(const fgg_mm_q8k *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nsb, fgg_mm_x16k *out)
+    ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                    const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+    void fgg_mm_gemm_q2_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+    void fgg_mm_gemm_q3_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+    void fgg_mm_gemm_q4_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+    void fgg_mm_gemm_q5_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+    void fgg_mm_gemm_q6_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+    void fgg_mm_gemm_tq2_0_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+    void fgg_mm_gemm_tq1_0_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
     enum: FGG_MM_QF_FLOATS
     enum: FGG_MM_REG_ROWS
     void fgg_mm_xsum32(const float *x, Py_ssize_t n, float *sums)

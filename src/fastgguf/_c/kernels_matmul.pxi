@@ -129,6 +129,13 @@ def vnni_usable():
     return fgg_mm_vnni_usable() != 0
 
 
+def int_batch_kernel(int type_id, Py_ssize_t m):
+    """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` (the
+    unsigned K kinds from 16 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
+    _row(FGG_TYPE_Q8_0)
+    return "vnni-batch" if _gemm_k(type_id) != NULL and m >= _MM_GEMM_MIN_ROWS else "rows"
+
+
 def has_int_dot(int type_id):
     """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build (its ``dot``)."""
     return bool(has_dot(type_id))
@@ -631,6 +638,98 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
     fgg_guard_leave(&guard)
 
 
+cdef enum:
+    # Rows of x from which the unsigned K kinds take the VNNI batch kernel (lanes = 16 rows of x)
+    _MM_GEMM_MIN_ROWS = 16
+    # Weight rows a batch task unpacks at a time (fgg_mm_gemm_k_vnni's panel)
+    _MM_GEMM_PANEL_ROWS = 64
+
+
+cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
+    """The VNNI batch kernel of an unsigned K kind while the VNNI kernels are on, else NULL."""
+    if not _vnni_on:
+        return NULL
+    if type_id == FGG_TYPE_Q2_K:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_q2_k_vnni
+    if type_id == FGG_TYPE_Q3_K:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_q3_k_vnni
+    if type_id == FGG_TYPE_Q4_K:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_q4_k_vnni
+    if type_id == FGG_TYPE_Q5_K:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_q5_k_vnni
+    if type_id == FGG_TYPE_Q6_K:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_q6_k_vnni
+    if type_id == FGG_TYPE_TQ2_0:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_tq2_0_vnni
+    if type_id == FGG_TYPE_TQ1_0:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_tq1_0_vnni
+    return NULL
+
+
+cdef struct _MMGemmJob:
+    int n_tasks
+    int status
+    fgg_mm_gemm_fn fn
+    const uint8_t *w
+    Py_ssize_t row_bytes, nsb
+    const fgg_mm_x16k *x
+    Py_ssize_t m
+    float *out
+    Py_ssize_t out_stride, n0, n1
+
+
+cdef void _mm_gemm_task(void *ctx, int task) noexcept nogil:
+    """A range of weight rows against all rows of x by the VNNI batch kernel."""
+    cdef _MMGemmJob *job = <_MMGemmJob *>ctx
+    cdef fgg_guard guard
+    cdef Py_ssize_t n0, n1
+    _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
+    if n0 == n1:
+        return
+    cdef void *panel = fgg_aligned_malloc(_MM_GEMM_PANEL_ROWS * job.nsb * sizeof(fgg_mm_wk))
+    if panel == NULL:
+        job.status = -3
+        return
+    if fgg_guard_enter(&guard):
+        job.status = -2
+    else:
+        job.fn(job.w + n0 * job.row_bytes, job.row_bytes, n1 - n0, job.nsb, job.x, job.m,
+               job.out + n0, job.out_stride, <fgg_mm_wk *>panel)
+        fgg_guard_leave(&guard)
+    fgg_aligned_free(panel)
+
+
+cdef int _matmul_gemm_k(fgg_mm_gemm_fn fn, const uint8_t[:, ::1] w, const uint8_t[:, ::1] xq, float[:, :] out,
+                        Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nsb, int threads) except -1:
+    """out[:, n0:n1] by the VNNI batch kernel: x interleaved 16 rows at a time once, then tasks of
+    weight rows (each pair the float steps of fgg_mm_rows_k: the same bits)."""
+    cdef Py_ssize_t m = xq.shape[0], groups = (xq.shape[0] + 15) // 16
+    cdef fgg_mm_x16k *xi = <fgg_mm_x16k *>fgg_aligned_malloc(groups * nsb * sizeof(fgg_mm_x16k))
+    if xi == NULL:
+        raise MemoryError("no memory for the interleaved rows of x")
+    cdef _MMGemmJob job
+    job.fn = fn
+    job.w = &w[0, 0]
+    job.row_bytes = w.shape[1]
+    job.nsb = nsb
+    job.x = xi
+    job.m = m
+    job.out = &out[0, 0]
+    job.out_stride = out.strides[0] // sizeof(float)
+    job.n0 = n0
+    job.n1 = n1
+    job.status = 0
+    job.n_tasks = _tasks_for(n1 - n0, _MM_GEMM_PANEL_ROWS, threads)
+    try:
+        with nogil:
+            fgg_mm_x16k_fill(<const fgg_mm_q8k *>&xq[0, 0], xq.shape[1] // MM_Q8K_BYTES, m, nsb, xi)
+            fgg_pool_run(_mm_gemm_task, &job, job.n_tasks, threads)
+    finally:
+        fgg_aligned_free(xi)
+    _raise_status(job.status)
+    return 0
+
+
 def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t[:, ::1] xq not None,
                     float[:, :] out not None, Py_ssize_t n0, Py_ssize_t n1, int threads=1):
     """``out[:, n0:n1]`` from the quantized rows ``xq`` by integer dots: ``xq`` in the layout
@@ -674,6 +773,10 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
         for i in range(m):
             for n in range(n0, n1):
                 out[i, n] = 0.0
+        return
+    cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
+    if gemm != NULL and m >= _MM_GEMM_MIN_ROWS:
+        _matmul_gemm_k(gemm, w, xq, out, n0, n1, k // block_size, threads)
         return
     cdef _MMIntJob job
     _fill_int_job(&job, fn, &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], xq.shape[1] // x_bytes, m,
