@@ -131,7 +131,7 @@ def vnni_usable():
 
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` (the
-    unsigned K kinds from 16 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
+    unsigned K kinds from 8 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
     _row(FGG_TYPE_Q8_0)
     return "vnni-batch" if _gemm_k(type_id) != NULL and m >= _MM_GEMM_MIN_ROWS else "rows"
 
@@ -639,8 +639,10 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 
 
 cdef enum:
-    # Rows of x from which the unsigned K kinds take the VNNI batch kernel (lanes = 16 rows of x)
-    _MM_GEMM_MIN_ROWS = 16
+    # Rows of x from which the unsigned K kinds take the VNNI batch kernel (lanes = 16 rows of x):
+    # at 8 rows, half its lanes idle, it still took 0.79 of the row kernel's time (Q4_K, Q6_K at
+    # 4096 x 14336, one thread); at 4 rows 1.3x
+    _MM_GEMM_MIN_ROWS = 8
     # Weight rows a batch task unpacks at a time (fgg_mm_gemm_k_vnni's panel)
     _MM_GEMM_PANEL_ROWS = 64
 
