@@ -1690,7 +1690,7 @@ typedef struct {
 
 /* A batch kernel: weight rows 0..n-1 times m rows of x in groups of 16 (fgg_mm_gemm_k_vnni). */
 typedef void (*fgg_mm_gemm_fn)(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const fgg_mm_x16k *x,
-                               ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel);
+                               ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, ptrdiff_t tile);
 
 /* x's m rows (fgg_mm_q8k super-blocks, row i at x + i * xs) as ceil(m / 16) groups of 16 rows:
  * group G's super-block b at out[G * nsb + b]; rows past m are zero. */
@@ -1956,16 +1956,60 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile(int kind, const fgg_mm_
         _mm512_storeu_ps(res[t], fgg_mm_k_has_min(kind) ? _mm512_sub_ps(acc[t], accm[t]) : acc[t]);
 }
 
+/* fgg_mm_gemm_k_tile for a group of at most 8 rows of x (its rows 0..7, the low half of each
+ * vector): the same operations on 256-bit vectors, which issue twice as often as 512-bit ones, so
+ * a short group takes about half the time of the 16-lane tile. res[t][r] for r < 8. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile8(int kind, const fgg_mm_wk *p, ptrdiff_t nsb,
+                                                          const fgg_mm_x16k *x, float res[8][16])
+{
+    __m256 acc[8], accm[8];
+    for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (ptrdiff_t b = 0; b < nsb; b++) {
+        const fgg_mm_x16k *xb = x + b;
+        __m256i s1[8];
+        for (int t = 0; t < 8; t++) s1[t] = _mm256_setzero_si256();
+        for (int g = 0; g < 16; g++) {
+            __m256i c[4];
+            for (int k = 0; k < 4; k++) c[k] = _mm256_load_si256((const __m256i *)xb->q[4 * g + k]);
+            for (int t = 0; t < 8; t++) {
+                const fgg_mm_wk *wt = p + t * nsb + b;
+                const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
+                __m256i raw = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi32(u4[0]), c[0]);
+                for (int k = 1; k < 4; k++) raw = _mm256_dpbusd_epi32(raw, _mm256_set1_epi32(u4[k]), c[k]);
+                s1[t] = _mm256_add_epi32(s1[t], _mm256_mullo_epi32(raw, _mm256_set1_epi32(wt->sc[g])));
+            }
+        }
+        const __m256 xd = _mm256_load_ps(xb->d);
+        for (int t = 0; t < 8; t++) {
+            const fgg_mm_wk *wt = p + t * nsb + b;
+            __m256i lb = _mm256_setzero_si256();
+            for (int q = 0; q < 8; q++)
+                lb = _mm256_dpwssd_epi32(lb, _mm256_set1_epi32(wt->bs2[q]), _mm256_load_si256((const __m256i *)xb->bsum2[q]));
+            const __m256 f = _mm256_mul_ps(_mm256_set1_ps(wt->d), xd);
+            if (fgg_mm_k_has_min(kind)) {
+                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(s1[t]), f));
+                accm[t] = _mm256_add_ps(accm[t], _mm256_mul_ps(_mm256_cvtepi32_ps(lb),
+                                                               _mm256_mul_ps(_mm256_set1_ps(wt->dmin), xd)));
+            } else {
+                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s1[t], lb)), f));
+            }
+        }
+    }
+    for (int t = 0; t < 8; t++)
+        _mm256_storeu_ps(res[t], fgg_mm_k_has_min(kind) ? _mm256_sub_ps(acc[t], accm[t]) : acc[t]);
+}
+
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nsb super-blocks) times the m rows of x in
- * groups of 16 (x[G * nsb + b], fgg_mm_x16k_fill): out[i * os + r]. Tiles of 64 weight rows are
- * unpacked once (into ``panel``: 64 * nsb fgg_mm_wk) for 64 rows of x at a time, both in L2. */
+ * groups of 16 (x[G * nsb + b], fgg_mm_x16k_fill): out[i * os + r]. Tiles of ``tile`` weight rows
+ * (a multiple of 8) are unpacked once (into ``panel``: tile * nsb fgg_mm_wk) for 64 rows of x at
+ * a time, both in L2. */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_vnni(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n,
                                                          ptrdiff_t nsb, const fgg_mm_x16k *x, ptrdiff_t m, float *out,
-                                                         ptrdiff_t os, fgg_mm_wk *panel)
+                                                         ptrdiff_t os, fgg_mm_wk *panel, ptrdiff_t tile)
 {
     const ptrdiff_t groups = (m + 15) / 16;
-    for (ptrdiff_t a = 0; a < n; a += 64) {
-        const ptrdiff_t na = n - a < 64 ? n - a : 64;
+    for (ptrdiff_t a = 0; a < n; a += tile) {
+        const ptrdiff_t na = n - a < tile ? n - a : tile;
         for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)
             fgg_mm_wk_unpack(kind, w + (a + t0) * row_bytes, row_bytes, na - t0 < 8 ? (int)(na - t0) : 8, nsb,
                              panel + t0 * nsb);
@@ -1973,8 +2017,11 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_vnni(int kind, const uint8_t
             for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)
                 for (ptrdiff_t g = g0; g < groups && g < g0 + 4; g++) {
                     float res[8][16];
-                    fgg_mm_gemm_k_tile(kind, panel + t0 * nsb, nsb, x + g * nsb, res);
                     const int nt = na - t0 < 8 ? (int)(na - t0) : 8, nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16;
+                    if (nr <= 8)
+                        fgg_mm_gemm_k_tile8(kind, panel + t0 * nsb, nsb, x + g * nsb, res);
+                    else
+                        fgg_mm_gemm_k_tile(kind, panel + t0 * nsb, nsb, x + g * nsb, res);
                     for (int r = 0; r < nr; r++)
                         for (int t = 0; t < nt; t++) out[(16 * g + r) * os + a + t0 + t] = res[t][r];
                 }
@@ -1983,9 +2030,10 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_vnni(int kind, const uint8_t
 
 #define FGG_MM_GEMM_K_VNNI(NAME, KIND)                                                                \
 static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,       \
-                             const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel) \
+                             const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, \
+                             ptrdiff_t tile)                                                          \
 {                                                                                                     \
-    fgg_mm_gemm_k_vnni(KIND, w, row_bytes, n, nsb, x, m, out, os, panel);                             \
+    fgg_mm_gemm_k_vnni(KIND, w, row_bytes, n, nsb, x, m, out, os, panel, tile);                       \
 }
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q2_k_vnni, FGG_MM_K2)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q3_k_vnni, FGG_MM_K3)
@@ -2006,9 +2054,10 @@ FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_tq1_0_vnni, FGG_MM_K_TQ1_0)
 #define fgg_mm_rows_q5_k_vnni fgg_mm_rows_q5_k
 #define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
 static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
-                                     const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel)
+                                     const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel,
+                                     ptrdiff_t tile)
 {
-    (void)w, (void)row_bytes, (void)n, (void)nsb, (void)x, (void)m, (void)out, (void)os, (void)panel;
+    (void)w, (void)row_bytes, (void)n, (void)nsb, (void)x, (void)m, (void)out, (void)os, (void)panel, (void)tile;
 }
 #define fgg_mm_gemm_q2_k_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_q3_k_vnni fgg_mm_gemm_never

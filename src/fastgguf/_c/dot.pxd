@@ -55,21 +55,29 @@ cdef extern from "dot.h" nogil:
         pass
     void fgg_mm_x16k_fill(const fgg_mm_q8k *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nsb, fgg_mm_x16k *out)
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                    const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                                    const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     void fgg_mm_gemm_q2_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     void fgg_mm_gemm_q3_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     void fgg_mm_gemm_q4_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     void fgg_mm_gemm_q5_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     void fgg_mm_gemm_q6_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     void fgg_mm_gemm_tq2_0_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     void fgg_mm_gemm_tq1_0_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel)
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     enum: FGG_MM_QF_FLOATS
     enum: FGG_MM_REG_ROWS
     void fgg_mm_xsum32(const float *x, Py_ssize_t n, float *sums)

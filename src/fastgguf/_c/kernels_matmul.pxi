@@ -131,7 +131,7 @@ def vnni_usable():
 
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` (the
-    unsigned K kinds from 8 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
+    unsigned K kinds from 6 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
     _row(FGG_TYPE_Q8_0)
     return "vnni-batch" if _gemm_k(type_id) != NULL and m >= _MM_GEMM_MIN_ROWS else "rows"
 
@@ -639,12 +639,14 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 
 
 cdef enum:
-    # Rows of x from which the unsigned K kinds take the VNNI batch kernel (lanes = 16 rows of x):
-    # at 8 rows, half its lanes idle, it still took 0.79 of the row kernel's time (Q4_K, Q6_K at
-    # 4096 x 14336, one thread); at 4 rows 1.3x
-    _MM_GEMM_MIN_ROWS = 8
-    # Weight rows a batch task unpacks at a time (fgg_mm_gemm_k_vnni's panel)
+    # Rows of x from which the unsigned K kinds take the VNNI batch kernel (lanes = 16 rows of x, or
+    # 8 for a short group): it costs about the same for 1 to 8 rows, which the row kernel matches at
+    # 5 rows and beats below (Q4_K, Q6_K at 4096 x 14336 and 14336 x 4096, one thread)
+    _MM_GEMM_MIN_ROWS = 6
+    # Weight rows a batch task unpacks at a time (fgg_mm_gemm_k_vnni's panel): 64, fewer (a multiple
+    # of 8) where 64 rows' unpacked super-blocks would pass _MM_GEMM_PANEL_BYTES (long rows)
     _MM_GEMM_PANEL_ROWS = 64
+    _MM_GEMM_PANEL_BYTES = 1024 * 1024
 
 
 cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
@@ -677,7 +679,7 @@ cdef struct _MMGemmJob:
     const fgg_mm_x16k *x
     Py_ssize_t m
     float *out
-    Py_ssize_t out_stride, n0, n1
+    Py_ssize_t out_stride, n0, n1, tile
 
 
 cdef void _mm_gemm_task(void *ctx, int task) noexcept nogil:
@@ -688,7 +690,7 @@ cdef void _mm_gemm_task(void *ctx, int task) noexcept nogil:
     _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
     if n0 == n1:
         return
-    cdef void *panel = fgg_aligned_malloc(_MM_GEMM_PANEL_ROWS * job.nsb * sizeof(fgg_mm_wk))
+    cdef void *panel = fgg_aligned_malloc(job.tile * job.nsb * sizeof(fgg_mm_wk))
     if panel == NULL:
         job.status = -3
         return
@@ -696,7 +698,7 @@ cdef void _mm_gemm_task(void *ctx, int task) noexcept nogil:
         job.status = -2
     else:
         job.fn(job.w + n0 * job.row_bytes, job.row_bytes, n1 - n0, job.nsb, job.x, job.m,
-               job.out + n0, job.out_stride, <fgg_mm_wk *>panel)
+               job.out + n0, job.out_stride, <fgg_mm_wk *>panel, job.tile)
         fgg_guard_leave(&guard)
     fgg_aligned_free(panel)
 
@@ -721,7 +723,8 @@ cdef int _matmul_gemm_k(fgg_mm_gemm_fn fn, const uint8_t[:, ::1] w, const uint8_
     job.n0 = n0
     job.n1 = n1
     job.status = 0
-    job.n_tasks = _tasks_for(n1 - n0, _MM_GEMM_PANEL_ROWS, threads)
+    job.tile = max(8, min(_MM_GEMM_PANEL_ROWS, _MM_GEMM_PANEL_BYTES // (nsb * <Py_ssize_t>sizeof(fgg_mm_wk))) // 8 * 8)
+    job.n_tasks = _tasks_for(n1 - n0, job.tile, threads)
     try:
         with nogil:
             fgg_mm_x16k_fill(<const fgg_mm_q8k *>&xq[0, 0], xq.shape[1] // MM_Q8K_BYTES, m, nsb, xi)
