@@ -322,6 +322,16 @@ static inline int32_t fgg_mm_lanes_total(fgg_mm_lanes l)
 #endif
 }
 
+#if defined(FGG_MM_INT_SIMD)
+/* Lane i: the integer total of l[i] (fgg_mm_lanes_total of 8 vectors at once). */
+static inline __m256i fgg_mm_totals8(const __m256i l[8])
+{
+    __m256i g0 = _mm256_hadd_epi32(_mm256_hadd_epi32(l[0], l[1]), _mm256_hadd_epi32(l[2], l[3]));
+    __m256i g1 = _mm256_hadd_epi32(_mm256_hadd_epi32(l[4], l[5]), _mm256_hadd_epi32(l[6], l[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(g0, g1, 0x20), _mm256_permute2x128_si256(g0, g1, 0x31));
+}
+#endif
+
 /* The float step of the K kinds (Q2_K..Q6_K, the 256-value IQ types, TQ1_0, TQ2_0): per row and
  * super-block, the lanes' integer total times f = d_w * d_x added to one float (not 8 float lanes as
  * the per-32 types: a super-block's sum is exact in int32, and one float per row and super-block
@@ -1470,34 +1480,37 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ks
 #if defined(FGG_MM_INT_SIMD)
 /* fgg_mm_rows_k's steps for a group of exactly 8 rows of x (row i at x + i * xs): per super-block
  * the 8 rows' integer lanes first (fgg_mm_ksb_dot8: each sub-block's bytes and scales loaded once
- * for the 8 rows, where a row at a time loads them 8 times), then their float steps. The same
- * lanes and float operations per row, so the same bits. */
+ * for the 8 rows, where a row at a time loads them 8 times), then their float steps, the 8 rows'
+ * in one vector (a lane per row: fgg_mm_totals8). The same integers and float operations per row,
+ * so the same bits. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
                                          float *out, ptrdiff_t os)
 {
-    float acc[8], accm[8];
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps(); /* lane i: row i's float */
     fgg_mm_ksb s;
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
-    for (int i = 0; i < 8; i++) acc[i] = accm[i] = 0.0f;
     for (ptrdiff_t b = 0; b < nsb; b++) {
-        __m256i lanes[8];
+        __m256i lanes[8], bl[8];
         fgg_mm_k_unpack(kind, w + b * bytes, &s, &d, &dmin);
         fgg_mm_ksb_dot8(&s, x + b, xs, fgg_mm_k_signed(kind), lanes);
-        for (int i = 0; i < 8; i++) {
-            const fgg_mm_q8k *xb = x + i * xs + b;
-            if (fgg_mm_k_signed(kind)) {
-                acc[i] = fgg_mm_kacc_add(acc[i], lanes[i], d * xb->d);
-            } else if (fgg_mm_k_has_min(kind)) {
-                acc[i] = fgg_mm_kacc_add(acc[i], lanes[i], d * xb->d);
-                accm[i] = fgg_mm_kacc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
-            } else {
-                acc[i] = fgg_mm_kacc_add(acc[i], fgg_mm_lanes_sub(lanes[i], fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
-            }
-        }
+        const __m256 xd = _mm256_setr_ps(x[b].d, x[xs + b].d, x[2 * xs + b].d, x[3 * xs + b].d, x[4 * xs + b].d,
+                                         x[5 * xs + b].d, x[6 * xs + b].d, x[7 * xs + b].d);
+        if (!fgg_mm_k_signed(kind))
+            for (int i = 0; i < 8; i++) bl[i] = fgg_mm_ksb_bsum(&s, x[i * xs + b].bsum);
+        if (!fgg_mm_k_signed(kind) && !fgg_mm_k_has_min(kind)) /* offsets: subtracted in integers */
+            for (int i = 0; i < 8; i++) lanes[i] = fgg_mm_lanes_sub(lanes[i], bl[i]);
+        /* fgg_mm_kacc_add for the 8 rows at once: the totals (exact), then the same float steps */
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(fgg_mm_totals8(lanes)),
+                                               _mm256_mul_ps(_mm256_set1_ps(d), xd)));
+        if (fgg_mm_k_has_min(kind))
+            accm = _mm256_add_ps(accm, _mm256_mul_ps(_mm256_cvtepi32_ps(fgg_mm_totals8(bl)),
+                                                     _mm256_mul_ps(_mm256_set1_ps(dmin), xd)));
     }
-    for (int i = 0; i < 8; i++)
-        out[i * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
+    float a[8], am[8];
+    _mm256_storeu_ps(a, acc);
+    _mm256_storeu_ps(am, accm);
+    for (int i = 0; i < 8; i++) out[i * os] = fgg_mm_k_has_min(kind) ? a[i] - am[i] : a[i];
 }
 #endif
 
