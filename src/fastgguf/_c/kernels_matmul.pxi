@@ -606,6 +606,9 @@ cdef struct _MMIntJob:
     int n_tasks
     int status
     fgg_dot_fn fn
+    fgg_mm_gemm_fn gemm  # the VNNI batch kernel (with xi, tile), or NULL: fn a weight row at a time
+    const fgg_mm_x16k *xi
+    Py_ssize_t tile
     const uint8_t *w
     Py_ssize_t row_bytes, nb
     const uint8_t *x
@@ -621,8 +624,21 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
     _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
     if n0 == n1:
         return
+    cdef void *panel = NULL
+    if job.gemm != NULL:
+        panel = fgg_aligned_malloc(job.tile * job.nb * sizeof(fgg_mm_wk))
+        if panel == NULL:
+            job.status = -3
+            return
     if fgg_guard_enter(&guard):
         job.status = -2
+        fgg_aligned_free(panel)
+        return
+    if job.gemm != NULL:
+        job.gemm(job.w + n0 * job.row_bytes, job.row_bytes, n1 - n0, job.nb, job.xi, job.m, job.out + n0,
+                 job.out_stride, <fgg_mm_wk *>panel, job.tile)
+        fgg_guard_leave(&guard)
+        fgg_aligned_free(panel)
         return
     a = n0
     while a < n1:
@@ -670,69 +686,24 @@ cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
     return NULL
 
 
-cdef struct _MMGemmJob:
-    int n_tasks
-    int status
-    fgg_mm_gemm_fn fn
-    const uint8_t *w
-    Py_ssize_t row_bytes, nsb
-    const fgg_mm_x16k *x
-    Py_ssize_t m
-    float *out
-    Py_ssize_t out_stride, n0, n1, tile
+cdef Py_ssize_t _gemm_tile(Py_ssize_t nsb) noexcept nogil:
+    """Weight rows per task of the batch kernel for rows of ``nsb`` super-blocks."""
+    return max(8, min(_MM_GEMM_PANEL_ROWS, _MM_GEMM_PANEL_BYTES // (nsb * <Py_ssize_t>sizeof(fgg_mm_wk))) // 8 * 8)
 
 
-cdef void _mm_gemm_task(void *ctx, int task) noexcept nogil:
-    """A range of weight rows against all rows of x by the VNNI batch kernel."""
-    cdef _MMGemmJob *job = <_MMGemmJob *>ctx
-    cdef fgg_guard guard
-    cdef Py_ssize_t n0, n1
-    _task_rows(job.n0, job.n1, task, job.n_tasks, &n0, &n1)
-    if n0 == n1:
-        return
-    cdef void *panel = fgg_aligned_malloc(job.tile * job.nsb * sizeof(fgg_mm_wk))
-    if panel == NULL:
-        job.status = -3
-        return
-    if fgg_guard_enter(&guard):
-        job.status = -2
-    else:
-        job.fn(job.w + n0 * job.row_bytes, job.row_bytes, n1 - n0, job.nsb, job.x, job.m,
-               job.out + n0, job.out_stride, <fgg_mm_wk *>panel, job.tile)
-        fgg_guard_leave(&guard)
-    fgg_aligned_free(panel)
+cdef Py_ssize_t _x16k_count(Py_ssize_t m, Py_ssize_t nsb) noexcept nogil:
+    """fgg_mm_x16k entries of m rows of x interleaved (the same bytes as their fgg_mm_q8k blocks, rounded up to 16 rows)."""
+    return (m + 15) // 16 * nsb
 
 
-cdef int _matmul_gemm_k(fgg_mm_gemm_fn fn, const uint8_t[:, ::1] w, const uint8_t[:, ::1] xq, float[:, :] out,
-                        Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nsb, int threads) except -1:
-    """out[:, n0:n1] by the VNNI batch kernel: x interleaved 16 rows at a time once, then tasks of
-    weight rows (each pair the float steps of fgg_mm_rows_k: the same bits)."""
-    cdef Py_ssize_t m = xq.shape[0], groups = (xq.shape[0] + 15) // 16
-    cdef fgg_mm_x16k *xi = <fgg_mm_x16k *>fgg_aligned_malloc(groups * nsb * sizeof(fgg_mm_x16k))
-    if xi == NULL:
-        raise MemoryError("no memory for the interleaved rows of x")
-    cdef _MMGemmJob job
-    job.fn = fn
-    job.w = &w[0, 0]
-    job.row_bytes = w.shape[1]
-    job.nsb = nsb
-    job.x = xi
-    job.m = m
-    job.out = &out[0, 0]
-    job.out_stride = out.strides[0] // sizeof(float)
-    job.n0 = n0
-    job.n1 = n1
-    job.status = 0
-    job.tile = max(8, min(_MM_GEMM_PANEL_ROWS, _MM_GEMM_PANEL_BYTES // (nsb * <Py_ssize_t>sizeof(fgg_mm_wk))) // 8 * 8)
-    job.n_tasks = _tasks_for(n1 - n0, job.tile, threads)
-    try:
-        with nogil:
-            fgg_mm_x16k_fill(<const fgg_mm_q8k *>&xq[0, 0], xq.shape[1] // MM_Q8K_BYTES, m, nsb, xi)
-            fgg_pool_run(_mm_gemm_task, &job, job.n_tasks, threads)
-    finally:
-        fgg_aligned_free(xi)
-    _raise_status(job.status)
-    return 0
+cdef void _use_gemm(_MMIntJob *job, fgg_mm_gemm_fn gemm, fgg_mm_x16k *xi, int threads) noexcept nogil:
+    """Make an integer job run the VNNI batch kernel: x interleaved into ``xi`` (_x16k_count entries),
+    tasks of _gemm_tile weight rows."""
+    job.gemm = gemm
+    job.xi = xi
+    job.tile = _gemm_tile(job.nb)
+    fgg_mm_x16k_fill(<const fgg_mm_q8k *>job.x, job.xs, job.m, job.nb, xi)
+    job.n_tasks = _tasks_for(job.n1 - job.n0, job.tile, threads)
 
 
 def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t[:, ::1] xq not None,
@@ -779,15 +750,22 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
             for n in range(n0, n1):
                 out[i, n] = 0.0
         return
-    cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
-    if gemm != NULL and m >= _MM_GEMM_MIN_ROWS:
-        _matmul_gemm_k(gemm, w, xq, out, n0, n1, k // block_size, threads)
-        return
     cdef _MMIntJob job
     _fill_int_job(&job, fn, &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], xq.shape[1] // x_bytes, m,
                   &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
-    with nogil:
-        fgg_pool_run(_mm_int_task, &job, job.n_tasks, threads)
+    cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
+    cdef fgg_mm_x16k *xi = NULL
+    if gemm != NULL and m >= _MM_GEMM_MIN_ROWS:
+        xi = <fgg_mm_x16k *>fgg_aligned_malloc(_x16k_count(m, job.nb) * sizeof(fgg_mm_x16k))
+        if xi == NULL:
+            raise MemoryError("no memory for the interleaved rows of x")
+    try:
+        with nogil:
+            if xi != NULL:
+                _use_gemm(&job, gemm, xi, threads)
+            fgg_pool_run(_mm_int_task, &job, job.n_tasks, threads)
+    finally:
+        fgg_aligned_free(xi)
     _raise_status(job.status)
 
 
@@ -795,6 +773,9 @@ cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, const uint8_t *w, Py_ssiz
                         const uint8_t *x, Py_ssize_t x_row_bytes, Py_ssize_t xs, Py_ssize_t m, float *out,
                         Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1, int threads) noexcept nogil:
     job.fn = fn
+    job.gemm = NULL
+    job.xi = NULL
+    job.tile = 0
     job.w = w
     job.row_bytes = row_bytes
     job.nb = nb
@@ -903,6 +884,20 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
         raise MemoryError("no memory for matmul_id's jobs")
     cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float), out_stride = out.strides[0] // sizeof(float)
     cdef int status = 0
+    # the unsigned K kinds' groups of _MM_GEMM_MIN_ROWS rows or more take the VNNI batch kernel, their
+    # rows of x interleaved into one buffer
+    cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id) if integer else NULL
+    cdef Py_ssize_t xi_count = 0, xi_at = 0
+    cdef fgg_mm_x16k *xi = NULL
+    if gemm != NULL:
+        for g in range(n_groups):
+            if bounds[g + 1] - bounds[g] >= _MM_GEMM_MIN_ROWS:
+                xi_count += _x16k_count(bounds[g + 1] - bounds[g], k // block_size)
+        if xi_count:
+            xi = <fgg_mm_x16k *>fgg_aligned_malloc(xi_count * sizeof(fgg_mm_x16k))
+            if xi == NULL:
+                free(jobs)
+                raise MemoryError("no memory for the interleaved rows of x")
     try:
         with nogil:
             if factored:
@@ -916,6 +911,9 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                                       k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
                                       bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
                                       group_threads)
+                        if xi != NULL and bounds[g + 1] - i >= _MM_GEMM_MIN_ROWS:
+                            _use_gemm(<_MMIntJob *>(jobs + g * job_bytes), gemm, xi + xi_at, group_threads)
+                            xi_at += _x16k_count(bounds[g + 1] - i, k // block_size)
                     elif factored:
                         _fill_exact_job(<_MMExactJob *>(jobs + g * job_bytes), swap, type_id, &w[e, 0, 0],
                                         row_bytes, k // block_size, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
@@ -942,6 +940,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
     finally:
         free(xsum)
         free(jobs)
+        fgg_aligned_free(xi)
 
 
 
