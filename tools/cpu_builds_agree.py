@@ -80,7 +80,7 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
             np.frombuffer(np.float16(0.01).tobytes() * 2, np.uint8)
     has_int = _backend.kernels().has_int_dot(int(qtype))
     # 1 row; 3 and 6 (4 + 2) take the exact path's register kernels, 9 its batch walk; 17 the
-    # integer path's VNNI batch kernel (the unsigned K kinds)
+    # integer path's VNNI batch kernel (the K kinds)
     xs = {m: rng.standard_normal((m, cols)).astype(np.float32) for m in (1, 3, 6, 9, 17)}
     results: dict[str, dict[str, bytes]] = {}
     for label, name, vnni in _paths():

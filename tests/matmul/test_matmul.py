@@ -303,7 +303,7 @@ def _int_dot_variants():
 @pytest.mark.parametrize("m", [1, 2, 3, 8, 11, 37])
 def test_integer_path_same_bits_with_and_without_vnni(qtype, m):
     # m covers row pairs, the odd last row, and more than one group of 8 rows; 8, 11 and 37 rows
-    # the VNNI batch kernel of the unsigned K kinds (groups of 16 rows of x, or 8 for a last group
+    # the VNNI batch kernel of the K kinds (groups of 16 rows of x, or 8 for a last group
     # of up to 8, padded); n = 13
     # weight rows: one group of 8 and a padded one; n_blocks = 5 an odd count of blocks; values
     # include w = -128 (Q8_0) and x at +-127.
@@ -334,15 +334,17 @@ def test_integer_path_same_bits_with_and_without_vnni(qtype, m):
 
 
 def test_vnni_batch_kernel_is_taken_where_it_applies():
-    """From 6 rows of x, the unsigned K kinds take the VNNI batch kernel when VNNI is on; other
-    types, fewer rows and VNNI off take the row kernels (whose bits the tests above compare)."""
-    unsigned_k = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0}
+    """From 6 rows of x, the K kinds (the K-quants, the ternary and the 256-value IQ types) take the
+    VNNI batch kernel when VNNI is on; other types, fewer rows and VNNI off take the row kernels
+    (whose bits the tests above compare)."""
+    k_kinds = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+               T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M}
     for name, kernels, vnni in _int_dot_variants():
         before = kernels._set_vnni(vnni)
         try:
             for qtype in INT_TYPES:
                 for m in (1, 5, 6, 300):
-                    expected = "vnni-batch" if vnni and qtype in unsigned_k and m >= 6 else "rows"
+                    expected = "vnni-batch" if vnni and qtype in k_kinds and m >= 6 else "rows"
                     assert kernels.int_batch_kernel(int(qtype), m) == expected, (name, qtype.name, m)
         finally:
             kernels._set_vnni(before)

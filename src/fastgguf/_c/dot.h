@@ -1694,9 +1694,10 @@ typedef struct {
 
 /* A weight row's super-block unpacked for the VNNI batch kernel. */
 typedef struct {
-    uint8_t u[256];  /* the unsigned values in value order (fgg_mm_ksb's u) */
+    uint8_t u[256];  /* the values in value order: fgg_mm_ksb's u, or for the signed kinds its v */
     int32_t sc[16];  /* the scale of values 16g..16g+15 */
     int32_t bs2[8];  /* bs[2p] (low 16 bits), bs[2p + 1] (high) */
+    int32_t off[16]; /* the signed kinds: 128 * the sum of values 16g..16g+15 (x is taken as x + 128) */
     float d, dmin;
     uint8_t pad[24];
 } fgg_mm_wk;
@@ -1896,8 +1897,9 @@ FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q5_k_vnni, FGG_MM_K5)
 FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
 #undef FGG_MM_K_ROWS_VNNI
 
-/* The batch kernel of the unsigned K kinds (Q2_K..Q6_K, TQ2_0, TQ1_0) on VNNI: lanes are 16 rows of x
- * (fgg_mm_x16k), each weight row's bytes broadcast, so one vpdpbusd makes 4 products for 16 rows.
+/* The batch kernel of the K kinds on VNNI: lanes are 16 rows of x (fgg_mm_x16k), each weight row's
+ * bytes broadcast, so one vpdpbusd makes 4 products for 16 rows (the signed IQ kinds: x + 128 as
+ * the unsigned operand, their values as the signed one, 128 * their sum per 16 taken off).
  * Per 16 values (one scale) the raw sums (|raw| <= 16 * 63 * 127) take the scale by vpmulld, the
  * bsum term takes vpdpwssd, and per super-block each pair (weight row, row of x) gets the float
  * step of fgg_mm_kacc_add on its exact integer total: the bits of fgg_mm_rows_k. ggml's tiled
@@ -1918,9 +1920,15 @@ static inline FGG_MM_VNNI void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrd
             float d, dmin = 0.0f;
             fgg_mm_k_unpack(kind, w + r * row_bytes + b * bytes, &s, &d, &dmin);
             for (int j = 0; j < 8; j++) {
-                _mm256_storeu_si256((__m256i *)(o->u + 32 * j), s.u[j]);
+                _mm256_storeu_si256((__m256i *)(o->u + 32 * j), fgg_mm_k_signed(kind) ? s.v[j] : s.u[j]);
                 o->sc[2 * j] = (int16_t)_mm256_extract_epi16(s.sc[j], 0);
                 o->sc[2 * j + 1] = (int16_t)_mm256_extract_epi16(s.sc[j], 8);
+            }
+            for (int g = 0; g < 16; g++) {
+                int32_t sum = 0;
+                if (fgg_mm_k_signed(kind))
+                    for (int i = 16 * g; i < 16 * g + 16; i++) sum += (int8_t)o->u[i];
+                o->off[g] = 128 * sum;
             }
             _mm256_storeu_si256((__m256i *)o->bs2, s.bs);
             o->d = d;
@@ -1932,6 +1940,7 @@ static inline FGG_MM_VNNI void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrd
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile(int kind, const fgg_mm_wk *p, ptrdiff_t nsb,
                                                          const fgg_mm_x16k *x, float res[8][16])
 {
+    const int sgn = fgg_mm_k_signed(kind);
     __m512 acc[8], accm[8];
     for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm512_setzero_ps();
     for (ptrdiff_t b = 0; b < nsb; b++) {
@@ -1941,15 +1950,26 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile(int kind, const fgg_mm_
         for (int g = 0; g < 16; g++) {
             __m512i c[4];
             for (int k = 0; k < 4; k++) c[k] = _mm512_load_si512((const void *)xb->q[4 * g + k]);
+            if (sgn) /* x + 128 as the unsigned operand; 128 * sum(v) taken off below */
+                for (int k = 0; k < 4; k++) c[k] = _mm512_xor_si512(c[k], _mm512_set1_epi8(-128));
             for (int t = 0; t < 8; t++) {
                 const fgg_mm_wk *wt = p + t * nsb + b;
                 const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
-                __m512i raw = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi32(u4[0]), c[0]);
-                for (int k = 1; k < 4; k++) raw = _mm512_dpbusd_epi32(raw, _mm512_set1_epi32(u4[k]), c[k]);
+                __m512i raw = _mm512_setzero_si512();
+                for (int k = 0; k < 4; k++)
+                    raw = sgn ? _mm512_dpbusd_epi32(raw, c[k], _mm512_set1_epi32(u4[k]))
+                              : _mm512_dpbusd_epi32(raw, _mm512_set1_epi32(u4[k]), c[k]);
+                if (sgn) raw = _mm512_sub_epi32(raw, _mm512_set1_epi32(wt->off[g]));
                 s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(raw, _mm512_set1_epi32(wt->sc[g])));
             }
         }
         const __m512 xd = _mm512_load_ps(xb->d);
+        if (sgn) { /* no offsets or mins */
+            for (int t = 0; t < 8; t++)
+                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s1[t]),
+                                                             _mm512_mul_ps(_mm512_set1_ps(p[t * nsb + b].d), xd)));
+            continue;
+        }
         for (int t = 0; t < 8; t++) {
             const fgg_mm_wk *wt = p + t * nsb + b;
             __m512i lb = _mm512_setzero_si512();
@@ -1975,6 +1995,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile(int kind, const fgg_mm_
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile8(int kind, const fgg_mm_wk *p, ptrdiff_t nsb,
                                                           const fgg_mm_x16k *x, float res[8][16])
 {
+    const int sgn = fgg_mm_k_signed(kind);
     __m256 acc[8], accm[8];
     for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     for (ptrdiff_t b = 0; b < nsb; b++) {
@@ -1984,15 +2005,26 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile8(int kind, const fgg_mm
         for (int g = 0; g < 16; g++) {
             __m256i c[4];
             for (int k = 0; k < 4; k++) c[k] = _mm256_load_si256((const __m256i *)xb->q[4 * g + k]);
+            if (sgn)
+                for (int k = 0; k < 4; k++) c[k] = _mm256_xor_si256(c[k], _mm256_set1_epi8(-128));
             for (int t = 0; t < 8; t++) {
                 const fgg_mm_wk *wt = p + t * nsb + b;
                 const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
-                __m256i raw = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi32(u4[0]), c[0]);
-                for (int k = 1; k < 4; k++) raw = _mm256_dpbusd_epi32(raw, _mm256_set1_epi32(u4[k]), c[k]);
+                __m256i raw = _mm256_setzero_si256();
+                for (int k = 0; k < 4; k++)
+                    raw = sgn ? _mm256_dpbusd_epi32(raw, c[k], _mm256_set1_epi32(u4[k]))
+                              : _mm256_dpbusd_epi32(raw, _mm256_set1_epi32(u4[k]), c[k]);
+                if (sgn) raw = _mm256_sub_epi32(raw, _mm256_set1_epi32(wt->off[g]));
                 s1[t] = _mm256_add_epi32(s1[t], _mm256_mullo_epi32(raw, _mm256_set1_epi32(wt->sc[g])));
             }
         }
         const __m256 xd = _mm256_load_ps(xb->d);
+        if (sgn) {
+            for (int t = 0; t < 8; t++)
+                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(s1[t]),
+                                                             _mm256_mul_ps(_mm256_set1_ps(p[t * nsb + b].d), xd)));
+            continue;
+        }
         for (int t = 0; t < 8; t++) {
             const fgg_mm_wk *wt = p + t * nsb + b;
             __m256i lb = _mm256_setzero_si256();
@@ -2055,6 +2087,14 @@ FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q5_k_vnni, FGG_MM_K5)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q6_k_vnni, FGG_MM_K6)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_tq2_0_vnni, FGG_MM_K_TQ2_0)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_tq1_0_vnni, FGG_MM_K_TQ1_0)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq4_xs_vnni, FGG_MM_K_IQ4_XS)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq2_xxs_vnni, FGG_MM_K_IQ2_XXS)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq2_xs_vnni, FGG_MM_K_IQ2_XS)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq2_s_vnni, FGG_MM_K_IQ2_S)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq3_xxs_vnni, FGG_MM_K_IQ3_XXS)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq3_s_vnni, FGG_MM_K_IQ3_S)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_s_vnni, FGG_MM_K_IQ1_S)
+FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_m_vnni, FGG_MM_K_IQ1_M)
 #undef FGG_MM_GEMM_K_VNNI
 #else
 #define FGG_MM_HAVE_VNNI 0
@@ -2079,6 +2119,14 @@ static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrd
 #define fgg_mm_gemm_q6_k_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_tq2_0_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_tq1_0_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq4_xs_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq2_xxs_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq2_xs_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq2_s_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq3_xxs_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq3_s_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq1_s_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq1_m_vnni fgg_mm_gemm_never
 #endif
 
 #if defined(FGG_MM_INT_SIMD)

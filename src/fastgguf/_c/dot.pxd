@@ -78,6 +78,30 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_gemm_tq1_0_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
                                 const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
                                Py_ssize_t tile)
+    void fgg_mm_gemm_iq4_xs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
+    void fgg_mm_gemm_iq2_xxs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
+    void fgg_mm_gemm_iq2_xs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
+    void fgg_mm_gemm_iq2_s_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
+    void fgg_mm_gemm_iq3_xxs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
+    void fgg_mm_gemm_iq3_s_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
+    void fgg_mm_gemm_iq1_s_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
+    void fgg_mm_gemm_iq1_m_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
+                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
+                               Py_ssize_t tile)
     enum: FGG_MM_QF_FLOATS
     enum: FGG_MM_REG_ROWS
     void fgg_mm_xsum32(const float *x, Py_ssize_t n, float *sums)

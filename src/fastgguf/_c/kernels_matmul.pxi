@@ -131,7 +131,7 @@ def vnni_usable():
 
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` (the
-    unsigned K kinds from 6 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
+    K kinds from 6 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
     _row(FGG_TYPE_Q8_0)
     return "vnni-batch" if _gemm_k(type_id) != NULL and m >= _MM_GEMM_MIN_ROWS else "rows"
 
@@ -655,7 +655,7 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 
 
 cdef enum:
-    # Rows of x from which the unsigned K kinds take the VNNI batch kernel (lanes = 16 rows of x, or
+    # Rows of x from which the K kinds take the VNNI batch kernel (lanes = 16 rows of x, or
     # 8 for a short group): it costs about the same for 1 to 8 rows, which the row kernel matches at
     # 5 rows and beats below (Q4_K, Q6_K at 4096 x 14336 and 14336 x 4096, one thread)
     _MM_GEMM_MIN_ROWS = 6
@@ -666,7 +666,8 @@ cdef enum:
 
 
 cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
-    """The VNNI batch kernel of an unsigned K kind while the VNNI kernels are on, else NULL."""
+    """The VNNI batch kernel of a K kind (a K-quant, ternary or 256-value IQ type) while the VNNI
+    kernels are on, else NULL."""
     if not _vnni_on:
         return NULL
     if type_id == FGG_TYPE_Q2_K:
@@ -683,6 +684,22 @@ cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
         return <fgg_mm_gemm_fn>fgg_mm_gemm_tq2_0_vnni
     if type_id == FGG_TYPE_TQ1_0:
         return <fgg_mm_gemm_fn>fgg_mm_gemm_tq1_0_vnni
+    if type_id == FGG_TYPE_IQ4_XS:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq4_xs_vnni
+    if type_id == FGG_TYPE_IQ2_XXS:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq2_xxs_vnni
+    if type_id == FGG_TYPE_IQ2_XS:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq2_xs_vnni
+    if type_id == FGG_TYPE_IQ2_S:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq2_s_vnni
+    if type_id == FGG_TYPE_IQ3_XXS:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq3_xxs_vnni
+    if type_id == FGG_TYPE_IQ3_S:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq3_s_vnni
+    if type_id == FGG_TYPE_IQ1_S:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq1_s_vnni
+    if type_id == FGG_TYPE_IQ1_M:
+        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq1_m_vnni
     return NULL
 
 
@@ -884,7 +901,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
         raise MemoryError("no memory for matmul_id's jobs")
     cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float), out_stride = out.strides[0] // sizeof(float)
     cdef int status = 0
-    # the unsigned K kinds' groups of _MM_GEMM_MIN_ROWS rows or more take the VNNI batch kernel, their
+    # the K kinds' groups of _MM_GEMM_MIN_ROWS rows or more take the VNNI batch kernel, their
     # rows of x interleaved into one buffer
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id) if integer else NULL
     cdef Py_ssize_t xi_count = 0, xi_at = 0
