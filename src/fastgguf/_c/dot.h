@@ -1660,8 +1660,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
             }
         }
         for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i]
-                                                        : acc[i];
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
     }
 }
 
@@ -1884,8 +1883,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t
             }
         }
         for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i]
-                                                        : acc[i];
+            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
     }
 }
 
@@ -1936,113 +1934,61 @@ static inline FGG_MM_VNNI void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrd
         }
 }
 
-/* 8 weight rows (p[t * nsb + b]) times the 16 rows of x of one group (x[b]): res[t][r]. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile(int kind, const fgg_mm_wk *p, ptrdiff_t nsb,
-                                                         const fgg_mm_x16k *x, float res[8][16])
-{
-    const int sgn = fgg_mm_k_signed(kind);
-    __m512 acc[8], accm[8];
-    for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm512_setzero_ps();
-    for (ptrdiff_t b = 0; b < nsb; b++) {
-        const fgg_mm_x16k *xb = x + b;
-        __m512i s1[8];
-        for (int t = 0; t < 8; t++) s1[t] = _mm512_setzero_si512();
-        for (int g = 0; g < 16; g++) {
-            __m512i c[4];
-            for (int k = 0; k < 4; k++) c[k] = _mm512_load_si512((const void *)xb->q[4 * g + k]);
-            if (sgn) /* x + 128 as the unsigned operand; 128 * sum(v) taken off below */
-                for (int k = 0; k < 4; k++) c[k] = _mm512_xor_si512(c[k], _mm512_set1_epi8(-128));
-            for (int t = 0; t < 8; t++) {
-                const fgg_mm_wk *wt = p + t * nsb + b;
-                const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
-                __m512i raw = _mm512_setzero_si512();
-                for (int k = 0; k < 4; k++)
-                    raw = sgn ? _mm512_dpbusd_epi32(raw, c[k], _mm512_set1_epi32(u4[k]))
-                              : _mm512_dpbusd_epi32(raw, _mm512_set1_epi32(u4[k]), c[k]);
-                if (sgn) raw = _mm512_sub_epi32(raw, _mm512_set1_epi32(wt->off[g]));
-                s1[t] = _mm512_add_epi32(s1[t], _mm512_mullo_epi32(raw, _mm512_set1_epi32(wt->sc[g])));
-            }
-        }
-        const __m512 xd = _mm512_load_ps(xb->d);
-        if (sgn) { /* no offsets or mins */
-            for (int t = 0; t < 8; t++)
-                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s1[t]),
-                                                             _mm512_mul_ps(_mm512_set1_ps(p[t * nsb + b].d), xd)));
-            continue;
-        }
-        for (int t = 0; t < 8; t++) {
-            const fgg_mm_wk *wt = p + t * nsb + b;
-            __m512i lb = _mm512_setzero_si512();
-            for (int q = 0; q < 8; q++)
-                lb = _mm512_dpwssd_epi32(lb, _mm512_set1_epi32(wt->bs2[q]), _mm512_load_si512((const void *)xb->bsum2[q]));
-            const __m512 f = _mm512_mul_ps(_mm512_set1_ps(wt->d), xd);
-            if (fgg_mm_k_has_min(kind)) {
-                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(s1[t]), f));
-                accm[t] = _mm512_add_ps(accm[t], _mm512_mul_ps(_mm512_cvtepi32_ps(lb),
-                                                               _mm512_mul_ps(_mm512_set1_ps(wt->dmin), xd)));
-            } else {
-                acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(s1[t], lb)), f));
-            }
-        }
-    }
-    for (int t = 0; t < 8; t++)
-        _mm512_storeu_ps(res[t], fgg_mm_k_has_min(kind) ? _mm512_sub_ps(acc[t], accm[t]) : acc[t]);
+/* 8 weight rows (p[t * nsb + b]) times the rows of x of one group (x[b]): res[t][r]. One body for
+ * two vector widths (VI/VF the integer and float vectors, MM the intrinsics' prefix, SI their
+ * integer suffix): fgg_mm_gemm_k_tile on 512 bits, all 16 rows; fgg_mm_gemm_k_tile8 on 256 bits,
+ * the group's rows 0..7 (the low half of each interleaved vector), for a last group of at most 8
+ * rows, where 256-bit vectors, which issue twice as often, take about half the time. */
+#define FGG_MM_GEMM_K_TILE(NAME, VI, VF, MM, SI)                                                      \
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void NAME(int kind, const fgg_mm_wk *p, ptrdiff_t nsb, const fgg_mm_x16k *x, \
+                                           float res[8][16])                                          \
+{                                                                                                     \
+    const int sgn = fgg_mm_k_signed(kind);                                                            \
+    VF acc[8], accm[8];                                                                               \
+    for (int t = 0; t < 8; t++) acc[t] = accm[t] = MM##_setzero_ps();                                 \
+    for (ptrdiff_t b = 0; b < nsb; b++) {                                                             \
+        const fgg_mm_x16k *xb = x + b;                                                                \
+        VI s1[8];                                                                                     \
+        for (int t = 0; t < 8; t++) s1[t] = MM##_setzero_##SI();                                      \
+        for (int g = 0; g < 16; g++) {                                                                \
+            VI c[4];                                                                                  \
+            for (int k = 0; k < 4; k++) c[k] = MM##_load_##SI((const VI *)xb->q[4 * g + k]);          \
+            if (sgn) /* x + 128 as the unsigned operand; 128 * sum(v) taken off below */              \
+                for (int k = 0; k < 4; k++) c[k] = MM##_xor_##SI(c[k], MM##_set1_epi8(-128));         \
+            for (int t = 0; t < 8; t++) {                                                             \
+                const fgg_mm_wk *wt = p + t * nsb + b;                                                \
+                const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;                     \
+                VI raw = MM##_setzero_##SI();                                                         \
+                for (int k = 0; k < 4; k++)                                                           \
+                    raw = sgn ? MM##_dpbusd_epi32(raw, c[k], MM##_set1_epi32(u4[k]))                  \
+                              : MM##_dpbusd_epi32(raw, MM##_set1_epi32(u4[k]), c[k]);                 \
+                if (sgn) raw = MM##_sub_epi32(raw, MM##_set1_epi32(wt->off[g]));                      \
+                s1[t] = MM##_add_epi32(s1[t], MM##_mullo_epi32(raw, MM##_set1_epi32(wt->sc[g])));     \
+            }                                                                                         \
+        }                                                                                             \
+        const VF xd = MM##_load_ps(xb->d);                                                            \
+        for (int t = 0; t < 8; t++) {                                                                 \
+            const fgg_mm_wk *wt = p + t * nsb + b;                                                    \
+            VI l = s1[t]; /* the signed kinds have no offsets or mins */                              \
+            if (!sgn) {                                                                               \
+                VI lb = MM##_setzero_##SI();                                                          \
+                for (int q = 0; q < 8; q++)                                                           \
+                    lb = MM##_dpwssd_epi32(lb, MM##_set1_epi32(wt->bs2[q]), MM##_load_##SI((const VI *)xb->bsum2[q])); \
+                if (fgg_mm_k_has_min(kind))                                                           \
+                    accm[t] = MM##_add_ps(accm[t], MM##_mul_ps(MM##_cvtepi32_ps(lb),                  \
+                                                               MM##_mul_ps(MM##_set1_ps(wt->dmin), xd))); \
+                else                                                                                  \
+                    l = MM##_sub_epi32(l, lb);                                                        \
+            }                                                                                         \
+            acc[t] = MM##_add_ps(acc[t], MM##_mul_ps(MM##_cvtepi32_ps(l), MM##_mul_ps(MM##_set1_ps(wt->d), xd))); \
+        }                                                                                             \
+    }                                                                                                 \
+    for (int t = 0; t < 8; t++)                                                                       \
+        MM##_storeu_ps(res[t], fgg_mm_k_has_min(kind) ? MM##_sub_ps(acc[t], accm[t]) : acc[t]);       \
 }
-
-/* fgg_mm_gemm_k_tile for a group of at most 8 rows of x (its rows 0..7, the low half of each
- * vector): the same operations on 256-bit vectors, which issue twice as often as 512-bit ones, so
- * a short group takes about half the time of the 16-lane tile. res[t][r] for r < 8. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_tile8(int kind, const fgg_mm_wk *p, ptrdiff_t nsb,
-                                                          const fgg_mm_x16k *x, float res[8][16])
-{
-    const int sgn = fgg_mm_k_signed(kind);
-    __m256 acc[8], accm[8];
-    for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm256_setzero_ps();
-    for (ptrdiff_t b = 0; b < nsb; b++) {
-        const fgg_mm_x16k *xb = x + b;
-        __m256i s1[8];
-        for (int t = 0; t < 8; t++) s1[t] = _mm256_setzero_si256();
-        for (int g = 0; g < 16; g++) {
-            __m256i c[4];
-            for (int k = 0; k < 4; k++) c[k] = _mm256_load_si256((const __m256i *)xb->q[4 * g + k]);
-            if (sgn)
-                for (int k = 0; k < 4; k++) c[k] = _mm256_xor_si256(c[k], _mm256_set1_epi8(-128));
-            for (int t = 0; t < 8; t++) {
-                const fgg_mm_wk *wt = p + t * nsb + b;
-                const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
-                __m256i raw = _mm256_setzero_si256();
-                for (int k = 0; k < 4; k++)
-                    raw = sgn ? _mm256_dpbusd_epi32(raw, c[k], _mm256_set1_epi32(u4[k]))
-                              : _mm256_dpbusd_epi32(raw, _mm256_set1_epi32(u4[k]), c[k]);
-                if (sgn) raw = _mm256_sub_epi32(raw, _mm256_set1_epi32(wt->off[g]));
-                s1[t] = _mm256_add_epi32(s1[t], _mm256_mullo_epi32(raw, _mm256_set1_epi32(wt->sc[g])));
-            }
-        }
-        const __m256 xd = _mm256_load_ps(xb->d);
-        if (sgn) {
-            for (int t = 0; t < 8; t++)
-                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(s1[t]),
-                                                             _mm256_mul_ps(_mm256_set1_ps(p[t * nsb + b].d), xd)));
-            continue;
-        }
-        for (int t = 0; t < 8; t++) {
-            const fgg_mm_wk *wt = p + t * nsb + b;
-            __m256i lb = _mm256_setzero_si256();
-            for (int q = 0; q < 8; q++)
-                lb = _mm256_dpwssd_epi32(lb, _mm256_set1_epi32(wt->bs2[q]), _mm256_load_si256((const __m256i *)xb->bsum2[q]));
-            const __m256 f = _mm256_mul_ps(_mm256_set1_ps(wt->d), xd);
-            if (fgg_mm_k_has_min(kind)) {
-                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(s1[t]), f));
-                accm[t] = _mm256_add_ps(accm[t], _mm256_mul_ps(_mm256_cvtepi32_ps(lb),
-                                                               _mm256_mul_ps(_mm256_set1_ps(wt->dmin), xd)));
-            } else {
-                acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s1[t], lb)), f));
-            }
-        }
-    }
-    for (int t = 0; t < 8; t++)
-        _mm256_storeu_ps(res[t], fgg_mm_k_has_min(kind) ? _mm256_sub_ps(acc[t], accm[t]) : acc[t]);
-}
+FGG_MM_GEMM_K_TILE(fgg_mm_gemm_k_tile, __m512i, __m512, _mm512, si512)
+FGG_MM_GEMM_K_TILE(fgg_mm_gemm_k_tile8, __m256i, __m256, _mm256, si256)
+#undef FGG_MM_GEMM_K_TILE
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nsb super-blocks) times the m rows of x in
  * groups of 16 (x[G * nsb + b], fgg_mm_x16k_fill): out[i * os + r]. Tiles of ``tile`` weight rows
