@@ -11,6 +11,7 @@ import numpy.typing as npt
 __all__ = [
     "_iq2_search_table",
     "_iq_tables",
+    "_set_batch_min_rows",
     "_set_vnni",
     "_type_layout",
     "cpu_supports",
@@ -121,13 +122,18 @@ def int_dot_isa() -> str:
     """The instructions of this build's integer dot products: ``"vnni"``, ``"maddubs"`` or ``"c"``."""
 
 def int_batch_kernel(type_id: int, m: int) -> str:
-    """The integer kernel ``matmul_rows_int`` takes for ``m`` rows of x: ``"vnni-batch"`` or ``"rows"``."""
+    """The integer kernel ``matmul_rows_int`` takes for ``m`` rows of x: ``"vnni-batch"``,
+    ``"maddubs-batch"`` or ``"rows"``."""
 
 def vnni_usable() -> bool:
     """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""
 
 def _set_vnni(on: bool) -> bool:
     """Use the VNNI integer kernels or not (tests and benchmarks); returns the previous state."""
+
+def _set_batch_min_rows(m: int) -> int:
+    """Take the batch kernel from ``m`` rows of x (0: the instruction set's own count; tests and
+    benchmarks); returns the previous setting."""
 
 def has_int_dot(type_id: int) -> bool:
     """Whether ``type_id`` has an integer (Q8-quantized x) dot product in this build."""

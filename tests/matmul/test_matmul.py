@@ -333,18 +333,57 @@ def test_integer_path_same_bits_with_and_without_vnni(qtype, m):
         np.testing.assert_array_equal(out, first, err_msg=name)
 
 
-def test_vnni_batch_kernel_is_taken_where_it_applies():
-    """From 6 rows of x, the K kinds (the K-quants, the ternary and the 256-value IQ types) take the
-    VNNI batch kernel when VNNI is on; other types, fewer rows and VNNI off take the row kernels
+# The types with a batch kernel (lanes = rows of x): the K-quants, the ternary and the 256-value IQ types.
+K_KINDS = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
+           T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M}
+
+
+@pytest.mark.parametrize("qtype", sorted(K_KINDS), ids=lambda t: t.name)
+def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
+    """The batch kernels (VNNI, maddubs) against the row kernels of the same build, taken from 1 row
+    of x on: a group of 16 with 1, 5, 8 (the 256-bit tile alone), 9 and 16 rows, 17 (a full group
+    and one row), 40 (groups of 16, 16 and 8); 21 weight rows (two tiles of 8 and a padded one)."""
+    rng = np.random.default_rng([int(qtype), 5])
+    n, k = 21, k_for(qtype, 3)
+    raw = random_weights(qtype, n, k, rng)
+    variants = [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants() if name != "portable"]
+    if not variants:
+        pytest.skip("no SIMD build runs here")
+    for m in (1, 5, 8, 9, 16, 17, 40):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        x[:, ::32] *= 50.0
+        for name, kernels, vnni in variants:
+            xq = quantized_x(kernels, x, qtype)
+            outs = {}
+            before, min_rows = kernels._set_vnni(vnni), kernels._set_batch_min_rows(1 << 30)
+            try:
+                for mode in ("rows", "batch"):
+                    kernels._set_batch_min_rows(1 << 30 if mode == "rows" else 1)
+                    assert kernels.int_batch_kernel(int(qtype), m) == ("rows" if mode == "rows" else
+                                                                       "vnni-batch" if vnni else "maddubs-batch")
+                    outs[mode] = np.empty((m, n), np.float32)
+                    kernels.matmul_rows_int(raw, int(qtype), xq, outs[mode], 0, n)
+            finally:
+                kernels._set_vnni(before)
+                kernels._set_batch_min_rows(min_rows)
+            np.testing.assert_array_equal(outs["batch"], outs["rows"], err_msg=f"{name} m={m}")
+
+
+def test_batch_kernel_is_taken_where_it_applies():
+    """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
+    AVX-512 without VNNI); other types, fewer rows and the portable build take the row kernels
     (whose bits the tests above compare)."""
-    k_kinds = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
-               T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M}
     for name, kernels, vnni in _int_dot_variants():
         before = kernels._set_vnni(vnni)
         try:
             for qtype in INT_TYPES:
-                for m in (1, 5, 6, 300):
-                    expected = "vnni-batch" if vnni and qtype in k_kinds and m >= 6 else "rows"
+                for m in (1, 5, 6, 8, 9, 300):
+                    if vnni:
+                        expected = "vnni-batch" if qtype in K_KINDS and m >= 6 else "rows"
+                    elif name != "portable":
+                        expected = "maddubs-batch" if qtype in K_KINDS and m >= 9 else "rows"
+                    else:
+                        expected = "rows"
                     assert kernels.int_batch_kernel(int(qtype), m) == expected, (name, qtype.name, m)
         finally:
             kernels._set_vnni(before)

@@ -1728,6 +1728,183 @@ static inline void fgg_mm_x16k_fill(const fgg_mm_q8k *x, ptrdiff_t xs, ptrdiff_t
         }
 }
 
+#if defined(FGG_MM_INT_SIMD)
+/* ------------------------------------------------------------------------------------------ */
+/* The batch kernels of the K kinds (from a few rows of x on): lanes are rows of x
+ * (fgg_mm_x16k), each weight row's 4 bytes broadcast, so one instruction makes 4 products for 8
+ * or 16 rows of x at once. Weight rows are unpacked once per task into a panel (fgg_mm_wk) and
+ * met by every row of x there. Per 16 values (one scale) the raw sums take the scale in integers,
+ * the bsum term is added or kept apart in integers, and per super-block each pair (weight row,
+ * row of x) gets the float step of fgg_mm_kacc_add on its exact integer total: the bits of
+ * fgg_mm_rows_k. ggml's tiled K-quant kernels have this layout (lanes = rows of x, integer scales
+ * per sub-block); this is our own form of it. Two instruction sets: AVX2 (maddubs, below) and
+ * AVX-512 VNNI (vpdpbusd, further down). */
+
+/* Weight rows 0..nr-1 (row r at w + r * row_bytes) unpacked into p[r * nsb + b]; rows nr..7 zero. */
+static inline void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrdiff_t row_bytes, int nr, ptrdiff_t nsb, fgg_mm_wk *p)
+{
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
+    for (int r = 0; r < 8; r++)
+        for (ptrdiff_t b = 0; b < nsb; b++) {
+            fgg_mm_wk *o = p + r * nsb + b;
+            if (r >= nr) {
+                memset(o, 0, sizeof *o);
+                continue;
+            }
+            fgg_mm_ksb s;
+            float d, dmin = 0.0f;
+            fgg_mm_prefetch_ahead(w + r * row_bytes + b * bytes, bytes);
+            fgg_mm_k_unpack(kind, w + r * row_bytes + b * bytes, &s, &d, &dmin);
+            /* sc[j] holds scale 2j in every int16 of its low half, 2j + 1 in its high half: dwords 0
+             * and 4, shifted down, are the two scales as int32 */
+            const __m256i pick = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+            for (int j = 0; j < 8; j++) {
+                _mm256_storeu_si256((__m256i *)(o->u + 32 * j), fgg_mm_k_signed(kind) ? s.v[j] : s.u[j]);
+                _mm_storel_epi64((__m128i *)(o->sc + 2 * j),
+                                 _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_srai_epi32(s.sc[j], 16), pick)));
+            }
+            if (fgg_mm_k_signed(kind)) /* sums of 8 values by sad of v + 128 (v ^ 0x80) */
+                for (int j = 0; j < 8; j++) {
+                    __m256i t = _mm256_sad_epu8(_mm256_xor_si256(s.v[j], _mm256_set1_epi8(-128)), _mm256_setzero_si256());
+                    __m128i lo = _mm256_castsi256_si128(t), hi = _mm256_extracti128_si256(t, 1);
+                    o->off[2 * j] = 128 * ((int32_t)(_mm_cvtsi128_si32(lo) + _mm_extract_epi32(lo, 2)) - 2048);
+                    o->off[2 * j + 1] = 128 * ((int32_t)(_mm_cvtsi128_si32(hi) + _mm_extract_epi32(hi, 2)) - 2048);
+                }
+            else
+                memset(o->off, 0, sizeof o->off);
+            _mm256_storeu_si256((__m256i *)o->bs2, s.bs);
+            o->d = d;
+            o->dmin = dmin;
+        }
+}
+
+/* The driver of both: weight rows 0..n-1 (row r at w + r * row_bytes, nsb super-blocks) times the
+ * m rows of x in groups of 16 (x[G * nsb + b], fgg_mm_x16k_fill): out[i * os + r]. Tiles of
+ * ``tile`` weight rows (a multiple of 8) are unpacked once (into ``panel``: tile * nsb fgg_mm_wk)
+ * for 64 rows of x at a time, both in L2. TILE16 multiplies 8 weight rows by a group's 16 rows
+ * (res[t][r]), TILE8 by its rows 0..7 only (a last group of at most 8 rows). */
+#define FGG_MM_GEMM_K_DRIVER(NAME, ATTR, TILE16, TILE8)                                              \
+FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, \
+                                    const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, \
+                                    ptrdiff_t tile)                                                  \
+{                                                                                                    \
+    const ptrdiff_t groups = (m + 15) / 16;                                                          \
+    for (ptrdiff_t a = 0; a < n; a += tile) {                                                        \
+        const ptrdiff_t na = n - a < tile ? n - a : tile;                                            \
+        for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)                                                     \
+            fgg_mm_wk_unpack(kind, w + (a + t0) * row_bytes, row_bytes, na - t0 < 8 ? (int)(na - t0) : 8, nsb, \
+                             panel + t0 * nsb);                                                      \
+        for (ptrdiff_t g0 = 0; g0 < groups; g0 += 4)                                                 \
+            for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)                                                 \
+                for (ptrdiff_t g = g0; g < groups && g < g0 + 4; g++) {                              \
+                    float res[8][16];                                                                \
+                    const int nt = na - t0 < 8 ? (int)(na - t0) : 8, nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16; \
+                    if (nr <= 8)                                                                     \
+                        TILE8(kind, panel + t0 * nsb, nsb, x + g * nsb, res);                        \
+                    else                                                                             \
+                        TILE16(kind, panel + t0 * nsb, nsb, x + g * nsb, res);                       \
+                    for (int r = 0; r < nr; r++)                                                     \
+                        for (int t = 0; t < nt; t++) out[(16 * g + r) * os + a + t0 + t] = res[t][r];  \
+                }                                                                                    \
+    }                                                                                                \
+}
+
+/* AVX2: 8 weight rows (p[t * nsb + b]) times rows 8h..8h+7 of the group x (one int32 lane each):
+ * res[t][8h + r]. Per 4 values, maddubs of the broadcast weight bytes with x gives 2 int16 sums
+ * of 2 products per row; below 2^15 while the weights are below 32 (every unsigned kind but
+ * Q6_K: 4 * 2 * 31 * 127 = 31496), so 4 such (16 values, one scale) add in int16 before one
+ * madd with the scale takes them to int32: sc * (their sum), the same integer as VNNI's. Q6_K
+ * (values to 63) adds 2 at a time; the signed kinds move their signs onto x (|v|, |x| <= 127) and
+ * take the scale per 4. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_half(int kind, const fgg_mm_wk *p, ptrdiff_t nsb, const fgg_mm_x16k *x, int h,
+                                             float res[8][16])
+{
+    const int sgn = fgg_mm_k_signed(kind), per_madd = sgn ? 1 : kind == FGG_MM_K6 ? 2 : 4;
+    __m256 acc[8], accm[8];
+    for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (ptrdiff_t b = 0; b < nsb; b++) {
+        const fgg_mm_x16k *xb = x + b;
+        __m256i s1[8];
+        for (int t = 0; t < 8; t++) s1[t] = _mm256_setzero_si256();
+        for (int g = 0; g < 16; g++) {
+            __m256i c[4];
+            for (int k = 0; k < 4; k++) c[k] = _mm256_load_si256((const __m256i *)(xb->q[4 * g + k] + 8 * h));
+            for (int t = 0; t < 8; t++) {
+                const fgg_mm_wk *wt = p + t * nsb + b;
+                const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
+                const __m256i sc = _mm256_set1_epi16((int16_t)wt->sc[g]);
+                for (int k0 = 0; k0 < 4; k0 += per_madd) {
+                    __m256i q = _mm256_setzero_si256();
+                    for (int k = k0; k < k0 + per_madd; k++) {
+                        const __m256i wv = _mm256_set1_epi32(u4[k]);
+                        q = _mm256_add_epi16(q, sgn ? _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(c[k], wv))
+                                                    : _mm256_maddubs_epi16(wv, c[k]));
+                    }
+                    s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(q, sc));
+                }
+            }
+        }
+        const __m256 xd = _mm256_load_ps(xb->d + 8 * h);
+        for (int t = 0; t < 8; t++) {
+            const fgg_mm_wk *wt = p + t * nsb + b;
+            __m256i l = s1[t]; /* the signed kinds have no offsets or mins */
+            if (!sgn) {
+                __m256i lb = _mm256_setzero_si256();
+                for (int q = 0; q < 8; q++)
+                    lb = _mm256_add_epi32(lb, _mm256_madd_epi16(_mm256_set1_epi32(wt->bs2[q]),
+                                                                _mm256_load_si256((const __m256i *)(xb->bsum2[q] + 8 * h))));
+                if (fgg_mm_k_has_min(kind))
+                    accm[t] = _mm256_add_ps(accm[t], _mm256_mul_ps(_mm256_cvtepi32_ps(lb),
+                                                                   _mm256_mul_ps(_mm256_set1_ps(wt->dmin), xd)));
+                else
+                    l = _mm256_sub_epi32(l, lb);
+            }
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(l), _mm256_mul_ps(_mm256_set1_ps(wt->d), xd)));
+        }
+    }
+    for (int t = 0; t < 8; t++)
+        _mm256_storeu_ps(res[t] + 8 * h, fgg_mm_k_has_min(kind) ? _mm256_sub_ps(acc[t], accm[t]) : acc[t]);
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_avx2_tile(int kind, const fgg_mm_wk *p, ptrdiff_t nsb, const fgg_mm_x16k *x,
+                                                  float res[8][16])
+{
+    fgg_mm_gemm_k_half(kind, p, nsb, x, 0, res);
+    fgg_mm_gemm_k_half(kind, p, nsb, x, 1, res);
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_avx2_tile8(int kind, const fgg_mm_wk *p, ptrdiff_t nsb, const fgg_mm_x16k *x,
+                                                   float res[8][16])
+{
+    fgg_mm_gemm_k_half(kind, p, nsb, x, 0, res);
+}
+
+FGG_MM_GEMM_K_DRIVER(fgg_mm_gemm_k_avx2, , fgg_mm_gemm_k_avx2_tile, fgg_mm_gemm_k_avx2_tile8)
+
+#define FGG_MM_GEMM_K(NAME, KIND)                                                                     \
+static void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const fgg_mm_x16k *x,        \
+                 ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, ptrdiff_t tile)             \
+{                                                                                                     \
+    fgg_mm_gemm_k_avx2(KIND, w, row_bytes, n, nsb, x, m, out, os, panel, tile);                       \
+}
+FGG_MM_GEMM_K(fgg_mm_gemm_q2_k, FGG_MM_K2)
+FGG_MM_GEMM_K(fgg_mm_gemm_q3_k, FGG_MM_K3)
+FGG_MM_GEMM_K(fgg_mm_gemm_q4_k, FGG_MM_K4)
+FGG_MM_GEMM_K(fgg_mm_gemm_q5_k, FGG_MM_K5)
+FGG_MM_GEMM_K(fgg_mm_gemm_q6_k, FGG_MM_K6)
+FGG_MM_GEMM_K(fgg_mm_gemm_tq2_0, FGG_MM_K_TQ2_0)
+FGG_MM_GEMM_K(fgg_mm_gemm_tq1_0, FGG_MM_K_TQ1_0)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq4_xs, FGG_MM_K_IQ4_XS)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq2_xxs, FGG_MM_K_IQ2_XXS)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq3_s, FGG_MM_K_IQ3_S)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq2_xs, FGG_MM_K_IQ2_XS)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq2_s, FGG_MM_K_IQ2_S)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq3_xxs, FGG_MM_K_IQ3_XXS)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq1_s, FGG_MM_K_IQ1_S)
+FGG_MM_GEMM_K(fgg_mm_gemm_iq1_m, FGG_MM_K_IQ1_M)
+#undef FGG_MM_GEMM_K
+#endif
+
 /* ------------------------------------------------------------------------------------------ */
 /* AVX-512 VNNI integer kernels: the avx512 build only, used only where the CPU has avx512_vnni.
  *
@@ -1895,45 +2072,10 @@ FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q5_k_vnni, FGG_MM_K5)
 FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
 #undef FGG_MM_K_ROWS_VNNI
 
-/* The batch kernel of the K kinds on VNNI: lanes are 16 rows of x (fgg_mm_x16k), each weight row's
- * bytes broadcast, so one vpdpbusd makes 4 products for 16 rows (the signed IQ kinds: x + 128 as
- * the unsigned operand, their values as the signed one, 128 * their sum per 16 taken off).
- * Per 16 values (one scale) the raw sums (|raw| <= 16 * 63 * 127) take the scale by vpmulld, the
- * bsum term takes vpdpwssd, and per super-block each pair (weight row, row of x) gets the float
- * step of fgg_mm_kacc_add on its exact integer total: the bits of fgg_mm_rows_k. ggml's tiled
- * K-quant kernel has this layout (lanes = rows of x, scales in integers per sub-block). */
-/* Weight rows 0..nr-1 (row r at w + r * row_bytes) unpacked into p[r * nsb + b]; rows nr..7 zero. */
-static inline FGG_MM_VNNI void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrdiff_t row_bytes, int nr, ptrdiff_t nsb,
-                                                fgg_mm_wk *p)
-{
-    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
-    for (int r = 0; r < 8; r++)
-        for (ptrdiff_t b = 0; b < nsb; b++) {
-            fgg_mm_wk *o = p + r * nsb + b;
-            if (r >= nr) {
-                memset(o, 0, sizeof *o);
-                continue;
-            }
-            fgg_mm_ksb s;
-            float d, dmin = 0.0f;
-            fgg_mm_k_unpack(kind, w + r * row_bytes + b * bytes, &s, &d, &dmin);
-            for (int j = 0; j < 8; j++) {
-                _mm256_storeu_si256((__m256i *)(o->u + 32 * j), fgg_mm_k_signed(kind) ? s.v[j] : s.u[j]);
-                o->sc[2 * j] = (int16_t)_mm256_extract_epi16(s.sc[j], 0);
-                o->sc[2 * j + 1] = (int16_t)_mm256_extract_epi16(s.sc[j], 8);
-            }
-            for (int g = 0; g < 16; g++) {
-                int32_t sum = 0;
-                if (fgg_mm_k_signed(kind))
-                    for (int i = 16 * g; i < 16 * g + 16; i++) sum += (int8_t)o->u[i];
-                o->off[g] = 128 * sum;
-            }
-            _mm256_storeu_si256((__m256i *)o->bs2, s.bs);
-            o->d = d;
-            o->dmin = dmin;
-        }
-}
-
+/* The batch kernel of the K kinds on VNNI (see "The batch kernels" above): one vpdpbusd makes 4
+ * products for 16 rows of x (the signed IQ kinds: x + 128 as the unsigned operand, their values
+ * as the signed one, 128 * their sum per 16 taken off); per 16 values the raw sums
+ * (|raw| <= 16 * 63 * 127) take the scale by vpmulld, the bsum term takes vpdpwssd. */
 /* 8 weight rows (p[t * nsb + b]) times the rows of x of one group (x[b]): res[t][r]. One body for
  * two vector widths (VI/VF the integer and float vectors, MM the intrinsics' prefix, SI their
  * integer suffix): fgg_mm_gemm_k_tile on 512 bits, all 16 rows; fgg_mm_gemm_k_tile8 on 256 bits,
@@ -1990,34 +2132,7 @@ FGG_MM_GEMM_K_TILE(fgg_mm_gemm_k_tile, __m512i, __m512, _mm512, si512)
 FGG_MM_GEMM_K_TILE(fgg_mm_gemm_k_tile8, __m256i, __m256, _mm256, si256)
 #undef FGG_MM_GEMM_K_TILE
 
-/* Weight rows 0..n-1 (row r at w + r * row_bytes, nsb super-blocks) times the m rows of x in
- * groups of 16 (x[G * nsb + b], fgg_mm_x16k_fill): out[i * os + r]. Tiles of ``tile`` weight rows
- * (a multiple of 8) are unpacked once (into ``panel``: tile * nsb fgg_mm_wk) for 64 rows of x at
- * a time, both in L2. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_k_vnni(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n,
-                                                         ptrdiff_t nsb, const fgg_mm_x16k *x, ptrdiff_t m, float *out,
-                                                         ptrdiff_t os, fgg_mm_wk *panel, ptrdiff_t tile)
-{
-    const ptrdiff_t groups = (m + 15) / 16;
-    for (ptrdiff_t a = 0; a < n; a += tile) {
-        const ptrdiff_t na = n - a < tile ? n - a : tile;
-        for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)
-            fgg_mm_wk_unpack(kind, w + (a + t0) * row_bytes, row_bytes, na - t0 < 8 ? (int)(na - t0) : 8, nsb,
-                             panel + t0 * nsb);
-        for (ptrdiff_t g0 = 0; g0 < groups; g0 += 4)
-            for (ptrdiff_t t0 = 0; t0 < na; t0 += 8)
-                for (ptrdiff_t g = g0; g < groups && g < g0 + 4; g++) {
-                    float res[8][16];
-                    const int nt = na - t0 < 8 ? (int)(na - t0) : 8, nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16;
-                    if (nr <= 8)
-                        fgg_mm_gemm_k_tile8(kind, panel + t0 * nsb, nsb, x + g * nsb, res);
-                    else
-                        fgg_mm_gemm_k_tile(kind, panel + t0 * nsb, nsb, x + g * nsb, res);
-                    for (int r = 0; r < nr; r++)
-                        for (int t = 0; t < nt; t++) out[(16 * g + r) * os + a + t0 + t] = res[t][r];
-                }
-    }
-}
+FGG_MM_GEMM_K_DRIVER(fgg_mm_gemm_k_vnni, FGG_MM_VNNI, fgg_mm_gemm_k_tile, fgg_mm_gemm_k_tile8)
 
 #define FGG_MM_GEMM_K_VNNI(NAME, KIND)                                                                \
 static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,       \
@@ -2073,6 +2188,23 @@ static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrd
 #define fgg_mm_gemm_iq3_s_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_s_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_m_vnni fgg_mm_gemm_never
+#endif
+#if !defined(FGG_MM_INT_SIMD)
+#define fgg_mm_gemm_q2_k fgg_mm_gemm_never
+#define fgg_mm_gemm_q3_k fgg_mm_gemm_never
+#define fgg_mm_gemm_q4_k fgg_mm_gemm_never
+#define fgg_mm_gemm_q5_k fgg_mm_gemm_never
+#define fgg_mm_gemm_q6_k fgg_mm_gemm_never
+#define fgg_mm_gemm_tq2_0 fgg_mm_gemm_never
+#define fgg_mm_gemm_tq1_0 fgg_mm_gemm_never
+#define fgg_mm_gemm_iq4_xs fgg_mm_gemm_never
+#define fgg_mm_gemm_iq2_xxs fgg_mm_gemm_never
+#define fgg_mm_gemm_iq3_s fgg_mm_gemm_never
+#define fgg_mm_gemm_iq2_xs fgg_mm_gemm_never
+#define fgg_mm_gemm_iq2_s fgg_mm_gemm_never
+#define fgg_mm_gemm_iq3_xxs fgg_mm_gemm_never
+#define fgg_mm_gemm_iq1_s fgg_mm_gemm_never
+#define fgg_mm_gemm_iq1_m fgg_mm_gemm_never
 #endif
 
 #if defined(FGG_MM_INT_SIMD)

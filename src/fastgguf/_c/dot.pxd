@@ -57,51 +57,14 @@ cdef extern from "dot.h" nogil:
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
                                     const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
                                Py_ssize_t tile)
-    void fgg_mm_gemm_q2_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_q3_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_q4_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_q5_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_q6_k_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                               const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_tq2_0_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_tq1_0_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq4_xs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq2_xxs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq2_xs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq2_s_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq3_xxs_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq3_s_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq1_s_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
-    void fgg_mm_gemm_iq1_m_vnni(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
+    # The batch kernels, as values: VNNI (avx512 build) and maddubs (avx2 and avx512 builds); in a
+    # build without them, names of a function never called
+    const fgg_mm_gemm_fn fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q5_k_vnni, fgg_mm_gemm_q6_k_vnni
+    const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0_vnni, fgg_mm_gemm_tq1_0_vnni, fgg_mm_gemm_iq4_xs_vnni, fgg_mm_gemm_iq2_xxs_vnni, fgg_mm_gemm_iq2_xs_vnni
+    const fgg_mm_gemm_fn fgg_mm_gemm_iq2_s_vnni, fgg_mm_gemm_iq3_xxs_vnni, fgg_mm_gemm_iq3_s_vnni, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_m_vnni
+    const fgg_mm_gemm_fn fgg_mm_gemm_q2_k, fgg_mm_gemm_q3_k, fgg_mm_gemm_q4_k, fgg_mm_gemm_q5_k, fgg_mm_gemm_q6_k
+    const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0, fgg_mm_gemm_tq1_0, fgg_mm_gemm_iq4_xs, fgg_mm_gemm_iq2_xxs, fgg_mm_gemm_iq3_s
+    const fgg_mm_gemm_fn fgg_mm_gemm_iq2_xs, fgg_mm_gemm_iq2_s, fgg_mm_gemm_iq3_xxs, fgg_mm_gemm_iq1_s, fgg_mm_gemm_iq1_m
     enum: FGG_MM_QF_FLOATS
     enum: FGG_MM_REG_ROWS
     void fgg_mm_xsum32(const float *x, Py_ssize_t n, float *sums)

@@ -51,6 +51,11 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
     return rows if rows >= multiple else multiple
 
 
+# Beside the table (set with the dot column): the batch kernel of a K kind, taken from
+# _gemm_min_rows() rows of x (lanes are rows of x; weight rows unpacked once per task), or NULL.
+cdef fgg_mm_gemm_fn INT_BATCH[FGG_TYPE_LIMIT]
+
+
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     # Q1_0, Q2_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI twins: their maddubs kernels serve both
     rows[FGG_TYPE_Q4_1].dot = <fgg_dot_fn>fgg_mm_rows_q4_1
@@ -71,6 +76,41 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     rows[FGG_TYPE_IQ1_M].dot = <fgg_dot_fn>fgg_mm_rows_iq1_m
     rows[FGG_TYPE_TQ2_0].dot = <fgg_dot_fn>fgg_mm_rows_tq2_0
     rows[FGG_TYPE_TQ1_0].dot = <fgg_dot_fn>fgg_mm_rows_tq1_0
+    cdef int t
+    for t in range(FGG_TYPE_LIMIT):
+        INT_BATCH[t] = NULL
+    if vnni:
+        INT_BATCH[FGG_TYPE_Q2_K] = fgg_mm_gemm_q2_k_vnni
+        INT_BATCH[FGG_TYPE_Q3_K] = fgg_mm_gemm_q3_k_vnni
+        INT_BATCH[FGG_TYPE_Q4_K] = fgg_mm_gemm_q4_k_vnni
+        INT_BATCH[FGG_TYPE_Q5_K] = fgg_mm_gemm_q5_k_vnni
+        INT_BATCH[FGG_TYPE_Q6_K] = fgg_mm_gemm_q6_k_vnni
+        INT_BATCH[FGG_TYPE_TQ2_0] = fgg_mm_gemm_tq2_0_vnni
+        INT_BATCH[FGG_TYPE_TQ1_0] = fgg_mm_gemm_tq1_0_vnni
+        INT_BATCH[FGG_TYPE_IQ4_XS] = fgg_mm_gemm_iq4_xs_vnni
+        INT_BATCH[FGG_TYPE_IQ2_XXS] = fgg_mm_gemm_iq2_xxs_vnni
+        INT_BATCH[FGG_TYPE_IQ2_XS] = fgg_mm_gemm_iq2_xs_vnni
+        INT_BATCH[FGG_TYPE_IQ2_S] = fgg_mm_gemm_iq2_s_vnni
+        INT_BATCH[FGG_TYPE_IQ3_XXS] = fgg_mm_gemm_iq3_xxs_vnni
+        INT_BATCH[FGG_TYPE_IQ3_S] = fgg_mm_gemm_iq3_s_vnni
+        INT_BATCH[FGG_TYPE_IQ1_S] = fgg_mm_gemm_iq1_s_vnni
+        INT_BATCH[FGG_TYPE_IQ1_M] = fgg_mm_gemm_iq1_m_vnni
+    elif FGG_MM_INT_SIMD_BUILD:
+        INT_BATCH[FGG_TYPE_Q2_K] = fgg_mm_gemm_q2_k
+        INT_BATCH[FGG_TYPE_Q3_K] = fgg_mm_gemm_q3_k
+        INT_BATCH[FGG_TYPE_Q4_K] = fgg_mm_gemm_q4_k
+        INT_BATCH[FGG_TYPE_Q5_K] = fgg_mm_gemm_q5_k
+        INT_BATCH[FGG_TYPE_Q6_K] = fgg_mm_gemm_q6_k
+        INT_BATCH[FGG_TYPE_TQ2_0] = fgg_mm_gemm_tq2_0
+        INT_BATCH[FGG_TYPE_TQ1_0] = fgg_mm_gemm_tq1_0
+        INT_BATCH[FGG_TYPE_IQ4_XS] = fgg_mm_gemm_iq4_xs
+        INT_BATCH[FGG_TYPE_IQ2_XXS] = fgg_mm_gemm_iq2_xxs
+        INT_BATCH[FGG_TYPE_IQ3_S] = fgg_mm_gemm_iq3_s
+        INT_BATCH[FGG_TYPE_IQ2_XS] = fgg_mm_gemm_iq2_xs
+        INT_BATCH[FGG_TYPE_IQ2_S] = fgg_mm_gemm_iq2_s
+        INT_BATCH[FGG_TYPE_IQ3_XXS] = fgg_mm_gemm_iq3_xxs
+        INT_BATCH[FGG_TYPE_IQ1_S] = fgg_mm_gemm_iq1_s
+        INT_BATCH[FGG_TYPE_IQ1_M] = fgg_mm_gemm_iq1_m
     if vnni:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
@@ -130,10 +170,12 @@ def vnni_usable():
 
 
 def int_batch_kernel(int type_id, Py_ssize_t m):
-    """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` (the
-    K kinds from 6 rows on VNNI: lanes are rows of x) or ``"rows"`` (a weight row at a time)."""
-    _row(FGG_TYPE_Q8_0)
-    return "vnni-batch" if _gemm_k(type_id) != NULL and m >= _MM_GEMM_MIN_ROWS else "rows"
+    """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
+    ``"maddubs-batch"`` (the K kinds from 6 rows: lanes are rows of x) or ``"rows"`` (a weight row
+    at a time)."""
+    if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows():
+        return "rows"
+    return "vnni-batch" if _vnni_on else "maddubs-batch"
 
 
 def has_int_dot(int type_id):
@@ -654,11 +696,33 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
     fgg_guard_leave(&guard)
 
 
+# Rows of x from which the K kinds take the batch kernel (lanes = 16 rows of x, or 8 for a short
+# group), which costs about the same for 1 to 8 rows. VNNI: from 6 rows, where the row kernels
+# start to cost more. maddubs: from 9, since the row kernel's 8-row form (fgg_mm_rows8_k) matches
+# it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). Tests take the batch kernel down
+# to 1 row (_set_batch_min_rows).
+cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
+
+
+cdef inline Py_ssize_t _gemm_min_rows() noexcept nogil:
+    if _gemm_min_rows_set:
+        return _gemm_min_rows_set
+    return 6 if _vnni_on else 9
+
+
+def _set_batch_min_rows(Py_ssize_t m):
+    """Take the batch kernel from ``m`` rows of x (0: the instruction set's own count); returns the
+    previous setting. For tests and benchmarks: not while a matmul of this build runs in another
+    thread."""
+    global _gemm_min_rows_set
+    if m < 0:
+        raise ValueError(f"m must be at least 0, got {m}")
+    cdef Py_ssize_t before = _gemm_min_rows_set
+    _gemm_min_rows_set = m
+    return before
+
+
 cdef enum:
-    # Rows of x from which the K kinds take the VNNI batch kernel (lanes = 16 rows of x, or
-    # 8 for a short group): it costs about the same for 1 to 8 rows, which the row kernel matches at
-    # 5 rows and beats below (Q4_K, Q6_K at 4096 x 14336 and 14336 x 4096, one thread)
-    _MM_GEMM_MIN_ROWS = 6
     # Weight rows a batch task unpacks at a time (fgg_mm_gemm_k_vnni's panel): 64, fewer (a multiple
     # of 8) where 64 rows' unpacked super-blocks would pass _MM_GEMM_PANEL_BYTES (long rows)
     _MM_GEMM_PANEL_ROWS = 64
@@ -666,41 +730,8 @@ cdef enum:
 
 
 cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
-    """The VNNI batch kernel of a K kind (a K-quant, ternary or 256-value IQ type) while the VNNI
-    kernels are on, else NULL."""
-    if not _vnni_on:
-        return NULL
-    if type_id == FGG_TYPE_Q2_K:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_q2_k_vnni
-    if type_id == FGG_TYPE_Q3_K:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_q3_k_vnni
-    if type_id == FGG_TYPE_Q4_K:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_q4_k_vnni
-    if type_id == FGG_TYPE_Q5_K:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_q5_k_vnni
-    if type_id == FGG_TYPE_Q6_K:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_q6_k_vnni
-    if type_id == FGG_TYPE_TQ2_0:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_tq2_0_vnni
-    if type_id == FGG_TYPE_TQ1_0:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_tq1_0_vnni
-    if type_id == FGG_TYPE_IQ4_XS:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq4_xs_vnni
-    if type_id == FGG_TYPE_IQ2_XXS:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq2_xxs_vnni
-    if type_id == FGG_TYPE_IQ2_XS:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq2_xs_vnni
-    if type_id == FGG_TYPE_IQ2_S:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq2_s_vnni
-    if type_id == FGG_TYPE_IQ3_XXS:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq3_xxs_vnni
-    if type_id == FGG_TYPE_IQ3_S:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq3_s_vnni
-    if type_id == FGG_TYPE_IQ1_S:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq1_s_vnni
-    if type_id == FGG_TYPE_IQ1_M:
-        return <fgg_mm_gemm_fn>fgg_mm_gemm_iq1_m_vnni
-    return NULL
+    """The batch kernel of a K kind (a K-quant, ternary or 256-value IQ type) in use, or NULL."""
+    return INT_BATCH[type_id]
 
 
 cdef Py_ssize_t _gemm_tile(Py_ssize_t nsb) noexcept nogil:
@@ -772,7 +803,7 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
                   &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
     cdef fgg_mm_x16k *xi = NULL
-    if gemm != NULL and m >= _MM_GEMM_MIN_ROWS:
+    if gemm != NULL and m >= _gemm_min_rows():
         xi = <fgg_mm_x16k *>fgg_aligned_malloc(_x16k_count(m, job.nb) * sizeof(fgg_mm_x16k))
         if xi == NULL:
             raise MemoryError("no memory for the interleaved rows of x")
@@ -901,14 +932,14 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
         raise MemoryError("no memory for matmul_id's jobs")
     cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float), out_stride = out.strides[0] // sizeof(float)
     cdef int status = 0
-    # the K kinds' groups of _MM_GEMM_MIN_ROWS rows or more take the VNNI batch kernel, their
+    # the K kinds' groups of _gemm_min_rows() rows or more take the batch kernel, their
     # rows of x interleaved into one buffer
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id) if integer else NULL
     cdef Py_ssize_t xi_count = 0, xi_at = 0
     cdef fgg_mm_x16k *xi = NULL
     if gemm != NULL:
         for g in range(n_groups):
-            if bounds[g + 1] - bounds[g] >= _MM_GEMM_MIN_ROWS:
+            if bounds[g + 1] - bounds[g] >= _gemm_min_rows():
                 xi_count += _x16k_count(bounds[g + 1] - bounds[g], k // block_size)
         if xi_count:
             xi = <fgg_mm_x16k *>fgg_aligned_malloc(xi_count * sizeof(fgg_mm_x16k))
@@ -928,7 +959,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                                       k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
                                       bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
                                       group_threads)
-                        if xi != NULL and bounds[g + 1] - i >= _MM_GEMM_MIN_ROWS:
+                        if xi != NULL and bounds[g + 1] - i >= _gemm_min_rows():
                             _use_gemm(<_MMIntJob *>(jobs + g * job_bytes), gemm, xi + xi_at, group_threads)
                             xi_at += _x16k_count(bounds[g + 1] - i, k // block_size)
                     elif factored:
