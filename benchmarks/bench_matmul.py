@@ -393,13 +393,14 @@ _BACKEND_OPS_CASE = re.compile(r"MUL_MAT\(type_a=(\w+),type_b=f32,m=(\d+),n=(\d+
                                r"per=\[0,1,2,3\],k_v=0,o=1,[^)]*\):\s+\d+ runs -\s+([\d.]+) us/run")
 
 
-def backend_ops(bin_dir: str, types=("q4_K", "q6_K"), exact_up_to: int = 8) -> list[dict]:
+def backend_ops(bin_dir: str, types=("q4_K", "q6_K"), exact_up_to: int = 8, cpu: str | None = None) -> list[dict]:
     """ggml's own MUL_MAT kernels against fastgguf.matmul on the same shapes and types, one thread each.
 
     Runs ``test-backend-ops perf -o MUL_MAT -b CPU -p "type_a=(...),type_b=f32"`` (its CPU backend
     uses half the cores: one thread here), then times fastgguf's integer path (ggml also rounds x to
     8 bits, Q8_K) and, up to ``exact_up_to`` rows of x, its exact path on random blocks of each
-    case's type and shape. Prints a markdown table; returns its rows."""
+    case's type and shape, on kernel build ``cpu`` (default: the one in use). Prints a markdown
+    table; returns its rows."""
     import subprocess
 
     ops = os.path.join(bin_dir, "test-backend-ops")
@@ -410,6 +411,17 @@ def backend_ops(bin_dir: str, types=("q4_K", "q6_K"), exact_up_to: int = 8) -> l
     print("$", " ".join(cmd), flush=True)
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
     cases = [(a, int(m), int(n), int(k), float(us)) for a, m, n, k, us in _BACKEND_OPS_CASE.findall(out)]
+    before = _backend.cpu_path()
+    try:
+        if cpu is not None:
+            _backend.set_cpu_path(cpu)
+        return _backend_ops_rows(cases, exact_up_to)
+    finally:
+        _backend.set_cpu_path(before)
+
+
+def _backend_ops_rows(cases, exact_up_to: int) -> list[dict]:
+    print(f"fastgguf on its {_backend.cpu_path()} build")
     print("| type | m x k | n (rows of x) | ggml us | fastgguf integer us | x ggml | fastgguf exact us | x ggml |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows, weights = [], {}
@@ -512,7 +524,7 @@ def table_main(args) -> None:
         if not args.no_llama_run:
             llama_ms = llama_bench(args.llama_cpp, q_path, batches)
             if not args.no_backend_ops:
-                backend_ops(args.llama_cpp)
+                backend_ops(args.llama_cpp, cpu=cpus[0])
     else:
         model = build_model(model_shapes(args.layers))
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")

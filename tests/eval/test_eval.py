@@ -71,8 +71,15 @@ def q4_file(tiny, tmp_path_factory):
 def records(tiny, q4_file):
     """One pass: the base as F32, Q8_0 and Q4_K_M in memory, and the Q4_K_M file."""
     calls = []
-    result = fastgguf.eval(tiny[0], ["F32", "Q8_0", "Q4_K_M"], quantized=[q4_file], text=tiny[2], ctx=CTX,
-                           chunks=CHUNKS, progress=lambda done, total: calls.append((done, total)))
+    # One torch thread: a BLAS may take fewer threads than asked under load (MKL's dynamic mode),
+    # and another split of a product sums in another order; the tests compare logits exactly.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = fastgguf.eval(tiny[0], ["F32", "Q8_0", "Q4_K_M"], quantized=[q4_file], text=tiny[2], ctx=CTX,
+                               chunks=CHUNKS, progress=lambda done, total: calls.append((done, total)))
+    finally:
+        torch.set_num_threads(threads)
     assert calls == [(i, CHUNKS * 5) for i in range(1, CHUNKS * 5 + 1)]
     return {r["name"]: r for r in result}
 
