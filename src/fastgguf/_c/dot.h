@@ -1933,9 +1933,10 @@ FGG_MM_GEMM_K(fgg_mm_gemm_iq1_m, FGG_MM_K_IQ1_M)
  * 4 products of unsigned w bytes with x bytes straight into an int32 lane, which is the lane
  * above before its scale. Q4_0 and Q8_0 (w's sign moved onto x, scale 1): two rows of x share
  * one 512-bit vector (row i in the low 256 bits, row i + 1 in the high), so every float step is
- * the 8-lane step above, done for two rows at once; an odd last row uses the 256-bit form. The
- * K-quants: two sub-blocks per vector for one row (see there). So the VNNI, maddubs and portable
- * kernels give the same bits.
+ * the 8-lane step above, done for two rows at once; an odd last row uses the 256-bit form, up to
+ * 5 rows the maddubs kernel. The K kinds: the batch kernel (their row kernels are maddubs on
+ * VNNI CPUs too, as fast or faster at 1 to 5 rows). So the VNNI, maddubs and portable kernels
+ * give the same bits.
  * Each function is compiled for VNNI by a target attribute: the rest of the avx512 build still
  * runs on AVX-512 CPUs without VNNI, and these run only when fgg_cpu_has_avx512_vnni() says so. */
 #if defined(FGG_MM_INT_SIMD) && FGG_HAVE_AVX512 && (defined(__GNUC__) || defined(__clang__))
@@ -1981,11 +1982,16 @@ static inline FGG_MM_VNNI void fgg_mm_v2_out(__m512 acc, float *o0, float *o1)
 }
 
 /* Q8_0 and Q4_0 (scale 1 on both halves; w signed). */
-#define FGG_MM_V_LEGACY(NAME, BYTES, UNPACK)                                                          \
+#define FGG_MM_V_LEGACY(NAME, BYTES, UNPACK, ROWS)                                                    \
 static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,       \
                              int m, float *out, ptrdiff_t os)                                        \
 {                                                                                                    \
     __m512 acc2[4];                                                                                  \
+    if (m < 6) { /* the maddubs kernel (the same lanes, so the same bits): 0.61-0.67 of the time     \
+                 * of this one at 1 row, 0.82-1.07 at 2 to 5 (Q4_0, Q8_0, 4096 x 4096) */            \
+        ROWS(w, nb, x, xs, m, out, os);                                                              \
+        return;                                                                                      \
+    }                                                                                                \
     fgg_mm_acc acc1 = fgg_mm_acc_zero();                                                             \
     for (int r0 = 0; r0 < m; r0 += 8) {                                                              \
         int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;                                               \
@@ -2014,84 +2020,10 @@ static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
     }                                                                                                \
 }
 
-FGG_MM_V_LEGACY(fgg_mm_rows_q8_0_vnni, 34, fgg_mm_load32(wb + 2))
-FGG_MM_V_LEGACY(fgg_mm_rows_q4_0_vnni, 18, fgg_mm_nibbles16(wb + 2, 8))
+FGG_MM_V_LEGACY(fgg_mm_rows_q8_0_vnni, 34, fgg_mm_load32(wb + 2), fgg_mm_rows_q8_0)
+FGG_MM_V_LEGACY(fgg_mm_rows_q4_0_vnni, 18, fgg_mm_nibbles16(wb + 2, 8), fgg_mm_rows_q4_0)
 #undef FGG_MM_V_LEGACY
 
-/* The K-quants: two sub-blocks of a super-block per 512-bit vector, one row of x at a time.
- * vpdpbusd sums the 4 products of u's bytes 4k..4k+3 with x (|sum| <= 4 * 63 * 127 < 2^15),
- * vpmaddwd with the scale in the low 16 bits of each int32 (0 in the high) multiplies it by the
- * scale exactly, and the two 256-bit halves (sub-blocks 2h and 2h + 1) are added at the end: the
- * int32 lanes of fgg_mm_ksb_dot, the same integers. The bsum term and the float steps are the
- * maddubs kernels' own. */
-typedef struct {
-    __m512i u2[4];  /* sub-blocks 2h (low half) and 2h + 1 (high half) */
-    __m512i sc2[4]; /* their scales, one per int32 lane, high 16 bits 0 */
-} fgg_mm_ksb_v;
-
-static inline FGG_MM_VNNI void fgg_mm_ksb_vnni(const fgg_mm_ksb *s, fgg_mm_ksb_v *v)
-{
-    __m256i low16 = _mm256_set1_epi32(0xffff);
-    for (int h = 0; h < 4; h++) {
-        v->u2[h] = _mm512_inserti64x4(_mm512_castsi256_si512(s->u[2 * h]), s->u[2 * h + 1], 1);
-        v->sc2[h] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(s->sc[2 * h], low16)),
-                                       _mm256_and_si256(s->sc[2 * h + 1], low16), 1);
-    }
-}
-
-static inline FGG_MM_VNNI __m256i fgg_mm_ksb_dot_vnni(const fgg_mm_ksb_v *v, const int8_t *xq)
-{
-    __m512i l = _mm512_setzero_si512();
-    for (int h = 0; h < 4; h++) {
-        __m512i t = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v->u2[h], _mm512_loadu_si512((const void *)(xq + 64 * h)));
-        l = _mm512_add_epi32(l, _mm512_madd_epi16(t, v->sc2[h]));
-    }
-    return _mm256_add_epi32(_mm512_castsi512_si256(l), _mm512_extracti64x4_epi64(l, 1));
-}
-
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_rows_k_vnni(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
-                                                          ptrdiff_t xs, int m, float *out, ptrdiff_t os)
-{
-    float acc[8], accm[8];
-    fgg_mm_ksb s;
-    fgg_mm_ksb_v v;
-    float d, dmin = 0.0f;
-    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
-    if (m == 1) { /* the maddubs kernel's single-row branch (the same integer lanes, so the same bits):
-                     no store of the unpacked block, which costs more than a row's arithmetic */
-        fgg_mm_rows_k(kind, w, nsb, x, xs, m, out, os);
-        return;
-    }
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) acc[i] = accm[i] = 0.0f;
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
-            fgg_mm_k_unpack(kind, wb, &s, &d, &dmin);
-            fgg_mm_ksb_vnni(&s, &v);
-            for (int i = 0; i < mr; i++) {
-                const fgg_mm_q8k *xb = x + (r0 + i) * xs + b;
-                if (fgg_mm_k_has_min(kind)) {
-                    acc[i] = fgg_mm_kacc_add(acc[i], fgg_mm_ksb_dot_vnni(&v, xb->q), d * xb->d);
-                    accm[i] = fgg_mm_kacc_add(accm[i], fgg_mm_ksb_bsum(&s, xb->bsum), dmin * xb->d);
-                } else {
-                    acc[i] = fgg_mm_kacc_add(acc[i], fgg_mm_lanes_sub(fgg_mm_ksb_dot_vnni(&v, xb->q),
-                                                                     fgg_mm_ksb_bsum(&s, xb->bsum)), d * xb->d);
-                }
-            }
-        }
-        for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
-    }
-}
-
-#define FGG_MM_K_ROWS_VNNI(NAME, KIND) FGG_MM_NAMED_ROWS(static FGG_MM_VNNI, NAME, fgg_mm_q8k, fgg_mm_rows_k_vnni, KIND)
-FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q2_k_vnni, FGG_MM_K2)
-FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q3_k_vnni, FGG_MM_K3)
-FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q4_k_vnni, FGG_MM_K4)
-FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q5_k_vnni, FGG_MM_K5)
-FGG_MM_K_ROWS_VNNI(fgg_mm_rows_q6_k_vnni, FGG_MM_K6)
-#undef FGG_MM_K_ROWS_VNNI
 
 /* The batch kernel of the K kinds on VNNI (see "The batch kernels" above): one vpdpbusd makes 4
  * products for 16 rows of x (the signed IQ kinds: x + 128 as the unsigned operand, their values
@@ -2183,11 +2115,6 @@ FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_m_vnni, FGG_MM_K_IQ1_M)
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
 #define fgg_mm_rows_q8_0_vnni fgg_mm_rows_q8_0
 #define fgg_mm_rows_q4_0_vnni fgg_mm_rows_q4_0
-#define fgg_mm_rows_q2_k_vnni fgg_mm_rows_q2_k
-#define fgg_mm_rows_q3_k_vnni fgg_mm_rows_q3_k
-#define fgg_mm_rows_q4_k_vnni fgg_mm_rows_q4_k
-#define fgg_mm_rows_q5_k_vnni fgg_mm_rows_q5_k
-#define fgg_mm_rows_q6_k_vnni fgg_mm_rows_q6_k
 static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
                                      const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel,
                                      ptrdiff_t tile)

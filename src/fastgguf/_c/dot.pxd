@@ -43,11 +43,6 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows_q6_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q8_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q4_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q4_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q5_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q3_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q2_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows_q6_k_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     int fgg_mm_vnni_usable()
     ctypedef struct fgg_mm_x16k:
         pass

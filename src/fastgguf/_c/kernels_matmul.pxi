@@ -57,7 +57,8 @@ cdef fgg_mm_gemm_fn INT_BATCH[FGG_TYPE_LIMIT]
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
-    # Q1_0, Q2_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI twins: their maddubs kernels serve both
+    # Q1_0, Q2_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI
+    # row kernels: their maddubs kernels serve both (the K kinds' batch kernels are INT_BATCH)
     rows[FGG_TYPE_Q4_1].dot = <fgg_dot_fn>fgg_mm_rows_q4_1
     rows[FGG_TYPE_Q5_0].dot = <fgg_dot_fn>fgg_mm_rows_q5_0
     rows[FGG_TYPE_Q5_1].dot = <fgg_dot_fn>fgg_mm_rows_q5_1
@@ -111,22 +112,19 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
         INT_BATCH[FGG_TYPE_IQ3_XXS] = fgg_mm_gemm_iq3_xxs
         INT_BATCH[FGG_TYPE_IQ1_S] = fgg_mm_gemm_iq1_s
         INT_BATCH[FGG_TYPE_IQ1_M] = fgg_mm_gemm_iq1_m
+    # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
+    # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread)
+    rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
+    rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k
+    rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
+    rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
+    rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
     if vnni:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
-        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k_vnni
-        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k_vnni
-        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k_vnni
-        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k_vnni
-        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k_vnni
     else:
         rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
         rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
-        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
-        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k
-        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
-        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
-        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
 
 
 cdef bint _vnni_on = False
