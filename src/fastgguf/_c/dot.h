@@ -1515,11 +1515,12 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
 #endif
 
 #if defined(FGG_MM_INT_SIMD)
-/* fgg_mm_rows_k's single row of x for Q2_K to Q6_K, TQ2_0 and TQ1_0, each sub-block multiplied as soon as its
- * bytes are unpacked: unpacking the whole super-block first (fgg_mm_ksb) holds 17 vectors, which
- * spill. Its scales are the unpackers' (fgg_mm_k_scales). The same products summed into the same
- * lanes (integers), then the same float steps: the same bits. 1.03-1.2x ggml's speed relative to
- * before (benchmarks/c/int_row1.c). */
+/* fgg_mm_rows_k's 1 to 7 rows of x for Q2_K to Q6_K, TQ2_0 and TQ1_0, up to 4 at a time, each
+ * sub-block multiplied with the rows as soon as its bytes are unpacked: unpacking the whole
+ * super-block first (fgg_mm_ksb) holds 17 vectors, which spill. Its scales are the unpackers'
+ * (fgg_mm_k_scales). The same products summed into the same lanes (integers), then the same float
+ * steps: the same bits. One row: 1.03-1.2x ggml's speed relative to before
+ * (benchmarks/c/int_row1.c); 2 to 5 rows 1.2-1.5x the speed of the fgg_mm_ksb loop. */
 /* fgg_mm_kacc_add twice, for a super-block with mins: lane 0 of acc2 takes the total of l times
  * lane 0 of f2, lane 1 the total of lm times lane 1 (the same float operations, lane by lane). One
  * horizontal sum for both totals (integers: their order does not matter), one convert, one
@@ -1533,27 +1534,39 @@ static inline __m128 fgg_mm_kacc2_add(__m128 acc2, __m256i l, __m256i lm, __m128
     return _mm_add_ps(acc2, _mm_mul_ps(_mm_cvtepi32_ps(s), f2));
 }
 
-FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, float *out)
+/* NR (1 to 4, a constant) rows of x (row i at x + i * xs) at once: each sub-block's unpacked bytes
+ * and scales, in registers, meet the NR rows before the next is unpacked. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k(int kind, int NR, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
+                                        ptrdiff_t xs, float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
-    float a = 0.0f;
-    __m128 a2 = _mm_setzero_ps(); /* the kinds with mins: a and am in lanes 0 and 1 */
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    __m128 a2[4]; /* the kinds with mins: row i's a and am in lanes 0 and 1 */
+    for (int i = 0; i < NR; i++) a2[i] = _mm_setzero_ps();
     for (ptrdiff_t b = 0; b < nsb; b++) {
         const uint8_t *wb = w + b * bytes;
-        const int8_t *xq = x[b].q;
-        __m256i l = _mm256_setzero_si256(), lo, hi;
+        const int8_t *xq[4];
+        __m256i l[4], lo, hi;
+        for (int i = 0; i < NR; i++) {
+            xq[i] = x[i * xs + b].q;
+            l[i] = _mm256_setzero_si256();
+        }
         const __m256i bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
         fgg_mm_prefetch_ahead(wb, bytes);
         if (kind == FGG_MM_K_TQ1_0) { /* scales all 1: the products add up in int16 (|sum| <= 8 * 2 * 2 * 127) */
-            __m256i p16 = _mm256_setzero_si256();
-            for (int j = 0; j < 8; j++)
-                p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(fgg_mm_tq1_0_digits(wb, j),
-                                                                 _mm256_loadu_si256((const __m256i *)(xq + 32 * j))));
-            l = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+            __m256i p16[4];
+            for (int i = 0; i < NR; i++) p16[i] = _mm256_setzero_si256();
+            for (int j = 0; j < 8; j++) {
+                const __m256i u = fgg_mm_tq1_0_digits(wb, j);
+                for (int i = 0; i < NR; i++)
+                    p16[i] = _mm256_add_epi16(p16[i], _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(xq[i] + 32 * j))));
+            }
+            for (int i = 0; i < NR; i++) l[i] = _mm256_madd_epi16(p16[i], _mm256_set1_epi16(1));
         } else if (kind == FGG_MM_K2 || kind == FGG_MM_K3 || kind == FGG_MM_K_TQ2_0) {
             /* 2-bit fields (fgg_mm_ksb_q2_k, _q3_k, fgg_mm_ksb_ternary) */
-            __m256i p16 = _mm256_setzero_si256(); /* TQ2_0: its scales are all 1, so the products add up in
-                                                     int16 (|sum| <= 8 * 2 * 2 * 127) and madd once: the same lanes */
+            __m256i p16[4]; /* TQ2_0: its scales are all 1, so the products add up in int16
+                               (|sum| <= 8 * 2 * 2 * 127) and madd once: the same lanes */
+            for (int i = 0; i < NR; i++) p16[i] = _mm256_setzero_si256();
             for (int h = 0; h < 2; h++) {
                 const ptrdiff_t at = kind == FGG_MM_K2 ? 16 : kind == FGG_MM_K3 ? 32 : 0;
                 __m256i v = _mm256_loadu_si256((const __m256i *)(wb + at + 32 * h));
@@ -1561,21 +1574,28 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
                     const int j = 4 * h + t;
                     __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), _mm256_set1_epi8(3));
                     if (kind == FGG_MM_K3) u = fgg_mm_q3_k_u(wb, u, j);
-                    __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(xq + 32 * j)));
-                    if (kind == FGG_MM_K_TQ2_0)
-                        p16 = _mm256_add_epi16(p16, p);
-                    else
-                        l = _mm256_add_epi32(l, _mm256_madd_epi16(p, fgg_mm_sub_scale(lo, hi, j)));
+                    const __m256i sc = fgg_mm_sub_scale(lo, hi, j);
+                    for (int i = 0; i < NR; i++) {
+                        __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(xq[i] + 32 * j)));
+                        if (kind == FGG_MM_K_TQ2_0)
+                            p16[i] = _mm256_add_epi16(p16[i], p);
+                        else
+                            l[i] = _mm256_add_epi32(l[i], _mm256_madd_epi16(p, sc));
+                    }
                 }
             }
-            if (kind == FGG_MM_K_TQ2_0) l = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+            if (kind == FGG_MM_K_TQ2_0)
+                for (int i = 0; i < NR; i++) l[i] = _mm256_madd_epi16(p16[i], _mm256_set1_epi16(1));
         } else if (kind == FGG_MM_K6) {
             for (int h = 0; h < 2; h++) {
                 __m256i u[4];
                 fgg_mm_q6_k_half_u(wb, h, u);
                 for (int t = 0; t < 4; t++) {
-                    __m256i p = _mm256_maddubs_epi16(u[t], _mm256_loadu_si256((const __m256i *)(xq + 32 * (4 * h + t))));
-                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, fgg_mm_sub_scale(lo, hi, 4 * h + t)));
+                    const __m256i sc = fgg_mm_sub_scale(lo, hi, 4 * h + t);
+                    for (int i = 0; i < NR; i++) {
+                        __m256i p = _mm256_maddubs_epi16(u[t], _mm256_loadu_si256((const __m256i *)(xq[i] + 32 * (4 * h + t))));
+                        l[i] = _mm256_add_epi32(l[i], _mm256_madd_epi16(p, sc));
+                    }
                 }
             }
         } else {
@@ -1589,30 +1609,38 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_row1_k(int kind, const uint8_t *w, ptrdiff_t ns
                         u[t] = _mm256_or_si256(u[t], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j),
                                                                                          _mm256_set1_epi8(1)), 4));
                     }
-                    __m256i p = _mm256_maddubs_epi16(u[t], _mm256_loadu_si256((const __m256i *)(xq + 32 * j)));
-                    l = _mm256_add_epi32(l, _mm256_madd_epi16(p, fgg_mm_sub_scale(lo, hi, j)));
+                    const __m256i sc = fgg_mm_sub_scale(lo, hi, j);
+                    for (int i = 0; i < NR; i++) {
+                        __m256i p = _mm256_maddubs_epi16(u[t], _mm256_loadu_si256((const __m256i *)(xq[i] + 32 * j)));
+                        l[i] = _mm256_add_epi32(l[i], _mm256_madd_epi16(p, sc));
+                    }
                 }
             }
         }
-        /* the bsum term: fgg_mm_ksb_bsum */
-        __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x[b].bsum), bs);
-        if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
-            const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
-            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
-            a = fgg_mm_kacc_add(a, _mm256_sub_epi32(l, bt), d * x[b].d);
-        } else { /* mins: their own lanes, subtracted at the end; d and dmin side by side */
-            const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0;
-            const __m128 dd = _mm_setr_ps(fgg_half_to_float_scale(fgg_load_u16le(wb + at)),
-                                          fgg_half_to_float_scale(fgg_load_u16le(wb + at + 2)), 0.0f, 0.0f);
-            a2 = fgg_mm_kacc2_add(a2, l, bt, _mm_mul_ps(dd, _mm_set1_ps(x[b].d)));
+        /* the bsum term (fgg_mm_ksb_bsum) and the float steps, row by row */
+        for (int i = 0; i < NR; i++) {
+            const fgg_mm_q8k *xb = x + i * xs + b;
+            __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsum), bs);
+            if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
+                const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
+                const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
+                a[i] = fgg_mm_kacc_add(a[i], _mm256_sub_epi32(l[i], bt), d * xb->d);
+            } else { /* mins: their own lanes, subtracted at the end; d and dmin side by side */
+                const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0;
+                const __m128 dd = _mm_setr_ps(fgg_half_to_float_scale(fgg_load_u16le(wb + at)),
+                                              fgg_half_to_float_scale(fgg_load_u16le(wb + at + 2)), 0.0f, 0.0f);
+                a2[i] = fgg_mm_kacc2_add(a2[i], l[i], bt, _mm_mul_ps(dd, _mm_set1_ps(xb->d)));
+            }
         }
     }
-    if (fgg_mm_k_has_min(kind)) {
-        float t[4];
-        _mm_storeu_ps(t, a2);
-        out[0] = t[0] - t[1];
-    } else {
-        out[0] = a;
+    for (int i = 0; i < NR; i++) {
+        if (fgg_mm_k_has_min(kind)) {
+            float t[4];
+            _mm_storeu_ps(t, a2[i]);
+            out[i * os] = t[0] - t[1];
+        } else {
+            out[i * os] = a[i];
+        }
     }
 }
 #endif
@@ -1628,8 +1656,20 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
 #if defined(FGG_MM_INT_SIMD)
-    if (m == 1 && !fgg_mm_k_signed(kind)) {
-        fgg_mm_row1_k(kind, w, nsb, x, out);
+    if (m < 8 && !fgg_mm_k_signed(kind)) { /* 4 rows at a time, then 3, 2 or 1 */
+        for (int r0 = 0; r0 < m; r0 += 4) {
+            const int mr = m - r0 < 4 ? m - r0 : 4;
+            const fgg_mm_q8k *xr = x + r0 * xs;
+            float *o = out + r0 * os;
+            if (mr == 4)
+                fgg_mm_rown_k(kind, 4, w, nsb, xr, xs, o, os);
+            else if (mr == 3)
+                fgg_mm_rown_k(kind, 3, w, nsb, xr, xs, o, os);
+            else if (mr == 2)
+                fgg_mm_rown_k(kind, 2, w, nsb, xr, xs, o, os);
+            else
+                fgg_mm_rown_k(kind, 1, w, nsb, xr, xs, o, os);
+        }
         return;
     }
     if (m == 1) { /* the signed types: each run's values straight into registers, the same lanes */
