@@ -56,6 +56,11 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
 cdef fgg_mm_gemm_fn INT_BATCH[FGG_TYPE_LIMIT]
 
 
+cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn maddubs_kernel, bint vnni) noexcept:
+    """A K kind's INT_BATCH entry: its VNNI kernel, its maddubs one in a SIMD build, else none."""
+    INT_BATCH[type_id] = vnni_kernel if vnni else maddubs_kernel if FGG_MM_INT_SIMD_BUILD else NULL
+
+
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     # Q1_0, Q2_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI
     # row kernels: their maddubs kernels serve both (the K kinds' batch kernels are INT_BATCH)
@@ -80,38 +85,21 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     cdef int t
     for t in range(FGG_TYPE_LIMIT):
         INT_BATCH[t] = NULL
-    if vnni:
-        INT_BATCH[FGG_TYPE_Q2_K] = fgg_mm_gemm_q2_k_vnni
-        INT_BATCH[FGG_TYPE_Q3_K] = fgg_mm_gemm_q3_k_vnni
-        INT_BATCH[FGG_TYPE_Q4_K] = fgg_mm_gemm_q4_k_vnni
-        INT_BATCH[FGG_TYPE_Q5_K] = fgg_mm_gemm_q5_k_vnni
-        INT_BATCH[FGG_TYPE_Q6_K] = fgg_mm_gemm_q6_k_vnni
-        INT_BATCH[FGG_TYPE_TQ2_0] = fgg_mm_gemm_tq2_0_vnni
-        INT_BATCH[FGG_TYPE_TQ1_0] = fgg_mm_gemm_tq1_0_vnni
-        INT_BATCH[FGG_TYPE_IQ4_XS] = fgg_mm_gemm_iq4_xs_vnni
-        INT_BATCH[FGG_TYPE_IQ2_XXS] = fgg_mm_gemm_iq2_xxs_vnni
-        INT_BATCH[FGG_TYPE_IQ2_XS] = fgg_mm_gemm_iq2_xs_vnni
-        INT_BATCH[FGG_TYPE_IQ2_S] = fgg_mm_gemm_iq2_s_vnni
-        INT_BATCH[FGG_TYPE_IQ3_XXS] = fgg_mm_gemm_iq3_xxs_vnni
-        INT_BATCH[FGG_TYPE_IQ3_S] = fgg_mm_gemm_iq3_s_vnni
-        INT_BATCH[FGG_TYPE_IQ1_S] = fgg_mm_gemm_iq1_s_vnni
-        INT_BATCH[FGG_TYPE_IQ1_M] = fgg_mm_gemm_iq1_m_vnni
-    elif FGG_MM_INT_SIMD_BUILD:
-        INT_BATCH[FGG_TYPE_Q2_K] = fgg_mm_gemm_q2_k
-        INT_BATCH[FGG_TYPE_Q3_K] = fgg_mm_gemm_q3_k
-        INT_BATCH[FGG_TYPE_Q4_K] = fgg_mm_gemm_q4_k
-        INT_BATCH[FGG_TYPE_Q5_K] = fgg_mm_gemm_q5_k
-        INT_BATCH[FGG_TYPE_Q6_K] = fgg_mm_gemm_q6_k
-        INT_BATCH[FGG_TYPE_TQ2_0] = fgg_mm_gemm_tq2_0
-        INT_BATCH[FGG_TYPE_TQ1_0] = fgg_mm_gemm_tq1_0
-        INT_BATCH[FGG_TYPE_IQ4_XS] = fgg_mm_gemm_iq4_xs
-        INT_BATCH[FGG_TYPE_IQ2_XXS] = fgg_mm_gemm_iq2_xxs
-        INT_BATCH[FGG_TYPE_IQ3_S] = fgg_mm_gemm_iq3_s
-        INT_BATCH[FGG_TYPE_IQ2_XS] = fgg_mm_gemm_iq2_xs
-        INT_BATCH[FGG_TYPE_IQ2_S] = fgg_mm_gemm_iq2_s
-        INT_BATCH[FGG_TYPE_IQ3_XXS] = fgg_mm_gemm_iq3_xxs
-        INT_BATCH[FGG_TYPE_IQ1_S] = fgg_mm_gemm_iq1_s
-        INT_BATCH[FGG_TYPE_IQ1_M] = fgg_mm_gemm_iq1_m
+    _set_batch(FGG_TYPE_Q2_K, fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q2_k, vnni)
+    _set_batch(FGG_TYPE_Q3_K, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q3_k, vnni)
+    _set_batch(FGG_TYPE_Q4_K, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q4_k, vnni)
+    _set_batch(FGG_TYPE_Q5_K, fgg_mm_gemm_q5_k_vnni, fgg_mm_gemm_q5_k, vnni)
+    _set_batch(FGG_TYPE_Q6_K, fgg_mm_gemm_q6_k_vnni, fgg_mm_gemm_q6_k, vnni)
+    _set_batch(FGG_TYPE_TQ2_0, fgg_mm_gemm_tq2_0_vnni, fgg_mm_gemm_tq2_0, vnni)
+    _set_batch(FGG_TYPE_TQ1_0, fgg_mm_gemm_tq1_0_vnni, fgg_mm_gemm_tq1_0, vnni)
+    _set_batch(FGG_TYPE_IQ4_XS, fgg_mm_gemm_iq4_xs_vnni, fgg_mm_gemm_iq4_xs, vnni)
+    _set_batch(FGG_TYPE_IQ2_XXS, fgg_mm_gemm_iq2_xxs_vnni, fgg_mm_gemm_iq2_xxs, vnni)
+    _set_batch(FGG_TYPE_IQ2_XS, fgg_mm_gemm_iq2_xs_vnni, fgg_mm_gemm_iq2_xs, vnni)
+    _set_batch(FGG_TYPE_IQ2_S, fgg_mm_gemm_iq2_s_vnni, fgg_mm_gemm_iq2_s, vnni)
+    _set_batch(FGG_TYPE_IQ3_XXS, fgg_mm_gemm_iq3_xxs_vnni, fgg_mm_gemm_iq3_xxs, vnni)
+    _set_batch(FGG_TYPE_IQ3_S, fgg_mm_gemm_iq3_s_vnni, fgg_mm_gemm_iq3_s, vnni)
+    _set_batch(FGG_TYPE_IQ1_S, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_s, vnni)
+    _set_batch(FGG_TYPE_IQ1_M, fgg_mm_gemm_iq1_m_vnni, fgg_mm_gemm_iq1_m, vnni)
     # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
     # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread)
     rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
