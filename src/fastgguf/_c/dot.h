@@ -1674,6 +1674,23 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_iq(int kind, int NR, const uint8_t *w, ptr
     }
     for (int i = 0; i < NR; i++) out[i * os] = a[i];
 }
+
+/* nr (1 to 4) rows of x by fgg_mm_rown_k or, for the signed kinds, fgg_mm_rown_iq, with the row
+ * count a constant in each call, so that the compiler unrolls the rows' loops. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rown(int kind, int nr, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
+                                      ptrdiff_t xs, float *out, ptrdiff_t os)
+{
+#define FGG_MM_ROWN(N)                                                                                \
+    (fgg_mm_k_signed(kind) ? fgg_mm_rown_iq(kind, N, w, nsb, x, xs, out, os)                          \
+                           : fgg_mm_rown_k(kind, N, w, nsb, x, xs, out, os))
+    switch (nr) {
+    case 4: FGG_MM_ROWN(4); break;
+    case 3: FGG_MM_ROWN(3); break;
+    case 2: FGG_MM_ROWN(2); break;
+    default: FGG_MM_ROWN(1); break;
+    }
+#undef FGG_MM_ROWN
+}
 #endif
 
 FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x, ptrdiff_t xs,
@@ -1684,32 +1701,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_k(int kind, const uint8_t *w, ptrdiff_t ns
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
 #if defined(FGG_MM_INT_SIMD)
-    if (m < 8 && !fgg_mm_k_signed(kind)) { /* 4 rows at a time, then 3, 2 or 1 */
-        for (int r0 = 0; r0 < m; r0 += 4) {
-            const int mr = m - r0 < 4 ? m - r0 : 4;
-            const fgg_mm_q8k *xr = x + r0 * xs;
-            float *o = out + r0 * os;
-            if (mr == 4)
-                fgg_mm_rown_k(kind, 4, w, nsb, xr, xs, o, os);
-            else if (mr == 3)
-                fgg_mm_rown_k(kind, 3, w, nsb, xr, xs, o, os);
-            else if (mr == 2)
-                fgg_mm_rown_k(kind, 2, w, nsb, xr, xs, o, os);
-            else
-                fgg_mm_rown_k(kind, 1, w, nsb, xr, xs, o, os);
-        }
-        return;
-    }
-    if (m <= 4) { /* the signed types: each run's values straight into registers, the same lanes; not
-                     4 + 1 rows, where the grid types' second unpack costs more (IQ3_S: 1.3x) */
-        if (m == 4)
-            fgg_mm_rown_iq(kind, 4, w, nsb, x, xs, out, os);
-        else if (m == 3)
-            fgg_mm_rown_iq(kind, 3, w, nsb, x, xs, out, os);
-        else if (m == 2)
-            fgg_mm_rown_iq(kind, 2, w, nsb, x, xs, out, os);
-        else
-            fgg_mm_rown_iq(kind, 1, w, nsb, x, xs, out, os);
+    /* the unsigned kinds 4 rows at a time, then 3, 2 or 1; the signed ones up to 4 rows, not 4 + 1,
+     * where the grid types' second unpack costs more (IQ3_S: 1.3x) */
+    if (m < 8 && (!fgg_mm_k_signed(kind) || m <= 4)) {
+        for (int r0 = 0; r0 < m; r0 += 4)
+            fgg_mm_rown(kind, m - r0 < 4 ? m - r0 : 4, w, nsb, x + r0 * xs, xs, out + r0 * os, os);
         return;
     }
 #endif
