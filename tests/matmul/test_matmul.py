@@ -257,7 +257,7 @@ def test_same_bits_on_every_cpu_path(qtype):
         out = np.empty((6, n), np.float32)
         kernels.matmul_rows(raw, int(qtype), x, out, 0, n)
         outs.append(out)
-        one = np.empty((1, n), np.float32)  # a single row: the AVX2 Q4_K, Q6_K, Q8_0 and Q4_0 kernels keep the q in registers then
+        one = np.empty((1, n), np.float32)  # a single row: the register kernels (AVX2, or SSE2 in the portable build) of Q3_K-Q6_K, Q8_0, Q4_0
         kernels.matmul_rows(raw, int(qtype), x[:1], one, 0, n)
         np.testing.assert_array_equal(one[0], out[0])
     for out in outs[1:]:

@@ -2744,14 +2744,201 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdif
 }
 #endif
 
+#if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
+/* The portable build's register kernels: the AVX2 kernels' float operations on pairs of 4-lane
+ * SSE2 vectors (lanes 0-3 and 4-7), in the same order, so the same bits; x86-64 always has SSE2.
+ * SSE2 has no byte-to-int32 widening: a byte u becomes the float u - off as the bits
+ * 0x4B000000 | u (2^23 + u, exact) less 2^23 + off, two unpacks and a subtract per 4 values. */
+typedef struct { __m128 v[2]; } fgg_mm_f8;
+
+/* 16 bytes u as the floats u - off (off2 = 2^23 + off): values 0-7 in f[0], 8-15 in f[1]. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_u8_to_f(__m128i u, __m128 off2, fgg_mm_f8 f[2])
+{
+    const __m128i z = _mm_setzero_si128(), e = _mm_set1_epi16(0x4B00);
+    const __m128i w[2] = {_mm_unpacklo_epi8(u, z), _mm_unpackhi_epi8(u, z)};
+    for (int h = 0; h < 2; h++) {
+        f[h].v[0] = _mm_sub_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(w[h], e)), off2);
+        f[h].v[1] = _mm_sub_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(w[h], e)), off2);
+    }
+}
+
+/* One sub-block of 8 * n values (f) times x: t = f[0] * x[0..8] + f[1] * x[8..16] + ..., then
+ * a = a + s * t, lane by lane (fgg_mm_sub_acc's operations). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_sub(__m128 a[2], const fgg_mm_f8 *f, const int n, const float *x, float s)
+{
+    for (int h = 0; h < 2; h++) {
+        __m128 t = _mm_mul_ps(f[0].v[h], _mm_loadu_ps(x + 4 * h));
+        for (int c = 1; c < n; c++) t = _mm_add_ps(t, _mm_mul_ps(f[c].v[h], _mm_loadu_ps(x + 8 * c + 4 * h)));
+        a[h] = _mm_add_ps(a[h], _mm_mul_ps(_mm_set1_ps(s), t));
+    }
+}
+
+/* 32 values, bytes u0 (values 0-15) and u1 (16-31) less off, converted once for R rows of x (row
+ * i at x + i * xs, lanes a[i]): one sub-block of 32 under s[0], or with pair two of 16 under s[0]
+ * and s[1]. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_run32(__m128 (*a)[2], const int R, __m128i u0, __m128i u1, __m128 off2,
+                                           const float *x, ptrdiff_t xs, const float *s, const int pair)
+{
+    fgg_mm_f8 f[4];
+    fgg_mm_sse_u8_to_f(u0, off2, f);
+    fgg_mm_sse_u8_to_f(u1, off2, f + 2);
+    for (int i = 0; i < R; i++) {
+        if (pair) {
+            fgg_mm_sse_sub(a[i], f, 2, x + i * xs, s[0]);
+            fgg_mm_sse_sub(a[i], f + 2, 2, x + i * xs + 16, s[1]);
+        } else {
+            fgg_mm_sse_sub(a[i], f, 4, x + i * xs, s[0]);
+        }
+    }
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_acc_load(__m128 (*a)[2], const int R, const float *acc)
+{
+    for (int i = 0; i < R; i++) {
+        a[i][0] = _mm_loadu_ps(acc + 16 * i);
+        a[i][1] = _mm_loadu_ps(acc + 16 * i + 4);
+    }
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_acc_store(__m128 (*a)[2], const int R, float *acc)
+{
+    for (int i = 0; i < R; i++) {
+        _mm_storeu_ps(acc + 16 * i, a[i][0]);
+        _mm_storeu_ps(acc + 16 * i + 4, a[i][1]);
+    }
+}
+
+#define FGG_MM_SSE_OFF(off) _mm_set1_ps(8388608.0f + (off))
+#define FGG_MM_SSE_LOAD(p) _mm_loadu_si128((const __m128i *)(p))
+
+/* fgg_mm_q45_k_regs of the AVX2 build, on SSE2: nibbles split and fifth bits placed in bytes. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                            const float *xsum, ptrdiff_t xss, const int R, float *acc, const int is_q5)
+{
+    const ptrdiff_t sb_bytes = is_q5 ? 176 : 144;
+    const __m128i low = _mm_set1_epi8(15), one = _mm_set1_epi8(1);
+    float S[8], M[8];
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + sb_bytes * b;
+        fgg_mm_prefetch_ahead(wb, sb_bytes);
+        fgg_mm_q4_k_sm(wb, S, M);
+        for (int g = 0; g < 4; g++) {
+            const uint8_t *qs = wb + (is_q5 ? 48 : 16) + 32 * g;
+            __m128i v[2] = {FGG_MM_SSE_LOAD(qs), FGG_MM_SSE_LOAD(qs + 16)}, lo[2], hi[2];
+            for (int k = 0; k < 2; k++) {
+                lo[k] = _mm_and_si128(v[k], low);                     /* sub-block 2g */
+                hi[k] = _mm_and_si128(_mm_srli_epi16(v[k], 4), low);  /* sub-block 2g + 1 */
+                if (is_q5) {  /* their fifth bits: bits 2g and 2g + 1 of qh */
+                    __m128i h = _mm_srli_epi16(FGG_MM_SSE_LOAD(wb + 16 + 16 * k), 2 * g);
+                    lo[k] = _mm_or_si128(lo[k], _mm_slli_epi16(_mm_and_si128(h, one), 4));
+                    hi[k] = _mm_or_si128(hi[k], _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 1), one), 4));
+                }
+            }
+            const float *xg = x + 256 * b + 64 * g;
+            fgg_mm_sse_run32(a, R, lo[0], lo[1], FGG_MM_SSE_OFF(0), xg, xs, S + 2 * g, 0);
+            fgg_mm_sse_run32(a, R, hi[0], hi[1], FGG_MM_SSE_OFF(0), xg + 32, xs, S + 2 * g + 1, 0);
+        }
+        for (int i = 0; i < R; i++)
+            for (int h = 0; h < 2; h++) {
+                float *mins = acc + 16 * i + 8 + 4 * h;
+                __m128 p = _mm_mul_ps(_mm_loadu_ps(M + 4 * h), _mm_loadu_ps(xsum + i * xss + 8 * b + 4 * h));
+                _mm_storeu_ps(mins, _mm_add_ps(_mm_loadu_ps(mins), p));
+            }
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+
+/* fgg_mm_q6_k_regs of the AVX2 build, on SSE2: each 32 values (sub-blocks 8h + 2c, 8h + 2c + 1)
+ * from four bits of ql and two of qh, less 32. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           const int R, float *acc)
+{
+    const __m128i low = _mm_set1_epi8(15), three = _mm_set1_epi8(3);
+    float S[16];
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 210 * b;
+        fgg_mm_prefetch_ahead(wb, 210);
+        fgg_mm_q6_k_s(wb, S);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = wb + 64 * h, *qh = wb + 128 + 32 * h;
+            for (int c = 0; c < 4; c++) {
+                __m128i u[2];
+                for (int k = 0; k < 2; k++) {
+                    __m128i l = FGG_MM_SSE_LOAD(ql + 32 * (c & 1) + 16 * k);
+                    if (c >= 2) l = _mm_srli_epi16(l, 4);
+                    __m128i hb = _mm_and_si128(_mm_srli_epi16(FGG_MM_SSE_LOAD(qh + 16 * k), 2 * c), three);
+                    u[k] = _mm_or_si128(_mm_and_si128(l, low), _mm_slli_epi16(hb, 4));
+                }
+                fgg_mm_sse_run32(a, R, u[0], u[1], FGG_MM_SSE_OFF(32), x + 256 * b + 128 * h + 32 * c, xs,
+                                 S + 8 * h + 2 * c, 1);
+            }
+        }
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+
+/* fgg_mm_q3_k_regs of the AVX2 build, on SSE2 (u from the integer path's plain C, less 4). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           const int R, float *acc)
+{
+    float S[16];
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 110 * b;
+        fgg_mm_ksb s;
+        fgg_mm_prefetch_ahead(wb, 110);
+        fgg_mm_q3_k_s(wb, S);
+        fgg_mm_ksb_crumbs(wb + 32, &s);
+        for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1 */
+            fgg_mm_w32 u = fgg_mm_q3_k_u(wb, s.u[j], j);
+            fgg_mm_sse_run32(a, R, FGG_MM_SSE_LOAD(u.b), FGG_MM_SSE_LOAD(u.b + 16), FGG_MM_SSE_OFF(4),
+                             x + 256 * b + 32 * j, xs, S + 2 * j, 1);
+        }
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+
+/* fgg_mm_b32_regs of the AVX2 build, on SSE2: Q8_0's int8 as bytes + 128 less 128, Q4_0's
+ * nibbles less 8. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                          const int R, float *acc, int is_q4)
+{
+    const __m128i low = _mm_set1_epi8(15), bias = _mm_set1_epi8((char)0x80);
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *blk = w + (is_q4 ? 18 : 34) * b;
+        const float d = fgg_half_to_float_scale(fgg_load_u16le(blk));
+        __m128i u0, u1;
+        if (is_q4) {
+            __m128i v = FGG_MM_SSE_LOAD(blk + 2);
+            u0 = _mm_and_si128(v, low);
+            u1 = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+        } else {
+            u0 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 2), bias);
+            u1 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 18), bias);
+        }
+        fgg_mm_sse_run32(a, R, u0, u1, FGG_MM_SSE_OFF(is_q4 ? 8 : 128), x + 32 * b, xs, &d, 0);
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+#undef FGG_MM_SSE_OFF
+#undef FGG_MM_SSE_LOAD
+#endif
+
 /* Spans with one signature for the driver (kernels_matmul.pxi): blocks b0..b1 of one weight row
  * times m rows of x, added into acc (16 floats per row); out by fgg_mm_exact_out. Up to
- * FGG_MM_REG_ROWS rows of x, the SIMD builds take the register kernels (4 rows at a time); more
- * rows, and plain C, unpack a super-block's q as floats once for all of them
+ * FGG_MM_REG_ROWS rows of x, the SIMD builds take the register kernels (4 rows at a time; SSE2 in
+ * the portable build); more rows, and plain C, unpack a super-block's q as floats once for all of them
  * (fgg_mm_exact_k_span). The same operations either way. Measured on Zen 3, one thread: with 5
  * to 8 rows the register kernels took 0.5-0.92 of the unpacked path's time; beyond that neither
  * won clearly. */
-#if FGG_HAVE_AVX2
+#if FGG_HAVE_SSE2
 #define FGG_MM_REG_ROWS 8
 #define FGG_MM_SPAN_BODY(REGS, UNPACKED)                                                              \
     if (m <= FGG_MM_REG_ROWS) {                                                                       \
