@@ -278,6 +278,22 @@ typedef struct { float v[8]; } fgg_mm_acc;
 
 static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
 {
+#if FGG_HAVE_SSE2
+    /* bytes widened to int16 (SSE2 has no byte multiply), products summed in pairs by madd, then
+     * pairs of pairs: the same lanes */
+    fgg_mm_lanes sl;
+    for (int h = 0; h < 2; h++) {
+        const __m128i wv = _mm_loadu_si128((const __m128i *)(w.b + 16 * h)), xv = _mm_loadu_si128((const __m128i *)(xq + 16 * h));
+        const __m128 p0 = _mm_castsi128_ps(_mm_madd_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(wv, wv), 8),
+                                                          _mm_srai_epi16(_mm_unpacklo_epi8(xv, xv), 8)));
+        const __m128 p1 = _mm_castsi128_ps(_mm_madd_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(wv, wv), 8),
+                                                          _mm_srai_epi16(_mm_unpackhi_epi8(xv, xv), 8)));
+        const __m128i even = _mm_castps_si128(_mm_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0)));
+        const __m128i odd = _mm_castps_si128(_mm_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 1, 3, 1)));
+        _mm_storeu_si128((__m128i *)(sl.v + 4 * h), _mm_add_epi32(even, odd));
+    }
+    return sl;
+#endif
     int16_t p[32]; /* |w * x| <= 128 * 127: 16-bit products, a loop the compiler vectorizes */
     for (int i = 0; i < 32; i++) p[i] = (int16_t)(w.b[i] * xq[i]);
     fgg_mm_lanes l;
@@ -696,9 +712,10 @@ static inline void fgg_mm_quantize_x8k(const float *x, ptrdiff_t n, fgg_mm_q8k *
  * sub-blocks j, sc * (the products of bytes 4k..4k+3 of u[j] with x) — each half of 16 bytes
  * with its own sc — and apart from it lane k of the bsum term, bs[2k] * bsum[2k] +
  * bs[2k+1] * bsum[2k+1]. All exact integers (|lane| < 2^26), in any order. Then once per
- * super-block and row, in float32: acc[k] = acc[k] + (float)lane[k] * (d_w * d_x) and the 8
- * lanes summed in one fixed order at the end. The SIMD builds (maddubs, then madd with the
- * scales; madd of the bsums with bs) and the portable loop do exactly these operations. */
+ * super-block and row, in float32, the lanes' integer total times d_w * d_x is added to one
+ * float (fgg_mm_kacc_add), so how the lanes split the total does not change the bits (the
+ * portable build's SSE2 loop puts other products in each lane). The SIMD builds (maddubs, then
+ * madd with the scales; madd of the bsums with bs) and the portable loop compute these totals. */
 #if defined(FGG_MM_INT_SIMD)
 typedef struct {
     __m256i u[8];
@@ -788,6 +805,21 @@ typedef struct {
 
 static inline fgg_mm_lanes fgg_mm_ksb_dot(const fgg_mm_ksb *s, const int8_t *xq)
 {
+#if FGG_HAVE_SSE2
+    /* SSE2's madd of 16-bit pairs: x widened to int16, each lane a sum of pairs of products
+     * (|lane| < 2^26); other lanes than below, the same total, which is all the K kinds use */
+    __m128i a0 = _mm_setzero_si128(), a1 = _mm_setzero_si128();
+    for (int i = 0; i < 256; i += 16) {
+        __m128i xv = _mm_loadu_si128((const __m128i *)(xq + i));
+        __m128i x0 = _mm_srai_epi16(_mm_unpacklo_epi8(xv, xv), 8), x1 = _mm_srai_epi16(_mm_unpackhi_epi8(xv, xv), 8);
+        a0 = _mm_add_epi32(a0, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(s->ws + i)), x0));
+        a1 = _mm_add_epi32(a1, _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(s->ws + i + 8)), x1));
+    }
+    fgg_mm_lanes sl;
+    _mm_storeu_si128((__m128i *)sl.v, a0);
+    _mm_storeu_si128((__m128i *)(sl.v + 4), a1);
+    return sl;
+#endif
     /* per byte position over the 8 sub-blocks, folded into the lanes at the end: the same
      * integers in a loop the compiler vectorizes */
     int32_t a[32];
