@@ -336,19 +336,23 @@ def test_integer_path_same_bits_with_and_without_vnni(qtype, m):
 # The types with a batch kernel (lanes = rows of x): the K-quants, the ternary and the 256-value IQ types.
 K_KINDS = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
            T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M}
+# The per-32 types with a batch kernel: VNNI only (lanes = rows of x, float steps per 4 values as their row kernels).
+PER32_BATCH = {T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4}
 
 
-@pytest.mark.parametrize("qtype", sorted(K_KINDS), ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", sorted(K_KINDS | PER32_BATCH), ids=lambda t: t.name)
 def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
     """The batch kernels (VNNI, maddubs) against the row kernels of the same build, taken from 1 row
     of x on: a group of 16 with 1, 5, 8 (the 256-bit tile alone), 9 and 16 rows, 17 (a full group
-    and one row), 40 (groups of 16, 16 and 8); 21 weight rows (two tiles of 8 and a padded one)."""
+    and one row), 40 (groups of 16, 16 and 8); 21 weight rows (two tiles of 8 and a padded one).
+    The per-32 types have a VNNI batch kernel only."""
     rng = np.random.default_rng([int(qtype), 5])
-    n, k = 21, k_for(qtype, 3)
+    n, k = 21, k_for(qtype, 3 if qtype in K_KINDS else 20)
     raw = random_weights(qtype, n, k, rng)
-    variants = [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants() if name != "portable"]
+    variants = [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants()
+                if name != "portable" and (vnni or qtype in K_KINDS)]
     if not variants:
-        pytest.skip("no SIMD build runs here")
+        pytest.skip("no build with this type's batch kernel runs here")
     for m in (1, 5, 8, 9, 16, 17, 40):
         x = rng.standard_normal((m, k)).astype(np.float32)
         x[:, ::32] *= 50.0
@@ -371,15 +375,16 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
 
 def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
-    AVX-512 without VNNI); other types, fewer rows and the portable build take the row kernels
-    (whose bits the tests above compare)."""
+    AVX-512 without VNNI); the per-32 types from 12 rows on VNNI; other types, fewer rows and the
+    portable build take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         before = kernels._set_vnni(vnni)
         try:
             for qtype in INT_TYPES:
-                for m in (1, 5, 6, 8, 9, 300):
+                for m in (1, 5, 6, 8, 9, 11, 12, 300):
                     if vnni:
-                        expected = "vnni-batch" if qtype in K_KINDS and m >= 6 else "rows"
+                        expected = ("vnni-batch" if (qtype in K_KINDS and m >= 6) or (qtype in PER32_BATCH and m >= 12)
+                                    else "rows")
                     elif name != "portable":
                         expected = "maddubs-batch" if qtype in K_KINDS and m >= 9 else "rows"
                     else:

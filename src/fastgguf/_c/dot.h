@@ -1839,6 +1839,51 @@ static inline void fgg_mm_x16k_fill(const fgg_mm_q8k *x, ptrdiff_t xs, ptrdiff_t
         }
 }
 
+/* x for the per-32 types' VNNI batch kernel (fgg_mm_gemm_b_vnni): one block of 32 of 16 rows of x,
+ * interleaved: q[k][r] = bytes 4k..4k+3 of row r's q, each plus 128 (the unsigned operand of
+ * vpdpbusd), d[r] and s[r] its scale and scaled sum. */
+typedef struct {
+    uint32_t q[8][16];
+    float d[16];
+    float s[16];
+} fgg_mm_x16b;
+
+/* x's m rows (fgg_mm_q8 blocks, row i at x + i * xs) as ceil(m / 16) groups of 16 rows: group
+ * G's block b at out[G * nb + b]; rows past m are x = 0. */
+static inline void fgg_mm_x16b_fill(const fgg_mm_q8 *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, fgg_mm_x16b *out)
+{
+    for (ptrdiff_t G = 0; G < (m + 15) / 16; G++)
+        for (ptrdiff_t b = 0; b < nb; b++) {
+            fgg_mm_x16b *o = out + G * nb + b;
+            for (int r = 0; r < 16; r++) {
+                const ptrdiff_t i = 16 * G + r;
+                const fgg_mm_q8 *xb = i < m ? x + i * xs + b : NULL;
+                for (int k = 0; k < 8; k++) {
+                    uint32_t v = 0;
+                    for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)((xb ? xb->q[4 * k + j] : 0) + 128) << (8 * j);
+                    o->q[k][r] = v;
+                }
+                o->d[r] = xb ? xb->d : 0.0f;
+                o->s[r] = xb ? xb->s : 0.0f;
+            }
+        }
+}
+
+/* Bytes of the interleaved x (fgg_mm_x16k, or fgg_mm_x16b with per32) of m rows of nb blocks, and
+ * of a batch kernel's weight panel of ``tile`` rows. */
+static inline size_t fgg_mm_batch_x_bytes(int per32, ptrdiff_t m, ptrdiff_t nb)
+{
+    return (size_t)((m + 15) / 16) * (size_t)nb * (per32 ? sizeof(fgg_mm_x16b) : sizeof(fgg_mm_x16k));
+}
+
+static inline void fgg_mm_batch_x_fill(int per32, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
+{
+    if (per32)
+        fgg_mm_x16b_fill((const fgg_mm_q8 *)x, xs, m, nb, (fgg_mm_x16b *)out);
+    else
+        fgg_mm_x16k_fill((const fgg_mm_q8k *)x, xs, m, nb, (fgg_mm_x16k *)out);
+}
+
 #if defined(FGG_MM_INT_SIMD)
 /* ------------------------------------------------------------------------------------------ */
 /* The batch kernels of the K kinds (from a few rows of x on): lanes are rows of x
@@ -2200,6 +2245,99 @@ FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq3_s_vnni, FGG_MM_K_IQ3_S)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_s_vnni, FGG_MM_K_IQ1_S)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_m_vnni, FGG_MM_K_IQ1_M)
 #undef FGG_MM_GEMM_K_VNNI
+
+/* The batch kernel of the per-32 types on VNNI (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4): as
+ * the K kinds', lanes are 16 rows of x, but their float step stays per run of 32 and per lane k
+ * (values 4k..4k+3), so one vpdpbusd of the broadcast 4 weight bytes of group k with the 16 rows'
+ * 4 x bytes is lane k's exact integer for all of them: the weights are the signed operand, x + 128
+ * the unsigned one (stored so, fgg_mm_x16b_fill), and 128 * the group's weight sum is taken off.
+ * Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)) in a vector of
+ * the 16 rows, the offsets of Q4_1 and Q5_1 (m * s) likewise, and the 8 lanes summed in
+ * fgg_mm_acc_sum's order: the bits of fgg_mm_rows_b. */
+typedef struct {
+    int32_t q[8];     /* the run's 32 signed values, 4 per int32 (group k) */
+    int32_t corr[8];  /* -128 * the sum of group k */
+    float d, m;       /* the scale and (Q4_1, Q5_1) the offset */
+} fgg_mm_wb;
+
+/* Weight row w's nb blocks (one run of 32 each) into p[0..nb). */
+static inline FGG_MM_VNNI void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fgg_mm_wb *p)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w + b * bytes;
+        const __m256i v = fgg_mm_b_values(kind, wb, 0);
+        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+        _mm256_storeu_si256((__m256i *)p[b].q, v);
+        _mm256_storeu_si256((__m256i *)p[b].corr, _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
+        p[b].d = fgg_mm_b_scale(kind, wb);
+        p[b].m = fgg_mm_b_offset(kind, wb);
+    }
+}
+
+/* One weight row (p, nb blocks) times the 16 rows of one group of x: res[r]. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_row(int kind, const fgg_mm_wb *p, ptrdiff_t nb, const fgg_mm_x16b *x,
+                                                        float res[16])
+{
+    __m512 acc[8], off = _mm512_setzero_ps();
+    for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        const fgg_mm_wb *wb = p + b;
+        const fgg_mm_x16b *xb = x + b;
+        const __m512 f = _mm512_mul_ps(_mm512_set1_ps(wb->d), _mm512_load_ps(xb->d));
+        for (int k = 0; k < 8; k++) {
+            const __m512i l = _mm512_dpbusd_epi32(_mm512_set1_epi32(wb->corr[k]), _mm512_load_si512((const void *)xb->q[k]),
+                                                  _mm512_set1_epi32(wb->q[k]));
+            acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_cvtepi32_ps(l), f));
+        }
+        if (fgg_mm_b_has_offset(kind)) off = _mm512_add_ps(off, _mm512_mul_ps(_mm512_set1_ps(wb->m), _mm512_load_ps(xb->s)));
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
+                             _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
+    if (fgg_mm_b_has_offset(kind)) s = _mm512_add_ps(s, off);
+    _mm512_storeu_ps(res, s);
+}
+
+/* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 16
+ * (x[G * nb + b], fgg_mm_x16b_fill): out[i * os + r]. Tiles of ``tile`` weight rows are unpacked
+ * once (into ``panel``, at least tile * nb fgg_mm_wb) for 64 rows of x at a time, both in L2. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n,
+                                                         ptrdiff_t nb, const fgg_mm_x16b *x, ptrdiff_t m, float *out,
+                                                         ptrdiff_t os, fgg_mm_wb *panel, ptrdiff_t tile)
+{
+    const ptrdiff_t groups = (m + 15) / 16;
+    for (ptrdiff_t a = 0; a < n; a += tile) {
+        const ptrdiff_t na = n - a < tile ? n - a : tile;
+        for (ptrdiff_t t = 0; t < na; t++) fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb);
+        for (ptrdiff_t g0 = 0; g0 < groups; g0 += 4)
+            for (ptrdiff_t t = 0; t < na; t++)
+                for (ptrdiff_t g = g0; g < groups && g < g0 + 4; g++) {
+                    float res[16];
+                    const int nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16;
+                    fgg_mm_gemm_b_row(kind, panel + t * nb, nb, x + g * nb, res);
+                    for (int r = 0; r < nr; r++) out[(16 * g + r) * os + a + t] = res[r];
+                }
+    }
+}
+
+/* With the K kinds' signature (x and the panel are this kernel's own layouts, cast: the caller
+ * sizes them by fgg_mm_batch_x_bytes and fgg_mm_batch_panel_bytes). */
+#define FGG_MM_GEMM_B_VNNI(NAME, KIND)                                                                \
+static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb,        \
+                             const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, \
+                             ptrdiff_t tile)                                                          \
+{                                                                                                     \
+    fgg_mm_gemm_b_vnni(KIND, w, row_bytes, n, nb, (const fgg_mm_x16b *)(const void *)x, m, out, os,    \
+                       (fgg_mm_wb *)(void *)panel, tile);                                             \
+}
+FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q8_0_vnni, FGG_MM_B_Q8_0)
+FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q4_0_vnni, FGG_MM_B_Q4_0)
+FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q5_0_vnni, FGG_MM_B_Q5_0)
+FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q4_1_vnni, FGG_MM_B_Q4_1)
+FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q5_1_vnni, FGG_MM_B_Q5_1)
+FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_iq4_nl_vnni, FGG_MM_B_IQ4_NL)
+FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
+#undef FGG_MM_GEMM_B_VNNI
 #else
 #define FGG_MM_HAVE_VNNI 0
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
@@ -2226,6 +2364,13 @@ static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrd
 #define fgg_mm_gemm_iq3_s_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_s_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_m_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q8_0_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q4_0_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q5_0_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q4_1_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_q5_1_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_iq4_nl_vnni fgg_mm_gemm_never
+#define fgg_mm_gemm_mxfp4_vnni fgg_mm_gemm_never
 #endif
 #if !defined(FGG_MM_INT_SIMD)
 #define fgg_mm_gemm_q2_k fgg_mm_gemm_never

@@ -49,6 +49,8 @@ cdef extern from "dot.h" nogil:
     ctypedef struct fgg_mm_wk:
         pass
     void fgg_mm_x16k_fill(const fgg_mm_q8k *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nsb, fgg_mm_x16k *out)
+    size_t fgg_mm_batch_x_bytes(int per32, Py_ssize_t m, Py_ssize_t nb)
+    void fgg_mm_batch_x_fill(int per32, const void *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nb, void *out)
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
                                     const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
                                Py_ssize_t tile)
@@ -57,6 +59,8 @@ cdef extern from "dot.h" nogil:
     const fgg_mm_gemm_fn fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q5_k_vnni, fgg_mm_gemm_q6_k_vnni
     const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0_vnni, fgg_mm_gemm_tq1_0_vnni, fgg_mm_gemm_iq4_xs_vnni, fgg_mm_gemm_iq2_xxs_vnni, fgg_mm_gemm_iq2_xs_vnni
     const fgg_mm_gemm_fn fgg_mm_gemm_iq2_s_vnni, fgg_mm_gemm_iq3_xxs_vnni, fgg_mm_gemm_iq3_s_vnni, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_m_vnni
+    const fgg_mm_gemm_fn fgg_mm_gemm_q8_0_vnni, fgg_mm_gemm_q4_0_vnni, fgg_mm_gemm_q5_0_vnni, fgg_mm_gemm_q4_1_vnni, fgg_mm_gemm_q5_1_vnni
+    const fgg_mm_gemm_fn fgg_mm_gemm_iq4_nl_vnni, fgg_mm_gemm_mxfp4_vnni
     const fgg_mm_gemm_fn fgg_mm_gemm_q2_k, fgg_mm_gemm_q3_k, fgg_mm_gemm_q4_k, fgg_mm_gemm_q5_k, fgg_mm_gemm_q6_k
     const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0, fgg_mm_gemm_tq1_0, fgg_mm_gemm_iq4_xs, fgg_mm_gemm_iq2_xxs, fgg_mm_gemm_iq3_s
     const fgg_mm_gemm_fn fgg_mm_gemm_iq2_xs, fgg_mm_gemm_iq2_s, fgg_mm_gemm_iq3_xxs, fgg_mm_gemm_iq1_s, fgg_mm_gemm_iq1_m

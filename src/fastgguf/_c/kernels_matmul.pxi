@@ -51,13 +51,13 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
     return rows if rows >= multiple else multiple
 
 
-# Beside the table (set with the dot column): the batch kernel of a K kind, taken from
-# _gemm_min_rows() rows of x (lanes are rows of x; weight rows unpacked once per task), or NULL.
+# Beside the table (set with the dot column): the batch kernel of a K kind or (VNNI) a per-32 type, taken from
+# _gemm_min_rows(type_id) rows of x (lanes are rows of x; weight rows unpacked once per task), or NULL.
 cdef fgg_mm_gemm_fn INT_BATCH[FGG_TYPE_LIMIT]
 
 
 cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn maddubs_kernel, bint vnni) noexcept:
-    """A K kind's INT_BATCH entry: its VNNI kernel, its maddubs one in a SIMD build, else none."""
+    """A type's INT_BATCH entry: its VNNI kernel, its maddubs one (if any) in a SIMD build, else none."""
     INT_BATCH[type_id] = vnni_kernel if vnni else maddubs_kernel if FGG_MM_INT_SIMD_BUILD else NULL
 
 
@@ -100,6 +100,14 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     _set_batch(FGG_TYPE_IQ3_S, fgg_mm_gemm_iq3_s_vnni, fgg_mm_gemm_iq3_s, vnni)
     _set_batch(FGG_TYPE_IQ1_S, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_s, vnni)
     _set_batch(FGG_TYPE_IQ1_M, fgg_mm_gemm_iq1_m_vnni, fgg_mm_gemm_iq1_m, vnni)
+    # the per-32 types: a VNNI batch kernel only (their maddubs row kernels serve AVX2)
+    _set_batch(FGG_TYPE_Q8_0, fgg_mm_gemm_q8_0_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_Q4_0, fgg_mm_gemm_q4_0_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_Q5_0, fgg_mm_gemm_q5_0_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_Q4_1, fgg_mm_gemm_q4_1_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_Q5_1, fgg_mm_gemm_q5_1_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_IQ4_NL, fgg_mm_gemm_iq4_nl_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_MXFP4, fgg_mm_gemm_mxfp4_vnni, NULL, vnni)
     # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
     # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread)
     rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
@@ -157,9 +165,9 @@ def vnni_usable():
 
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
-    ``"maddubs-batch"`` (the K kinds from 6 rows: lanes are rows of x) or ``"rows"`` (a weight row
-    at a time)."""
-    if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows():
+    ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
+    per-32 types from 12, VNNI only) or ``"rows"`` (a weight row at a time)."""
+    if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     return "vnni-batch" if _vnni_on else "maddubs-batch"
 
@@ -634,7 +642,7 @@ cdef struct _MMIntJob:
     int n_tasks
     int status
     fgg_dot_fn fn
-    fgg_mm_gemm_fn gemm  # the VNNI batch kernel (with xi, tile), or NULL: fn a weight row at a time
+    fgg_mm_gemm_fn gemm  # the batch kernel (with xi, tile), or NULL: fn a weight row at a time
     const fgg_mm_x16k *xi
     Py_ssize_t tile
     const uint8_t *w
@@ -685,14 +693,18 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # Rows of x from which the K kinds take the batch kernel (lanes = 16 rows of x, or 8 for a short
 # group), which costs about the same for 1 to 8 rows. VNNI: from 6 rows, where the row kernels
 # start to cost more. maddubs: from 9, since the row kernel's 8-row form (fgg_mm_rows8_k) matches
-# it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). Tests take the batch kernel down
-# to 1 row (_set_batch_min_rows).
+# it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). The per-32 types' VNNI batch
+# kernel (always 16 lanes): from 12, level with the row kernels at 8 rows, 1.5-1.7x faster at 16
+# (Q4_0, Q8_0, 4096 x 4096, one thread). Tests take the batch kernel down to 1 row
+# (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
-cdef inline Py_ssize_t _gemm_min_rows() noexcept nogil:
+cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
+    if not _x_by_256(type_id):  # the per-32 types (VNNI only): level with their row kernels at 8 rows
+        return 12
     return 6 if _vnni_on else 9
 
 
@@ -716,7 +728,8 @@ cdef enum:
 
 
 cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
-    """The batch kernel of a K kind (a K-quant, ternary or 256-value IQ type) in use, or NULL."""
+    """The batch kernel of a K kind (a K-quant, ternary or 256-value IQ type) or of a per-32 type in
+    use, or NULL."""
     return INT_BATCH[type_id]
 
 
@@ -725,18 +738,19 @@ cdef Py_ssize_t _gemm_tile(Py_ssize_t nsb) noexcept nogil:
     return max(8, min(_MM_GEMM_PANEL_ROWS, _MM_GEMM_PANEL_BYTES // (nsb * <Py_ssize_t>sizeof(fgg_mm_wk))) // 8 * 8)
 
 
-cdef Py_ssize_t _x16k_count(Py_ssize_t m, Py_ssize_t nsb) noexcept nogil:
-    """fgg_mm_x16k entries of m rows of x interleaved (the same bytes as their fgg_mm_q8k blocks, rounded up to 16 rows)."""
-    return (m + 15) // 16 * nsb
+cdef size_t _xi_bytes(int type_id, Py_ssize_t m, Py_ssize_t nb) noexcept nogil:
+    """Bytes of m rows of x interleaved for the batch kernel: fgg_mm_x16k per super-block (the K
+    kinds) or fgg_mm_x16b per block of 32, 16 rows each (m rounded up)."""
+    return fgg_mm_batch_x_bytes(not _x_by_256(type_id), m, nb)
 
 
-cdef void _use_gemm(_MMIntJob *job, fgg_mm_gemm_fn gemm, fgg_mm_x16k *xi, int threads) noexcept nogil:
-    """Make an integer job run the VNNI batch kernel: x interleaved into ``xi`` (_x16k_count entries),
-    tasks of _gemm_tile weight rows."""
+cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, int threads) noexcept nogil:
+    """Make an integer job run the batch kernel: x interleaved into ``xi`` (_xi_bytes), tasks of
+    _gemm_tile weight rows."""
     job.gemm = gemm
-    job.xi = xi
+    job.xi = <const fgg_mm_x16k *>xi
     job.tile = _gemm_tile(job.nb)
-    fgg_mm_x16k_fill(<const fgg_mm_q8k *>job.x, job.xs, job.m, job.nb, xi)
+    fgg_mm_batch_x_fill(not _x_by_256(type_id), job.x, job.xs, job.m, job.nb, xi)
     job.n_tasks = _tasks_for(job.n1 - job.n0, job.tile, threads)
 
 
@@ -788,15 +802,15 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     _fill_int_job(&job, fn, &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], xq.shape[1] // x_bytes, m,
                   &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
-    cdef fgg_mm_x16k *xi = NULL
-    if gemm != NULL and m >= _gemm_min_rows():
-        xi = <fgg_mm_x16k *>fgg_aligned_malloc(_x16k_count(m, job.nb) * sizeof(fgg_mm_x16k))
+    cdef char *xi = NULL
+    if gemm != NULL and m >= _gemm_min_rows(type_id):
+        xi = <char *>fgg_aligned_malloc(_xi_bytes(type_id, m, job.nb))
         if xi == NULL:
             raise MemoryError("no memory for the interleaved rows of x")
     try:
         with nogil:
             if xi != NULL:
-                _use_gemm(&job, gemm, xi, threads)
+                _use_gemm(&job, type_id, gemm, xi, threads)
             fgg_pool_run(_mm_int_task, &job, job.n_tasks, threads)
     finally:
         fgg_aligned_free(xi)
@@ -918,17 +932,17 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
         raise MemoryError("no memory for matmul_id's jobs")
     cdef Py_ssize_t x_stride = x.strides[0] // sizeof(float), out_stride = out.strides[0] // sizeof(float)
     cdef int status = 0
-    # the K kinds' groups of _gemm_min_rows() rows or more take the batch kernel, their
+    # the groups of _gemm_min_rows(type_id) rows or more take the batch kernel (if any), their
     # rows of x interleaved into one buffer
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id) if integer else NULL
     cdef Py_ssize_t xi_count = 0, xi_at = 0
-    cdef fgg_mm_x16k *xi = NULL
+    cdef char *xi = NULL
     if gemm != NULL:
         for g in range(n_groups):
-            if bounds[g + 1] - bounds[g] >= _gemm_min_rows():
-                xi_count += _x16k_count(bounds[g + 1] - bounds[g], k // block_size)
+            if bounds[g + 1] - bounds[g] >= _gemm_min_rows(type_id):
+                xi_count += _xi_bytes(type_id, bounds[g + 1] - bounds[g], k // block_size)
         if xi_count:
-            xi = <fgg_mm_x16k *>fgg_aligned_malloc(xi_count * sizeof(fgg_mm_x16k))
+            xi = <char *>fgg_aligned_malloc(xi_count)
             if xi == NULL:
                 free(jobs)
                 raise MemoryError("no memory for the interleaved rows of x")
@@ -945,9 +959,9 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                                       k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
                                       bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
                                       group_threads)
-                        if xi != NULL and bounds[g + 1] - i >= _gemm_min_rows():
-                            _use_gemm(<_MMIntJob *>(jobs + g * job_bytes), gemm, xi + xi_at, group_threads)
-                            xi_at += _x16k_count(bounds[g + 1] - i, k // block_size)
+                        if xi != NULL and bounds[g + 1] - i >= _gemm_min_rows(type_id):
+                            _use_gemm(<_MMIntJob *>(jobs + g * job_bytes), type_id, gemm, xi + xi_at, group_threads)
+                            xi_at += _xi_bytes(type_id, bounds[g + 1] - i, k // block_size)
                     elif factored:
                         _fill_exact_job(<_MMExactJob *>(jobs + g * job_bytes), swap, type_id, &w[e, 0, 0],
                                         row_bytes, k // block_size, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
