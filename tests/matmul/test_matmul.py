@@ -375,7 +375,7 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
 
 def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
-    AVX-512 without VNNI); the per-32 types from 12 rows on VNNI; other types, fewer rows and the
+    AVX-512 without VNNI); the per-32 types from 8 rows on VNNI; other types, fewer rows and the
     portable build take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         before = kernels._set_vnni(vnni)
@@ -383,7 +383,7 @@ def test_batch_kernel_is_taken_where_it_applies():
             for qtype in INT_TYPES:
                 for m in (1, 5, 6, 8, 9, 11, 12, 300):
                     if vnni:
-                        expected = ("vnni-batch" if (qtype in K_KINDS and m >= 6) or (qtype in PER32_BATCH and m >= 12)
+                        expected = ("vnni-batch" if (qtype in K_KINDS and m >= 6) or (qtype in PER32_BATCH and m >= 8)
                                     else "rows")
                     elif name != "portable":
                         expected = "maddubs-batch" if qtype in K_KINDS and m >= 9 else "rows"

@@ -2275,27 +2275,39 @@ static inline FGG_MM_VNNI void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrd
     }
 }
 
-/* One weight row (p, nb blocks) times the 16 rows of one group of x: res[r]. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_row(int kind, const fgg_mm_wb *p, ptrdiff_t nb, const fgg_mm_x16b *x,
-                                                        float res[16])
+/* R <= 2 weight rows (row t at p + t * nb, nb blocks) times the 16 rows of one group of x:
+ * res[t][r]. The two rows share each load of x (loads, not products, bound one row alone). */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_rows(int kind, const int R, const fgg_mm_wb *p, ptrdiff_t nb,
+                                                         const fgg_mm_x16b *x, float res[2][16])
 {
-    __m512 acc[8], off = _mm512_setzero_ps();
-    for (int k = 0; k < 8; k++) acc[k] = _mm512_setzero_ps();
-    for (ptrdiff_t b = 0; b < nb; b++) {
-        const fgg_mm_wb *wb = p + b;
-        const fgg_mm_x16b *xb = x + b;
-        const __m512 f = _mm512_mul_ps(_mm512_set1_ps(wb->d), _mm512_load_ps(xb->d));
-        for (int k = 0; k < 8; k++) {
-            const __m512i l = _mm512_dpbusd_epi32(_mm512_set1_epi32(wb->corr[k]), _mm512_load_si512((const void *)xb->q[k]),
-                                                  _mm512_set1_epi32(wb->q[k]));
-            acc[k] = _mm512_add_ps(acc[k], _mm512_mul_ps(_mm512_cvtepi32_ps(l), f));
-        }
-        if (fgg_mm_b_has_offset(kind)) off = _mm512_add_ps(off, _mm512_mul_ps(_mm512_set1_ps(wb->m), _mm512_load_ps(xb->s)));
+    __m512 acc[2][8], off[2];
+    for (int t = 0; t < R; t++) {
+        off[t] = _mm512_setzero_ps();
+        for (int k = 0; k < 8; k++) acc[t][k] = _mm512_setzero_ps();
     }
-    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[4]), _mm512_add_ps(acc[2], acc[6])),
-                             _mm512_add_ps(_mm512_add_ps(acc[1], acc[5]), _mm512_add_ps(acc[3], acc[7])));
-    if (fgg_mm_b_has_offset(kind)) s = _mm512_add_ps(s, off);
-    _mm512_storeu_ps(res, s);
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        const fgg_mm_x16b *xb = x + b;
+        const __m512 xd = _mm512_load_ps(xb->d);
+        __m512 f[2];
+        for (int t = 0; t < R; t++) f[t] = _mm512_mul_ps(_mm512_set1_ps(p[t * nb + b].d), xd);
+        for (int k = 0; k < 8; k++) {
+            const __m512i xv = _mm512_load_si512((const void *)xb->q[k]);
+            for (int t = 0; t < R; t++) {
+                const fgg_mm_wb *wb = p + t * nb + b;
+                const __m512i l = _mm512_dpbusd_epi32(_mm512_set1_epi32(wb->corr[k]), xv, _mm512_set1_epi32(wb->q[k]));
+                acc[t][k] = _mm512_add_ps(acc[t][k], _mm512_mul_ps(_mm512_cvtepi32_ps(l), f[t]));
+            }
+        }
+        if (fgg_mm_b_has_offset(kind))
+            for (int t = 0; t < R; t++)
+                off[t] = _mm512_add_ps(off[t], _mm512_mul_ps(_mm512_set1_ps(p[t * nb + b].m), _mm512_load_ps(xb->s)));
+    }
+    for (int t = 0; t < R; t++) {
+        __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(acc[t][0], acc[t][4]), _mm512_add_ps(acc[t][2], acc[t][6])),
+                                 _mm512_add_ps(_mm512_add_ps(acc[t][1], acc[t][5]), _mm512_add_ps(acc[t][3], acc[t][7])));
+        if (fgg_mm_b_has_offset(kind)) s = _mm512_add_ps(s, off[t]);
+        _mm512_storeu_ps(res[t], s);
+    }
 }
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 16
@@ -2310,12 +2322,16 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
         const ptrdiff_t na = n - a < tile ? n - a : tile;
         for (ptrdiff_t t = 0; t < na; t++) fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb);
         for (ptrdiff_t g0 = 0; g0 < groups; g0 += 4)
-            for (ptrdiff_t t = 0; t < na; t++)
+            for (ptrdiff_t t = 0; t < na; t += 2)
                 for (ptrdiff_t g = g0; g < groups && g < g0 + 4; g++) {
-                    float res[16];
-                    const int nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16;
-                    fgg_mm_gemm_b_row(kind, panel + t * nb, nb, x + g * nb, res);
-                    for (int r = 0; r < nr; r++) out[(16 * g + r) * os + a + t] = res[r];
+                    float res[2][16];
+                    const int nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16, nt = na - t < 2 ? 1 : 2;
+                    if (nt == 2)
+                        fgg_mm_gemm_b_rows(kind, 2, panel + t * nb, nb, x + g * nb, res);
+                    else
+                        fgg_mm_gemm_b_rows(kind, 1, panel + t * nb, nb, x + g * nb, res);
+                    for (int r = 0; r < nr; r++)
+                        for (int u = 0; u < nt; u++) out[(16 * g + r) * os + a + t + u] = res[u][r];
                 }
     }
 }

@@ -166,7 +166,7 @@ def vnni_usable():
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
-    per-32 types from 12, VNNI only) or ``"rows"`` (a weight row at a time)."""
+    per-32 types from 8, VNNI only) or ``"rows"`` (a weight row at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     return "vnni-batch" if _vnni_on else "maddubs-batch"
@@ -694,17 +694,17 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # group), which costs about the same for 1 to 8 rows. VNNI: from 6 rows, where the row kernels
 # start to cost more. maddubs: from 9, since the row kernel's 8-row form (fgg_mm_rows8_k) matches
 # it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). The per-32 types' VNNI batch
-# kernel (always 16 lanes): from 12, level with the row kernels at 8 rows, 1.5-1.7x faster at 16
-# (Q4_0, Q8_0, 4096 x 4096, one thread). Tests take the batch kernel down to 1 row
-# (_set_batch_min_rows).
+# kernel (always 16 lanes): from 8, where it took 0.78-0.89 of the row kernels' time (0.98-1.11 at
+# 6 rows, 0.41-0.46 at 16; Q4_0, Q8_0, 4096 x 4096, one thread). Tests take the batch kernel down
+# to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
 cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
-    if not _x_by_256(type_id):  # the per-32 types (VNNI only): level with their row kernels at 8 rows
-        return 12
+    if not _x_by_256(type_id):  # the per-32 types (VNNI only)
+        return 8
     return 6 if _vnni_on else 9
 
 
