@@ -1816,27 +1816,18 @@ typedef struct {
 typedef void (*fgg_mm_gemm_fn)(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const fgg_mm_x16k *x,
                                ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, ptrdiff_t tile);
 
-/* x's m rows (fgg_mm_q8k super-blocks, row i at x + i * xs) as ceil(m / 16) groups of 16 rows:
- * group G's super-block b at out[G * nsb + b]; rows past m are zero. */
-static inline void fgg_mm_x16k_fill(const fgg_mm_q8k *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nsb, fgg_mm_x16k *out)
+/* Row r of an interleaved super-block from xb (NULL: a row past m, zero). */
+static inline void fgg_mm_x16k_put(fgg_mm_x16k *o, int r, const fgg_mm_q8k *xb)
 {
-    for (ptrdiff_t G = 0; G < (m + 15) / 16; G++)
-        for (ptrdiff_t b = 0; b < nsb; b++) {
-            fgg_mm_x16k *o = out + G * nsb + b;
-            for (int r = 0; r < 16; r++) {
-                const ptrdiff_t i = 16 * G + r;
-                if (i >= m) {
-                    for (int g = 0; g < 64; g++) o->q[g][r] = 0;
-                    for (int p = 0; p < 8; p++) o->bsum2[p][r] = 0;
-                    o->d[r] = 0.0f;
-                    continue;
-                }
-                const fgg_mm_q8k *xb = x + i * xs + b;
-                for (int g = 0; g < 64; g++) memcpy(&o->q[g][r], xb->q + 4 * g, 4);
-                for (int p = 0; p < 8; p++) memcpy(&o->bsum2[p][r], xb->bsum + 2 * p, 4);
-                o->d[r] = xb->d;
-            }
-        }
+    if (xb == NULL) {
+        for (int g = 0; g < 64; g++) o->q[g][r] = 0;
+        for (int p = 0; p < 8; p++) o->bsum2[p][r] = 0;
+        o->d[r] = 0.0f;
+        return;
+    }
+    for (int g = 0; g < 64; g++) memcpy(&o->q[g][r], xb->q + 4 * g, 4);
+    for (int p = 0; p < 8; p++) memcpy(&o->bsum2[p][r], xb->bsum + 2 * p, 4);
+    o->d[r] = xb->d;
 }
 
 /* x for the per-32 types' VNNI batch kernel (fgg_mm_gemm_b_vnni): one block of 32 of 16 rows of x,
@@ -1848,25 +1839,16 @@ typedef struct {
     float s[16];
 } fgg_mm_x16b;
 
-/* x's m rows (fgg_mm_q8 blocks, row i at x + i * xs) as ceil(m / 16) groups of 16 rows: group
- * G's block b at out[G * nb + b]; rows past m are x = 0. */
-static inline void fgg_mm_x16b_fill(const fgg_mm_q8 *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, fgg_mm_x16b *out)
+/* Row r of an interleaved block of 32 from xb (NULL: a row past m, x = 0). */
+static inline void fgg_mm_x16b_put(fgg_mm_x16b *o, int r, const fgg_mm_q8 *xb)
 {
-    for (ptrdiff_t G = 0; G < (m + 15) / 16; G++)
-        for (ptrdiff_t b = 0; b < nb; b++) {
-            fgg_mm_x16b *o = out + G * nb + b;
-            for (int r = 0; r < 16; r++) {
-                const ptrdiff_t i = 16 * G + r;
-                const fgg_mm_q8 *xb = i < m ? x + i * xs + b : NULL;
-                for (int k = 0; k < 8; k++) {
-                    uint32_t v = 0;
-                    for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)((xb ? xb->q[4 * k + j] : 0) + 128) << (8 * j);
-                    o->q[k][r] = v;
-                }
-                o->d[r] = xb ? xb->d : 0.0f;
-                o->s[r] = xb ? xb->s : 0.0f;
-            }
-        }
+    for (int k = 0; k < 8; k++) {
+        uint32_t v = 0;
+        for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)((xb ? xb->q[4 * k + j] : 0) + 128) << (8 * j);
+        o->q[k][r] = v;
+    }
+    o->d[r] = xb ? xb->d : 0.0f;
+    o->s[r] = xb ? xb->s : 0.0f;
 }
 
 /* Bytes of the interleaved x (fgg_mm_x16k, or fgg_mm_x16b with per32) of m rows of nb blocks, and
@@ -1876,12 +1858,20 @@ static inline size_t fgg_mm_batch_x_bytes(int per32, ptrdiff_t m, ptrdiff_t nb)
     return (size_t)((m + 15) / 16) * (size_t)nb * (per32 ? sizeof(fgg_mm_x16b) : sizeof(fgg_mm_x16k));
 }
 
+/* x's m rows (fgg_mm_q8k super-blocks, or with per32 fgg_mm_q8 blocks; row i's block b at
+ * x[i * xs + b]) interleaved as ceil(m / 16) groups of 16 rows: group G's block b at
+ * out[G * nb + b] (fgg_mm_x16k or fgg_mm_x16b); rows past m are x = 0. */
 static inline void fgg_mm_batch_x_fill(int per32, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
 {
-    if (per32)
-        fgg_mm_x16b_fill((const fgg_mm_q8 *)x, xs, m, nb, (fgg_mm_x16b *)out);
-    else
-        fgg_mm_x16k_fill((const fgg_mm_q8k *)x, xs, m, nb, (fgg_mm_x16k *)out);
+    for (ptrdiff_t G = 0; G < (m + 15) / 16; G++)
+        for (ptrdiff_t b = 0; b < nb; b++)
+            for (int r = 0; r < 16; r++) {
+                const ptrdiff_t i = 16 * G + r, at = i * xs + b;
+                if (per32)
+                    fgg_mm_x16b_put((fgg_mm_x16b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL);
+                else
+                    fgg_mm_x16k_put((fgg_mm_x16k *)out + G * nb + b, r, i < m ? (const fgg_mm_q8k *)x + at : NULL);
+            }
 }
 
 #if defined(FGG_MM_INT_SIMD)
@@ -1935,7 +1925,7 @@ static inline void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrdiff_t row_by
 }
 
 /* The driver of both: weight rows 0..n-1 (row r at w + r * row_bytes, nsb super-blocks) times the
- * m rows of x in groups of 16 (x[G * nsb + b], fgg_mm_x16k_fill): out[i * os + r]. Tiles of
+ * m rows of x in groups of 16 (x[G * nsb + b], fgg_mm_batch_x_fill): out[i * os + r]. Tiles of
  * ``tile`` weight rows (a multiple of 8) are unpacked once (into ``panel``: tile * nsb fgg_mm_wk)
  * for 64 rows of x at a time, both in L2. TILE16 multiplies 8 weight rows by a group's 16 rows
  * (res[t][r]), TILE8 by its rows 0..7 only (a last group of at most 8 rows). */
@@ -2250,7 +2240,7 @@ FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_m_vnni, FGG_MM_K_IQ1_M)
  * the K kinds', lanes are 16 rows of x, but their float step stays per run of 32 and per lane k
  * (values 4k..4k+3), so one vpdpbusd of the broadcast 4 weight bytes of group k with the 16 rows'
  * 4 x bytes is lane k's exact integer for all of them: the weights are the signed operand, x + 128
- * the unsigned one (stored so, fgg_mm_x16b_fill), and 128 * the group's weight sum is taken off.
+ * the unsigned one (stored so, fgg_mm_x16b_put), and 128 * the group's weight sum is taken off.
  * Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)) in a vector of
  * the 16 rows, the offsets of Q4_1 and Q5_1 (m * s) likewise, and the 8 lanes summed in
  * fgg_mm_acc_sum's order: the bits of fgg_mm_rows_b. */
@@ -2311,7 +2301,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_rows(int kind, const int R, 
 }
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 16
- * (x[G * nb + b], fgg_mm_x16b_fill): out[i * os + r]. Tiles of ``tile`` weight rows are unpacked
+ * (x[G * nb + b], fgg_mm_batch_x_fill): out[i * os + r]. Tiles of ``tile`` weight rows are unpacked
  * once (into ``panel``, at least tile * nb fgg_mm_wb) for 64 rows of x at a time, both in L2. */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n,
                                                          ptrdiff_t nb, const fgg_mm_x16b *x, ptrdiff_t m, float *out,

@@ -48,7 +48,6 @@ cdef extern from "dot.h" nogil:
         pass
     ctypedef struct fgg_mm_wk:
         pass
-    void fgg_mm_x16k_fill(const fgg_mm_q8k *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nsb, fgg_mm_x16k *out)
     size_t fgg_mm_batch_x_bytes(int per32, Py_ssize_t m, Py_ssize_t nb)
     void fgg_mm_batch_x_fill(int per32, const void *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nb, void *out)
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
