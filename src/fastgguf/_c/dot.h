@@ -1812,9 +1812,11 @@ typedef struct {
     uint8_t pad[24];
 } fgg_mm_wk;
 
-/* A batch kernel: weight rows 0..n-1 times m rows of x in groups of 16 (fgg_mm_gemm_k_vnni). */
-typedef void (*fgg_mm_gemm_fn)(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const fgg_mm_x16k *x,
-                               ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, ptrdiff_t tile);
+/* A batch kernel: weight rows 0..n-1 (nb blocks each) times m rows of x in groups of 16, x
+ * interleaved by fgg_mm_batch_x_fill (fgg_mm_x16k for the K kinds, fgg_mm_x16b for the per-32
+ * types), with a panel of fgg_mm_batch_panel_bytes per weight row of the tile. */
+typedef void (*fgg_mm_gemm_fn)(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, const void *x,
+                               ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile);
 
 /* Row r of an interleaved super-block from xb (NULL: a row past m, zero). */
 static inline void fgg_mm_x16k_put(fgg_mm_x16k *o, int r, const fgg_mm_q8k *xb)
@@ -1839,6 +1841,13 @@ typedef struct {
     float s[16];
 } fgg_mm_x16b;
 
+/* A weight block (one run of 32) unpacked for that kernel (fgg_mm_wb_unpack). */
+typedef struct {
+    int32_t q[8];     /* the run's 32 signed values, 4 per int32 (group k) */
+    int32_t corr[8];  /* -128 * the sum of group k */
+    float d, m;       /* the scale and (Q4_1, Q5_1) the offset */
+} fgg_mm_wb;
+
 /* Row r of an interleaved block of 32 from xb (NULL: a row past m, x = 0). */
 static inline void fgg_mm_x16b_put(fgg_mm_x16b *o, int r, const fgg_mm_q8 *xb)
 {
@@ -1851,11 +1860,17 @@ static inline void fgg_mm_x16b_put(fgg_mm_x16b *o, int r, const fgg_mm_q8 *xb)
     o->s[r] = xb ? xb->s : 0.0f;
 }
 
-/* Bytes of the interleaved x (fgg_mm_x16k, or fgg_mm_x16b with per32) of m rows of nb blocks, and
- * of a batch kernel's weight panel of ``tile`` rows. */
+/* Bytes of the interleaved x (fgg_mm_x16k, or fgg_mm_x16b with per32) of m rows of nb blocks. */
 static inline size_t fgg_mm_batch_x_bytes(int per32, ptrdiff_t m, ptrdiff_t nb)
 {
     return (size_t)((m + 15) / 16) * (size_t)nb * (per32 ? sizeof(fgg_mm_x16b) : sizeof(fgg_mm_x16k));
+}
+
+/* Bytes of a batch kernel's panel per weight row of nb blocks: fgg_mm_wk per super-block, or with
+ * per32 fgg_mm_wb per block of 32. */
+static inline size_t fgg_mm_batch_panel_bytes(int per32, ptrdiff_t nb)
+{
+    return (size_t)nb * (per32 ? sizeof(fgg_mm_wb) : sizeof(fgg_mm_wk));
 }
 
 /* x's m rows (fgg_mm_q8k super-blocks, or with per32 fgg_mm_q8 blocks; row i's block b at
@@ -2028,10 +2043,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_avx2_tile8(int kind, const fgg_mm_wk *p,
 FGG_MM_GEMM_K_DRIVER(fgg_mm_gemm_k_avx2, , fgg_mm_gemm_k_avx2_tile, fgg_mm_gemm_k_avx2_tile8)
 
 #define FGG_MM_GEMM_K(NAME, KIND)                                                                     \
-static void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const fgg_mm_x16k *x,        \
-                 ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, ptrdiff_t tile)             \
+static void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const void *x,              \
+                 ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)                  \
 {                                                                                                     \
-    fgg_mm_gemm_k_avx2(KIND, w, row_bytes, n, nsb, x, m, out, os, panel, tile);                       \
+    fgg_mm_gemm_k_avx2(KIND, w, row_bytes, n, nsb, (const fgg_mm_x16k *)x, m, out, os, (fgg_mm_wk *)panel, tile); \
 }
 FGG_MM_GEMM_K(fgg_mm_gemm_q2_k, FGG_MM_K2)
 FGG_MM_GEMM_K(fgg_mm_gemm_q3_k, FGG_MM_K3)
@@ -2214,10 +2229,9 @@ FGG_MM_GEMM_K_DRIVER(fgg_mm_gemm_k_vnni, FGG_MM_VNNI, fgg_mm_gemm_k_tile, fgg_mm
 
 #define FGG_MM_GEMM_K_VNNI(NAME, KIND)                                                                \
 static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,       \
-                             const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, \
-                             ptrdiff_t tile)                                                          \
+                             const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
 {                                                                                                     \
-    fgg_mm_gemm_k_vnni(KIND, w, row_bytes, n, nsb, x, m, out, os, panel, tile);                       \
+    fgg_mm_gemm_k_vnni(KIND, w, row_bytes, n, nsb, (const fgg_mm_x16k *)x, m, out, os, (fgg_mm_wk *)panel, tile); \
 }
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q2_k_vnni, FGG_MM_K2)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q3_k_vnni, FGG_MM_K3)
@@ -2244,11 +2258,6 @@ FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_m_vnni, FGG_MM_K_IQ1_M)
  * Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)) in a vector of
  * the 16 rows, the offsets of Q4_1 and Q5_1 (m * s) likewise, and the 8 lanes summed in
  * fgg_mm_acc_sum's order: the bits of fgg_mm_rows_b. */
-typedef struct {
-    int32_t q[8];     /* the run's 32 signed values, 4 per int32 (group k) */
-    int32_t corr[8];  /* -128 * the sum of group k */
-    float d, m;       /* the scale and (Q4_1, Q5_1) the offset */
-} fgg_mm_wb;
 
 /* Weight row w's nb blocks (one run of 32 each) into p[0..nb). */
 static inline FGG_MM_VNNI void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fgg_mm_wb *p)
@@ -2302,7 +2311,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_rows(int kind, const int R, 
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 16
  * (x[G * nb + b], fgg_mm_batch_x_fill): out[i * os + r]. Tiles of ``tile`` weight rows are unpacked
- * once (into ``panel``, at least tile * nb fgg_mm_wb) for 64 rows of x at a time, both in L2. */
+ * once (into ``panel``: tile * nb fgg_mm_wb) for 64 rows of x at a time, both in L2. */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n,
                                                          ptrdiff_t nb, const fgg_mm_x16b *x, ptrdiff_t m, float *out,
                                                          ptrdiff_t os, fgg_mm_wb *panel, ptrdiff_t tile)
@@ -2326,15 +2335,11 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
     }
 }
 
-/* With the K kinds' signature (x and the panel are this kernel's own layouts, cast: the caller
- * sizes them by fgg_mm_batch_x_bytes and fgg_mm_batch_panel_bytes). */
 #define FGG_MM_GEMM_B_VNNI(NAME, KIND)                                                                \
 static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb,        \
-                             const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel, \
-                             ptrdiff_t tile)                                                          \
+                             const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
 {                                                                                                     \
-    fgg_mm_gemm_b_vnni(KIND, w, row_bytes, n, nb, (const fgg_mm_x16b *)(const void *)x, m, out, os,    \
-                       (fgg_mm_wb *)(void *)panel, tile);                                             \
+    fgg_mm_gemm_b_vnni(KIND, w, row_bytes, n, nb, (const fgg_mm_x16b *)x, m, out, os, (fgg_mm_wb *)panel, tile); \
 }
 FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q8_0_vnni, FGG_MM_B_Q8_0)
 FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q4_0_vnni, FGG_MM_B_Q4_0)
@@ -2350,8 +2355,7 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #define fgg_mm_rows_q8_0_vnni fgg_mm_rows_q8_0
 #define fgg_mm_rows_q4_0_vnni fgg_mm_rows_q4_0
 static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
-                                     const fgg_mm_x16k *x, ptrdiff_t m, float *out, ptrdiff_t os, fgg_mm_wk *panel,
-                                     ptrdiff_t tile)
+                                     const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)
 {
     (void)w, (void)row_bytes, (void)n, (void)nsb, (void)x, (void)m, (void)out, (void)os, (void)panel, (void)tile;
 }

@@ -49,10 +49,11 @@ cdef extern from "dot.h" nogil:
     ctypedef struct fgg_mm_wk:
         pass
     size_t fgg_mm_batch_x_bytes(int per32, Py_ssize_t m, Py_ssize_t nb)
+    size_t fgg_mm_batch_panel_bytes(int per32, Py_ssize_t nb)
     void fgg_mm_batch_x_fill(int per32, const void *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nb, void *out)
-    ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nsb,
-                                    const fgg_mm_x16k *x, Py_ssize_t m, float *out, Py_ssize_t os, fgg_mm_wk *panel,
-                               Py_ssize_t tile)
+    ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb,
+                                    const void *x, Py_ssize_t m, float *out, Py_ssize_t os, void *panel,
+                                    Py_ssize_t tile)
     # The batch kernels, as values: VNNI (avx512 build) and maddubs (avx2 and avx512 builds); in a
     # build without them, names of a function never called
     const fgg_mm_gemm_fn fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q5_k_vnni, fgg_mm_gemm_q6_k_vnni

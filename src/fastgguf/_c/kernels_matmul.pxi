@@ -642,9 +642,10 @@ cdef struct _MMIntJob:
     int n_tasks
     int status
     fgg_dot_fn fn
-    fgg_mm_gemm_fn gemm  # the batch kernel (with xi, tile), or NULL: fn a weight row at a time
-    const fgg_mm_x16k *xi
+    fgg_mm_gemm_fn gemm  # the batch kernel (with xi, tile, panel_bytes), or NULL: fn a weight row at a time
+    const void *xi
     Py_ssize_t tile
+    size_t panel_bytes  # a task's panel (tile weight rows)
     const uint8_t *w
     Py_ssize_t row_bytes, nb
     const uint8_t *x
@@ -662,7 +663,7 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
         return
     cdef void *panel = NULL
     if job.gemm != NULL:
-        panel = fgg_aligned_malloc(job.tile * job.nb * sizeof(fgg_mm_wk))
+        panel = fgg_aligned_malloc(job.panel_bytes)
         if panel == NULL:
             job.status = -3
             return
@@ -672,7 +673,7 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
         return
     if job.gemm != NULL:
         job.gemm(job.w + n0 * job.row_bytes, job.row_bytes, n1 - n0, job.nb, job.xi, job.m, job.out + n0,
-                 job.out_stride, <fgg_mm_wk *>panel, job.tile)
+                 job.out_stride, panel, job.tile)
         fgg_guard_leave(&guard)
         fgg_aligned_free(panel)
         return
@@ -721,8 +722,8 @@ def _set_batch_min_rows(Py_ssize_t m):
 
 
 cdef enum:
-    # Weight rows a batch task unpacks at a time (fgg_mm_gemm_k_vnni's panel): 64, fewer (a multiple
-    # of 8) where 64 rows' unpacked super-blocks would pass _MM_GEMM_PANEL_BYTES (long rows)
+    # Weight rows a batch task unpacks at a time (its panel): 64, fewer (a multiple
+    # of 8) where 64 rows' unpacked blocks would pass _MM_GEMM_PANEL_BYTES (long rows)
     _MM_GEMM_PANEL_ROWS = 64
     _MM_GEMM_PANEL_BYTES = 1024 * 1024
 
@@ -733,9 +734,9 @@ cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
     return INT_BATCH[type_id]
 
 
-cdef Py_ssize_t _gemm_tile(Py_ssize_t nsb) noexcept nogil:
-    """Weight rows per task of the batch kernel for rows of ``nsb`` super-blocks."""
-    return max(8, min(_MM_GEMM_PANEL_ROWS, _MM_GEMM_PANEL_BYTES // (nsb * <Py_ssize_t>sizeof(fgg_mm_wk))) // 8 * 8)
+cdef Py_ssize_t _gemm_tile(size_t row_panel_bytes) noexcept nogil:
+    """Weight rows per task of the batch kernel whose panel takes ``row_panel_bytes`` per weight row."""
+    return max(8, min(_MM_GEMM_PANEL_ROWS, _MM_GEMM_PANEL_BYTES // <Py_ssize_t>row_panel_bytes) // 8 * 8)
 
 
 cdef size_t _xi_bytes(int type_id, Py_ssize_t m, Py_ssize_t nb) noexcept nogil:
@@ -748,8 +749,10 @@ cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, 
     """Make an integer job run the batch kernel: x interleaved into ``xi`` (_xi_bytes), tasks of
     _gemm_tile weight rows."""
     job.gemm = gemm
-    job.xi = <const fgg_mm_x16k *>xi
-    job.tile = _gemm_tile(job.nb)
+    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(not _x_by_256(type_id), job.nb)
+    job.xi = xi
+    job.tile = _gemm_tile(row_panel_bytes)
+    job.panel_bytes = job.tile * row_panel_bytes
     fgg_mm_batch_x_fill(not _x_by_256(type_id), job.x, job.xs, job.m, job.nb, xi)
     job.n_tasks = _tasks_for(job.n1 - job.n0, job.tile, threads)
 
@@ -824,6 +827,7 @@ cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, const uint8_t *w, Py_ssiz
     job.gemm = NULL
     job.xi = NULL
     job.tile = 0
+    job.panel_bytes = 0
     job.w = w
     job.row_bytes = row_bytes
     job.nb = nb
