@@ -123,7 +123,7 @@ def int_dot_isa() -> str:
 
 def int_batch_kernel(type_id: int, m: int) -> str:
     """The integer kernel ``matmul_rows_int`` takes for ``m`` rows of x: ``"vnni-batch"``,
-    ``"maddubs-batch"`` or ``"rows"``."""
+    ``"maddubs-batch"``, ``"vnni-few"`` or ``"rows"``."""
 
 def vnni_usable() -> bool:
     """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""

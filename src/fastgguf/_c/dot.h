@@ -608,61 +608,74 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_b_offset(int kind, const uint8_t *wb)
     return fgg_mm_b_has_offset(kind) ? fgg_half_to_float_scale(fgg_load_u16le(wb + 2)) : 0.0f;
 }
 
-/* One weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8 blocks: each block is
- * unpacked once for 8 rows of x at a time. With offsets (Q4_1, Q5_1) each row also carries
- * off = off + m * s block by block, one float, added to the lanes' sum at the end. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                        int m, float *out, ptrdiff_t os)
-{
-    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
-    const int runs = fgg_mm_b_runs(kind);  /* x blocks per weight block */
-    fgg_mm_acc acc[8];
-    float off[8];
-    if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
-        fgg_mm_acc a = fgg_mm_acc_zero();
-        float o = 0.0f;
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
-            fgg_mm_prefetch_ahead(wb, bytes);
-            for (int r = 0; r < runs; r++) {
-                const fgg_mm_q8 *xb = x + runs * b + r;
-                const fgg_mm_lanes dot = fgg_mm_dot(fgg_mm_b_values(kind, wb, r), xb->q);
-                a = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(a, dot, fgg_mm_nvfp4_scales(wb, r), xb->d)
-                                           : fgg_mm_acc_add(a, dot, fgg_mm_b_scale(kind, wb) * xb->d);
-            }
-            if (fgg_mm_b_has_offset(kind)) o = o + fgg_mm_b_offset(kind, wb) * x[b].s;
-        }
-        out[0] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(a) + o : fgg_mm_acc_sum(a);
-        return;
-    }
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) {
-            acc[i] = fgg_mm_acc_zero();
-            off[i] = 0.0f;
-        }
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
-            const float d = kind == FGG_MM_B_NVFP4 ? 0.0f : fgg_mm_b_scale(kind, wb);
-            for (int r = 0; r < runs; r++) {
-                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);
-                const fgg_mm_scale2 sc = kind == FGG_MM_B_NVFP4 ? fgg_mm_nvfp4_scales(wb, r) : fgg_mm_scale2_set(0.0f, 0.0f);
-                for (int i = 0; i < mr; i++) {
-                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + r;
-                    const fgg_mm_lanes dot = fgg_mm_dot(q, xb->q);
-                    acc[i] = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(acc[i], dot, sc, xb->d)
-                                                    : fgg_mm_acc_add(acc[i], dot, d * xb->d);
-                }
-            }
-            if (fgg_mm_b_has_offset(kind)) {
-                const float mn = fgg_mm_b_offset(kind, wb);
-                for (int i = 0; i < mr; i++) off[i] = off[i] + mn * x[(r0 + i) * xs + b].s;
-            }
-        }
-        for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
-    }
+/* One weight row of ``kind`` against NR (1 to 8, a constant in each call) rows of x: each run
+ * unpacked once into registers and met by the NR rows, whose accumulators stay in registers.
+ * fgg_mm_rows_b takes the rows FGG_MM_B_CHUNK at a time. One body for two dot products (DOT):
+ * fgg_mm_dot here, vpdpbusd in the VNNI kernels below. */
+#ifndef FGG_MM_B_CHUNK
+#define FGG_MM_B_CHUNK 4
+#endif
+#define FGG_MM_ROWS_B(ROWN, ROWS, ATTR, DOT)                                                          \
+FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, \
+                                    ptrdiff_t xs, float *out, ptrdiff_t os)                           \
+{                                                                                                     \
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);                                                     \
+    const int runs = fgg_mm_b_runs(kind);                                                             \
+    fgg_mm_acc acc[8];                                                                                \
+    float off[8];                                                                                     \
+    for (int i = 0; i < NR; i++) {                                                                    \
+        acc[i] = fgg_mm_acc_zero();                                                                   \
+        off[i] = 0.0f;                                                                                \
+    }                                                                                                 \
+    const uint8_t *wb = w;                                                                            \
+    for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {                                                 \
+        fgg_mm_prefetch_ahead(wb, bytes);                                                             \
+        const float d = kind == FGG_MM_B_NVFP4 ? 0.0f : fgg_mm_b_scale(kind, wb);                     \
+        for (int r = 0; r < runs; r++) {                                                              \
+            const fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);                                        \
+            const fgg_mm_scale2 sc = kind == FGG_MM_B_NVFP4 ? fgg_mm_nvfp4_scales(wb, r)              \
+                                                            : fgg_mm_scale2_set(0.0f, 0.0f);          \
+            for (int i = 0; i < NR; i++) {                                                            \
+                const fgg_mm_q8 *xb = x + i * xs + runs * b + r;                                      \
+                const fgg_mm_lanes dot = DOT(q, xb->q);                                               \
+                acc[i] = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(acc[i], dot, sc, xb->d)             \
+                                                : fgg_mm_acc_add(acc[i], dot, d * xb->d);             \
+            }                                                                                         \
+        }                                                                                             \
+        if (fgg_mm_b_has_offset(kind)) {                                                              \
+            const float mn = fgg_mm_b_offset(kind, wb);                                               \
+            for (int i = 0; i < NR; i++) off[i] = off[i] + mn * x[i * xs + b].s;                      \
+        }                                                                                             \
+    }                                                                                                 \
+    for (int i = 0; i < NR; i++)                                                                      \
+        out[i * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]); \
+}                                                                                                     \
+                                                                                                      \
+FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, \
+                                    int m, float *out, ptrdiff_t os)                                  \
+{                                                                                                     \
+    for (int r0 = 0; r0 < m; r0 += FGG_MM_B_CHUNK) {                                                  \
+        const fgg_mm_q8 *xr = x + r0 * xs;                                                            \
+        float *o = out + r0 * os;                                                                     \
+        switch (m - r0 < FGG_MM_B_CHUNK ? m - r0 : FGG_MM_B_CHUNK) {                                  \
+        FGG_MM_ROWS_B_WIDE(ROWN)                                                                      \
+        case 4: ROWN(kind, 4, w, nb, xr, xs, o, os); break;                                           \
+        case 3: ROWN(kind, 3, w, nb, xr, xs, o, os); break;                                           \
+        case 2: ROWN(kind, 2, w, nb, xr, xs, o, os); break;                                           \
+        default: ROWN(kind, 1, w, nb, xr, xs, o, os); break;                                          \
+        }                                                                                             \
+    }                                                                                                 \
 }
+#if FGG_MM_B_CHUNK > 4
+#define FGG_MM_ROWS_B_WIDE(ROWN)                                                                      \
+        case 8: ROWN(kind, 8, w, nb, xr, xs, o, os); break;                                           \
+        case 7: ROWN(kind, 7, w, nb, xr, xs, o, os); break;                                           \
+        case 6: ROWN(kind, 6, w, nb, xr, xs, o, os); break;                                           \
+        case 5: ROWN(kind, 5, w, nb, xr, xs, o, os); break;
+#else
+#define FGG_MM_ROWS_B_WIDE(ROWN)
+#endif
+FGG_MM_ROWS_B(fgg_mm_rown_b, fgg_mm_rows_b, , fgg_mm_dot)
 
 #define FGG_MM_B_ROWS(NAME, KIND) FGG_MM_NAMED_ROWS(static inline, NAME, fgg_mm_q8, fgg_mm_rows_b, KIND)
 FGG_MM_B_ROWS(fgg_mm_rows_q8_0, FGG_MM_B_Q8_0)
@@ -1860,16 +1873,43 @@ static inline void fgg_mm_x16b_put(fgg_mm_x16b *o, int r, const fgg_mm_q8 *xb)
     o->s[r] = xb ? xb->s : 0.0f;
 }
 
-/* Bytes of the interleaved x (fgg_mm_x16k, or fgg_mm_x16b with per32) of m rows of nb blocks. */
+/* x for the per-32 types' few-rows VNNI kernel (fgg_mm_few_b_vnni, at most FGG_MM_FEW_ROWS rows):
+ * one block of 32 of a pair of rows, row 2p in the low half of each vector, row 2p + 1 in the high:
+ * q its values plus 128, d and s its scale and scaled sum in 8 lanes each. */
+typedef struct {
+    uint8_t q[64];
+    float d[16];
+    float s[16];
+} fgg_mm_x2b;
+
+#define FGG_MM_FEW_ROWS 8
+
+/* Whether m rows of x take the few-rows layout and kernel (the per-32 types, m <= FGG_MM_FEW_ROWS). */
+static inline int fgg_mm_batch_few(int per32, ptrdiff_t m) { return per32 && m <= FGG_MM_FEW_ROWS; }
+
+/* Half h of a pair's block from xb (NULL: a row past m, x = 0). */
+static inline void fgg_mm_x2b_put(fgg_mm_x2b *o, int h, const fgg_mm_q8 *xb)
+{
+    for (int i = 0; i < 32; i++) o->q[32 * h + i] = (uint8_t)((xb ? xb->q[i] : 0) + 128);
+    for (int k = 0; k < 8; k++) {
+        o->d[8 * h + k] = xb ? xb->d : 0.0f;
+        o->s[8 * h + k] = xb ? xb->s : 0.0f;
+    }
+}
+
+/* Bytes of the interleaved x (fgg_mm_x16k; with per32 fgg_mm_x16b, or fgg_mm_x2b for a few rows)
+ * of m rows of nb blocks. */
 static inline size_t fgg_mm_batch_x_bytes(int per32, ptrdiff_t m, ptrdiff_t nb)
 {
+    if (fgg_mm_batch_few(per32, m)) return (size_t)((m + 1) / 2) * (size_t)nb * sizeof(fgg_mm_x2b);
     return (size_t)((m + 15) / 16) * (size_t)nb * (per32 ? sizeof(fgg_mm_x16b) : sizeof(fgg_mm_x16k));
 }
 
 /* Bytes of a batch kernel's panel per weight row of nb blocks: fgg_mm_wk per super-block, or with
- * per32 fgg_mm_wb per block of 32. */
-static inline size_t fgg_mm_batch_panel_bytes(int per32, ptrdiff_t nb)
+ * per32 fgg_mm_wb per block of 32; none for a few rows (their kernel unpacks into registers). */
+static inline size_t fgg_mm_batch_panel_bytes(int per32, ptrdiff_t m, ptrdiff_t nb)
 {
+    if (fgg_mm_batch_few(per32, m)) return 0;
     return (size_t)nb * (per32 ? sizeof(fgg_mm_wb) : sizeof(fgg_mm_wk));
 }
 
@@ -1878,6 +1918,14 @@ static inline size_t fgg_mm_batch_panel_bytes(int per32, ptrdiff_t nb)
  * out[G * nb + b] (fgg_mm_x16k or fgg_mm_x16b); rows past m are x = 0. */
 static inline void fgg_mm_batch_x_fill(int per32, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
 {
+    if (fgg_mm_batch_few(per32, m)) {
+        for (ptrdiff_t p = 0; p < (m + 1) / 2; p++)
+            for (ptrdiff_t b = 0; b < nb; b++)
+                for (int h = 0; h < 2; h++)
+                    fgg_mm_x2b_put((fgg_mm_x2b *)out + p * nb + b, h,
+                                   2 * p + h < m ? (const fgg_mm_q8 *)x + (2 * p + h) * xs + b : NULL);
+        return;
+    }
     for (ptrdiff_t G = 0; G < (m + 15) / 16; G++)
         for (ptrdiff_t b = 0; b < nb; b++)
             for (int r = 0; r < 16; r++) {
@@ -2071,98 +2119,35 @@ FGG_MM_GEMM_K(fgg_mm_gemm_iq1_m, FGG_MM_K_IQ1_M)
  *
  * The same integers and the same float steps as above, by other instructions: vpdpbusd adds the
  * 4 products of unsigned w bytes with x bytes straight into an int32 lane, which is the lane
- * above before its scale. Q4_0 and Q8_0 (w's sign moved onto x, scale 1): two rows of x share
- * one 512-bit vector (row i in the low 256 bits, row i + 1 in the high), so every float step is
- * the 8-lane step above, done for two rows at once; an odd last row uses the 256-bit form, up to
- * 5 rows the maddubs kernel. The K kinds: the batch kernel (their row kernels are maddubs on
- * VNNI CPUs too, as fast or faster at 1 to 5 rows). So the VNNI, maddubs and portable kernels
- * give the same bits.
+ * above before its scale. The per-32 types without Q1_0, Q2_0 and NVFP4: row kernels (w's sign
+ * moved onto x), a few-rows kernel (2 to 8 rows of x: two rows per 512-bit vector, each float
+ * step the 8-lane step above for two rows at once) and a batch kernel (lanes are 16 rows of x).
+ * The K kinds: the batch kernel (their row kernels are maddubs on VNNI CPUs too, as fast or
+ * faster at 1 to 5 rows). So the VNNI, maddubs and portable kernels give the same bits.
  * Each function is compiled for VNNI by a target attribute: the rest of the avx512 build still
  * runs on AVX-512 CPUs without VNNI, and these run only when fgg_cpu_has_avx512_vnni() says so. */
 #if defined(FGG_MM_INT_SIMD) && FGG_HAVE_AVX512 && (defined(__GNUC__) || defined(__clang__))
 #define FGG_MM_HAVE_VNNI 1
 #define FGG_MM_VNNI __attribute__((target("avx512vnni,avx512bw,avx512f,avx512vl,avx512dq")))
 
-/* The same 32 bytes in both halves. */
-static inline FGG_MM_VNNI __m512i fgg_mm_v2_w(__m256i w) { return _mm512_broadcast_i64x4(w); }
-
-/* Block b's 32 bytes of x for two rows: x0 low, x1 high. */
-static inline FGG_MM_VNNI __m512i fgg_mm_v2_x(const int8_t *x0, const int8_t *x1)
-{
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)x0)),
-                              _mm256_loadu_si256((const __m256i *)x1), 1);
-}
-
-/* Lanes (before the scale) of a signed weight block against two rows: wa = |w| (both halves),
- * neg = its bytes that were negative. */
-static inline FGG_MM_VNNI __m512i fgg_mm_v2_dot(__m512i wa, __mmask64 neg, __m512i x)
-{
-    __m512i sx = _mm512_mask_sub_epi8(x, neg, _mm512_setzero_si512(), x);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), wa, sx);
-}
-
-/* The same for one row (256 bits). */
+/* The lanes of fgg_mm_dot: |w| times x with w's sign moved onto x, by vpdpbusd. */
 static inline FGG_MM_VNNI __m256i fgg_mm_v1_dot(__m256i w, const int8_t *xq)
 {
     __m256i sx = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)xq), w);
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(w), sx);
 }
 
-/* acc = acc + (float)l * f, f = f0 in the low 8 lanes, f1 in the high 8. */
-static inline FGG_MM_VNNI __m512 fgg_mm_v2_acc(__m512 acc, __m512i l, float f0, float f1)
-{
-    __m512 f = _mm512_insertf32x8(_mm512_set1_ps(f0), _mm256_set1_ps(f1), 1);
-    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_cvtepi32_ps(l), f));
-}
-
-static inline FGG_MM_VNNI void fgg_mm_v2_out(__m512 acc, float *o0, float *o1)
-{
-    *o0 = fgg_mm_acc_sum(_mm512_castps512_ps256(acc));
-    *o1 = fgg_mm_acc_sum(_mm512_extractf32x8_ps(acc, 1));
-}
-
-/* Q8_0 and Q4_0 (scale 1 on both halves; w signed). */
-#define FGG_MM_V_LEGACY(NAME, BYTES, UNPACK, ROWS)                                                    \
-static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,       \
-                             int m, float *out, ptrdiff_t os)                                        \
-{                                                                                                    \
-    __m512 acc2[4];                                                                                  \
-    if (m < 6) { /* the maddubs kernel (the same lanes, so the same bits): 0.61-0.67 of the time     \
-                 * of this one at 1 row, 0.82-1.07 at 2 to 5 (Q4_0, Q8_0, 4096 x 4096) */            \
-        ROWS(w, nb, x, xs, m, out, os);                                                              \
-        return;                                                                                      \
-    }                                                                                                \
-    fgg_mm_acc acc1 = fgg_mm_acc_zero();                                                             \
-    for (int r0 = 0; r0 < m; r0 += 8) {                                                              \
-        int mr = m - r0 < 8 ? m - r0 : 8, np = mr / 2;                                               \
-        for (int p = 0; p < np; p++) acc2[p] = _mm512_setzero_ps();                                  \
-        acc1 = fgg_mm_acc_zero();                                                                    \
-        const uint8_t *wb = w;                                                                       \
-        for (ptrdiff_t b = 0; b < nb; b++, wb += (BYTES)) {                                          \
-            float d = fgg_half_to_float_scale(fgg_load_u16le(wb));                                               \
-            __m256i q = UNPACK;                                                                      \
-            __m512i qz = fgg_mm_v2_w(q);                                                             \
-            __m512i qa = _mm512_abs_epi8(qz);                                                        \
-            __mmask64 neg = _mm512_movepi8_mask(qz);                                                 \
-            for (int p = 0; p < np; p++) {                                                           \
-                const fgg_mm_q8 *x0 = x + (r0 + 2 * p) * xs + b, *x1 = x0 + xs;                      \
-                __m512i l = fgg_mm_v2_dot(qa, neg, fgg_mm_v2_x(x0->q, x1->q));                       \
-                acc2[p] = fgg_mm_v2_acc(acc2[p], l, d * x0->d, d * x1->d);                           \
-            }                                                                                        \
-            if (mr & 1) {                                                                            \
-                const fgg_mm_q8 *xr = x + (r0 + mr - 1) * xs + b;                                    \
-                acc1 = fgg_mm_acc_add(acc1, fgg_mm_v1_dot(q, xr->q), d * xr->d);                     \
-            }                                                                                        \
-        }                                                                                            \
-        for (int p = 0; p < np; p++)                                                                 \
-            fgg_mm_v2_out(acc2[p], &out[(r0 + 2 * p) * os], &out[(r0 + 2 * p + 1) * os]);            \
-        if (mr & 1) out[(r0 + mr - 1) * os] = fgg_mm_acc_sum(acc1);                                  \
-    }                                                                                                \
-}
-
-FGG_MM_V_LEGACY(fgg_mm_rows_q8_0_vnni, 34, fgg_mm_load32(wb + 2), fgg_mm_rows_q8_0)
-FGG_MM_V_LEGACY(fgg_mm_rows_q4_0_vnni, 18, fgg_mm_nibbles16(wb + 2, 8), fgg_mm_rows_q4_0)
-#undef FGG_MM_V_LEGACY
+/* The per-32 types with vpdpbusd in place of maddubs and madd: the same lanes. */
+FGG_MM_ROWS_B(fgg_mm_rown_b_vnni, fgg_mm_rows_b_vnni, FGG_MM_VNNI, fgg_mm_v1_dot)
+#define FGG_MM_B_ROWS_VNNI(NAME, KIND) FGG_MM_NAMED_ROWS(static FGG_MM_VNNI, NAME, fgg_mm_q8, fgg_mm_rows_b_vnni, KIND)
+FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q8_0_vnni, FGG_MM_B_Q8_0)
+FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q4_0_vnni, FGG_MM_B_Q4_0)
+FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q5_0_vnni, FGG_MM_B_Q5_0)
+FGG_MM_B_ROWS_VNNI(fgg_mm_rows_iq4_nl_vnni, FGG_MM_B_IQ4_NL)
+FGG_MM_B_ROWS_VNNI(fgg_mm_rows_mxfp4_vnni, FGG_MM_B_MXFP4)
+FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q4_1_vnni, FGG_MM_B_Q4_1)
+FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q5_1_vnni, FGG_MM_B_Q5_1)
+#undef FGG_MM_B_ROWS_VNNI
 
 
 /* The batch kernel of the K kinds on VNNI (see "The batch kernels" above): one vpdpbusd makes 4
@@ -2309,13 +2294,109 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_rows(int kind, const int R, 
     }
 }
 
+/* Weight rows t (R = 1 or 2, a constant; row t at w + t * row_bytes) against P pairs of rows of x
+ * (fgg_mm_x2b, pair p at x + p * nb), blocks b0..b1-1: accumulators st[t][p] (sto: the offsets)
+ * carried between spans. Each weight block is unpacked once, into registers (its values in both
+ * halves, and -128 times their sums by 4, since x comes as x + 128). */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_span(int kind, const int P, const int R, const uint8_t *w,
+                                                        ptrdiff_t row_bytes, ptrdiff_t b0, ptrdiff_t b1,
+                                                        const fgg_mm_x2b *x, ptrdiff_t nb, __m512 st[][4],
+                                                        __m512 sto[][4])
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    __m512 acc[2][4], off[2][4];
+    for (int t = 0; t < R; t++)
+        for (int p = 0; p < P; p++) {
+            acc[t][p] = st[t][p];
+            off[t][p] = sto[t][p];
+        }
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        __m512i wq[2], corr[2];
+        __m512 dw[2], mw[2];
+        for (int t = 0; t < R; t++) {
+            const uint8_t *wb = w + t * row_bytes + b * bytes;
+            fgg_mm_prefetch_ahead(wb, bytes);
+            wq[t] = _mm512_broadcast_i64x4(fgg_mm_b_values(kind, wb, 0));
+            corr[t] = _mm512_sub_epi32(_mm512_setzero_si512(),
+                                       _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), wq[t]));
+            dw[t] = _mm512_set1_ps(fgg_mm_b_scale(kind, wb));
+            mw[t] = _mm512_set1_ps(fgg_mm_b_offset(kind, wb));
+        }
+        for (int p = 0; p < P; p++) {
+            const fgg_mm_x2b *xb = x + p * nb + b;
+            const __m512i xq = _mm512_load_si512((const void *)xb->q);
+            const __m512 xd = _mm512_load_ps(xb->d);
+            for (int t = 0; t < R; t++) {
+                const __m512i l = _mm512_dpbusd_epi32(corr[t], xq, wq[t]);
+                acc[t][p] = _mm512_add_ps(acc[t][p], _mm512_mul_ps(_mm512_cvtepi32_ps(l), _mm512_mul_ps(dw[t], xd)));
+                if (fgg_mm_b_has_offset(kind))
+                    off[t][p] = _mm512_add_ps(off[t][p], _mm512_mul_ps(mw[t], _mm512_load_ps(xb->s)));
+            }
+        }
+    }
+    for (int t = 0; t < R; t++)
+        for (int p = 0; p < P; p++) {
+            st[t][p] = acc[t][p];
+            sto[t][p] = off[t][p];
+        }
+}
+
+/* The per-32 types against at most FGG_MM_FEW_ROWS rows of x (P pairs, a constant): weight rows
+ * two at a time, 32 at a time over spans of 32 blocks of K, so that the span of x (P * 32 * 192
+ * bytes) stays in L1 while they meet it. Lanes 0-7 carry row 2p's float steps of the row kernels,
+ * 8-15 row 2p + 1's, summed in fgg_mm_acc_sum's order: the same bits. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_vnni(int kind, const int P, const uint8_t *w, ptrdiff_t row_bytes,
+                                                        ptrdiff_t n, ptrdiff_t nb, const fgg_mm_x2b *x, ptrdiff_t m,
+                                                        float *out, ptrdiff_t os)
+{
+    enum { ROWS = 32, SPAN = 32 };
+    __m512 st[ROWS][4], sto[ROWS][4];
+    for (ptrdiff_t a = 0; a < n; a += ROWS) {
+        const int na = n - a < ROWS ? (int)(n - a) : ROWS;
+        for (int t = 0; t < na; t++)
+            for (int p = 0; p < P; p++) st[t][p] = sto[t][p] = _mm512_setzero_ps();
+        for (ptrdiff_t b0 = 0; b0 < nb; b0 += SPAN) {
+            const ptrdiff_t b1 = nb - b0 < SPAN ? nb : b0 + SPAN;
+            for (int t = 0; t < na; t += 2) {
+                if (na - t >= 2)
+                    fgg_mm_few_b_span(kind, P, 2, w + (a + t) * row_bytes, row_bytes, b0, b1, x, nb, st + t, sto + t);
+                else
+                    fgg_mm_few_b_span(kind, P, 1, w + (a + t) * row_bytes, row_bytes, b0, b1, x, nb, st + t, sto + t);
+            }
+        }
+        for (int t = 0; t < na; t++)
+            for (int p = 0; p < P; p++)
+                for (int h = 0; h < 2 && 2 * p + h < m; h++) {
+                    const __m256 v = h ? _mm512_extractf32x8_ps(st[t][p], 1) : _mm512_castps512_ps256(st[t][p]);
+                    float r = fgg_mm_acc_sum(v);
+                    if (fgg_mm_b_has_offset(kind)) {
+                        float o[16];
+                        _mm512_storeu_ps(o, sto[t][p]);
+                        r = r + o[8 * h];
+                    }
+                    out[(2 * p + h) * os + a + t] = r;
+                }
+    }
+}
+
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 16
  * (x[G * nb + b], fgg_mm_batch_x_fill): out[i * os + r]. Tiles of ``tile`` weight rows are unpacked
  * once (into ``panel``: tile * nb fgg_mm_wb) for 64 rows of x at a time, both in L2. */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n,
-                                                         ptrdiff_t nb, const fgg_mm_x16b *x, ptrdiff_t m, float *out,
+                                                         ptrdiff_t nb, const void *x, ptrdiff_t m, float *out,
                                                          ptrdiff_t os, fgg_mm_wb *panel, ptrdiff_t tile)
 {
+    if (fgg_mm_batch_few(1, m)) {  /* x in fgg_mm_x2b */
+        const fgg_mm_x2b *x2 = (const fgg_mm_x2b *)x;
+        switch ((m + 1) / 2) {
+        case 4: fgg_mm_few_b_vnni(kind, 4, w, row_bytes, n, nb, x2, m, out, os); break;
+        case 3: fgg_mm_few_b_vnni(kind, 3, w, row_bytes, n, nb, x2, m, out, os); break;
+        case 2: fgg_mm_few_b_vnni(kind, 2, w, row_bytes, n, nb, x2, m, out, os); break;
+        default: fgg_mm_few_b_vnni(kind, 1, w, row_bytes, n, nb, x2, m, out, os); break;
+        }
+        return;
+    }
+    const fgg_mm_x16b *x16 = (const fgg_mm_x16b *)x;
     const ptrdiff_t groups = (m + 15) / 16;
     for (ptrdiff_t a = 0; a < n; a += tile) {
         const ptrdiff_t na = n - a < tile ? n - a : tile;
@@ -2326,9 +2407,9 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
                     float res[2][16];
                     const int nr = m - 16 * g < 16 ? (int)(m - 16 * g) : 16, nt = na - t < 2 ? 1 : 2;
                     if (nt == 2)
-                        fgg_mm_gemm_b_rows(kind, 2, panel + t * nb, nb, x + g * nb, res);
+                        fgg_mm_gemm_b_rows(kind, 2, panel + t * nb, nb, x16 + g * nb, res);
                     else
-                        fgg_mm_gemm_b_rows(kind, 1, panel + t * nb, nb, x + g * nb, res);
+                        fgg_mm_gemm_b_rows(kind, 1, panel + t * nb, nb, x16 + g * nb, res);
                     for (int r = 0; r < nr; r++)
                         for (int u = 0; u < nt; u++) out[(16 * g + r) * os + a + t + u] = res[u][r];
                 }
@@ -2339,7 +2420,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
 static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb,        \
                              const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
 {                                                                                                     \
-    fgg_mm_gemm_b_vnni(KIND, w, row_bytes, n, nb, (const fgg_mm_x16b *)x, m, out, os, (fgg_mm_wb *)panel, tile); \
+    fgg_mm_gemm_b_vnni(KIND, w, row_bytes, n, nb, x, m, out, os, (fgg_mm_wb *)panel, tile);               \
 }
 FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q8_0_vnni, FGG_MM_B_Q8_0)
 FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q4_0_vnni, FGG_MM_B_Q4_0)
@@ -2354,6 +2435,11 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 /* Never called (fgg_mm_vnni_usable() is 0): names for the Cython table code. */
 #define fgg_mm_rows_q8_0_vnni fgg_mm_rows_q8_0
 #define fgg_mm_rows_q4_0_vnni fgg_mm_rows_q4_0
+#define fgg_mm_rows_q5_0_vnni fgg_mm_rows_q5_0
+#define fgg_mm_rows_iq4_nl_vnni fgg_mm_rows_iq4_nl
+#define fgg_mm_rows_mxfp4_vnni fgg_mm_rows_mxfp4
+#define fgg_mm_rows_q4_1_vnni fgg_mm_rows_q4_1
+#define fgg_mm_rows_q5_1_vnni fgg_mm_rows_q5_1
 static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
                                      const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)
 {

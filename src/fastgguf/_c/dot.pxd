@@ -43,13 +43,19 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows_q6_k(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8k *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q8_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows_q4_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q5_0_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_iq4_nl_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_mxfp4_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q4_1_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows_q5_1_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     int fgg_mm_vnni_usable()
     ctypedef struct fgg_mm_x16k:
         pass
     ctypedef struct fgg_mm_wk:
         pass
     size_t fgg_mm_batch_x_bytes(int per32, Py_ssize_t m, Py_ssize_t nb)
-    size_t fgg_mm_batch_panel_bytes(int per32, Py_ssize_t nb)
+    bint fgg_mm_batch_few(int per32, Py_ssize_t m)
+    size_t fgg_mm_batch_panel_bytes(int per32, Py_ssize_t m, Py_ssize_t nb)
     void fgg_mm_batch_x_fill(int per32, const void *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nb, void *out)
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb,
                                     const void *x, Py_ssize_t m, float *out, Py_ssize_t os, void *panel,

@@ -62,14 +62,17 @@ cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
-    # Q1_0, Q2_0, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0 and the grid types have no VNNI
-    # row kernels: their maddubs kernels serve both (the K kinds' batch kernels are INT_BATCH)
-    rows[FGG_TYPE_Q4_1].dot = <fgg_dot_fn>fgg_mm_rows_q4_1
-    rows[FGG_TYPE_Q5_0].dot = <fgg_dot_fn>fgg_mm_rows_q5_0
-    rows[FGG_TYPE_Q5_1].dot = <fgg_dot_fn>fgg_mm_rows_q5_1
-    rows[FGG_TYPE_IQ4_NL].dot = <fgg_dot_fn>fgg_mm_rows_iq4_nl
+    # the per-32 types' row kernels: vpdpbusd on VNNI CPUs, else maddubs (the same lanes)
+    rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>(fgg_mm_rows_q8_0_vnni if vnni else fgg_mm_rows_q8_0)
+    rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>(fgg_mm_rows_q4_0_vnni if vnni else fgg_mm_rows_q4_0)
+    rows[FGG_TYPE_Q5_0].dot = <fgg_dot_fn>(fgg_mm_rows_q5_0_vnni if vnni else fgg_mm_rows_q5_0)
+    rows[FGG_TYPE_Q4_1].dot = <fgg_dot_fn>(fgg_mm_rows_q4_1_vnni if vnni else fgg_mm_rows_q4_1)
+    rows[FGG_TYPE_Q5_1].dot = <fgg_dot_fn>(fgg_mm_rows_q5_1_vnni if vnni else fgg_mm_rows_q5_1)
+    rows[FGG_TYPE_IQ4_NL].dot = <fgg_dot_fn>(fgg_mm_rows_iq4_nl_vnni if vnni else fgg_mm_rows_iq4_nl)
+    rows[FGG_TYPE_MXFP4].dot = <fgg_dot_fn>(fgg_mm_rows_mxfp4_vnni if vnni else fgg_mm_rows_mxfp4)
+    # Q1_0, Q2_0, NVFP4, IQ4_XS, TQ1_0 and the grid types have no VNNI row kernels: their maddubs
+    # kernels serve both (the K kinds' batch kernels are INT_BATCH)
     rows[FGG_TYPE_IQ4_XS].dot = <fgg_dot_fn>fgg_mm_rows_iq4_xs
-    rows[FGG_TYPE_MXFP4].dot = <fgg_dot_fn>fgg_mm_rows_mxfp4
     rows[FGG_TYPE_NVFP4].dot = <fgg_dot_fn>fgg_mm_rows_nvfp4
     rows[FGG_TYPE_Q1_0].dot = <fgg_dot_fn>fgg_mm_rows_q1_0
     rows[FGG_TYPE_Q2_0].dot = <fgg_dot_fn>fgg_mm_rows_q2_0
@@ -115,12 +118,6 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
     rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
     rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
-    if vnni:
-        rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0_vnni
-        rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0_vnni
-    else:
-        rows[FGG_TYPE_Q8_0].dot = <fgg_dot_fn>fgg_mm_rows_q8_0
-        rows[FGG_TYPE_Q4_0].dot = <fgg_dot_fn>fgg_mm_rows_q4_0
 
 
 cdef bint _vnni_on = False
@@ -166,9 +163,12 @@ def vnni_usable():
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
-    per-32 types from 8, VNNI only) or ``"rows"`` (a weight row at a time)."""
+    per-32 types from 9, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 8 rows, VNNI only:
+    two rows of x per vector) or ``"rows"`` (a weight row at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
+    if fgg_mm_batch_few(not _x_by_256(type_id), m):
+        return "vnni-few"
     return "vnni-batch" if _vnni_on else "maddubs-batch"
 
 
@@ -662,7 +662,7 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
     if n0 == n1:
         return
     cdef void *panel = NULL
-    if job.gemm != NULL:
+    if job.gemm != NULL and job.panel_bytes:
         panel = fgg_aligned_malloc(job.panel_bytes)
         if panel == NULL:
             job.status = -3
@@ -704,8 +704,8 @@ cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
-    if not _x_by_256(type_id):  # the per-32 types (VNNI only)
-        return 8
+    if not _x_by_256(type_id):  # the per-32 types (VNNI only): the few-rows kernel from 2
+        return 2
     return 6 if _vnni_on else 9
 
 
@@ -735,7 +735,10 @@ cdef fgg_mm_gemm_fn _gemm_k(int type_id) noexcept nogil:
 
 
 cdef Py_ssize_t _gemm_tile(size_t row_panel_bytes) noexcept nogil:
-    """Weight rows per task of the batch kernel whose panel takes ``row_panel_bytes`` per weight row."""
+    """Weight rows per task of the batch kernel whose panel takes ``row_panel_bytes`` per weight row
+    (none: _MM_GEMM_PANEL_ROWS)."""
+    if row_panel_bytes == 0:
+        return _MM_GEMM_PANEL_ROWS
     return max(8, min(_MM_GEMM_PANEL_ROWS, _MM_GEMM_PANEL_BYTES // <Py_ssize_t>row_panel_bytes) // 8 * 8)
 
 
@@ -749,7 +752,7 @@ cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, 
     """Make an integer job run the batch kernel: x interleaved into ``xi`` (_xi_bytes), tasks of
     _gemm_tile weight rows."""
     job.gemm = gemm
-    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(not _x_by_256(type_id), job.nb)
+    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(not _x_by_256(type_id), job.m, job.nb)
     job.xi = xi
     job.tile = _gemm_tile(row_panel_bytes)
     job.panel_bytes = job.tile * row_panel_bytes
