@@ -2294,6 +2294,27 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_rows(int kind, const int R, 
     }
 }
 
+/* A block's 32 values in both halves of a 512-bit vector: the nibble kinds unpacked at that width
+ * from one broadcast load (128-bit lanes: low nibbles, high, low, high; Q5_0's and Q5_1's fifth
+ * bits by a mask of qh in both halves), Q8_0 loaded so. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI __m512i fgg_mm_b_values2(int kind, const uint8_t *wb)
+{
+    if (kind == FGG_MM_B_Q8_0) return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(wb + 2)));
+    const int at = kind == FGG_MM_B_Q4_1 ? 4 : kind == FGG_MM_B_MXFP4 ? 1 : kind == FGG_MM_B_Q5_0 ? 6
+                 : kind == FGG_MM_B_Q5_1 ? 8 : 2;
+    const __m512i v = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(wb + at)));
+    __m512i u = _mm512_and_si512(_mm512_mask_srli_epi16(v, (__mmask32)0xFF00FF00u, v, 4), _mm512_set1_epi8(0x0f));
+    if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
+        const uint64_t qh = fgg_load_u32le(wb + at - 4);
+        u = _mm512_mask_add_epi8(u, (__mmask64)(qh | qh << 32), u, _mm512_set1_epi8(16));
+    }
+    if (kind == FGG_MM_B_Q4_0) return _mm512_sub_epi8(u, _mm512_set1_epi8(8));
+    if (kind == FGG_MM_B_Q5_0) return _mm512_sub_epi8(u, _mm512_set1_epi8(16));
+    if (kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_1) return u;
+    const int8_t *lut = kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values;
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lut)), u);
+}
+
 /* Weight rows t (R = 1 or 2, a constant; row t at w + t * row_bytes) against P pairs of rows of x
  * (fgg_mm_x2b, pair p at x + p * nb), blocks b0..b1-1: accumulators st[t][p] (sto: the offsets)
  * carried between spans. Each weight block is unpacked once, into registers (its values in both
@@ -2316,7 +2337,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_span(int kind, const int P, c
         for (int t = 0; t < R; t++) {
             const uint8_t *wb = w + t * row_bytes + b * bytes;
             fgg_mm_prefetch_ahead(wb, bytes);
-            wq[t] = _mm512_broadcast_i64x4(fgg_mm_b_values(kind, wb, 0));
+            wq[t] = fgg_mm_b_values2(kind, wb);
             corr[t] = _mm512_sub_epi32(_mm512_setzero_si512(),
                                        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)0x80), wq[t]));
             dw[t] = _mm512_set1_ps(fgg_mm_b_scale(kind, wb));
