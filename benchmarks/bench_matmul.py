@@ -501,6 +501,12 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
     return rows
 
 
+#: The weight types whose ggml MUL_MAT cases the table's per-op comparison runs, per file type (others:
+#: Q4_K and Q6_K, a Q4_K_M file's).
+_BACKEND_OPS_TYPES = {"Q8_0": ("q8_0",), "Q4_0": ("q4_0", "q8_0"), "Q4_1": ("q4_1",), "Q5_0": ("q5_0",),
+                      "Q5_1": ("q5_1",), "IQ4_NL": ("iq4_nl",), "MXFP4_MOE": ("mxfp4",)}
+
+
 def table_main(args) -> None:
     batches = [int(b) for b in args.batches.split(",")]
     paths = [p for p in args.paths.split(",") if p]
@@ -513,18 +519,19 @@ def table_main(args) -> None:
     llama_ms = None
     if args.llama_cpp:
         os.makedirs(args.dir, exist_ok=True)
-        q_path = os.path.join(args.dir, f"llama-{args.layers}l-q4_k_m.gguf")
+        q_path = os.path.join(args.dir, f"llama-{args.layers}l-{args.ftype.lower()}.gguf")
         if not os.path.exists(q_path):
             f16 = write_llama_f16(os.path.join(args.dir, f"llama-{args.layers}l-f16.gguf"), args.layers)
-            quantize_file(f16, q_path)
+            quantize_file(f16, q_path, args.ftype)
             os.remove(f16)
-        print(f"{q_path}: {os.path.getsize(q_path) / 1e6:.0f} MB, Q4_K_M by fastgguf quantize")
+        print(f"{q_path}: {os.path.getsize(q_path) / 1e6:.0f} MB, {args.ftype} by fastgguf quantize")
         model = model_from_file(q_path)
-        repro += f" --llama-cpp {args.llama_cpp} --dir {args.dir}"
+        repro += f" --llama-cpp {args.llama_cpp} --dir {args.dir}" + (
+            f" --ftype {args.ftype}" if args.ftype != "Q4_K_M" else "")
         if not args.no_llama_run:
             llama_ms = llama_bench(args.llama_cpp, q_path, batches)
             if not args.no_backend_ops:
-                backend_ops(args.llama_cpp, cpu=cpus[0])
+                backend_ops(args.llama_cpp, types=_BACKEND_OPS_TYPES.get(args.ftype, ("q4_K", "q6_K")), cpu=cpus[0])
     else:
         model = build_model(model_shapes(args.layers))
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
@@ -772,6 +779,8 @@ def main() -> None:
                         help="--table: the output head times every row of x too (the sweep of tables before 2026-11-26)")
     parser.add_argument("--no-backend-ops", action="store_true",
                         help="with --llama-cpp: skip test-backend-ops' per-op comparison (about 4 min here)")
+    parser.add_argument("--ftype", default="Q4_K_M",
+                        help="with --llama-cpp: the file type fastgguf quantize writes the model in (default Q4_K_M)")
     parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
     parser.add_argument("--breakdown", action="store_true",
                         help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")

@@ -346,8 +346,7 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
     of x on: a group of 16 with 1, 5, 8 (the 256-bit tile alone), 9 and 16 rows, 17 (a full group
     and one row), 40 (groups of 16, 16 and 8); 21 weight rows (two tiles of 8 and a padded one).
     The per-32 types have VNNI kernels only: the few-rows kernel up to 8 rows (1 to 4 pairs, an odd
-    last row), over 37 weight rows (a tile of 32, then pairs and a last single row) and 70 blocks
-    (spans of 32, 32 and 6), the batch kernel from 9."""
+    last row; 37 weight rows: 18 pairs and a single row; 70 blocks), the batch kernel from 9."""
     rng = np.random.default_rng([int(qtype), 5])
     n, k = (21, k_for(qtype, 3)) if qtype in K_KINDS else (37, k_for(qtype, 70))
     raw = random_weights(qtype, n, k, rng)

@@ -1915,7 +1915,9 @@ static inline size_t fgg_mm_batch_panel_bytes(int per32, ptrdiff_t m, ptrdiff_t 
 
 /* x's m rows (fgg_mm_q8k super-blocks, or with per32 fgg_mm_q8 blocks; row i's block b at
  * x[i * xs + b]) interleaved as ceil(m / 16) groups of 16 rows: group G's block b at
- * out[G * nb + b] (fgg_mm_x16k or fgg_mm_x16b); rows past m are x = 0. */
+ * out[G * nb + b] (fgg_mm_x16k or fgg_mm_x16b); a few rows of the per-32 types (fgg_mm_batch_few)
+ * as ceil(m / 2) pairs instead: pair p's block b at out[p * nb + b] (fgg_mm_x2b). Rows past m
+ * are x = 0. */
 static inline void fgg_mm_batch_x_fill(int per32, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
 {
     if (fgg_mm_batch_few(per32, m)) {
@@ -2315,23 +2317,20 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI __m512i fgg_mm_b_values2(int kind, const uint8_
     return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lut)), u);
 }
 
-/* Weight rows t (R = 1 or 2, a constant; row t at w + t * row_bytes) against P pairs of rows of x
- * (fgg_mm_x2b, pair p at x + p * nb), blocks b0..b1-1: accumulators st[t][p] (sto: the offsets)
- * carried between spans. Each weight block is unpacked once, into registers (its values in both
- * halves, and -128 times their sums by 4, since x comes as x + 128). */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_span(int kind, const int P, const int R, const uint8_t *w,
-                                                        ptrdiff_t row_bytes, ptrdiff_t b0, ptrdiff_t b1,
-                                                        const fgg_mm_x2b *x, ptrdiff_t nb, __m512 st[][4],
-                                                        __m512 sto[][4])
+/* Weight rows t (R = 1 or 2, a constant; row t at w + t * row_bytes, nb blocks) against P pairs of
+ * rows of x (fgg_mm_x2b, pair p at x + p * nb, m rows in all): out[i * os + t]. Each weight block
+ * is unpacked once, into registers (its values in both halves, and -128 times their sums by 4,
+ * since x comes as x + 128), and met by every pair. Lanes 0-7 carry row 2p's float steps of the
+ * row kernels, 8-15 row 2p + 1's, summed in fgg_mm_acc_sum's order: the same bits. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_rows(int kind, const int P, const int R, const uint8_t *w,
+                                                        ptrdiff_t row_bytes, ptrdiff_t nb, const fgg_mm_x2b *x,
+                                                        ptrdiff_t m, float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
     __m512 acc[2][4], off[2][4];
     for (int t = 0; t < R; t++)
-        for (int p = 0; p < P; p++) {
-            acc[t][p] = st[t][p];
-            off[t][p] = sto[t][p];
-        }
-    for (ptrdiff_t b = b0; b < b1; b++) {
+        for (int p = 0; p < P; p++) acc[t][p] = off[t][p] = _mm512_setzero_ps();
+    for (ptrdiff_t b = 0; b < nb; b++) {
         __m512i wq[2], corr[2];
         __m512 dw[2], mw[2];
         for (int t = 0; t < R; t++) {
@@ -2356,48 +2355,28 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_span(int kind, const int P, c
         }
     }
     for (int t = 0; t < R; t++)
-        for (int p = 0; p < P; p++) {
-            st[t][p] = acc[t][p];
-            sto[t][p] = off[t][p];
-        }
+        for (int p = 0; p < P; p++)
+            for (int h = 0; h < 2 && 2 * p + h < m; h++) {
+                float r = fgg_mm_acc_sum(h ? _mm512_extractf32x8_ps(acc[t][p], 1) : _mm512_castps512_ps256(acc[t][p]));
+                if (fgg_mm_b_has_offset(kind)) {
+                    float o[16];
+                    _mm512_storeu_ps(o, off[t][p]);
+                    r = r + o[8 * h];
+                }
+                out[(2 * p + h) * os + t] = r;
+            }
 }
 
-/* The per-32 types against at most FGG_MM_FEW_ROWS rows of x (P pairs, a constant): weight rows
- * two at a time, 32 at a time over spans of 32 blocks of K, so that the span of x (P * 32 * 192
- * bytes) stays in L1 while they meet it. Lanes 0-7 carry row 2p's float steps of the row kernels,
- * 8-15 row 2p + 1's, summed in fgg_mm_acc_sum's order: the same bits. */
+/* The per-32 types against at most FGG_MM_FEW_ROWS rows of x (P pairs, a constant), weight rows two
+ * at a time, each row read once from start to end (walking K in spans, to keep x in L1 across
+ * many weight rows, took 1.0-1.3x the time: the weight rows then stream from memory in pieces). */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_vnni(int kind, const int P, const uint8_t *w, ptrdiff_t row_bytes,
                                                         ptrdiff_t n, ptrdiff_t nb, const fgg_mm_x2b *x, ptrdiff_t m,
                                                         float *out, ptrdiff_t os)
 {
-    enum { ROWS = 32, SPAN = 32 };
-    __m512 st[ROWS][4], sto[ROWS][4];
-    for (ptrdiff_t a = 0; a < n; a += ROWS) {
-        const int na = n - a < ROWS ? (int)(n - a) : ROWS;
-        for (int t = 0; t < na; t++)
-            for (int p = 0; p < P; p++) st[t][p] = sto[t][p] = _mm512_setzero_ps();
-        for (ptrdiff_t b0 = 0; b0 < nb; b0 += SPAN) {
-            const ptrdiff_t b1 = nb - b0 < SPAN ? nb : b0 + SPAN;
-            for (int t = 0; t < na; t += 2) {
-                if (na - t >= 2)
-                    fgg_mm_few_b_span(kind, P, 2, w + (a + t) * row_bytes, row_bytes, b0, b1, x, nb, st + t, sto + t);
-                else
-                    fgg_mm_few_b_span(kind, P, 1, w + (a + t) * row_bytes, row_bytes, b0, b1, x, nb, st + t, sto + t);
-            }
-        }
-        for (int t = 0; t < na; t++)
-            for (int p = 0; p < P; p++)
-                for (int h = 0; h < 2 && 2 * p + h < m; h++) {
-                    const __m256 v = h ? _mm512_extractf32x8_ps(st[t][p], 1) : _mm512_castps512_ps256(st[t][p]);
-                    float r = fgg_mm_acc_sum(v);
-                    if (fgg_mm_b_has_offset(kind)) {
-                        float o[16];
-                        _mm512_storeu_ps(o, sto[t][p]);
-                        r = r + o[8 * h];
-                    }
-                    out[(2 * p + h) * os + a + t] = r;
-                }
-    }
+    ptrdiff_t t = 0;
+    for (; t + 2 <= n; t += 2) fgg_mm_few_b_rows(kind, P, 2, w + t * row_bytes, row_bytes, nb, x, m, out + t, os);
+    if (t < n) fgg_mm_few_b_rows(kind, P, 1, w + t * row_bytes, row_bytes, nb, x, m, out + t, os);
 }
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 16

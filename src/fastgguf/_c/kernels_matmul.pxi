@@ -694,10 +694,12 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # Rows of x from which the K kinds take the batch kernel (lanes = 16 rows of x, or 8 for a short
 # group), which costs about the same for 1 to 8 rows. VNNI: from 6 rows, where the row kernels
 # start to cost more. maddubs: from 9, since the row kernel's 8-row form (fgg_mm_rows8_k) matches
-# it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). The per-32 types' VNNI batch
-# kernel (always 16 lanes): from 8, where it took 0.78-0.89 of the row kernels' time (0.98-1.11 at
-# 6 rows, 0.41-0.46 at 16; Q4_0, Q8_0, 4096 x 4096, one thread). Tests take the batch kernel down
-# to 1 row (_set_batch_min_rows).
+# it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). The per-32 types (VNNI): from 2
+# rows, up to 8 the few-rows kernel (two rows of x per vector, fgg_mm_batch_few), which took
+# 0.66-0.75 of the row kernels' time at 2 rows and 0.43-0.59 at 8, then the batch kernel (16
+# lanes), which at 9 to 16 rows costs what the few-rows kernel costs at 14 to 16 (Q4_0, Q8_0,
+# Q5_0, MXFP4, 4096 x 14336, one thread). Tests take the batch kernels down to 1 row
+# (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
@@ -744,7 +746,8 @@ cdef Py_ssize_t _gemm_tile(size_t row_panel_bytes) noexcept nogil:
 
 cdef size_t _xi_bytes(int type_id, Py_ssize_t m, Py_ssize_t nb) noexcept nogil:
     """Bytes of m rows of x interleaved for the batch kernel: fgg_mm_x16k per super-block (the K
-    kinds) or fgg_mm_x16b per block of 32, 16 rows each (m rounded up)."""
+    kinds) or fgg_mm_x16b per block of 32, 16 rows each (m rounded up), or for a few rows of the
+    per-32 types fgg_mm_x2b per block of 32, 2 rows each."""
     return fgg_mm_batch_x_bytes(not _x_by_256(type_id), m, nb)
 
 
