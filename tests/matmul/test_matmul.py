@@ -345,8 +345,9 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
     """The batch kernels (VNNI, maddubs) against the row kernels of the same build, taken from 1 row
     of x on: a group of 16 with 1, 5, 8 (the 256-bit tile alone), 9 and 16 rows, 17 (a full group
     and one row), 40 (groups of 16, 16 and 8); 21 weight rows (two tiles of 8 and a padded one).
-    The per-32 types have VNNI kernels only: the few-rows kernel up to 8 rows (1 to 4 pairs, an odd
-    last row; 37 weight rows: 18 pairs and a single row; 70 blocks), the batch kernel from 9."""
+    The per-32 types have VNNI kernels only: the few-rows kernel up to 12 rows (1 to 6 pairs, an
+    odd last row; 37 weight rows: 18 pairs and a single row, or one at a time beyond 4 pairs with
+    offsets; 70 blocks), the batch kernel from 13."""
     rng = np.random.default_rng([int(qtype), 5])
     n, k = (21, k_for(qtype, 3)) if qtype in K_KINDS else (37, k_for(qtype, 70))
     raw = random_weights(qtype, n, k, rng)
@@ -354,7 +355,7 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
                 if name != "portable" and (vnni or qtype in K_KINDS)]
     if not variants:
         pytest.skip("no build with this type's batch kernel runs here")
-    for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 40) if qtype in PER32_BATCH else (1, 5, 8, 9, 16, 17, 40):
+    for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 40) if qtype in PER32_BATCH else (1, 5, 8, 9, 16, 17, 40):
         x = rng.standard_normal((m, k)).astype(np.float32)
         x[:, ::32] *= 50.0
         for name, kernels, vnni in variants:
@@ -365,7 +366,7 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
                 for mode in ("rows", "batch"):
                     kernels._set_batch_min_rows(1 << 30 if mode == "rows" else 1)
                     assert kernels.int_batch_kernel(int(qtype), m) == (
-                        "rows" if mode == "rows" else "vnni-few" if qtype in PER32_BATCH and m <= 8
+                        "rows" if mode == "rows" else "vnni-few" if qtype in PER32_BATCH and m <= 12
                         else "vnni-batch" if vnni else "maddubs-batch")
                     outs[mode] = np.empty((m, n), np.float32)
                     kernels.matmul_rows_int(raw, int(qtype), xq, outs[mode], 0, n)
@@ -378,15 +379,15 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
 def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
     AVX-512 without VNNI); the per-32 types on VNNI the few-rows kernel from 2 rows, the batch
-    kernel from 9; other types, fewer rows and the portable build take the row kernels (whose bits
+    kernel from 13; other types, fewer rows and the portable build take the row kernels (whose bits
     the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         before = kernels._set_vnni(vnni)
         try:
             for qtype in INT_TYPES:
-                for m in (1, 2, 5, 6, 8, 9, 11, 12, 300):
+                for m in (1, 2, 5, 6, 8, 9, 11, 12, 13, 300):
                     if vnni and qtype in PER32_BATCH:
-                        expected = "rows" if m == 1 else "vnni-few" if m <= 8 else "vnni-batch"
+                        expected = "rows" if m == 1 else "vnni-few" if m <= 12 else "vnni-batch"
                     elif vnni:
                         expected = "vnni-batch" if qtype in K_KINDS and m >= 6 else "rows"
                     elif name != "portable":

@@ -1882,7 +1882,7 @@ typedef struct {
     float s[16];
 } fgg_mm_x2b;
 
-#define FGG_MM_FEW_ROWS 8
+#define FGG_MM_FEW_ROWS 12
 
 /* Whether m rows of x take the few-rows layout and kernel (the per-32 types, m <= FGG_MM_FEW_ROWS). */
 static inline int fgg_mm_batch_few(int per32, ptrdiff_t m) { return per32 && m <= FGG_MM_FEW_ROWS; }
@@ -2122,7 +2122,7 @@ FGG_MM_GEMM_K(fgg_mm_gemm_iq1_m, FGG_MM_K_IQ1_M)
  * The same integers and the same float steps as above, by other instructions: vpdpbusd adds the
  * 4 products of unsigned w bytes with x bytes straight into an int32 lane, which is the lane
  * above before its scale. The per-32 types without Q1_0, Q2_0 and NVFP4: row kernels (w's sign
- * moved onto x), a few-rows kernel (2 to 8 rows of x: two rows per 512-bit vector, each float
+ * moved onto x), a few-rows kernel (2 to 12 rows of x: two rows per 512-bit vector, each float
  * step the 8-lane step above for two rows at once) and a batch kernel (lanes are 16 rows of x).
  * The K kinds: the batch kernel (their row kernels are maddubs on VNNI CPUs too, as fast or
  * faster at 1 to 5 rows). So the VNNI, maddubs and portable kernels give the same bits.
@@ -2327,7 +2327,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_rows(int kind, const int P, c
                                                         ptrdiff_t m, float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
-    __m512 acc[2][4], off[2][4];
+    __m512 acc[2][6], off[2][6];
     for (int t = 0; t < R; t++)
         for (int p = 0; p < P; p++) acc[t][p] = off[t][p] = _mm512_setzero_ps();
     for (ptrdiff_t b = 0; b < nb; b++) {
@@ -2368,15 +2368,18 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_rows(int kind, const int P, c
 }
 
 /* The per-32 types against at most FGG_MM_FEW_ROWS rows of x (P pairs, a constant), weight rows two
- * at a time, each row read once from start to end (walking K in spans, to keep x in L1 across
- * many weight rows, took 1.0-1.3x the time: the weight rows then stream from memory in pieces). */
+ * at a time (one at a time for Q4_1 and Q5_1 beyond 4 pairs: their offsets' accumulators would
+ * not fit in the registers), each row read once from start to end (walking K in spans, to keep x
+ * in L1 across many weight rows, took 1.0-1.3x the time: the weight rows then stream from memory
+ * in pieces). */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_few_b_vnni(int kind, const int P, const uint8_t *w, ptrdiff_t row_bytes,
                                                         ptrdiff_t n, ptrdiff_t nb, const fgg_mm_x2b *x, ptrdiff_t m,
                                                         float *out, ptrdiff_t os)
 {
     ptrdiff_t t = 0;
-    for (; t + 2 <= n; t += 2) fgg_mm_few_b_rows(kind, P, 2, w + t * row_bytes, row_bytes, nb, x, m, out + t, os);
-    if (t < n) fgg_mm_few_b_rows(kind, P, 1, w + t * row_bytes, row_bytes, nb, x, m, out + t, os);
+    if (!(fgg_mm_b_has_offset(kind) && P > 4))
+        for (; t + 2 <= n; t += 2) fgg_mm_few_b_rows(kind, P, 2, w + t * row_bytes, row_bytes, nb, x, m, out + t, os);
+    for (; t < n; t++) fgg_mm_few_b_rows(kind, P, 1, w + t * row_bytes, row_bytes, nb, x, m, out + t, os);
 }
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 16
@@ -2389,6 +2392,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
     if (fgg_mm_batch_few(1, m)) {  /* x in fgg_mm_x2b */
         const fgg_mm_x2b *x2 = (const fgg_mm_x2b *)x;
         switch ((m + 1) / 2) {
+        case 6: fgg_mm_few_b_vnni(kind, 6, w, row_bytes, n, nb, x2, m, out, os); break;
+        case 5: fgg_mm_few_b_vnni(kind, 5, w, row_bytes, n, nb, x2, m, out, os); break;
         case 4: fgg_mm_few_b_vnni(kind, 4, w, row_bytes, n, nb, x2, m, out, os); break;
         case 3: fgg_mm_few_b_vnni(kind, 3, w, row_bytes, n, nb, x2, m, out, os); break;
         case 2: fgg_mm_few_b_vnni(kind, 2, w, row_bytes, n, nb, x2, m, out, os); break;

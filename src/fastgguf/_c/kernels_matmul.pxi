@@ -163,7 +163,7 @@ def vnni_usable():
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
-    per-32 types from 9, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 8 rows, VNNI only:
+    per-32 types from 13, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 12 rows, VNNI only:
     two rows of x per vector) or ``"rows"`` (a weight row at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
@@ -695,11 +695,12 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # group), which costs about the same for 1 to 8 rows. VNNI: from 6 rows, where the row kernels
 # start to cost more. maddubs: from 9, since the row kernel's 8-row form (fgg_mm_rows8_k) matches
 # it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). The per-32 types (VNNI): from 2
-# rows, up to 8 the few-rows kernel (two rows of x per vector, fgg_mm_batch_few), which took
-# 0.66-0.75 of the row kernels' time at 2 rows and 0.43-0.59 at 8, then the batch kernel (16
-# lanes), which at 9 to 16 rows costs what the few-rows kernel costs at 14 to 16 (Q4_0, Q8_0,
-# Q5_0, MXFP4, 4096 x 14336, one thread). Tests take the batch kernels down to 1 row
-# (_set_batch_min_rows).
+# rows, up to 12 the few-rows kernel (two rows of x per vector, fgg_mm_batch_few), then the batch
+# kernel (16 lanes), which costs the same from 9 to 16 rows. Against the row kernels and batch
+# kernel before it (one thread, 4096 x 14336, Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4), the
+# few-rows kernel took 0.51-0.74 of the time at 2 rows, 0.45-0.66 at 8, 0.68-0.82 at 12 (1.00
+# and 1.02 for Q4_1 and Q5_1, whose offsets take one weight row at a time beyond 8 rows). Tests
+# take the batch kernels down to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
