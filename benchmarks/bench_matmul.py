@@ -80,6 +80,8 @@ def make_weight(qtype: GGMLType, n: int, k: int, rng: np.random.Generator) -> np
     blocks = rng.integers(0, 256, size=(n * k // block_size, type_size), dtype=np.uint8)
     for offset in SCALES.get(qtype, []):
         blocks[:, offset : offset + 2] = rng.uniform(0.0005, 0.002, (blocks.shape[0], 1)).astype("<f2").view(np.uint8)
+    if qtype == T.MXFP4:  # its E8M0 scale byte e: 2^(e - 127) from 2^-11 to 2^-8 (random bytes reach inf)
+        blocks[:, 0] = rng.integers(116, 120, blocks.shape[0], dtype=np.uint8)
     return blocks.reshape(n, -1)
 
 
