@@ -276,7 +276,7 @@ typedef struct { int8_t b[32]; } fgg_mm_w32;
 typedef struct { int32_t v[8]; } fgg_mm_lanes;
 typedef struct { float v[8]; } fgg_mm_acc;
 
-static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
+FGG_MM_ALWAYS_INLINE fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
 {
 #if FGG_HAVE_SSE2
     /* bytes widened to int16 (SSE2 has no byte multiply), products summed in pairs by madd, then
@@ -301,14 +301,14 @@ static inline fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
     return l;
 }
 
-static inline fgg_mm_acc fgg_mm_acc_zero(void)
+FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_zero(void)
 {
     fgg_mm_acc a;
     for (int k = 0; k < 8; k++) a.v[k] = 0.0f;
     return a;
 }
 
-static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
+FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
 {
     for (int k = 0; k < 8; k++) {
         float p = (float)l.v[k] * f;
@@ -317,7 +317,7 @@ static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
     return acc;
 }
 
-static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
+FGG_MM_ALWAYS_INLINE float fgg_mm_acc_sum(fgg_mm_acc acc)
 {
     const float *v = acc.v;
     return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
@@ -608,13 +608,10 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_b_offset(int kind, const uint8_t *wb)
     return fgg_mm_b_has_offset(kind) ? fgg_half_to_float_scale(fgg_load_u16le(wb + 2)) : 0.0f;
 }
 
-/* One weight row of ``kind`` against NR (1 to 8, a constant in each call) rows of x: each run
+/* One weight row of ``kind`` against NR (1 to 4 or 8, a constant in each call) rows of x: each run
  * unpacked once into registers and met by the NR rows, whose accumulators stay in registers.
- * fgg_mm_rows_b takes the rows FGG_MM_B_CHUNK at a time. One body for two dot products (DOT):
- * fgg_mm_dot here, vpdpbusd in the VNNI kernels below. */
-#ifndef FGG_MM_B_CHUNK
-#define FGG_MM_B_CHUNK 4
-#endif
+ * fgg_mm_rows_b takes the rows 8 at a time, then the rest up to 4 at a time. One body for two dot
+ * products (DOT): fgg_mm_dot here, vpdpbusd in the VNNI kernels below. */
 #define FGG_MM_ROWS_B(ROWN, ROWS, ATTR, DOT)                                                          \
 FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, \
                                     ptrdiff_t xs, float *out, ptrdiff_t os)                           \
@@ -654,11 +651,12 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_
 FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, \
                                     int m, float *out, ptrdiff_t os)                                  \
 {                                                                                                     \
-    for (int r0 = 0; r0 < m; r0 += FGG_MM_B_CHUNK) {                                                  \
+    int r0 = 0;                                                                                       \
+    for (; r0 + 8 <= m; r0 += 8) ROWN(kind, 8, w, nb, x + r0 * xs, xs, out + r0 * os, os);          \
+    for (; r0 < m; r0 += 4) {                                                                         \
         const fgg_mm_q8 *xr = x + r0 * xs;                                                            \
         float *o = out + r0 * os;                                                                     \
-        switch (m - r0 < FGG_MM_B_CHUNK ? m - r0 : FGG_MM_B_CHUNK) {                                  \
-        FGG_MM_ROWS_B_WIDE(ROWN)                                                                      \
+        switch (m - r0 < 4 ? m - r0 : 4) {                                                            \
         case 4: ROWN(kind, 4, w, nb, xr, xs, o, os); break;                                           \
         case 3: ROWN(kind, 3, w, nb, xr, xs, o, os); break;                                           \
         case 2: ROWN(kind, 2, w, nb, xr, xs, o, os); break;                                           \
@@ -666,16 +664,67 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, co
         }                                                                                             \
     }                                                                                                 \
 }
-#if FGG_MM_B_CHUNK > 4
-#define FGG_MM_ROWS_B_WIDE(ROWN)                                                                      \
-        case 8: ROWN(kind, 8, w, nb, xr, xs, o, os); break;                                           \
-        case 7: ROWN(kind, 7, w, nb, xr, xs, o, os); break;                                           \
-        case 6: ROWN(kind, 6, w, nb, xr, xs, o, os); break;                                           \
-        case 5: ROWN(kind, 5, w, nb, xr, xs, o, os); break;
-#else
-#define FGG_MM_ROWS_B_WIDE(ROWN)
-#endif
+#if defined(FGG_MM_INT_SIMD)
 FGG_MM_ROWS_B(fgg_mm_rown_b, fgg_mm_rows_b, , fgg_mm_dot)
+#else
+/* The portable build: one weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8
+ * blocks, each block unpacked once for 8 rows of x at a time, the row count a variable (the
+ * constant row counts of FGG_MM_ROWS_B took 1.6-2x the time at 2 and 3 rows in this build).
+ * With offsets (Q4_1, Q5_1) each row also carries off = off + m * s block by block, one float,
+ * added to the lanes' sum at the end. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                        int m, float *out, ptrdiff_t os)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int runs = fgg_mm_b_runs(kind);  /* x blocks per weight block */
+    fgg_mm_acc acc[8];
+    float off[8];
+    if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
+        fgg_mm_acc a = fgg_mm_acc_zero();
+        float o = 0.0f;
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
+            fgg_mm_prefetch_ahead(wb, bytes);
+            for (int r = 0; r < runs; r++) {
+                const fgg_mm_q8 *xb = x + runs * b + r;
+                const fgg_mm_lanes dot = fgg_mm_dot(fgg_mm_b_values(kind, wb, r), xb->q);
+                a = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(a, dot, fgg_mm_nvfp4_scales(wb, r), xb->d)
+                                           : fgg_mm_acc_add(a, dot, fgg_mm_b_scale(kind, wb) * xb->d);
+            }
+            if (fgg_mm_b_has_offset(kind)) o = o + fgg_mm_b_offset(kind, wb) * x[b].s;
+        }
+        out[0] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(a) + o : fgg_mm_acc_sum(a);
+        return;
+    }
+    for (int r0 = 0; r0 < m; r0 += 8) {
+        int mr = m - r0 < 8 ? m - r0 : 8;
+        for (int i = 0; i < mr; i++) {
+            acc[i] = fgg_mm_acc_zero();
+            off[i] = 0.0f;
+        }
+        const uint8_t *wb = w;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
+            const float d = kind == FGG_MM_B_NVFP4 ? 0.0f : fgg_mm_b_scale(kind, wb);
+            for (int r = 0; r < runs; r++) {
+                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);
+                const fgg_mm_scale2 sc = kind == FGG_MM_B_NVFP4 ? fgg_mm_nvfp4_scales(wb, r) : fgg_mm_scale2_set(0.0f, 0.0f);
+                for (int i = 0; i < mr; i++) {
+                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + r;
+                    const fgg_mm_lanes dot = fgg_mm_dot(q, xb->q);
+                    acc[i] = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(acc[i], dot, sc, xb->d)
+                                                    : fgg_mm_acc_add(acc[i], dot, d * xb->d);
+                }
+            }
+            if (fgg_mm_b_has_offset(kind)) {
+                const float mn = fgg_mm_b_offset(kind, wb);
+                for (int i = 0; i < mr; i++) off[i] = off[i] + mn * x[(r0 + i) * xs + b].s;
+            }
+        }
+        for (int i = 0; i < mr; i++)
+            out[(r0 + i) * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
+    }
+}
+#endif
 
 #define FGG_MM_B_ROWS(NAME, KIND) FGG_MM_NAMED_ROWS(static inline, NAME, fgg_mm_q8, fgg_mm_rows_b, KIND)
 FGG_MM_B_ROWS(fgg_mm_rows_q8_0, FGG_MM_B_Q8_0)
