@@ -608,11 +608,12 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_b_offset(int kind, const uint8_t *wb)
     return fgg_mm_b_has_offset(kind) ? fgg_half_to_float_scale(fgg_load_u16le(wb + 2)) : 0.0f;
 }
 
-/* One weight row of ``kind`` against NR (1 to 4 or 8, a constant in each call) rows of x: each run
- * unpacked once into registers and met by the NR rows, whose accumulators stay in registers.
- * fgg_mm_rows_b takes the rows 8 at a time, then the rest up to 4 at a time. One body for two dot
- * products (DOT): fgg_mm_dot here, vpdpbusd in the VNNI kernels below. */
-#define FGG_MM_ROWS_B(ROWN, ROWS, ATTR, DOT)                                                          \
+/* One weight row of ``kind`` against NR (1 to 8) rows of x: each run unpacked once and met by the
+ * NR rows; with NR a constant in the call, their accumulators stay in registers. With offsets
+ * (Q4_1, Q5_1) each row also carries off = off + m * s block by block, one float, added to the
+ * lanes' sum at the end. One body for two dot products (DOT): fgg_mm_dot here, vpdpbusd in the
+ * VNNI kernels below. */
+#define FGG_MM_ROWN_B(ROWN, ATTR, DOT)                                                                \
 FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, \
                                     ptrdiff_t xs, float *out, ptrdiff_t os)                           \
 {                                                                                                     \
@@ -646,8 +647,10 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_
     }                                                                                                 \
     for (int i = 0; i < NR; i++)                                                                      \
         out[i * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]); \
-}                                                                                                     \
-                                                                                                      \
+}
+
+/* m rows of x 8 at a time, then the rest up to 4 at a time, each count a constant. */
+#define FGG_MM_ROWS_B(ROWS, ROWN, ATTR)                                                               \
 FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, \
                                     int m, float *out, ptrdiff_t os)                                  \
 {                                                                                                     \
@@ -664,65 +667,21 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, co
         }                                                                                             \
     }                                                                                                 \
 }
+FGG_MM_ROWN_B(fgg_mm_rown_b, , fgg_mm_dot)
 #if defined(FGG_MM_INT_SIMD)
-FGG_MM_ROWS_B(fgg_mm_rown_b, fgg_mm_rows_b, , fgg_mm_dot)
+FGG_MM_ROWS_B(fgg_mm_rows_b, fgg_mm_rown_b, )
 #else
-/* The portable build: one weight row of nb blocks of ``kind`` against m rows of x in fgg_mm_q8
- * blocks, each block unpacked once for 8 rows of x at a time, the row count a variable (the
- * constant row counts of FGG_MM_ROWS_B took 1.6-2x the time at 2 and 3 rows in this build).
- * With offsets (Q4_1, Q5_1) each row also carries off = off + m * s block by block, one float,
- * added to the lanes' sum at the end. */
+/* The portable build: 8 rows of x at a time, the count a variable (constant counts took 1.6-2x
+ * the time at 2 and 3 rows in this build); one row with the count a constant. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rows_b(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
                                         int m, float *out, ptrdiff_t os)
 {
-    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
-    const int runs = fgg_mm_b_runs(kind);  /* x blocks per weight block */
-    fgg_mm_acc acc[8];
-    float off[8];
-    if (m == 1) {  /* the same steps with the one accumulator in registers, reading ahead in the row */
-        fgg_mm_acc a = fgg_mm_acc_zero();
-        float o = 0.0f;
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
-            fgg_mm_prefetch_ahead(wb, bytes);
-            for (int r = 0; r < runs; r++) {
-                const fgg_mm_q8 *xb = x + runs * b + r;
-                const fgg_mm_lanes dot = fgg_mm_dot(fgg_mm_b_values(kind, wb, r), xb->q);
-                a = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(a, dot, fgg_mm_nvfp4_scales(wb, r), xb->d)
-                                           : fgg_mm_acc_add(a, dot, fgg_mm_b_scale(kind, wb) * xb->d);
-            }
-            if (fgg_mm_b_has_offset(kind)) o = o + fgg_mm_b_offset(kind, wb) * x[b].s;
-        }
-        out[0] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(a) + o : fgg_mm_acc_sum(a);
+    if (m == 1) {
+        fgg_mm_rown_b(kind, 1, w, nb, x, xs, out, os);
         return;
     }
-    for (int r0 = 0; r0 < m; r0 += 8) {
-        int mr = m - r0 < 8 ? m - r0 : 8;
-        for (int i = 0; i < mr; i++) {
-            acc[i] = fgg_mm_acc_zero();
-            off[i] = 0.0f;
-        }
-        const uint8_t *wb = w;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {
-            const float d = kind == FGG_MM_B_NVFP4 ? 0.0f : fgg_mm_b_scale(kind, wb);
-            for (int r = 0; r < runs; r++) {
-                fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);
-                const fgg_mm_scale2 sc = kind == FGG_MM_B_NVFP4 ? fgg_mm_nvfp4_scales(wb, r) : fgg_mm_scale2_set(0.0f, 0.0f);
-                for (int i = 0; i < mr; i++) {
-                    const fgg_mm_q8 *xb = x + (r0 + i) * xs + runs * b + r;
-                    const fgg_mm_lanes dot = fgg_mm_dot(q, xb->q);
-                    acc[i] = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(acc[i], dot, sc, xb->d)
-                                                    : fgg_mm_acc_add(acc[i], dot, d * xb->d);
-                }
-            }
-            if (fgg_mm_b_has_offset(kind)) {
-                const float mn = fgg_mm_b_offset(kind, wb);
-                for (int i = 0; i < mr; i++) off[i] = off[i] + mn * x[(r0 + i) * xs + b].s;
-            }
-        }
-        for (int i = 0; i < mr; i++)
-            out[(r0 + i) * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
-    }
+    for (int r0 = 0; r0 < m; r0 += 8)
+        fgg_mm_rown_b(kind, m - r0 < 8 ? m - r0 : 8, w, nb, x + r0 * xs, xs, out + r0 * os, os);
 }
 #endif
 
@@ -2189,7 +2148,8 @@ static inline FGG_MM_VNNI __m256i fgg_mm_v1_dot(__m256i w, const int8_t *xq)
 }
 
 /* The per-32 types with vpdpbusd in place of maddubs and madd: the same lanes. */
-FGG_MM_ROWS_B(fgg_mm_rown_b_vnni, fgg_mm_rows_b_vnni, FGG_MM_VNNI, fgg_mm_v1_dot)
+FGG_MM_ROWN_B(fgg_mm_rown_b_vnni, FGG_MM_VNNI, fgg_mm_v1_dot)
+FGG_MM_ROWS_B(fgg_mm_rows_b_vnni, fgg_mm_rown_b_vnni, FGG_MM_VNNI)
 #define FGG_MM_B_ROWS_VNNI(NAME, KIND) FGG_MM_NAMED_ROWS(static FGG_MM_VNNI, NAME, fgg_mm_q8, fgg_mm_rows_b_vnni, KIND)
 FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q8_0_vnni, FGG_MM_B_Q8_0)
 FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q4_0_vnni, FGG_MM_B_Q4_0)

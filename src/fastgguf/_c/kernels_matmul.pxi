@@ -755,12 +755,13 @@ cdef size_t _xi_bytes(int type_id, Py_ssize_t m, Py_ssize_t nb) noexcept nogil:
 cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, int threads) noexcept nogil:
     """Make an integer job run the batch kernel: x interleaved into ``xi`` (_xi_bytes), tasks of
     _gemm_tile weight rows."""
+    cdef bint per32 = not _x_by_256(type_id)
+    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(per32, job.m, job.nb)
     job.gemm = gemm
-    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(not _x_by_256(type_id), job.m, job.nb)
     job.xi = xi
     job.tile = _gemm_tile(row_panel_bytes)
     job.panel_bytes = job.tile * row_panel_bytes
-    fgg_mm_batch_x_fill(not _x_by_256(type_id), job.x, job.xs, job.m, job.nb, xi)
+    fgg_mm_batch_x_fill(per32, job.x, job.xs, job.m, job.nb, xi)
     job.n_tasks = _tasks_for(job.n1 - job.n0, job.tile, threads)
 
 
