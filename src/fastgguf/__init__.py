@@ -8,7 +8,7 @@ from .eval import eval  # noqa: A004 - fastgguf.eval, the model-output compariso
 from .export import export_model
 from .gguf_split import merge_files, split_file
 from .imatrix import read_imatrix
-from .matmul import matmul, matmul_id, take_rows
+from .matmul import RepackedWeight, matmul, matmul_id, repack, take_rows
 from .metadata_edit import edit_metadata, set_metadata
 from .naming import GGUFFilename, parse_filename
 from .quant import quantize
@@ -26,6 +26,7 @@ __all__ = [
     "GGUFValueType",
     "GGUFWriter",
     "QuantError",
+    "RepackedWeight",
     "SplitModel",
     "TensorInfo",
     "available_cpu_paths",
@@ -44,6 +45,7 @@ __all__ = [
     "quant_error",
     "quantize",
     "read_imatrix",
+    "repack",
     "set_cpu_path",
     "set_metadata",
     "set_num_threads",

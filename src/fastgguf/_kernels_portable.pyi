@@ -14,6 +14,7 @@ __all__ = [
     "_set_batch_min_rows",
     "_set_vnni",
     "_type_layout",
+    "can_repack",
     "cpu_supports",
     "dequantize_into",
     "has_byteswap",
@@ -27,6 +28,7 @@ __all__ = [
     "int_x_layout",
     "matmul_rows",
     "matmul_rows_grouped",
+    "matmul_repacked_int",
     "matmul_rows_int",
     "pool_workers",
     "prefault",
@@ -34,6 +36,9 @@ __all__ = [
     "quantize_into",
     "quantize_x8",
     "quantize_x8k",
+    "repack_rows",
+    "repack_tile_rows",
+    "repacked_kernel",
     "set_pool_spin",
     "vnni_usable",
 ]
@@ -200,3 +205,29 @@ def matmul_rows_grouped(
     """matmul_id's products in one call: rows ``bounds[g]:bounds[g + 1]`` of ``out`` are those rows
     of ``x`` times ``w[experts[g]]`` transposed (integer path with ``xq``, else exact), on
     ``threads`` threads of the build's own pool."""
+
+# Repacked weights (_c/kernels_repack.pxi).
+
+def repack_tile_rows() -> int:
+    """Weight rows per tile of the repacked layout (16)."""
+
+def can_repack(type_id: int) -> bool:
+    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4)."""
+
+def repacked_kernel(type_id: int) -> str | None:
+    """The tile kernel ``matmul_repacked_int`` runs for ``type_id`` here (``"vnni"``), or None."""
+
+def repack_rows(w: npt.NDArray[np.uint8], type_id: int, dst: npt.NDArray[np.uint8], threads: int = 1) -> None:
+    """Interleave the weight rows ``w`` (N, row_bytes) into ``dst`` (ceil(N / 16), row_bytes * 16)."""
+
+def matmul_repacked_int(
+    packed: npt.NDArray[np.uint8],
+    type_id: int,
+    n_rows: int,
+    xq: npt.NDArray[np.uint8],
+    out: npt.NDArray[np.float32],
+    threads: int = 1,
+    reference: bool = False,
+) -> None:
+    """``out`` (M, N) from repacked weight rows and quantized rows of x: the bits of
+    ``matmul_rows_int`` on the original rows (``reference``: the plain C tile kernel)."""

@@ -525,3 +525,4 @@ def cpu_supports(str variant):
     raise ValueError(f"unknown kernel variant {variant!r}")
 include "kernels_convert.pxi"
 include "kernels_matmul.pxi"
+include "kernels_repack.pxi"

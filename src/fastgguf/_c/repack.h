@@ -1,0 +1,334 @@
+/* Weights repacked for the integer path: 16 weight rows interleaved, 4 bytes at a time.
+ *
+ * The row kernels (dot.h) meet one weight row at a time: per block of 32 values they unpack its
+ * 16 or 32 bytes, make 8 int32 lanes (lane k: values 4k..4k+3), and take one 8-float step per row
+ * of x. At one row of x that step runs on a 256-bit vector, and the unpacking is paid for every
+ * row of x the weight row meets only once. Interleaved, a 512-bit vector holds group k of 16
+ * weight rows (4 bytes each): one vpdpbusd against x's 4 bytes of group k broadcast makes lane k
+ * of 16 weight rows, and the float step acc[k] + lane * (d_w * d_x) runs for 16 rows at once, the
+ * 16 scales converted by one vcvtph2ps. So a block of 16 rows costs 8 vpdpbusd and 24 float
+ * operations per row of x, about half of what 16 row kernels spend, and nothing is summed across
+ * lanes until the end. The integers and each float operation are the row kernels', in the same
+ * order, so the results are the same bits.
+ *
+ * The layout (one tile = 16 weight rows, its blocks one after the other; a tile block holds
+ * block b of the 16 rows, missing rows of a last tile zeros), for the per-32 types Q8_0, Q4_0,
+ * Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4, the same bytes per row as the original blocks:
+ *   scales:  16 f16 d (MXFP4: 16 E8M0 bytes), then for Q4_1 and Q5_1 16 f16 m
+ *   Q5_0/Q5_1: 64 bytes of fifth bits: row r's 4 bytes at 4r, byte i's bit k = the fifth bit of
+ *            value 4k + i (qh bit 4k + i)
+ *   values:  the nibble types 4 chunks of 64 bytes: chunk j holds row r's qs[4j .. 4j + 3] at 4r,
+ *            so its low nibbles are group j (values 4j..4j+3) and its high nibbles group j + 4;
+ *            Q8_0 8 chunks of 64 bytes: chunk k holds row r's q[4k .. 4k + 3] at 4r.
+ * The kernels take each value as an unsigned code u with v = u - c (Q4_0: c = 8, Q5_0: 16, Q8_0:
+ * the byte's bits plus 128, c = 128, IQ4_NL and MXFP4: table value + 128, c = 128, Q4_1 and Q5_1:
+ * c = 0), so a lane is vpdpbusd(-c * sum of x's group k, u, x) with x's sums made once per call. */
+#ifndef FGG_REPACK_H
+#define FGG_REPACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "dot.h"
+#include "type_table.h"
+
+#define FGG_RP_ROWS 16
+
+/* The per-32 kind of a ggml type id that has a repacked layout, else -1. */
+static inline int fgg_rp_kind(int type_id)
+{
+    switch (type_id) {
+    case FGG_TYPE_Q8_0: return FGG_MM_B_Q8_0;
+    case FGG_TYPE_Q4_0: return FGG_MM_B_Q4_0;
+    case FGG_TYPE_Q5_0: return FGG_MM_B_Q5_0;
+    case FGG_TYPE_Q4_1: return FGG_MM_B_Q4_1;
+    case FGG_TYPE_Q5_1: return FGG_MM_B_Q5_1;
+    case FGG_TYPE_IQ4_NL: return FGG_MM_B_IQ4_NL;
+    case FGG_TYPE_MXFP4: return FGG_MM_B_MXFP4;
+    default: return -1;
+    }
+}
+
+/* Offsets in a tile block: of the fifth bits (Q5_0, Q5_1) and of the values. */
+static inline ptrdiff_t fgg_rp_scale_bytes(int kind)
+{
+    return kind == FGG_MM_B_MXFP4 ? 16 : fgg_mm_b_has_offset(kind) ? 64 : 32;
+}
+static inline int fgg_rp_has_fifth(int kind) { return kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1; }
+static inline ptrdiff_t fgg_rp_values_at(int kind) { return fgg_rp_scale_bytes(kind) + (fgg_rp_has_fifth(kind) ? 64 : 0); }
+
+/* c of v = u - c (see the top). */
+static inline int fgg_rp_offset(int kind)
+{
+    switch (kind) {
+    case FGG_MM_B_Q4_0: return 8;
+    case FGG_MM_B_Q5_0: return 16;
+    case FGG_MM_B_Q4_1: case FGG_MM_B_Q5_1: return 0;
+    default: return 128;  /* Q8_0, IQ4_NL, MXFP4 */
+    }
+}
+
+/* Repack rows (1 to 16) weight rows of nb blocks (row r at w + r * row_bytes) into one tile. */
+static inline void fgg_rp_pack_tile(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
+                                    uint8_t *dst)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind), tbb = FGG_RP_ROWS * bytes;
+    const ptrdiff_t vals = fgg_rp_values_at(kind);
+    memset(dst, 0, (size_t)(nb * tbb));
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *wb = w + r * row_bytes;
+        uint8_t *tb = dst;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += bytes, tb += tbb) {
+            const uint8_t *qs;
+            if (kind == FGG_MM_B_MXFP4) {
+                tb[r] = wb[0];
+                qs = wb + 1;
+            } else {
+                memcpy(tb + 2 * r, wb, 2);
+                if (fgg_mm_b_has_offset(kind)) memcpy(tb + 32 + 2 * r, wb + 2, 2);
+                qs = wb + (fgg_mm_b_has_offset(kind) ? 4 : 2);
+            }
+            if (fgg_rp_has_fifth(kind)) {
+                const uint32_t qh = fgg_load_u32le(qs);
+                qs += 4;
+                uint8_t *h = tb + fgg_rp_scale_bytes(kind) + 4 * r;
+                for (int i = 0; i < 4; i++) {
+                    unsigned byte = 0;
+                    for (int k = 0; k < 8; k++) byte |= ((qh >> (4 * k + i)) & 1u) << k;
+                    h[i] = (uint8_t)byte;
+                }
+            }
+            const int chunks = kind == FGG_MM_B_Q8_0 ? 8 : 4;
+            for (int j = 0; j < chunks; j++) memcpy(tb + vals + 64 * j + 4 * r, qs + 4 * j, 4);
+        }
+    }
+}
+
+/* Value i (0..31) of row r in a tile block, signed. */
+static inline int fgg_rp_value(int kind, const uint8_t *tb, int r, int i)
+{
+    const int k = i >> 2, p = i & 3;
+    const uint8_t *v = tb + fgg_rp_values_at(kind);
+    if (kind == FGG_MM_B_Q8_0) return (int8_t)v[64 * k + 4 * r + p];
+    const uint8_t byte = v[64 * (k & 3) + 4 * r + p];
+    int u = k < 4 ? byte & 15 : byte >> 4;
+    if (fgg_rp_has_fifth(kind)) u |= ((tb[fgg_rp_scale_bytes(kind) + 4 * r + p] >> k) & 1) << 4;
+    switch (kind) {
+    case FGG_MM_B_Q4_0: return u - 8;
+    case FGG_MM_B_Q5_0: return u - 16;
+    case FGG_MM_B_IQ4_NL: return fgg_iq4nl_values[u];
+    case FGG_MM_B_MXFP4: return fgg_fp4_values[u];
+    default: return u;  /* Q4_1, Q5_1 */
+    }
+}
+
+static inline float fgg_rp_scale(int kind, const uint8_t *tb, int r)
+{
+    return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[tb[r]] : fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r));
+}
+
+/* The reference kernel, plain C (every build; tests): rows (1 to 16) weight rows of one tile
+ * against m rows of x, out[i * os + r]. The operations of FGG_MM_ROWN_B one by one. */
+static inline void fgg_rp_tile_c(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                                 int m, float *out, ptrdiff_t os, int rows)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
+    for (int i = 0; i < m; i++) {
+        for (int r = 0; r < rows; r++) {
+            float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}, off = 0.0f;
+            const uint8_t *tb = tile;
+            for (ptrdiff_t b = 0; b < nb; b++, tb += tbb) {
+                const fgg_mm_q8 *xb = x + i * xs + b;
+                const float f = fgg_rp_scale(kind, tb, r) * xb->d;
+                for (int k = 0; k < 8; k++) {
+                    int lane = 0;
+                    for (int p = 0; p < 4; p++) lane += fgg_rp_value(kind, tb, r, 4 * k + p) * xb->q[4 * k + p];
+                    const float prod = (float)lane * f;
+                    acc[k] = acc[k] + prod;
+                }
+                if (fgg_mm_b_has_offset(kind)) {
+                    const float mn = fgg_half_to_float_scale(fgg_load_u16le(tb + 32 + 2 * r));
+                    const float t = mn * xb->s;
+                    off = off + t;
+                }
+            }
+            const float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+            out[i * os + r] = fgg_mm_b_has_offset(kind) ? sum + off : sum;
+        }
+    }
+}
+
+/* -c times the sums of x's groups of 4 (8 per block), the start of each lane: m rows of nb blocks
+ * (row i at x + i * xs) into o[(i * nb + b) * 8 + k]. */
+static inline void fgg_rp_x_offsets(int kind, const fgg_mm_q8 *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, int32_t *o)
+{
+    const int c = fgg_rp_offset(kind);
+    for (ptrdiff_t i = 0; i < m; i++)
+        for (ptrdiff_t b = 0; b < nb; b++) {
+            const int8_t *q = x[i * xs + b].q;
+            for (int k = 0; k < 8; k++)
+                o[(i * nb + b) * 8 + k] = -c * (q[4 * k] + q[4 * k + 1] + q[4 * k + 2] + q[4 * k + 3]);
+        }
+}
+
+#if FGG_MM_HAVE_VNNI
+/* The 16 rows' scales of a tile block as floats (those of fgg_mm_b_scale). */
+static inline FGG_MM_VNNI __m512 fgg_rp_scales16(int kind, const uint8_t *tb)
+{
+    if (kind != FGG_MM_B_MXFP4) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)tb));
+    /* 2^(e - 128): the float bits (e - 1) << 23, below e = 2 the subnormals 2^21 << e */
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)tb));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i small = _mm512_sllv_epi32(_mm512_set1_epi32(0x200000), e);
+    const __mmask16 low = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(low, normal, small));
+}
+
+/* The 8 groups of 16 rows of a tile block as unsigned codes u (v = u - c). */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_unpack16(int kind, const uint8_t *tb, __m512i u[8])
+{
+    const uint8_t *v = tb + fgg_rp_values_at(kind);
+    if (kind == FGG_MM_B_Q8_0) {
+        for (int k = 0; k < 8; k++)
+            u[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(v + 64 * k)), _mm512_set1_epi8(-128));
+        return;
+    }
+    const __m512i lo4 = _mm512_set1_epi8(15);
+    for (int j = 0; j < 4; j++) {
+        const __m512i c = _mm512_loadu_si512((const void *)(v + 64 * j));
+        u[j] = _mm512_and_si512(c, lo4);
+        u[j + 4] = _mm512_and_si512(_mm512_srli_epi16(c, 4), lo4);
+    }
+    if (fgg_rp_has_fifth(kind)) {
+        /* bit k of each byte to bit 4; 16-bit shifts by at most 4 keep each byte's own bits there */
+        const __m512i h = _mm512_loadu_si512((const void *)(tb + fgg_rp_scale_bytes(kind)));
+        const __m512i b4 = _mm512_set1_epi8(16);
+        u[0] = _mm512_ternarylogic_epi32(u[0], _mm512_slli_epi16(h, 4), b4, 0xF8);
+        u[1] = _mm512_ternarylogic_epi32(u[1], _mm512_slli_epi16(h, 3), b4, 0xF8);
+        u[2] = _mm512_ternarylogic_epi32(u[2], _mm512_slli_epi16(h, 2), b4, 0xF8);
+        u[3] = _mm512_ternarylogic_epi32(u[3], _mm512_slli_epi16(h, 1), b4, 0xF8);
+        u[4] = _mm512_ternarylogic_epi32(u[4], h, b4, 0xF8);
+        u[5] = _mm512_ternarylogic_epi32(u[5], _mm512_srli_epi16(h, 1), b4, 0xF8);
+        u[6] = _mm512_ternarylogic_epi32(u[6], _mm512_srli_epi16(h, 2), b4, 0xF8);
+        u[7] = _mm512_ternarylogic_epi32(u[7], _mm512_srli_epi16(h, 3), b4, 0xF8);
+    } else if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
+        /* the value table + 128: its bytes with the sign bit flipped */
+        const __m128i signed_t = _mm_loadu_si128((const __m128i *)(kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values));
+        const __m512i t = _mm512_broadcast_i32x4(_mm_xor_si128(signed_t, _mm_set1_epi8(-128)));
+        for (int k = 0; k < 8; k++) u[k] = _mm512_shuffle_epi8(t, u[k]);
+    }
+}
+
+/* NR (1 or 2) rows of x against blocks b0..b1 of one tile, the accumulators carried in st
+ * (per row of x 9 vectors of 16 floats: acc[0..7], off) from the blocks before. xo: the rows'
+ * fgg_rp_x_offsets (row i at xo + i * xos). */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_vnni(int kind, int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
+                                                       const fgg_mm_q8 *x, ptrdiff_t xs, const int32_t *xo,
+                                                       ptrdiff_t xos, __m512 *st)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
+    __m512 acc[2][8], off[2];
+    for (int i = 0; i < NR; i++) {
+        off[i] = st[9 * i + 8];
+        for (int k = 0; k < 8; k++) acc[i][k] = st[9 * i + k];
+    }
+    const uint8_t *tb = tile + b0 * tbb;
+    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
+        const __m512 dw = fgg_rp_scales16(kind, tb);
+        __m512i u[8];
+        fgg_rp_unpack16(kind, tb, u);
+        for (int i = 0; i < NR; i++) {
+            const fgg_mm_q8 *xb = x + i * xs + b;
+            const int32_t *q4 = (const int32_t *)(const void *)xb->q;
+            const int32_t *o = xo + i * xos + 8 * b;
+            const __m512 f = _mm512_mul_ps(dw, _mm512_set1_ps(xb->d));
+            for (int k = 0; k < 8; k++) {
+                const __m512i lane = _mm512_dpbusd_epi32(_mm512_set1_epi32(o[k]), u[k], _mm512_set1_epi32(q4[k]));
+                acc[i][k] = _mm512_add_ps(acc[i][k], _mm512_mul_ps(_mm512_cvtepi32_ps(lane), f));
+            }
+            if (fgg_mm_b_has_offset(kind)) {
+                const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tb + 32)));
+                off[i] = _mm512_add_ps(off[i], _mm512_mul_ps(mw, _mm512_set1_ps(xb->s)));
+            }
+        }
+    }
+    for (int i = 0; i < NR; i++) {
+        st[9 * i + 8] = off[i];
+        for (int k = 0; k < 8; k++) st[9 * i + k] = acc[i][k];
+    }
+}
+
+/* Bytes of a tile's blocks that one span takes (in L1 for every pair of rows of x). */
+#define FGG_RP_SPAN_BYTES (16 * 1024)
+
+/* m rows of x against one tile (rows weight rows valid), two rows of x at a time; beyond two rows
+ * in spans of the blocks, so that a span is read from memory once and from L1 by each pair.
+ * st: m * 9 vectors of scratch. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_vnni_kind(int kind, const uint8_t *tile, ptrdiff_t nb,
+                                                            const fgg_mm_q8 *x, ptrdiff_t xs, const int32_t *xo,
+                                                            int m, float *out, ptrdiff_t os, int rows, __m512 *st)
+{
+    const __mmask16 keep = (__mmask16)((1u << rows) - 1u);
+    const ptrdiff_t xos = nb * 8, tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
+    const ptrdiff_t span = m <= 2 ? nb : (FGG_RP_SPAN_BYTES / tbb > 4 ? FGG_RP_SPAN_BYTES / tbb : 4);
+    for (int j = 0; j < 9 * m; j++) st[j] = _mm512_setzero_ps();
+    for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
+        const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
+        int i = 0;
+        for (; i + 2 <= m; i += 2)
+            fgg_rp_span_vnni(kind, 2, tile, b0, b1, x + i * xs, xs, xo + i * xos, xos, st + 9 * i);
+        if (i < m) fgg_rp_span_vnni(kind, 1, tile, b0, b1, x + i * xs, xs, xo + i * xos, xos, st + 9 * i);
+    }
+    for (int i = 0; i < m; i++) {
+        const __m512 *a = st + 9 * i;
+        __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[4]), _mm512_add_ps(a[2], a[6])),
+                                 _mm512_add_ps(_mm512_add_ps(a[1], a[5]), _mm512_add_ps(a[3], a[7])));
+        if (fgg_mm_b_has_offset(kind)) s = _mm512_add_ps(s, a[8]);
+        _mm512_mask_storeu_ps(out + i * os, keep, s);
+    }
+}
+
+#define FGG_RP_TILE_VNNI(NAME, KIND)                                                                  \
+static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,       \
+                             const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *st)    \
+{                                                                                                     \
+    fgg_rp_tile_vnni_kind(KIND, tile, nb, x, xs, xo, m, out, os, rows, (__m512 *)st);                 \
+}
+FGG_RP_TILE_VNNI(fgg_rp_tile_q8_0_vnni, FGG_MM_B_Q8_0)
+FGG_RP_TILE_VNNI(fgg_rp_tile_q4_0_vnni, FGG_MM_B_Q4_0)
+FGG_RP_TILE_VNNI(fgg_rp_tile_q5_0_vnni, FGG_MM_B_Q5_0)
+FGG_RP_TILE_VNNI(fgg_rp_tile_q4_1_vnni, FGG_MM_B_Q4_1)
+FGG_RP_TILE_VNNI(fgg_rp_tile_q5_1_vnni, FGG_MM_B_Q5_1)
+FGG_RP_TILE_VNNI(fgg_rp_tile_iq4_nl_vnni, FGG_MM_B_IQ4_NL)
+FGG_RP_TILE_VNNI(fgg_rp_tile_mxfp4_vnni, FGG_MM_B_MXFP4)
+#undef FGG_RP_TILE_VNNI
+#endif
+
+/* st: 64-byte aligned scratch of m * FGG_RP_STATE_BYTES */
+typedef void (*fgg_rp_tile_fn)(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+                               const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *st);
+#define FGG_RP_STATE_BYTES (9 * 64)
+
+/* The VNNI tile kernel of a type id where this build has it (the CPU must have VNNI: see
+ * fgg_mm_vnni_usable), else NULL. */
+static inline fgg_rp_tile_fn fgg_rp_tile_vnni(int type_id)
+{
+#if FGG_MM_HAVE_VNNI
+    switch (type_id) {
+    case FGG_TYPE_Q8_0: return fgg_rp_tile_q8_0_vnni;
+    case FGG_TYPE_Q4_0: return fgg_rp_tile_q4_0_vnni;
+    case FGG_TYPE_Q5_0: return fgg_rp_tile_q5_0_vnni;
+    case FGG_TYPE_Q4_1: return fgg_rp_tile_q4_1_vnni;
+    case FGG_TYPE_Q5_1: return fgg_rp_tile_q5_1_vnni;
+    case FGG_TYPE_IQ4_NL: return fgg_rp_tile_iq4_nl_vnni;
+    case FGG_TYPE_MXFP4: return fgg_rp_tile_mxfp4_vnni;
+    default: return NULL;
+    }
+#else
+    (void)type_id;
+    return NULL;
+#endif
+}
+
+#endif /* FGG_REPACK_H */

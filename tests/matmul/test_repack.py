@@ -1,0 +1,186 @@
+"""fastgguf.repack: weights interleaved 16 rows at a time, the same bits as the original blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_matmul import quantized_x, random_weights
+
+import fastgguf
+from fastgguf import GGMLType, dequant
+from fastgguf.matmul import RepackedWeight, matmul, repack
+
+from conftest import argument_error, assert_same_bits
+
+T = GGMLType
+REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4)
+TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
+
+
+def _kernels_with_tiles():
+    """(name, kernels) of every build here whose CPU runs a tile kernel (VNNI on)."""
+    out = []
+    for path in dequant.available_cpu_paths():
+        kernels = dequant.kernel_modules()[path]
+        if kernels.repacked_kernel(int(T.Q4_0)) is not None:
+            out.append((path, kernels))
+    return out
+
+
+def _tiles(kernels, raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
+    rows = kernels.repack_tile_rows()
+    tiles = np.full(((raw.shape[0] + rows - 1) // rows, raw.shape[1] * rows), 0xAB, np.uint8)
+    kernels.repack_rows(raw, int(qtype), tiles)
+    return tiles
+
+
+@pytest.mark.parametrize("qtype", REPACK_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("n", [1, 16, 37])
+def test_tiles_same_bits_as_original_blocks(qtype, n):
+    # random blocks: every code, fifth bit, sign and (finite) scale, subnormal ones included;
+    # x with +-127 in every block; m covers one row, pairs, an odd last row and the spans
+    # (Q8_0: 30 blocks per span, 70 blocks here)
+    rng = np.random.default_rng([int(qtype), n])
+    k = 32 * 70
+    raw = random_weights(qtype, n, k, rng)
+    for path in dequant.available_cpu_paths():
+        kernels = dequant.kernel_modules()[path]
+        tiles = _tiles(kernels, raw, qtype)
+        for m in (1, 2, 3, 6):
+            x = rng.standard_normal((m, k)).astype(np.float32)
+            x[:, ::32] *= 50.0
+            xq = quantized_x(kernels, x, qtype)
+            expected = np.empty((m, n), np.float32)
+            kernels.matmul_rows_int(raw, int(qtype), xq, expected, 0, n)
+            out = np.full((m, n), np.nan, np.float32)
+            kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out, 2, reference=True)
+            assert_same_bits(out, expected)
+            if kernels.repacked_kernel(int(qtype)) is not None:
+                for threads in (1, 2):
+                    out = np.full((m, n), np.nan, np.float32)
+                    kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out, threads)
+                    assert_same_bits(out, expected)
+
+
+def test_tile_layout_by_hand():
+    # Q4_0 and Q5_0 rows whose bytes are their row and byte numbers: the documented places
+    rng = np.random.default_rng(5)
+    kernels = dequant.kernel_modules()["portable"]
+    raw = random_weights(T.Q4_0, 18, 64, rng)
+    tiles = _tiles(kernels, raw, T.Q4_0)
+    assert tiles.shape == (2, 2 * 18 * 16)
+    block1 = tiles[1, 288:576]  # block 1 of rows 16, 17 (the rest zeros)
+    assert bytes(block1[0:4]) == bytes(raw[16, 18:20]) + bytes(raw[17, 18:20])
+    for j in range(4):
+        assert bytes(block1[32 + 64 * j:32 + 64 * j + 8]) == bytes(raw[16, 20 + 4 * j:24 + 4 * j]) + bytes(raw[17, 20 + 4 * j:24 + 4 * j])
+    assert not block1[4:32].any() and not block1[32 + 8:32 + 64].any()
+    tile0 = tiles[0, :288]
+    for r in range(16):
+        assert bytes(tile0[2 * r:2 * r + 2]) == bytes(raw[r, 0:2])
+        for j in range(4):
+            assert bytes(tile0[32 + 64 * j + 4 * r:36 + 64 * j + 4 * r]) == bytes(raw[r, 2 + 4 * j:6 + 4 * j])
+    # Q5_0: byte i of row r's fifth bits has bit k = qh bit 4k + i
+    raw = random_weights(T.Q5_0, 3, 32, rng)
+    tiles = _tiles(kernels, raw, T.Q5_0)
+    for r in range(3):
+        qh = int.from_bytes(bytes(raw[r, 2:6]), "little")
+        for i in range(4):
+            assert tiles[0, 32 + 4 * r + i] == sum(((qh >> (4 * k + i)) & 1) << k for k in range(8))
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4], ids=lambda t: t.name)
+def test_repack_api_same_bits(qtype):
+    rng = np.random.default_rng([int(qtype), 2])
+    n, k = 45, 32 * 12
+    raw = random_weights(qtype, n, k, rng)
+    rw = repack(raw, qtype)
+    assert isinstance(rw, RepackedWeight) and rw.type == qtype and rw.shape == (n, k)
+    assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
+    assert rw.nbytes == (48 * raw.shape[1] if rw.repacked else 0)
+    for m in (1, 2, 5, 12, 13, 20):  # up to 12 the tiles, then the original blocks
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        for threads in (1, 2):
+            assert_same_bits(matmul(x, rw, exact=False, threads=threads), matmul(x, raw, qtype, exact=False))
+        assert_same_bits(matmul(x, rw), matmul(x, raw, qtype))  # the float path reads the original
+    x1 = rng.standard_normal(k).astype(np.float32)
+    assert_same_bits(matmul(x1, rw, exact=False), matmul(x1, raw, qtype, exact=False))
+    out = np.empty((3, n), np.float32)
+    x3 = rng.standard_normal((3, k)).astype(np.float32)
+    assert matmul(x3, rw, exact=False, out=out) is out
+    assert_same_bits(out, matmul(x3, raw, qtype, exact=False))
+    assert "RepackedWeight" in repr(rw) and qtype.name in repr(rw)
+
+
+def test_repack_of_a_tensor_and_other_types(tmp_path):
+    rng = np.random.default_rng(9)
+    w4 = rng.standard_normal((40, 256)).astype(np.float32)
+    path = tmp_path / "w.gguf"
+    with fastgguf.GGUFWriter(path) as writer:
+        writer.add_tensor("a", fastgguf.quantize(w4, T.Q4_0), T.Q4_0, w4.shape)
+        writer.add_tensor("b", fastgguf.quantize(w4, T.Q4_K), T.Q4_K, w4.shape)
+    x = rng.standard_normal((2, 256)).astype(np.float32)
+    with fastgguf.open(path) as f:
+        for name in ("a", "b"):
+            t = f.tensors[name]
+            rw = repack(t)
+            assert rw.source is t and rw.type == t.type
+            if t.type == T.Q4_K:
+                assert not rw.repacked and rw.tiles is None  # no layout: the products read the blocks
+            assert_same_bits(matmul(x, rw, exact=False), matmul(x, t, exact=False))
+            assert_same_bits(matmul(x, rw, t.type, exact=False), matmul(x, t, exact=False))
+            with argument_error(ValueError, "disagrees"):
+                matmul(x, rw, T.Q8_0)
+
+
+@pytest.mark.skipif(not _kernels_with_tiles(), reason="no AVX-512 VNNI here: no tile kernel")
+def test_vnni_switched_off_falls_back_to_the_blocks():
+    rng = np.random.default_rng(3)
+    raw = random_weights(T.Q4_0, 20, 64, rng)
+    x = rng.standard_normal((2, 64)).astype(np.float32)
+    kernels = dequant.kernel_modules()[fastgguf.cpu_path()]
+    rw = repack(raw, T.Q4_0)
+    before = kernels._set_vnni(False)
+    try:
+        assert kernels.repacked_kernel(int(T.Q4_0)) is None
+        assert not repack(raw, T.Q4_0).repacked
+        y = matmul(x, rw, exact=False)  # made with VNNI, used without: the original blocks
+        with pytest.raises(NotImplementedError):
+            kernels.matmul_repacked_int(rw.tiles, int(T.Q4_0), 20, quantized_x(kernels, x, T.Q4_0),
+                                        np.empty((2, 20), np.float32))
+    finally:
+        kernels._set_vnni(before)
+    assert_same_bits(y, matmul(x, rw, exact=False))
+
+
+def test_repack_arguments():
+    kernels = dequant.kernel_modules()["portable"]
+    raw = np.zeros((3, 18), np.uint8)
+    with argument_error(ValueError, "no repacked layout"):
+        kernels.repack_rows(np.zeros((3, 144), np.uint8), int(T.Q4_K), np.zeros((1, 144 * 16), np.uint8))
+    with argument_error(ValueError, "dst must have shape"):
+        kernels.repack_rows(raw, int(T.Q4_0), np.zeros((1, 18), np.uint8))
+    with argument_error(ValueError, "whole blocks"):
+        kernels.repack_rows(np.zeros((3, 17), np.uint8), int(T.Q4_0), np.zeros((1, 17 * 16), np.uint8))
+    tiles = np.zeros((1, 18 * 16), np.uint8)
+    xq = np.zeros((1, kernels.q8_block_bytes()), np.uint8)
+    with argument_error(ValueError, "n_rows"):
+        kernels.matmul_repacked_int(tiles, int(T.Q4_0), 17, xq, np.empty((1, 17), np.float32), reference=True)
+    with argument_error(ValueError, "out must be"):
+        kernels.matmul_repacked_int(tiles, int(T.Q4_0), 3, xq, np.empty((1, 4), np.float32), reference=True)
+    with argument_error(ValueError, "threads"):
+        kernels.matmul_repacked_int(tiles, int(T.Q4_0), 3, xq, np.empty((1, 3), np.float32), 0, reference=True)
+    with argument_error(ValueError):
+        repack(np.zeros((2, 3, 18), np.uint8), T.Q4_0)  # 2-D only
+    with argument_error(TypeError):
+        repack(np.zeros((2, 18), np.uint8))  # a raw weight needs its type
+    assert fastgguf.repack is repack and "repack" in fastgguf.__all__ and "RepackedWeight" in fastgguf.__all__
+
+
+def test_layout_sizes():
+    kernels = dequant.kernel_modules()["portable"]
+    for qtype, size in TYPE_BYTES.items():
+        assert kernels.can_repack(int(qtype))
+        raw = np.zeros((1, size), np.uint8)
+        kernels.repack_rows(raw, int(qtype), np.zeros((1, size * 16), np.uint8))  # the same bytes per row
+    for qtype in (T.Q4_K, T.Q6_K, T.NVFP4, T.Q1_0, T.F32):
+        assert not kernels.can_repack(int(qtype))
