@@ -53,7 +53,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from fastgguf import GGMLType, _backend, dequant, dequantize, matmul
+from fastgguf import GGMLType, _backend, dequant, dequantize, matmul, repack
 from fastgguf._bandwidth import LLC_FACTOR, last_level_cache
 from fastgguf.types import TYPE_TRAITS
 
@@ -125,6 +125,17 @@ def sweep_fastgguf(model, xs, exact=True, threads=None, last_head=True):
         matmul(rows_for(name, x, last_head), raw, qtype, exact=exact, threads=threads)
 
 
+def repacked_model(model, threads=None):
+    """``model`` with every weight made ready by :func:`fastgguf.repack` (for the build in use)."""
+    return [(name, qtype, repack(raw, qtype, threads=threads)) for name, qtype, raw in model]
+
+
+def sweep_repacked(packed, xs, threads=None, last_head=True):
+    """The integer path over :func:`repacked_model`'s weights."""
+    for name, qtype, rw in packed:
+        matmul(rows_for(name, xs[rw.shape[1]], last_head), rw, exact=False, threads=threads)
+
+
 def sweep_int(model, xs, vnni: bool, threads=None):
     """The integer path with the AVX-512 VNNI kernels on or off (maddubs) in the current build."""
     kernels = _backend.kernels()
@@ -194,6 +205,15 @@ def test_backend_ops_line_parsing():
     assert _BACKEND_OPS_CASE.findall(plain + "\n" + batched) == [("q4_K", "4096", "1", "14336", "3381.55")]
 
 
+def test_backend_ops_rows_smoke(capsys):
+    """fastgguf's columns of the per-op comparison (a made-up ggml time): the smoke only."""
+    rows = _backend_ops_rows([("q4_0", 64, 2, 256, 100.0), ("q4_K", 64, 1, 256, 100.0)], exact_up_to=1)
+    assert [(r["type"], r["n"]) for r in rows] == [("q4_0", 2), ("q4_K", 1)]
+    assert rows[0]["exact_us"] is None and rows[1]["exact_us"] > 0 and rows[1]["repacked_us"] is None
+    assert (rows[0]["repacked_us"] is not None) == (_backend.kernels().repacked_kernel(int(GGMLType.Q4_0)) is not None)
+    assert "| q4_0 | 64x256 | 2 |" in capsys.readouterr().out
+
+
 def test_table_smoke(tmp_path, capsys):
     """The table and the llama GGUF writer on a tiny model (no llama.cpp run): the smoke only."""
     q_path = quantize_file(write_llama_f16(str(tmp_path / "f16.gguf"), 1, d=256, ffn=512, kv=128, vocab=256),
@@ -201,8 +221,9 @@ def test_table_smoke(tmp_path, capsys):
     model = model_from_file(q_path)
     assert {name for name, _q, _r in model} >= {"output.weight", "blk.0.ffn_down.weight"}
     rows = table(model, [1, 3], list(PATHS), list(_backend.available_cpu_paths()), 1, {1: 1.0}, "bench")
-    assert len(rows) == 2 * (1 + 2 * len(_backend.available_cpu_paths()))
-    assert "| 3 | integer |" in capsys.readouterr().out
+    assert len(rows) == 2 * (1 + 3 * len(_backend.available_cpu_paths()))
+    printed = capsys.readouterr().out
+    assert "| 3 | integer |" in printed and "| 1 | repacked |" in printed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,7 +310,7 @@ def transformers_bench(directory: str, new_tokens: int) -> None:
 # ---------------------------------------------------------------------------------------------
 # The table: batch x path (numpy, exact, integer) x CPU build, optionally against llama.cpp
 
-PATHS = ("numpy", "exact", "integer")
+PATHS = ("numpy", "exact", "integer", "repacked")
 LLAMA_HEADS = 16  # head dim 128 at d=2048; the KV width 256 is 2 KV heads
 
 
@@ -424,8 +445,9 @@ def backend_ops(bin_dir: str, types=("q4_K", "q6_K"), exact_up_to: int = 8, cpu:
 
 def _backend_ops_rows(cases, exact_up_to: int) -> list[dict]:
     print(f"fastgguf on its {_backend.cpu_path()} build")
-    print("| type | m x k | n (rows of x) | ggml us | fastgguf integer us | x ggml | fastgguf exact us | x ggml |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| type | m x k | n (rows of x) | ggml us | fastgguf integer us | x ggml | repacked us | x ggml "
+          "| fastgguf exact us | x ggml |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows, weights = [], {}
     rng = np.random.default_rng(5)
     for name, m, n, k, ggml_us in cases:
@@ -433,13 +455,17 @@ def _backend_ops_rows(cases, exact_up_to: int) -> list[dict]:
         if (qtype, m, k) not in weights:
             weights.clear()  # one weight at a time: the largest are hundreds of MB
             weights[qtype, m, k] = make_weight(qtype, m, k, rng)
-        w = weights[qtype, m, k]
+            weights["repacked"] = repack(weights[qtype, m, k], qtype)
+        w, rw = weights[qtype, m, k], weights["repacked"]
         x = rng.standard_normal((n, k), dtype=np.float32)
         t_int = timed(partial(matmul, x, w, qtype, exact=False, threads=1), 5, budget=5.0) * 1e6
         t_exact = timed(partial(matmul, x, w, qtype, threads=1), 3, budget=5.0) * 1e6 if n <= exact_up_to else None
+        t_rp = timed(partial(matmul, x, rw, exact=False, threads=1), 5, budget=5.0) * 1e6 if rw.repacked else None
         exact_cols = f"{t_exact:.0f} | {ggml_us / t_exact:.2f}" if t_exact else "- | -"
-        print(f"| {name} | {m}x{k} | {n} | {ggml_us:.0f} | {t_int:.0f} | {ggml_us / t_int:.2f} | {exact_cols} |", flush=True)
-        rows.append(dict(type=name, m=m, n=n, k=k, ggml_us=ggml_us, integer_us=t_int, exact_us=t_exact))
+        rp_cols = f"{t_rp:.0f} | {ggml_us / t_rp:.2f}" if t_rp else "- | -"
+        print(f"| {name} | {m}x{k} | {n} | {ggml_us:.0f} | {t_int:.0f} | {ggml_us / t_int:.2f} | {rp_cols} | {exact_cols} |",
+              flush=True)
+        rows.append(dict(type=name, m=m, n=n, k=k, ggml_us=ggml_us, integer_us=t_int, repacked_us=t_rp, exact_us=t_exact))
     return rows
 
 
@@ -484,6 +510,9 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
                 for cpu in (["-"] if path == "numpy" else cpus):
                     if path == "numpy":
                         t = t_np = timed(partial(sweep_numpy, dense, xs, last_head), rounds)
+                    elif path == "repacked":
+                        _backend.set_cpu_path(cpu)
+                        t = timed(partial(sweep_repacked, repacked_model(model), xs, last_head=last_head), rounds)
                     else:
                         _backend.set_cpu_path(cpu)
                         t = timed(partial(sweep_fastgguf, model, xs, path == "exact", last_head=last_head), rounds)
@@ -772,7 +801,7 @@ def main() -> None:
     parser.add_argument("--table", action="store_true",
                         help="the table: batch x path x CPU build (implied by --llama-cpp)")
     parser.add_argument("--batches", default="1,8,64,512", help="batch sizes of the table (comma-separated)")
-    parser.add_argument("--paths", default=",".join(PATHS), help="paths of the table: numpy,exact,integer")
+    parser.add_argument("--paths", default=",".join(PATHS), help="paths of the table: numpy,exact,integer,repacked (the integer path on fastgguf.repack's weights)")
     parser.add_argument("--cpu", default="", help="kernel builds of the table (default: every one this CPU runs)")
     parser.add_argument("--llama-cpp", metavar="BUILD_BIN_DIR", default="",
                         help="write the model as a llama GGUF (Q4_K_M by fastgguf quantize, kept in --dir), sweep "
