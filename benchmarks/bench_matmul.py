@@ -132,7 +132,7 @@ def repacked_model(model, threads=None):
 
 def sweep_repacked(packed, xs, threads=None, last_head=True):
     """The integer path over :func:`repacked_model`'s weights."""
-    for name, qtype, rw in packed:
+    for name, _qtype, rw in packed:
         matmul(rows_for(name, xs[rw.shape[1]], last_head), rw, exact=False, threads=threads)
 
 
