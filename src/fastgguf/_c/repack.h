@@ -35,6 +35,11 @@
 
 #define FGG_RP_ROWS 16
 
+/* How far ahead of its blocks a tile is prefetched (the next tile follows it in memory). */
+#ifndef FGG_RP_PREFETCH
+#define FGG_RP_PREFETCH 2048
+#endif
+
 /* The per-32 kind of a ggml type id that has a repacked layout, else -1. */
 static inline int fgg_rp_kind(int type_id)
 {
@@ -225,7 +230,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_unpack16(int kind, const uint8_t *t
  * fgg_rp_x_offsets (row i at xo + i * xos). */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_vnni(int kind, int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
                                                        const fgg_mm_q8 *x, ptrdiff_t xs, const int32_t *xo,
-                                                       ptrdiff_t xos, __m512 *st)
+                                                       ptrdiff_t xos, __m512 *st, int ahead)
 {
     const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
     __m512 acc[2][8], off[2];
@@ -235,6 +240,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_vnni(int kind, int NR, const u
     }
     const uint8_t *tb = tile + b0 * tbb;
     for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
+        if (ahead) /* the first pair of rows of x reads the tile from memory: ask for it early */
+            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
         const __m512 dw = fgg_rp_scales16(kind, tb);
         __m512i u[8];
         fgg_rp_unpack16(kind, tb, u);
@@ -277,8 +284,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_vnni_kind(int kind, const uint
         const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
         int i = 0;
         for (; i + 2 <= m; i += 2)
-            fgg_rp_span_vnni(kind, 2, tile, b0, b1, x + i * xs, xs, xo + i * xos, xos, st + 9 * i);
-        if (i < m) fgg_rp_span_vnni(kind, 1, tile, b0, b1, x + i * xs, xs, xo + i * xos, xos, st + 9 * i);
+            fgg_rp_span_vnni(kind, 2, tile, b0, b1, x + i * xs, xs, xo + i * xos, xos, st + 9 * i, i == 0);
+        if (i < m) fgg_rp_span_vnni(kind, 1, tile, b0, b1, x + i * xs, xs, xo + i * xos, xos, st + 9 * i, i == 0);
     }
     for (int i = 0; i < m; i++) {
         const __m512 *a = st + 9 * i;
