@@ -733,8 +733,10 @@ def per_expert_loop(x: np.ndarray, w: np.ndarray, ids: np.ndarray, qtype: GGMLTy
 
 
 def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> list[tuple]:
-    """matmul_id against a matmul per expert, both paths, per number of tokens: the two alternate
-    round by round (best of ``rounds`` each), after checking that they give the same bits."""
+    """matmul_id against a matmul per expert, both paths (and the integer path on
+    :func:`fastgguf.repack`'s experts where this CPU has a tile kernel), per number of tokens: the
+    two alternate round by round (best of ``rounds`` each), after checking that they give the same
+    bits."""
     from fastgguf import matmul_id
 
     rng = np.random.default_rng(0)
@@ -746,11 +748,13 @@ def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> li
           "matmul_id ns per weight and row |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows = []
-    for exact in (True, False):
+    rw = repack(w, qtype)
+    for path in ("exact", "integer") + (("repacked",) if rw.repacked else ()):
+        exact = path == "exact"
         for t in tokens:
             x = rng.standard_normal((t, k), dtype=np.float32)
             ids = np.stack([rng.choice(n_exp, used, replace=False) for _ in range(t)])
-            grouped = partial(matmul_id, x, w, ids, qtype, exact=exact)
+            grouped = partial(matmul_id, x, rw if path == "repacked" else w, ids, qtype, exact=exact)
             looped = partial(per_expert_loop, x, w, ids, qtype, exact)
             if not np.array_equal(grouped(), looped()):
                 raise AssertionError("matmul_id and the per-expert products differ")
@@ -760,7 +764,7 @@ def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> li
                     t0 = time.perf_counter()
                     fn()
                     best[i] = min(best[i], time.perf_counter() - t0)
-            row = ("exact" if exact else "integer", t, len(np.unique(ids)), best[0] * 1e3, best[1] * 1e3)
+            row = (path, t, len(np.unique(ids)), best[0] * 1e3, best[1] * 1e3)
             rows.append(row)
             print(f"| {row[0]} | {t} | {row[2]} | {row[3]:.2f} | {row[4]:.2f} | {best[1] / best[0]:.2f} | "
                   f"{best[0] * 1e9 / (t * used * n * k):.3f} |", flush=True)
@@ -769,8 +773,9 @@ def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> li
 
 def test_moe_smoke(capsys):
     """The MoE comparison on a few small experts: the smoke only (it checks the two agree)."""
-    rows = moe([1, 5], 1, dict(experts=6, n=16, k=256, used=2))
-    assert [(r[0], r[1]) for r in rows] == [("exact", 1), ("exact", 5), ("integer", 1), ("integer", 5)]
+    rows = moe([1, 5], 1, dict(experts=6, n=16, k=256, used=2), qtype=T.MXFP4)
+    assert [(r[0], r[1]) for r in rows][:4] == [("exact", 1), ("exact", 5), ("integer", 1), ("integer", 5)]
+    assert len(rows) == (6 if _backend.kernels().repacked_kernel(int(T.MXFP4)) is not None else 4)
     assert "| integer | 5 |" in capsys.readouterr().out
 
 
@@ -818,7 +823,9 @@ def main() -> None:
     parser.add_argument("--per-weight", action="store_true",
                         help="CPU time of one thread per weight and batch (--batches), exact vs integer path")
     parser.add_argument("--moe", action="store_true",
-                        help="matmul_id over 128 experts (8 per token) against a matmul per expert, per --batches tokens")
+                        help="matmul_id over 128 experts (8 per token) against a matmul per expert, per --batches tokens "
+                             "(experts of type --moe-type)")
+    parser.add_argument("--moe-type", default="Q4_K", help="with --moe: the experts' type (Q4_K; MXFP4 as gpt-oss)")
     parser.add_argument("--int-error", action="store_true",
                         help="relative error of the integer path per type on quantized Gaussian weights")
     parser.add_argument("--only", default="", help="with --per-weight / --int-error: these types (comma-separated)")
@@ -842,7 +849,7 @@ def main() -> None:
         per_weight([int(b) for b in args.batches.split(",")], args.rounds, int_types(args.only))
         return
     if args.moe:
-        moe([int(b) for b in args.batches.split(",")], args.rounds)
+        moe([int(b) for b in args.batches.split(",")], args.rounds, qtype=GGMLType[args.moe_type.upper()])
         return
     if args.table or args.llama_cpp:
         if args.dir == "/tmp/fgg_lfm2":

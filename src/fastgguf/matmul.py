@@ -66,14 +66,15 @@ _REPACKED_MAX_ROWS = 12
 class RepackedWeight:
     """A 2-D quantized weight made ready for fast integer-path products by :func:`repack`.
 
-    Pass it to :func:`matmul` as the weight. Attributes: ``type``, ``shape`` (N, K), ``source``
+    Pass it to :func:`matmul` (2-D) or :func:`matmul_id` (3-D) as the weight. Attributes:
+    ``type``, ``shape`` ((N, K), or (E, N, K)), ``source``
     (the weight it was made from, which the float path and large batches still read), ``tiles``
     (the interleaved blocks, or ``None`` where nothing was repacked) and ``nbytes`` (of the tiles).
     """
 
     __slots__ = ("source", "type", "shape", "tiles")
 
-    def __init__(self, source: Any, qtype: GGMLType, shape: tuple[int, int], tiles: np.ndarray | None) -> None:
+    def __init__(self, source: Any, qtype: GGMLType, shape: tuple[int, ...], tiles: np.ndarray | None) -> None:
         self.source = source
         self.type = qtype
         self.shape = shape
@@ -90,26 +91,28 @@ class RepackedWeight:
 
     def __repr__(self) -> str:
         state = f"{self.nbytes} bytes repacked" if self.repacked else "not repacked"
-        return f"<RepackedWeight {self.type.name} {self.shape[0]}x{self.shape[1]}, {state}>"
+        return f"<RepackedWeight {self.type.name} {'x'.join(map(str, self.shape))}, {state}>"
 
 
 def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A002
            threads: int | None = None) -> RepackedWeight:
-    """Prepare a 2-D weight once for :func:`matmul`'s integer path (``exact=False``).
+    """Prepare a weight once for the integer path (``exact=False``) of :func:`matmul` (2-D) or
+    :func:`matmul_id` (3-D experts).
 
     The blocks of 16 weight rows are interleaved 4 bytes at a time (the same bytes per row as the
     original), so that one AVX-512 VNNI instruction makes 4 products for 16 weight rows and the
     float steps run 16 rows wide: ggml's load-time repacking, in a layout of fastgguf's own. Then
-    ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``,
-    2.5-3x as fast at 1 and 2 rows of ``x`` for Q4_0 (1.2-1.4x at 4 to 12 rows; one thread,
-    4096 x 14336). Types with a layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4; on other
-    types, without AVX-512 VNNI (or ``FASTGGUF_NO_VNNI``) and for big-endian data nothing is
-    copied and the products read the original blocks, so any weight can be passed.
+    ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``, about
+    2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.3x for Q8_0, 1.1-1.7x at 4 to 12 rows
+    (2 threads, 4096 x 14336). Types with a layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4.
+    For other types, on CPUs without AVX-512 VNNI (or with ``FASTGGUF_NO_VNNI``) and for big-endian
+    data nothing is copied and the products read the original blocks, so any weight can be passed.
 
     Parameters
     ----------
     weight : TensorInfo or numpy.ndarray
-        As for :func:`matmul`: a 2-D tensor or a uint8 array ``(N, row_bytes)`` of ``type`` blocks.
+        As for :func:`matmul` (2-D) or :func:`matmul_id` (3-D): a tensor, or a uint8 array
+        ``(N, row_bytes)`` / ``(E, N, row_bytes)`` of ``type`` blocks.
     type : GGMLType, int or str, optional
         As for :func:`matmul`.
     threads : int, optional
@@ -118,19 +121,27 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     Returns
     -------
     RepackedWeight
-        Keeps ``weight`` (the float path and batches beyond 12 rows of ``x`` read it) and the
-        interleaved copy (``nbytes``: the weight's own size, rounded up to 16 rows).
+        Keeps ``weight`` (the float path and batches beyond 12 rows of ``x`` per weight read it)
+        and the interleaved copy (``nbytes``: the weight's own size, rounded up to 16 rows).
     """
-    raw, qtype, shape, swapped = _weight_of(weight, type, 2)
+    n_dims = len(weight.shape) if isinstance(weight, TensorInfo) else getattr(weight, "ndim", 2)
+    if n_dims not in (2, 3):
+        raise ValueError(f"repack takes a 2-D weight or 3-D experts, not {n_dims} dimensions")
+    raw, qtype, shape, swapped = _weight_of(weight, type, n_dims)
     kernels = _backend.kernels()
     _check_kernel(kernels, qtype, swapped)
     n_threads = _backend.resolve_threads(threads)
     tiles = None
     if not swapped and kernels.repacked_kernel(int(qtype)) is not None:
         rows = kernels.repack_tile_rows()
-        tiles = np.empty(((shape[0] + rows - 1) // rows, raw.shape[1] * rows), dtype=np.uint8)
-        kernels.repack_rows(raw, int(qtype), tiles, max(1, min(n_threads, raw.nbytes // _MIN_WORK_PER_THREAD)))
-    return RepackedWeight(weight, qtype, (int(shape[0]), int(shape[1])), tiles)
+        experts = raw.reshape(-1, *raw.shape[-2:])
+        n_tiles = (shape[-2] + rows - 1) // rows
+        tiles = np.empty((experts.shape[0] * n_tiles, raw.shape[-1] * rows), dtype=np.uint8)
+        per_expert = tiles.reshape(experts.shape[0], n_tiles, -1)
+        copy_threads = max(1, min(n_threads, experts[0].nbytes // _MIN_WORK_PER_THREAD))
+        for e in range(experts.shape[0]):
+            kernels.repack_rows(experts[e], int(qtype), per_expert[e], copy_threads)
+    return RepackedWeight(weight, qtype, tuple(int(v) for v in shape), tiles)
 
 
 def _weight_of(weight: Any, type_: Any, n_dims: int) -> tuple[np.ndarray, GGMLType, tuple[int, ...], bool]:
@@ -334,8 +345,10 @@ def matmul_id(
     x : array_like
         float32 (float16/bfloat16 converted) of shape ``(T, K)`` (every selected expert of token
         ``t`` gets ``x[t]``) or ``(T, E_used, K)`` (each selected expert its own input).
-    weights : TensorInfo or numpy.ndarray
-        3-D expert weights ``(E, N, K)`` as a TensorInfo, or a uint8 array ``(E, N, row_bytes)``.
+    weights : TensorInfo, numpy.ndarray or RepackedWeight
+        3-D expert weights ``(E, N, K)`` as a TensorInfo, or a uint8 array ``(E, N, row_bytes)``,
+        or either made ready by :func:`repack` (the integer path runs on its tiles when no expert
+        has more than 12 rows of ``x`` in the call).
     ids : array_like of int
         ``(T, E_used)`` expert indices in ``[0, E)``.
     type, out, threads, exact
@@ -354,6 +367,11 @@ def matmul_id(
     IndexError
         An expert index out of range.
     """
+    packed = None
+    if isinstance(weights, RepackedWeight):
+        if type is not None and resolve_type(type) != weights.type:
+            raise ValueError(f"type {type!r} disagrees with the repacked weights' type {weights.type.name}")
+        packed, weights, type = weights, weights.source, weights.type
     raw, qtype, shape, swapped = _weight_of(weights, type, 3)
     kernels = _backend.kernels()
     _check_kernel(kernels, qtype, swapped)
@@ -386,6 +404,12 @@ def matmul_id(
         out_sorted = np.empty((order.size, n), dtype=np.float32)
         xq = _quantize_x(kernels, x_sorted, qtype) if use_int else None
         bounds = np.append(starts, order.size).astype(np.int64)
+        if (xq is not None and packed is not None and packed.tiles is not None
+                and int(np.diff(bounds).max()) <= _REPACKED_MAX_ROWS and kernels.repacked_kernel(int(qtype)) is not None):
+            kernels.matmul_repacked_int(packed.tiles, int(qtype), n, xq, out_sorted, n_threads,
+                                        experts=experts.astype(np.int64), bounds=bounds)
+            flat_out[order] = out_sorted
+            return result
         kernels.matmul_rows_grouped(np.ascontiguousarray(raw), int(qtype), x_sorted, xq, out_sorted,
                                     experts.astype(np.int64), bounds, swapped, n_threads)
         flat_out[order] = out_sorted

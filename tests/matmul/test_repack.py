@@ -165,7 +165,7 @@ def test_repack_arguments():
     with argument_error(ValueError, "threads"):
         kernels.matmul_repacked_int(tiles, int(T.Q4_0), 3, xq, np.empty((1, 3), np.float32), 0, reference=True)
     with argument_error(ValueError):
-        repack(np.zeros((2, 3, 18), np.uint8), T.Q4_0)  # 2-D only
+        repack(np.zeros((2, 2, 3, 18), np.uint8), T.Q4_0)  # 2-D or 3-D only
     with argument_error(TypeError):
         repack(np.zeros((2, 18), np.uint8))  # a raw weight needs its type
     assert fastgguf.repack is repack and "repack" in fastgguf.__all__ and "RepackedWeight" in fastgguf.__all__
@@ -179,3 +179,57 @@ def test_layout_sizes():
         kernels.repack_rows(raw, int(qtype), np.zeros((1, size * 16), np.uint8))  # the same bytes per row
     for qtype in (T.Q4_K, T.Q6_K, T.NVFP4, T.Q1_0, T.F32):
         assert not kernels.can_repack(int(qtype))
+
+
+@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0], ids=lambda t: t.name)
+def test_grouped_tiles_same_bits(qtype):
+    # matmul_id's groups against the tiles of 5 experts (one with no rows), on every build: the
+    # reference tile kernel, and the VNNI one where the CPU has it
+    rng = np.random.default_rng([int(qtype), 7])
+    n_exp, n, k = 5, 21, 32 * 9
+    raw = np.stack([random_weights(qtype, n, k, rng) for _ in range(n_exp)])
+    experts = np.array([0, 2, 3, 4], np.int64)
+    bounds = np.array([0, 3, 4, 4, 9], np.int64)  # 3 rows, 1 row, none, 5 rows
+    x = rng.standard_normal((9, k)).astype(np.float32)
+    for path in dequant.available_cpu_paths():
+        kernels = dequant.kernel_modules()[path]
+        rows = kernels.repack_tile_rows()
+        tiles = np.concatenate([_tiles(kernels, raw[e], qtype) for e in range(n_exp)])
+        assert tiles.shape[0] == n_exp * ((n + rows - 1) // rows)
+        xq = quantized_x(kernels, x, qtype)
+        expected = np.empty((9, n), np.float32)
+        kernels.matmul_rows_grouped(raw, int(qtype), x, xq, expected, experts, bounds)
+        variants = [True] + ([False] if kernels.repacked_kernel(int(qtype)) is not None else [])
+        for reference in variants:
+            out = np.full((9, n), np.nan, np.float32)
+            kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out, 2, reference=reference,
+                                        experts=experts, bounds=bounds)
+            assert_same_bits(out, expected)
+        with pytest.raises(IndexError):
+            kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out, reference=True,
+                                        experts=np.array([0, 2, 3, 5], np.int64), bounds=bounds)
+        with argument_error(ValueError, "bounds"):
+            kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out, reference=True, experts=experts,
+                                        bounds=np.array([0, 3, 4, 4, 8], np.int64))
+        with argument_error(ValueError, "together"):
+            kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out, reference=True, experts=experts)
+
+
+@pytest.mark.parametrize("tokens", [1, 4, 40])
+def test_matmul_id_on_repacked_experts(tokens):
+    # 40 tokens x 2 of 4 experts: groups beyond 12 rows, so the original blocks
+    rng = np.random.default_rng(tokens)
+    n_exp, n, k = 4, 30, 32 * 6
+    raw = np.stack([random_weights(T.MXFP4, n, k, rng) for _ in range(n_exp)])
+    rw = repack(raw, T.MXFP4)
+    assert rw.shape == (n_exp, n, k) and "4x30x192" in repr(rw)
+    ids = rng.integers(0, n_exp, size=(tokens, 2))
+    x = rng.standard_normal((tokens, k)).astype(np.float32)
+    for threads in (1, 2):
+        assert_same_bits(fastgguf.matmul_id(x, rw, ids, exact=False, threads=threads),
+                         fastgguf.matmul_id(x, raw, ids, T.MXFP4, exact=False))
+    assert_same_bits(fastgguf.matmul_id(x, rw, ids), fastgguf.matmul_id(x, raw, ids, T.MXFP4))
+    with argument_error(ValueError):
+        matmul(x, rw, exact=False)  # 3-D experts are matmul_id's
+    with argument_error(ValueError, "disagrees"):
+        fastgguf.matmul_id(x, rw, ids, T.Q4_0)

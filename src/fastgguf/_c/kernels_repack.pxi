@@ -2,7 +2,7 @@
 # (fastgguf.repack), then multiplied by a tile kernel that makes lane k of 16 weight rows in one
 # vpdpbusd. The same bits as matmul_rows_int on the original blocks.
 
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t
 
 from fastgguf._c.repack cimport *
 
@@ -93,49 +93,64 @@ cdef struct _RepackedJob:
     int kind
     fgg_rp_tile_fn fn  # NULL: the reference kernel
     const uint8_t *packed
-    Py_ssize_t tile_bytes, n_rows, nb
+    Py_ssize_t tile_bytes, n_rows, n_tiles, nb
     const fgg_mm_q8 *x
-    Py_ssize_t xs
     const int32_t *xo
-    int m
     float *out
     Py_ssize_t os
+    # groups of rows of x, each against one expert's tiles (matmul_id): group g is rows
+    # bounds[g]..bounds[g + 1] against expert experts[g]; one group (expert 0, every row) without
+    const int64_t *experts
+    const int64_t *bounds
+    Py_ssize_t n_groups, max_rows
 
 
 cdef void _repacked_task(void *ctx, int task) noexcept nogil:
+    """Units u = g * n_tiles + t (tile t of group g's expert), in order: a group's tiles together."""
     cdef _RepackedJob *job = <_RepackedJob *>ctx
-    cdef Py_ssize_t a, b, t, n_tiles = (job.n_rows + FGG_RP_ROWS - 1) // FGG_RP_ROWS
+    cdef Py_ssize_t a, b, u, g, t, e, r0, r1
     cdef int rows
-    _task_span(n_tiles, 1, task, job.n_tasks, &a, &b)
+    _task_span(job.n_groups * job.n_tiles, 1, task, job.n_tasks, &a, &b)
     cdef void *st = NULL
     if job.fn != NULL:
-        st = fgg_aligned_malloc(job.m * FGG_RP_STATE_BYTES)
+        st = fgg_aligned_malloc(job.max_rows * FGG_RP_STATE_BYTES)
         if st == NULL:
             job.status = -3
             return
-    for t in range(a, b):
+    for u in range(a, b):
+        g = u // job.n_tiles
+        t = u - g * job.n_tiles
+        e = job.experts[g] if job.experts != NULL else 0
+        r0 = job.bounds[g] if job.bounds != NULL else 0
+        r1 = job.bounds[g + 1] if job.bounds != NULL else job.max_rows
+        if r1 == r0:
+            continue
         rows = <int>min(<Py_ssize_t>FGG_RP_ROWS, job.n_rows - t * FGG_RP_ROWS)
         if job.fn != NULL:
-            job.fn(job.packed + t * job.tile_bytes, job.nb, job.x, job.xs, job.xo, job.m,
-                   job.out + t * FGG_RP_ROWS, job.os, rows, st)
+            job.fn(job.packed + (e * job.n_tiles + t) * job.tile_bytes, job.nb, job.x + r0 * job.nb, job.nb,
+                   job.xo + r0 * job.nb * 8, <int>(r1 - r0), job.out + r0 * job.os + t * FGG_RP_ROWS, job.os, rows, st)
         else:
-            fgg_rp_tile_c(job.kind, job.packed + t * job.tile_bytes, job.nb, job.x, job.xs, job.m,
-                          job.out + t * FGG_RP_ROWS, job.os, rows)
+            fgg_rp_tile_c(job.kind, job.packed + (e * job.n_tiles + t) * job.tile_bytes, job.nb, job.x + r0 * job.nb,
+                          job.nb, <int>(r1 - r0), job.out + r0 * job.os + t * FGG_RP_ROWS, job.os, rows)
     fgg_aligned_free(st)
 
 
 def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_ssize_t n_rows,
                         const uint8_t[:, ::1] xq not None, float[:, :] out not None, int threads=1,
-                        bint reference=False):
+                        bint reference=False, const int64_t[::1] experts=None, const int64_t[::1] bounds=None):
     """``out`` (M, N) from the repacked weight ``packed`` (:func:`repack_rows` of N rows) and the
     quantized rows ``xq`` (:func:`quantize_x8`): the bits of :func:`matmul_rows_int` on the
     original rows. ``reference``: the plain C tile kernel (slow; any build) instead of
-    :func:`repacked_kernel`'s.
+    :func:`repacked_kernel`'s. With ``experts`` and ``bounds`` (matmul_id): ``packed`` holds the
+    tiles of E experts one after the other, and rows ``bounds[g]:bounds[g + 1]`` of ``xq`` and
+    ``out`` are group g, against expert ``experts[g]``.
 
     Raises
     ------
     ValueError
-        Shapes that disagree, ``threads < 1``.
+        Shapes that disagree, groups that do not tile the rows of x, ``threads < 1``.
+    IndexError
+        An expert index outside ``packed``.
     NotImplementedError
         No tile kernel here (and not ``reference``).
     """
@@ -149,17 +164,40 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
         if repacked_kernel(type_id) is None:
             raise NotImplementedError("no tile kernel for repacked weights in this build or on this CPU")
         fn = fgg_rp_tile_vnni(type_id)
-    cdef Py_ssize_t m = xq.shape[0], nb = xq.shape[1] // MM_Q8_BYTES
+    cdef Py_ssize_t m = xq.shape[0], nb = xq.shape[1] // MM_Q8_BYTES, g, n_exp
     cdef Py_ssize_t n_tiles = (n_rows + FGG_RP_ROWS - 1) // FGG_RP_ROWS
     if xq.shape[1] % MM_Q8_BYTES or nb * 32 % fgg_block_size[type_id]:
         raise ValueError(f"quantized x rows of {xq.shape[1]} bytes are not whole blocks")
-    if n_rows < 0 or packed.shape[0] != n_tiles or packed.shape[1] != nb * fgg_type_size[type_id] * FGG_RP_ROWS:
+    if (n_rows < 0 or packed.shape[1] != nb * fgg_type_size[type_id] * FGG_RP_ROWS
+            or (packed.shape[0] != n_tiles if experts is None else n_tiles and packed.shape[0] % n_tiles)):
         raise ValueError("packed does not hold n_rows repacked rows of x's length")
+    n_exp = packed.shape[0] // n_tiles if n_tiles else 0
     if out.shape[0] != m or out.shape[1] != n_rows or (n_rows > 1 and out.strides[1] != sizeof(float)):
         raise ValueError("out must be (M, N) float32 with contiguous rows")
     if m > 0x7fffffff:
         raise ValueError(f"{m} rows of x are too many")
-    if m == 0 or n_rows == 0:
+    cdef _RepackedJob job
+    job.experts = NULL
+    job.bounds = NULL
+    job.n_groups = 1
+    job.max_rows = m
+    if (experts is None) != (bounds is None):
+        raise ValueError("experts and bounds go together")
+    if experts is not None:
+        job.n_groups = experts.shape[0]
+        if bounds.shape[0] != job.n_groups + 1 or bounds[0] != 0 or bounds[job.n_groups] != m:
+            raise ValueError("bounds must run from 0 to the rows of x, one more than the groups")
+        job.max_rows = 0
+        for g in range(job.n_groups):
+            if bounds[g + 1] < bounds[g]:
+                raise ValueError("bounds must not decrease")
+            if not 0 <= experts[g] < n_exp and n_tiles:
+                raise IndexError(f"expert index {experts[g]} out of range for {n_exp} experts")
+            job.max_rows = max(job.max_rows, bounds[g + 1] - bounds[g])
+        if job.n_groups:
+            job.experts = &experts[0]
+            job.bounds = &bounds[0]
+    if m == 0 or n_rows == 0 or job.n_groups == 0:
         return
     cdef Py_ssize_t i, n
     if nb == 0:
@@ -172,20 +210,18 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
         xo = <int32_t *>malloc(m * nb * 8 * sizeof(int32_t))
         if xo == NULL:
             raise MemoryError("no memory for the sums of x")
-    cdef _RepackedJob job
     job.kind = kind
     job.fn = fn
     job.packed = &packed[0, 0]
     job.tile_bytes = packed.shape[1]
     job.n_rows = n_rows
+    job.n_tiles = n_tiles
     job.nb = nb
     job.x = <const fgg_mm_q8 *>&xq[0, 0]
-    job.xs = nb
     job.xo = xo
-    job.m = <int>m
     job.out = &out[0, 0]
     job.os = out.strides[0] // sizeof(float)
-    job.n_tasks = _split_tasks(n_tiles, 1, threads)
+    job.n_tasks = _split_tasks(job.n_groups * n_tiles, 1, threads)
     job.status = 0
     try:
         with nogil:
