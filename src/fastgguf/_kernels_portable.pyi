@@ -215,7 +215,7 @@ def can_repack(type_id: int) -> bool:
     """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4)."""
 
 def repacked_kernel(type_id: int) -> str | None:
-    """The tile kernel ``matmul_repacked_int`` runs for ``type_id`` here (``"vnni"``), or None."""
+    """The tile kernel ``matmul_repacked_int`` runs for ``type_id`` here (``"vnni"`` or ``"avx2"``), or None."""
 
 def repack_rows(w: npt.NDArray[np.uint8], type_id: int, dst: npt.NDArray[np.uint8], threads: int = 1) -> None:
     """Interleave the weight rows ``w`` (N, row_bytes) into ``dst`` (ceil(N / 16), row_bytes * 16)."""
@@ -228,6 +228,9 @@ def matmul_repacked_int(
     out: npt.NDArray[np.float32],
     threads: int = 1,
     reference: bool = False,
+    experts: npt.NDArray[np.int64] | None = None,
+    bounds: npt.NDArray[np.int64] | None = None,
 ) -> None:
     """``out`` (M, N) from repacked weight rows and quantized rows of x: the bits of
-    ``matmul_rows_int`` on the original rows (``reference``: the plain C tile kernel)."""
+    ``matmul_rows_int`` on the original rows (``reference``: the plain C tile kernel); with
+    ``experts`` and ``bounds``, matmul_id's groups against E experts' tiles."""

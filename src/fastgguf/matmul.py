@@ -57,10 +57,20 @@ __all__ = ["RepackedWeight", "matmul", "matmul_id", "repack", "take_rows"]
 #: but 1 MiB here did not make a whole model's sweep measurably faster (README), so it stays at 128 KiB.
 _MIN_WORK_PER_THREAD = 1 << 17
 
-#: Rows of x up to which a repacked weight's tile kernel runs (beyond: the original blocks and the
-#: batch kernel). Against the original blocks, one thread, 4096 x 14336, Q4_0 / Q8_0: 2.5 / 1.6x as
-#: fast at 1 row, 3.0 / 1.3x at 2, 1.25 / 0.96x at 8, 1.29 / 1.00x at 12, 1.08 / 0.95x at 16.
-_REPACKED_MAX_ROWS = 12
+#: Rows of x (per weight) up to which a repacked weight's tile kernel runs, per tile kernel (beyond:
+#: the original blocks and their kernels). 2 threads, 4096 x 14336, tiles against the original
+#: blocks, alternating calls: "vnni" Q4_0 2.1x at 1-2 rows, 1.7x at 4, 1.2-1.3x at 8-12, Q8_0
+#: 1.3x at 1-2 and 1.1x at 4-12. "avx2" (one row of x at a time: its 16 registers hold one row's
+#: accumulators), one thread: 1.15-1.5x at 1 row, 0.86-1.26x at 2-8.
+_REPACKED_MAX_ROWS = {"vnni": 12, "avx2": 1}
+
+
+def _tiles_for(kernels: Any, packed: RepackedWeight | None, qtype: GGMLType, rows: int) -> np.ndarray | None:
+    """``packed``'s tiles if a product of ``rows`` rows of x (per weight) runs on them, else None."""
+    if packed is None or packed.tiles is None:
+        return None
+    kernel = kernels.repacked_kernel(int(qtype))
+    return packed.tiles if kernel is not None and rows <= _REPACKED_MAX_ROWS[kernel] else None
 
 
 class RepackedWeight:
@@ -104,9 +114,11 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     float steps run 16 rows wide: ggml's load-time repacking, in a layout of fastgguf's own. Then
     ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``, about
     2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.3x for Q8_0, 1.1-1.7x at 4 to 12 rows
-    (2 threads, 4096 x 14336). Types with a layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4.
-    For other types, on CPUs without AVX-512 VNNI (or with ``FASTGGUF_NO_VNNI``) and for big-endian
-    data nothing is copied and the products read the original blocks, so any weight can be passed.
+    (2 threads, 4096 x 14336). Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile
+    kernel takes one row of ``x`` (8 weight rows per vector; 1.15-1.5x at one row). Types with a
+    layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4. For other types, in the portable build
+    and for big-endian data nothing is copied and the products read the original blocks, so any
+    weight can be passed.
 
     Parameters
     ----------
@@ -121,7 +133,7 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     Returns
     -------
     RepackedWeight
-        Keeps ``weight`` (the float path and batches beyond 12 rows of ``x`` per weight read it)
+        Keeps ``weight`` (the float path and batches beyond the tile kernel's rows read it)
         and the interleaved copy (``nbytes``: the weight's own size, rounded up to 16 rows).
     """
     n_dims = len(weight.shape) if isinstance(weight, TensorInfo) else getattr(weight, "ndim", 2)
@@ -252,7 +264,8 @@ def matmul(
     weight : TensorInfo, numpy.ndarray or RepackedWeight
         A 2-D tensor of shape ``(N, K)`` from :func:`fastgguf.open`, or a C-contiguous uint8 array
         of shape ``(N, row_bytes)`` holding N rows of ``type`` blocks, or either made ready by
-        :func:`repack` (the integer path up to 12 rows of ``x`` then runs on its tiles).
+        :func:`repack` (the integer path then runs on its tiles up to 12 rows of ``x`` with
+        AVX-512 VNNI, at one row without).
     type : GGMLType, int or str, optional
         Tensor type of a raw ``weight``; required then, optional (must agree) for a TensorInfo.
     out : numpy.ndarray, optional
@@ -307,10 +320,10 @@ def matmul(
         return result
     out2d = result.reshape(x2d.shape[0], n)
     xq = _quantize_x(kernels, x2d, qtype) if _use_int(kernels, qtype, k, exact, swapped) else None
-    if (xq is not None and packed is not None and packed.tiles is not None and x2d.shape[0] <= _REPACKED_MAX_ROWS
-            and kernels.repacked_kernel(int(qtype)) is not None):
-        work = packed.tiles.nbytes * x2d.shape[0]
-        kernels.matmul_repacked_int(packed.tiles, int(qtype), n, xq, out2d,
+    tiles = _tiles_for(kernels, packed, qtype, x2d.shape[0]) if xq is not None else None
+    if tiles is not None:
+        work = tiles.nbytes * x2d.shape[0]
+        kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out2d,
                                     max(1, min(n_threads, work // _MIN_WORK_PER_THREAD)))
         return result
     _run_rows(kernels, raw, qtype, x2d, xq, out2d, n_threads, swapped, round_to)
@@ -348,7 +361,7 @@ def matmul_id(
     weights : TensorInfo, numpy.ndarray or RepackedWeight
         3-D expert weights ``(E, N, K)`` as a TensorInfo, or a uint8 array ``(E, N, row_bytes)``,
         or either made ready by :func:`repack` (the integer path runs on its tiles when no expert
-        has more than 12 rows of ``x`` in the call).
+        has more rows of ``x`` in the call than the tile kernel takes: 12 with VNNI, 1 without).
     ids : array_like of int
         ``(T, E_used)`` expert indices in ``[0, E)``.
     type, out, threads, exact
@@ -404,9 +417,9 @@ def matmul_id(
         out_sorted = np.empty((order.size, n), dtype=np.float32)
         xq = _quantize_x(kernels, x_sorted, qtype) if use_int else None
         bounds = np.append(starts, order.size).astype(np.int64)
-        if (xq is not None and packed is not None and packed.tiles is not None
-                and int(np.diff(bounds).max()) <= _REPACKED_MAX_ROWS and kernels.repacked_kernel(int(qtype)) is not None):
-            kernels.matmul_repacked_int(packed.tiles, int(qtype), n, xq, out_sorted, n_threads,
+        tiles = _tiles_for(kernels, packed, qtype, int(np.diff(bounds).max())) if xq is not None else None
+        if tiles is not None:
+            kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out_sorted, n_threads,
                                         experts=experts.astype(np.int64), bounds=bounds)
             flat_out[order] = out_sorted
             return result

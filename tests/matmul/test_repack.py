@@ -17,11 +17,6 @@ REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4)
 TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
 
 
-def _tile_kernel_in_use() -> bool:
-    """Whether the kernel build in use has a tile kernel on this CPU (AVX-512 VNNI, switched on)."""
-    return dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(T.Q4_0)) is not None
-
-
 def _tiles(kernels, raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
     rows = kernels.repack_tile_rows()
     tiles = np.full(((raw.shape[0] + rows - 1) // rows, raw.shape[1] * rows), 0xAB, np.uint8)
@@ -127,24 +122,34 @@ def test_repack_of_a_tensor_and_other_types(tmp_path):
                 matmul(x, rw, T.Q8_0)
 
 
-@pytest.mark.skipif(not _tile_kernel_in_use(), reason="no tile kernel in the build in use (AVX-512 VNNI)")
-def test_vnni_switched_off_falls_back_to_the_blocks():
+def test_tile_kernel_follows_the_build_in_use():
+    # tiles made on one build are used by the tile kernel of the build in use when the product
+    # runs (VNNI, or AVX2 with VNNI switched off), or the original blocks (portable): same bits
     rng = np.random.default_rng(3)
     raw = random_weights(T.Q4_0, 20, 64, rng)
     x = rng.standard_normal((2, 64)).astype(np.float32)
+    expected = matmul(x, raw, T.Q4_0, exact=False)
     kernels = dequant.kernel_modules()[fastgguf.cpu_path()]
     rw = repack(raw, T.Q4_0)
+    assert rw.repacked == (kernels.repacked_kernel(int(T.Q4_0)) is not None)
     before = kernels._set_vnni(False)
     try:
-        assert kernels.repacked_kernel(int(T.Q4_0)) is None
-        assert not repack(raw, T.Q4_0).repacked
-        y = matmul(x, rw, exact=False)  # made with VNNI, used without: the original blocks
-        with pytest.raises(NotImplementedError):
-            kernels.matmul_repacked_int(rw.tiles, int(T.Q4_0), 20, quantized_x(kernels, x, T.Q4_0),
-                                        np.empty((2, 20), np.float32))
+        assert kernels.repacked_kernel(int(T.Q4_0)) in (None, "avx2")
+        assert_same_bits(matmul(x, rw, exact=False), expected)
     finally:
         kernels._set_vnni(before)
-    assert_same_bits(y, matmul(x, rw, exact=False))
+    path = fastgguf.cpu_path()
+    fastgguf.set_cpu_path("portable")
+    try:
+        assert dequant.kernel_modules()["portable"].repacked_kernel(int(T.Q4_0)) is None
+        assert not repack(raw, T.Q4_0).repacked  # nothing to run tiles: nothing copied
+        assert_same_bits(matmul(x, rw, exact=False), expected)
+        with pytest.raises(NotImplementedError):
+            dequant.kernel_modules()["portable"].matmul_repacked_int(
+                np.zeros((2, 18 * 2 * 16), np.uint8), int(T.Q4_0), 20, quantized_x(kernels, x, T.Q4_0),
+                np.empty((2, 20), np.float32))
+    finally:
+        fastgguf.set_cpu_path(path)
 
 
 def test_repack_arguments():

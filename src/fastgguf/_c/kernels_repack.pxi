@@ -41,11 +41,19 @@ def can_repack(int type_id):
     return fgg_rp_kind(type_id) >= 0
 
 
-def repacked_kernel(int type_id):
-    """The tile kernel :func:`matmul_repacked_int` runs for ``type_id`` here: ``"vnni"``, or
-    ``None`` where this build or CPU has none (or VNNI is switched off)."""
+cdef fgg_rp_tile_fn _tile_kernel(int type_id, int *c) noexcept:
     _row(FGG_TYPE_Q8_0)  # the VNNI choice is made with the table
-    return "vnni" if _vnni_on and fgg_rp_tile_vnni(type_id) != NULL else None
+    return fgg_rp_tile_kernel(type_id, _vnni_on, c)
+
+
+def repacked_kernel(int type_id):
+    """The tile kernel :func:`matmul_repacked_int` runs for ``type_id`` here: ``"vnni"`` (AVX-512
+    VNNI on), ``"avx2"`` (maddubs: the avx2 build, the avx512 one without VNNI), or ``None`` (the
+    portable build, or a type without a layout)."""
+    cdef int c
+    if _tile_kernel(type_id, &c) == NULL:
+        return None
+    return "vnni" if _vnni_on else "avx2"
 
 
 def repack_rows(const uint8_t[:, ::1] w not None, int type_id, uint8_t[:, ::1] dst not None, int threads=1):
@@ -160,10 +168,11 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
     cdef fgg_rp_tile_fn fn = NULL
+    cdef int c = 0
     if not reference:
-        if repacked_kernel(type_id) is None:
-            raise NotImplementedError("no tile kernel for repacked weights in this build or on this CPU")
-        fn = fgg_rp_tile_vnni(type_id)
+        fn = _tile_kernel(type_id, &c)
+        if fn == NULL:
+            raise NotImplementedError("no tile kernel for repacked weights in this build")
     cdef Py_ssize_t m = xq.shape[0], nb = xq.shape[1] // MM_Q8_BYTES, g, n_exp
     cdef Py_ssize_t n_tiles = (n_rows + FGG_RP_ROWS - 1) // FGG_RP_ROWS
     if xq.shape[1] % MM_Q8_BYTES or nb * 32 % fgg_block_size[type_id]:
@@ -226,7 +235,7 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
     try:
         with nogil:
             if xo != NULL:
-                fgg_rp_x_offsets(kind, job.x, nb, m, nb, xo)
+                fgg_rp_x_offsets(c, job.x, nb, m, nb, xo)
             fgg_pool_run(_repacked_task, &job, job.n_tasks, threads)
     finally:
         free(xo)

@@ -35,6 +35,9 @@
 
 #define FGG_RP_ROWS 16
 
+/* Bytes of a tile's blocks that one span takes (in L1 for every row of x that meets it). */
+#define FGG_RP_SPAN_BYTES (16 * 1024)
+
 /* How far ahead of its blocks a tile is prefetched (the next tile follows it in memory). */
 #ifndef FGG_RP_PREFETCH
 #define FGG_RP_PREFETCH 2048
@@ -164,11 +167,11 @@ static inline void fgg_rp_tile_c(int kind, const uint8_t *tile, ptrdiff_t nb, co
     }
 }
 
-/* -c times the sums of x's groups of 4 (8 per block), the start of each lane: m rows of nb blocks
- * (row i at x + i * xs) into o[(i * nb + b) * 8 + k]. */
-static inline void fgg_rp_x_offsets(int kind, const fgg_mm_q8 *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, int32_t *o)
+/* -c times the sums of x's groups of 4 (8 per block), the start of each lane (c: the tile
+ * kernel's, fgg_rp_tile_kernel): m rows of nb blocks (row i at x + i * xs) into
+ * o[(i * nb + b) * 8 + k]. */
+static inline void fgg_rp_x_offsets(int c, const fgg_mm_q8 *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, int32_t *o)
 {
-    const int c = fgg_rp_offset(kind);
     for (ptrdiff_t i = 0; i < m; i++)
         for (ptrdiff_t b = 0; b < nb; b++) {
             const int8_t *q = x[i * xs + b].q;
@@ -266,8 +269,6 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_vnni(int kind, int NR, const u
     }
 }
 
-/* Bytes of a tile's blocks that one span takes (in L1 for every pair of rows of x). */
-#define FGG_RP_SPAN_BYTES (16 * 1024)
 
 /* m rows of x against one tile (rows weight rows valid), two rows of x at a time; beyond two rows
  * in spans of the blocks, so that a span is read from memory once and from L1 by each pair.
@@ -317,23 +318,168 @@ typedef void (*fgg_rp_tile_fn)(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q
                                const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *st);
 #define FGG_RP_STATE_BYTES (9 * 64)
 
-/* The VNNI tile kernel of a type id where this build has it (the CPU must have VNNI: see
- * fgg_mm_vnni_usable), else NULL. */
-static inline fgg_rp_tile_fn fgg_rp_tile_vnni(int type_id)
+#if defined(FGG_MM_INT_SIMD)
+/* The AVX2 tile kernel (the avx2 build, and the avx512 build on a CPU without VNNI): a tile as two
+ * halves of 8 weight rows (the first or last 32 bytes of each 64), one 256-bit vector each, one row
+ * of x at a time (16 vector registers: the 8 accumulators and the group at hand). maddubs makes
+ * the 4 products of group k in two int16 sums, madd adds them: the codes u (v = u - c) of Q4_0,
+ * Q5_0, Q4_1, Q5_1 and MXFP4 (its table + 12) times x, |v| times x with v's sign moved onto x for
+ * Q8_0 and IQ4_NL (c = 0; |v| <= 128, so no int16 sum saturates). */
+static inline int fgg_rp_offset_avx2(int kind)
 {
+    switch (kind) {
+    case FGG_MM_B_Q4_0: return 8;
+    case FGG_MM_B_Q5_0: return 16;
+    case FGG_MM_B_MXFP4: return 12;
+    default: return 0;  /* Q4_1, Q5_1; Q8_0 and IQ4_NL by their signs */
+    }
+}
+
+FGG_MM_ALWAYS_INLINE __m256 fgg_rp_scales8(int kind, const uint8_t *tb, int h)
+{
+    if (kind != FGG_MM_B_MXFP4) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 16 * h)));
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + 8 * h)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x200000), e);
+    const __m256i low = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, small, low));
+}
+
+/* Group k of half h of a tile block: the codes u, or for Q8_0 and IQ4_NL the signed values. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_rp_group8(int kind, const uint8_t *tb, int h, int k)
+{
+    const uint8_t *v = tb + fgg_rp_values_at(kind) + 32 * h;
+    if (kind == FGG_MM_B_Q8_0) return _mm256_loadu_si256((const __m256i *)(v + 64 * k));
+    const __m256i lo4 = _mm256_set1_epi8(15);
+    const __m256i c = _mm256_loadu_si256((const __m256i *)(v + 64 * (k & 3)));
+    __m256i u = _mm256_and_si256(k < 4 ? c : _mm256_srli_epi16(c, 4), lo4);
+    if (fgg_rp_has_fifth(kind)) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *)(tb + fgg_rp_scale_bytes(kind) + 32 * h));
+        const __m256i at4 = k < 4 ? _mm256_slli_epi16(q, 4 - k) : _mm256_srli_epi16(q, k - 4);
+        u = _mm256_or_si256(u, _mm256_and_si256(at4, _mm256_set1_epi8(16)));
+    } else if (kind == FGG_MM_B_IQ4_NL) {
+        u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)fgg_iq4nl_values)), u);
+    } else if (kind == FGG_MM_B_MXFP4) {
+        const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)fgg_fp4_values), _mm_set1_epi8(12));
+        u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), u);
+    }
+    return u;
+}
+
+/* One row of x against half h of blocks b0..b1 of one tile, the accumulators carried in st
+ * (9 vectors of 8 floats: acc[0..7], off). */
+FGG_MM_ALWAYS_INLINE void fgg_rp_span_avx2(int kind, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
+                                           const fgg_mm_q8 *x, const int32_t *xo, __m256 *st, int ahead)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
+    const int sgn = kind == FGG_MM_B_Q8_0 || kind == FGG_MM_B_IQ4_NL, c = fgg_rp_offset_avx2(kind);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[8], off = st[8];
+    for (int k = 0; k < 8; k++) acc[k] = st[k];
+    const uint8_t *tb = tile + b0 * tbb;
+    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
+        if (ahead)
+            for (ptrdiff_t p = 0; p < tbb; p += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + p), _MM_HINT_T0);
+        const fgg_mm_q8 *xb = x + b;
+        const int32_t *q4 = (const int32_t *)(const void *)xb->q;
+        const int32_t *o = xo + 8 * b;
+        const __m256 f = _mm256_mul_ps(fgg_rp_scales8(kind, tb, h), _mm256_set1_ps(xb->d));
+        for (int k = 0; k < 8; k++) {
+            const __m256i v = fgg_rp_group8(kind, tb, h, k), xk = _mm256_set1_epi32(q4[k]);
+            const __m256i p = sgn ? _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(xk, v))
+                                  : _mm256_maddubs_epi16(v, xk);
+            __m256i lane = _mm256_madd_epi16(p, ones);
+            if (c) lane = _mm256_add_epi32(lane, _mm256_set1_epi32(o[k]));
+            acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(_mm256_cvtepi32_ps(lane), f));
+        }
+        if (fgg_mm_b_has_offset(kind)) {
+            const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 32 + 16 * h)));
+            off = _mm256_add_ps(off, _mm256_mul_ps(mw, _mm256_set1_ps(xb->s)));
+        }
+    }
+    st[8] = off;
+    for (int k = 0; k < 8; k++) st[k] = acc[k];
+}
+
+/* m rows of x against one tile, in spans of its blocks (a span is read from memory once, by the
+ * first half of the first row, then from L1). st: m * 2 * 9 vectors of scratch. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_tile_avx2_kind(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x,
+                                                ptrdiff_t xs, const int32_t *xo, int m, float *out, ptrdiff_t os,
+                                                int rows, __m256 *st)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
+    const ptrdiff_t span = FGG_RP_SPAN_BYTES / tbb > 4 ? FGG_RP_SPAN_BYTES / tbb : 4;
+    for (int j = 0; j < 18 * m; j++) st[j] = _mm256_setzero_ps();
+    for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
+        const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
+        for (int i = 0; i < m; i++)
+            for (int h = 0; h < 2 && 8 * h < rows; h++)
+                fgg_rp_span_avx2(kind, tile, b0, b1, h, x + i * xs, xo + i * nb * 8, st + 18 * i + 9 * h, i == 0 && h == 0);
+    }
+    for (int i = 0; i < m; i++)
+        for (int h = 0; h < 2 && 8 * h < rows; h++) {
+            const __m256 *a = st + 18 * i + 9 * h;
+            __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
+                                     _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
+            if (fgg_mm_b_has_offset(kind)) s = _mm256_add_ps(s, a[8]);
+            float v[8];
+            _mm256_storeu_ps(v, s);
+            const int n = rows - 8 * h < 8 ? rows - 8 * h : 8;
+            memcpy(out + i * os + 8 * h, v, (size_t)n * sizeof(float));
+        }
+}
+
+#define FGG_RP_TILE_AVX2(NAME, KIND)                                                                  \
+static void NAME(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, const int32_t *xo, \
+                 int m, float *out, ptrdiff_t os, int rows, void *st)                                 \
+{                                                                                                     \
+    fgg_rp_tile_avx2_kind(KIND, tile, nb, x, xs, xo, m, out, os, rows, (__m256 *)st);                 \
+}
+FGG_RP_TILE_AVX2(fgg_rp_tile_q8_0_avx2, FGG_MM_B_Q8_0)
+FGG_RP_TILE_AVX2(fgg_rp_tile_q4_0_avx2, FGG_MM_B_Q4_0)
+FGG_RP_TILE_AVX2(fgg_rp_tile_q5_0_avx2, FGG_MM_B_Q5_0)
+FGG_RP_TILE_AVX2(fgg_rp_tile_q4_1_avx2, FGG_MM_B_Q4_1)
+FGG_RP_TILE_AVX2(fgg_rp_tile_q5_1_avx2, FGG_MM_B_Q5_1)
+FGG_RP_TILE_AVX2(fgg_rp_tile_iq4_nl_avx2, FGG_MM_B_IQ4_NL)
+FGG_RP_TILE_AVX2(fgg_rp_tile_mxfp4_avx2, FGG_MM_B_MXFP4)
+#undef FGG_RP_TILE_AVX2
+#endif
+
+/* The tile kernel of a type id in this build: the VNNI one (vnni: the CPU has VNNI and it is
+ * on), else the AVX2 one, else (the portable build, or no layout) NULL; *c its offset. */
+static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
+{
+    const int kind = fgg_rp_kind(type_id);
+    if (kind < 0) return NULL;
 #if FGG_MM_HAVE_VNNI
-    switch (type_id) {
-    case FGG_TYPE_Q8_0: return fgg_rp_tile_q8_0_vnni;
-    case FGG_TYPE_Q4_0: return fgg_rp_tile_q4_0_vnni;
-    case FGG_TYPE_Q5_0: return fgg_rp_tile_q5_0_vnni;
-    case FGG_TYPE_Q4_1: return fgg_rp_tile_q4_1_vnni;
-    case FGG_TYPE_Q5_1: return fgg_rp_tile_q5_1_vnni;
-    case FGG_TYPE_IQ4_NL: return fgg_rp_tile_iq4_nl_vnni;
-    case FGG_TYPE_MXFP4: return fgg_rp_tile_mxfp4_vnni;
-    default: return NULL;
+    if (vnni) {
+        *c = fgg_rp_offset(kind);
+        switch (kind) {
+        case FGG_MM_B_Q8_0: return fgg_rp_tile_q8_0_vnni;
+        case FGG_MM_B_Q4_0: return fgg_rp_tile_q4_0_vnni;
+        case FGG_MM_B_Q5_0: return fgg_rp_tile_q5_0_vnni;
+        case FGG_MM_B_Q4_1: return fgg_rp_tile_q4_1_vnni;
+        case FGG_MM_B_Q5_1: return fgg_rp_tile_q5_1_vnni;
+        case FGG_MM_B_IQ4_NL: return fgg_rp_tile_iq4_nl_vnni;
+        default: return fgg_rp_tile_mxfp4_vnni;
+        }
     }
 #else
-    (void)type_id;
+    (void)vnni;
+#endif
+#if defined(FGG_MM_INT_SIMD)
+    *c = fgg_rp_offset_avx2(kind);
+    switch (kind) {
+    case FGG_MM_B_Q8_0: return fgg_rp_tile_q8_0_avx2;
+    case FGG_MM_B_Q4_0: return fgg_rp_tile_q4_0_avx2;
+    case FGG_MM_B_Q5_0: return fgg_rp_tile_q5_0_avx2;
+    case FGG_MM_B_Q4_1: return fgg_rp_tile_q4_1_avx2;
+    case FGG_MM_B_Q5_1: return fgg_rp_tile_q5_1_avx2;
+    case FGG_MM_B_IQ4_NL: return fgg_rp_tile_iq4_nl_avx2;
+    default: return fgg_rp_tile_mxfp4_avx2;
+    }
+#else
+    *c = 0;
     return NULL;
 #endif
 }
