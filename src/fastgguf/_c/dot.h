@@ -3031,6 +3031,58 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdif
 }
 #endif
 
+#if FGG_HAVE_AVX2
+/* One row of x times NW <= 4 Q8_0 weight rows (row r at w + r * row_bytes, its lanes at
+ * acc + r * acc_stride): fgg_mm_b32_regs's operations for each, the rows' chains of adds side by
+ * side (one row's chain, an add per block, waits on the add before it) and x loaded once. Q4_0
+ * ran slower so (its unpacking needs the registers): it keeps fgg_mm_b32_regs. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q8_0_w_regs(const uint8_t *w, ptrdiff_t row_bytes, const int NW, ptrdiff_t b0,
+                                             ptrdiff_t b1, const float *x, float *acc, ptrdiff_t acc_stride)
+{
+    __m256 a[4];
+    for (int r = 0; r < NW; r++) a[r] = _mm256_loadu_ps(acc + r * acc_stride);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const float *xb = x + 32 * b;
+        __m256 xv[4];
+        for (int c = 0; c < 4; c++) xv[c] = _mm256_loadu_ps(xb + 8 * c);
+        for (int r = 0; r < NW; r++) {
+            const uint8_t *blk = w + r * row_bytes + 34 * b;
+            fgg_mm_prefetch_ahead(blk, 34);
+            const __m256 d = _mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(blk)));
+            __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2)))), xv[0]);
+            for (int c = 1; c < 4; c++) {
+                const __m256i e = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c)));
+                t = _mm256_add_ps(t, _mm256_mul_ps(_mm256_cvtepi32_ps(e), xv[c]));
+            }
+            a[r] = _mm256_add_ps(a[r], _mm256_mul_ps(d, t));
+        }
+    }
+    for (int r = 0; r < NW; r++) _mm256_storeu_ps(acc + r * acc_stride, a[r]);
+}
+
+/* Blocks b0..b1 of nw (1 to 4) Q8_0 weight rows times one row of x (fgg_mm_q8_0_w_regs). */
+static inline void fgg_mm_span1_q8_0(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
+                                     const float *x, float *acc, ptrdiff_t acc_stride)
+{
+    switch (nw) {
+    case 4: fgg_mm_q8_0_w_regs(w, row_bytes, 4, b0, b1, x, acc, acc_stride); break;
+    case 3: fgg_mm_q8_0_w_regs(w, row_bytes, 3, b0, b1, x, acc, acc_stride); break;
+    case 2: fgg_mm_q8_0_w_regs(w, row_bytes, 2, b0, b1, x, acc, acc_stride); break;
+    default: fgg_mm_q8_0_w_regs(w, row_bytes, 1, b0, b1, x, acc, acc_stride); break;
+    }
+}
+#define FGG_MM_HAVE_SPAN1 1
+#else
+#define FGG_MM_HAVE_SPAN1 0
+/* Never called (FGG_MM_HAVE_SPAN1 is 0): names for the Cython code. */
+static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
+                                      const float *x, float *acc, ptrdiff_t acc_stride)
+{
+    (void)w, (void)row_bytes, (void)nw, (void)b0, (void)b1, (void)x, (void)acc, (void)acc_stride;
+}
+#define fgg_mm_span1_q8_0 fgg_mm_span1_never
+#endif
+
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
 /* The portable build's register kernels: the AVX2 kernels' float operations on pairs of 4-lane
  * SSE2 vectors (lanes 0-3 and 4-7), in the same order, so the same bits; x86-64 always has SSE2.

@@ -360,10 +360,15 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
     return NULL
 
 
+ctypedef void (*_span1_fn)(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, float *acc, Py_ssize_t acc_stride) noexcept nogil
+
+
 cdef struct _MMExactJob:
     int n_tasks
     int status
     _span_fn span
+    _span1_fn span1  # one row of x against up to 4 weight rows at a time (Q8_0), or NULL
     Py_ssize_t span_blocks
     fgg_byteswap_fn swap
     int type_id
@@ -409,8 +414,15 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
                 for i in range(mt):
                     memcpy(panel + mt * width + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // 32,
                            sums * sizeof(float))
-        for n in range(a1 - a):
-            job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, xp, xs, xsp, xss, <int>mt, qf, acc + n * lanes)
+        if mt == 1 and job.span1 != NULL:
+            n = 0
+            while n < a1 - a:
+                job.span1(tile + n * job.row_bytes + c * ts, job.row_bytes, <int>min(4, a1 - a - n), 0, c1 - c, xp,
+                          acc + n * lanes, lanes)
+                n += 4
+        else:
+            for n in range(a1 - a):
+                job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, xp, xs, xsp, xss, <int>mt, qf, acc + n * lanes)
         c = c1
     for n in range(a1 - a):
         fgg_mm_exact_out(acc + n * lanes, <int>mt, job.out + b * job.out_stride + a + n, job.out_stride)
@@ -480,6 +492,9 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
                           Py_ssize_t n1, int threads) noexcept nogil:
     """A job of the factored float path: ``type_id`` is one of the types that have it."""
     job.span = _exact_by_sub_block(type_id)
+    job.span1 = NULL
+    if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
+        job.span1 = <_span1_fn>fgg_mm_span1_q8_0
     job.swap = swap
     job.type_id = type_id
     job.w = w
