@@ -771,6 +771,50 @@ def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> li
     return rows
 
 
+def repacked(batches, rounds: int, types, n: int = 14336, k: int = 4096, threads: int | None = None) -> list[tuple]:
+    """The integer path on :func:`fastgguf.repack`'s tiles against the original blocks, per type and
+    rows of x, in alternating calls (best of ``rounds`` each), after checking the bits agree; and
+    the time of the repack itself."""
+    rng = np.random.default_rng(0)
+    print(f"cpu path {dequant.cpu_path()}, tile kernel {_backend.kernels().repacked_kernel(int(T.Q4_0))}, "
+          f"{threads or dequant.get_num_threads()} threads; {n} x {k}; best of {rounds}, the two alternating")
+    print("| type | rows of x | blocks ms | tiles ms | x blocks | repack ms (once) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    rows = []
+    for qtype in types:
+        w = make_weight(qtype, n, k, rng)
+        t0 = time.perf_counter()
+        rw = repack(w, qtype, threads=threads)
+        t_repack = time.perf_counter() - t0
+        if not rw.repacked:
+            print(f"| {qtype.name} | - | - | - | - | not repacked here |")
+            continue
+        for m in batches:
+            x = rng.standard_normal((m, k), dtype=np.float32)
+            blocks = partial(matmul, x, w, qtype, exact=False, threads=threads)
+            tiles = partial(matmul, x, rw, exact=False, threads=threads)
+            if not np.array_equal(blocks().view(np.uint32), tiles().view(np.uint32)):
+                raise AssertionError(f"{qtype.name}: the tiles and the blocks differ")
+            best = [float("inf"), float("inf")]
+            for _ in range(rounds):
+                for i, fn in enumerate((blocks, tiles)):
+                    t0 = time.perf_counter()
+                    fn()
+                    best[i] = min(best[i], time.perf_counter() - t0)
+            rows.append((qtype.name, m, best[0] * 1e3, best[1] * 1e3))
+            print(f"| {qtype.name} | {m} | {best[0] * 1e3:.2f} | {best[1] * 1e3:.2f} | {best[0] / best[1]:.2f} | "
+                  f"{t_repack * 1e3:.1f} |", flush=True)
+    return rows
+
+
+def test_repacked_smoke(capsys):
+    """The tiles-against-blocks comparison on small weights: the smoke only (it checks the bits)."""
+    rows = repacked([1, 3], 1, [T.Q4_0, T.Q4_K], n=40, k=256)
+    tiled = _backend.kernels().repacked_kernel(int(T.Q4_0)) is not None
+    assert [(r[0], r[1]) for r in rows] == ([("Q4_0", 1), ("Q4_0", 3)] if tiled else [])
+    assert "| Q4_K | - |" in capsys.readouterr().out
+
+
 def test_moe_smoke(capsys):
     """The MoE comparison on a few small experts: the smoke only (it checks the two agree)."""
     rows = moe([1, 5], 1, dict(experts=6, n=16, k=256, used=2), qtype=T.MXFP4)
@@ -826,6 +870,10 @@ def main() -> None:
                         help="matmul_id over 128 experts (8 per token) against a matmul per expert, per --batches tokens "
                              "(experts of type --moe-type)")
     parser.add_argument("--moe-type", default="Q4_K", help="with --moe: the experts' type (Q4_K; MXFP4 as gpt-oss)")
+    parser.add_argument("--repacked", action="store_true",
+                        help="the integer path on fastgguf.repack's tiles against the original blocks, per type "
+                             "(--only) and --batches rows of x, 14336 x 4096, on --threads threads")
+    parser.add_argument("--threads", type=int, default=0, help="with --repacked: threads (0: all)")
     parser.add_argument("--int-error", action="store_true",
                         help="relative error of the integer path per type on quantized Gaussian weights")
     parser.add_argument("--only", default="", help="with --per-weight / --int-error: these types (comma-separated)")
@@ -847,6 +895,10 @@ def main() -> None:
         return
     if args.per_weight:
         per_weight([int(b) for b in args.batches.split(",")], args.rounds, int_types(args.only))
+        return
+    if args.repacked:
+        repacked([int(b) for b in args.batches.split(",")], args.rounds,
+                 int_types(args.only or "Q4_0,Q8_0,Q5_0,Q4_1,Q5_1,IQ4_NL,MXFP4"), threads=args.threads or None)
         return
     if args.moe:
         moe([int(b) for b in args.batches.split(",")], args.rounds, qtype=GGMLType[args.moe_type.upper()])
