@@ -59,10 +59,12 @@ _MIN_WORK_PER_THREAD = 1 << 17
 
 #: Rows of x (per weight) up to which a repacked weight's tile kernel runs, per tile kernel (beyond:
 #: the original blocks and their kernels). 2 threads, 4096 x 14336, tiles against the original
-#: blocks, alternating calls: "vnni" Q4_0 2.1x at 1-2 rows, 1.7x at 4, 1.2-1.3x at 8-12, Q8_0
-#: 1.3x at 1-2 and 1.1x at 4-12. "avx2" (one row of x at a time: its 16 registers hold one row's
-#: accumulators), one thread: 1.15-1.5x at 1 row, 0.86-1.26x at 2-8.
+#: blocks, alternating calls (``bench_matmul.py --repacked``): "vnni" Q4_0 2.1x at 1-2 rows, 1.7x
+#: at 4, 1.2-1.3x at 8-12, 1.0x at 16; Q8_0 1.4x at 1-2, 1.1x at 8-12; Q4_K 1.5-2.2x at 1-8 rows,
+#: 1.3-1.4x at 12-24, 1.0x at 32-64. "avx2" (one row of x at a time: its 16 registers hold one
+#: row's accumulators), one thread: 1.17-1.59x at 1 row, 0.86-1.26x at 2-8.
 _REPACKED_MAX_ROWS = {"vnni": 12, "avx2": 1}
+_REPACKED_MAX_ROWS_Q4_K = 24  # "vnni" (the only Q4_K tile kernel)
 
 
 def _tiles_for(kernels: Any, packed: RepackedWeight | None, qtype: GGMLType, rows: int) -> np.ndarray | None:
@@ -70,7 +72,10 @@ def _tiles_for(kernels: Any, packed: RepackedWeight | None, qtype: GGMLType, row
     if packed is None or packed.tiles is None:
         return None
     kernel = kernels.repacked_kernel(int(qtype))
-    return packed.tiles if kernel is not None and rows <= _REPACKED_MAX_ROWS[kernel] else None
+    if kernel is None:
+        return None
+    limit = _REPACKED_MAX_ROWS_Q4_K if qtype == GGMLType.Q4_K else _REPACKED_MAX_ROWS[kernel]
+    return packed.tiles if rows <= limit else None
 
 
 class RepackedWeight:
@@ -113,10 +118,12 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     original), so that one AVX-512 VNNI instruction makes 4 products for 16 weight rows and the
     float steps run 16 rows wide: ggml's load-time repacking, in a layout of fastgguf's own. Then
     ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``, about
-    2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.3x for Q8_0, 1.1-1.7x at 4 to 12 rows
-    (2 threads, 4096 x 14336). Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile
-    kernel takes one row of ``x`` (8 weight rows per vector; 1.15-1.5x at one row). Types with a
-    layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4. For other types, in the portable build
+    2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.4x for Q8_0, 1.1-1.7x at 4 to 12 rows
+    (2 threads, 4096 x 14336); Q4_K (VNNI only) 1.5-2.2x at 1 to 8 rows, 1.3-1.4x up to 24.
+    Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of
+    ``x`` (8 weight rows per vector; 1.2-1.6x at one row; none for Q4_K). Types with a
+    layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4 and Q4_K (whose scales take 4 more bytes
+    per 144, unpacked). For other types, in the portable build
     and for big-endian data nothing is copied and the products read the original blocks, so any
     weight can be passed.
 
@@ -148,7 +155,8 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
         rows = kernels.repack_tile_rows()
         experts = raw.reshape(-1, *raw.shape[-2:])
         n_tiles = (shape[-2] + rows - 1) // rows
-        tiles = np.empty((experts.shape[0] * n_tiles, raw.shape[-1] * rows), dtype=np.uint8)
+        tile_bytes = kernels.repack_row_bytes(int(qtype), raw.shape[-1]) * rows
+        tiles = np.empty((experts.shape[0] * n_tiles, tile_bytes), dtype=np.uint8)
         per_expert = tiles.reshape(experts.shape[0], n_tiles, -1)
         copy_threads = max(1, min(n_threads, experts[0].nbytes // _MIN_WORK_PER_THREAD))
         for e in range(experts.shape[0]):
@@ -265,7 +273,7 @@ def matmul(
         A 2-D tensor of shape ``(N, K)`` from :func:`fastgguf.open`, or a C-contiguous uint8 array
         of shape ``(N, row_bytes)`` holding N rows of ``type`` blocks, or either made ready by
         :func:`repack` (the integer path then runs on its tiles up to 12 rows of ``x`` with
-        AVX-512 VNNI, at one row without).
+        AVX-512 VNNI, 24 for Q4_K, at one row without).
     type : GGMLType, int or str, optional
         Tensor type of a raw ``weight``; required then, optional (must agree) for a TensorInfo.
     out : numpy.ndarray, optional
@@ -361,7 +369,7 @@ def matmul_id(
     weights : TensorInfo, numpy.ndarray or RepackedWeight
         3-D expert weights ``(E, N, K)`` as a TensorInfo, or a uint8 array ``(E, N, row_bytes)``,
         or either made ready by :func:`repack` (the integer path runs on its tiles when no expert
-        has more rows of ``x`` in the call than the tile kernel takes: 12 with VNNI, 1 without).
+        has more rows of ``x`` in the call than the tile kernel takes: 12 with VNNI (Q4_K 24), 1 without).
     ids : array_like of int
         ``(T, E_used)`` expert indices in ``[0, E)``.
     type, out, threads, exact

@@ -13,13 +13,14 @@ from fastgguf.matmul import RepackedWeight, matmul, repack
 from conftest import argument_error, assert_same_bits
 
 T = GGMLType
-REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4)
+REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K)
 TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
 
 
 def _tiles(kernels, raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
     rows = kernels.repack_tile_rows()
-    tiles = np.full(((raw.shape[0] + rows - 1) // rows, raw.shape[1] * rows), 0xAB, np.uint8)
+    tiles = np.full(((raw.shape[0] + rows - 1) // rows, kernels.repack_row_bytes(int(qtype), raw.shape[1]) * rows), 0xAB,
+                    np.uint8)
     kernels.repack_rows(raw, int(qtype), tiles)
     return tiles
 
@@ -29,14 +30,14 @@ def _tiles(kernels, raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
 def test_tiles_same_bits_as_original_blocks(qtype, n):
     # random blocks: every code, fifth bit, sign and (finite) scale, subnormal ones included;
     # x with +-127 in every block; m covers one row, pairs, an odd last row and the spans
-    # (Q8_0: 30 blocks per span, 70 blocks here)
+    # (Q8_0: 30 blocks per span, 72 blocks here; Q4_K: 6 super-blocks per span beyond 4 rows, 9 here)
     rng = np.random.default_rng([int(qtype), n])
-    k = 32 * 70
+    k = 256 * 9
     raw = random_weights(qtype, n, k, rng)
     for path in dequant.available_cpu_paths():
         kernels = dequant.kernel_modules()[path]
         tiles = _tiles(kernels, raw, qtype)
-        for m in (1, 2, 3, 6):
+        for m in (1, 2, 3, 6, 9):
             x = rng.standard_normal((m, k)).astype(np.float32)
             x[:, ::32] *= 50.0
             xq = quantized_x(kernels, x, qtype)
@@ -78,15 +79,16 @@ def test_tile_layout_by_hand():
             assert tiles[0, 32 + 4 * r + i] == sum(((qh >> (4 * k + i)) & 1) << k for k in range(8))
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K], ids=lambda t: t.name)
 def test_repack_api_same_bits(qtype):
     rng = np.random.default_rng([int(qtype), 2])
-    n, k = 45, 32 * 12
+    n, k = 45, 256 * 3
     raw = random_weights(qtype, n, k, rng)
     rw = repack(raw, qtype)
     assert isinstance(rw, RepackedWeight) and rw.type == qtype and rw.shape == (n, k)
     assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
-    assert rw.nbytes == (48 * raw.shape[1] if rw.repacked else 0)
+    row_bytes = raw.shape[1] // 144 * 148 if qtype == T.Q4_K else raw.shape[1]  # Q4_K: scales as bytes
+    assert rw.nbytes == (48 * row_bytes if rw.repacked else 0)
     for m in (1, 2, 5, 12, 13, 20):  # up to 12 the tiles, then the original blocks
         x = rng.standard_normal((m, k)).astype(np.float32)
         for threads in (1, 2):
@@ -107,14 +109,14 @@ def test_repack_of_a_tensor_and_other_types(tmp_path):
     path = tmp_path / "w.gguf"
     with fastgguf.GGUFWriter(path) as writer:
         writer.add_tensor("a", fastgguf.quantize(w4, T.Q4_0), T.Q4_0, w4.shape)
-        writer.add_tensor("b", fastgguf.quantize(w4, T.Q4_K), T.Q4_K, w4.shape)
+        writer.add_tensor("b", fastgguf.quantize(w4, T.Q6_K), T.Q6_K, w4.shape)
     x = rng.standard_normal((2, 256)).astype(np.float32)
     with fastgguf.open(path) as f:
         for name in ("a", "b"):
             t = f.tensors[name]
             rw = repack(t)
             assert rw.source is t and rw.type == t.type
-            if t.type == T.Q4_K:
+            if t.type == T.Q6_K:
                 assert not rw.repacked and rw.tiles is None  # no layout: the products read the blocks
             assert_same_bits(matmul(x, rw, exact=False), matmul(x, t, exact=False))
             assert_same_bits(matmul(x, rw, t.type, exact=False), matmul(x, t, exact=False))
@@ -156,7 +158,7 @@ def test_repack_arguments():
     kernels = dequant.kernel_modules()["portable"]
     raw = np.zeros((3, 18), np.uint8)
     with argument_error(ValueError, "no repacked layout"):
-        kernels.repack_rows(np.zeros((3, 144), np.uint8), int(T.Q4_K), np.zeros((1, 144 * 16), np.uint8))
+        kernels.repack_rows(np.zeros((3, 210), np.uint8), int(T.Q6_K), np.zeros((1, 210 * 16), np.uint8))
     with argument_error(ValueError, "dst must have shape"):
         kernels.repack_rows(raw, int(T.Q4_0), np.zeros((1, 18), np.uint8))
     with argument_error(ValueError, "whole blocks"):
@@ -182,16 +184,19 @@ def test_layout_sizes():
         assert kernels.can_repack(int(qtype))
         raw = np.zeros((1, size), np.uint8)
         kernels.repack_rows(raw, int(qtype), np.zeros((1, size * 16), np.uint8))  # the same bytes per row
-    for qtype in (T.Q4_K, T.Q6_K, T.NVFP4, T.Q1_0, T.F32):
+    kernels.repack_rows(np.zeros((1, 144), np.uint8), int(T.Q4_K), np.zeros((1, 148 * 16), np.uint8))
+    assert kernels.repack_row_bytes(int(T.Q4_K), 144 * 3) == 148 * 3  # its scales unpacked to bytes
+    assert kernels.repack_row_bytes(int(T.Q4_0), 18 * 3) == 18 * 3
+    for qtype in (T.Q6_K, T.Q5_K, T.NVFP4, T.Q1_0, T.F32):
         assert not kernels.can_repack(int(qtype))
 
 
-@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K], ids=lambda t: t.name)
 def test_grouped_tiles_same_bits(qtype):
     # matmul_id's groups against the tiles of 5 experts (one with no rows), on every build: the
     # reference tile kernel, and the VNNI one where the CPU has it
     rng = np.random.default_rng([int(qtype), 7])
-    n_exp, n, k = 5, 21, 32 * 9
+    n_exp, n, k = 5, 21, 256 * 2
     raw = np.stack([random_weights(qtype, n, k, rng) for _ in range(n_exp)])
     experts = np.array([0, 2, 3, 4], np.int64)
     bounds = np.array([0, 3, 4, 4, 9], np.int64)  # 3 rows, 1 row, none, 5 rows

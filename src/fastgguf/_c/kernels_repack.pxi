@@ -37,8 +37,17 @@ def repack_tile_rows():
 
 
 def can_repack(int type_id):
-    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4)."""
+    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K)."""
     return fgg_rp_kind(type_id) >= 0
+
+
+def repack_row_bytes(int type_id, Py_ssize_t row_bytes):
+    """Bytes a weight row of ``row_bytes`` takes in the repacked layout (the same, but Q4_K's
+    scales unpacked: 148 bytes per 144)."""
+    cdef int kind = fgg_rp_kind(type_id)
+    if kind < 0:
+        raise ValueError(f"ggml type id {type_id} has no repacked layout")
+    return row_bytes // fgg_type_size[type_id] * fgg_rp_block_bytes(kind)
 
 
 cdef fgg_rp_tile_fn _tile_kernel(int type_id, int *c) noexcept:
@@ -58,7 +67,8 @@ def repacked_kernel(int type_id):
 
 def repack_rows(const uint8_t[:, ::1] w not None, int type_id, uint8_t[:, ::1] dst not None, int threads=1):
     """Interleave the weight rows ``w`` (N, row_bytes) of ``type_id`` into ``dst`` of shape
-    ``(ceil(N / 16), row_bytes * 16)``: tile t holds rows 16t..16t+15 (missing rows zeros).
+    ``(ceil(N / 16), repack_row_bytes(type_id, row_bytes) * 16)``: tile t holds rows 16t..16t+15
+    (missing rows zeros).
 
     Raises
     ------
@@ -76,8 +86,9 @@ def repack_rows(const uint8_t[:, ::1] w not None, int type_id, uint8_t[:, ::1] d
     if row_bytes % type_size:
         raise ValueError(f"rows of {row_bytes} bytes are not whole blocks of {type_size} bytes")
     cdef Py_ssize_t n_tiles = (n_rows + FGG_RP_ROWS - 1) // FGG_RP_ROWS
-    if dst.shape[0] != n_tiles or dst.shape[1] != row_bytes * FGG_RP_ROWS:
-        raise ValueError(f"dst must have shape ({n_tiles}, {row_bytes * FGG_RP_ROWS})")
+    cdef Py_ssize_t tile_bytes = row_bytes // type_size * fgg_rp_block_bytes(kind) * FGG_RP_ROWS
+    if dst.shape[0] != n_tiles or dst.shape[1] != tile_bytes:
+        raise ValueError(f"dst must have shape ({n_tiles}, {tile_bytes})")
     if n_rows == 0 or row_bytes == 0:
         return
     cdef _RepackJob job
@@ -86,7 +97,7 @@ def repack_rows(const uint8_t[:, ::1] w not None, int type_id, uint8_t[:, ::1] d
     job.row_bytes = row_bytes
     job.n_rows = n_rows
     job.nb = row_bytes // type_size
-    job.tile_bytes = row_bytes * FGG_RP_ROWS
+    job.tile_bytes = row_bytes // type_size * fgg_rp_block_bytes(kind) * FGG_RP_ROWS
     job.dst = &dst[0, 0]
     job.status = 0
     job.n_tasks = _split_tasks(n_tiles, 1, threads)
@@ -102,7 +113,8 @@ cdef struct _RepackedJob:
     fgg_rp_tile_fn fn  # NULL: the reference kernel
     const uint8_t *packed
     Py_ssize_t tile_bytes, n_rows, n_tiles, nb
-    const fgg_mm_q8 *x
+    const uint8_t *x  # nb blocks of x per row (fgg_mm_q8, or fgg_mm_q8k for Q4_K), x_row_bytes apart
+    Py_ssize_t x_row_bytes
     const int32_t *xo
     float *out
     Py_ssize_t os
@@ -135,11 +147,13 @@ cdef void _repacked_task(void *ctx, int task) noexcept nogil:
             continue
         rows = <int>min(<Py_ssize_t>FGG_RP_ROWS, job.n_rows - t * FGG_RP_ROWS)
         if job.fn != NULL:
-            job.fn(job.packed + (e * job.n_tiles + t) * job.tile_bytes, job.nb, job.x + r0 * job.nb, job.nb,
-                   job.xo + r0 * job.nb * 8, <int>(r1 - r0), job.out + r0 * job.os + t * FGG_RP_ROWS, job.os, rows, st)
+            job.fn(job.packed + (e * job.n_tiles + t) * job.tile_bytes, job.nb, job.x + r0 * job.x_row_bytes, job.nb,
+                   job.xo + r0 * job.nb * 8 if job.xo != NULL else NULL, <int>(r1 - r0),
+                   job.out + r0 * job.os + t * FGG_RP_ROWS, job.os, rows, st)
         else:
-            fgg_rp_tile_c(job.kind, job.packed + (e * job.n_tiles + t) * job.tile_bytes, job.nb, job.x + r0 * job.nb,
-                          job.nb, <int>(r1 - r0), job.out + r0 * job.os + t * FGG_RP_ROWS, job.os, rows)
+            fgg_rp_tile_c(job.kind, job.packed + (e * job.n_tiles + t) * job.tile_bytes, job.nb,
+                          job.x + r0 * job.x_row_bytes, job.nb, <int>(r1 - r0), job.out + r0 * job.os + t * FGG_RP_ROWS,
+                          job.os, rows)
     fgg_aligned_free(st)
 
 
@@ -173,11 +187,13 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
         fn = _tile_kernel(type_id, &c)
         if fn == NULL:
             raise NotImplementedError("no tile kernel for repacked weights in this build")
-    cdef Py_ssize_t m = xq.shape[0], nb = xq.shape[1] // MM_Q8_BYTES, g, n_exp
+    # x's blocks (per 32, or per 256 for Q4_K) pair with the weight blocks one to one
+    cdef Py_ssize_t x_bytes = MM_Q8K_BYTES if _x_by_256(type_id) else MM_Q8_BYTES
+    cdef Py_ssize_t m = xq.shape[0], nb = xq.shape[1] // x_bytes, g, n_exp
     cdef Py_ssize_t n_tiles = (n_rows + FGG_RP_ROWS - 1) // FGG_RP_ROWS
-    if xq.shape[1] % MM_Q8_BYTES or nb * 32 % fgg_block_size[type_id]:
+    if xq.shape[1] % x_bytes:
         raise ValueError(f"quantized x rows of {xq.shape[1]} bytes are not whole blocks")
-    if (n_rows < 0 or packed.shape[1] != nb * fgg_type_size[type_id] * FGG_RP_ROWS
+    if (n_rows < 0 or packed.shape[1] != nb * fgg_rp_block_bytes(kind) * FGG_RP_ROWS
             or (packed.shape[0] != n_tiles if experts is None else n_tiles and packed.shape[0] % n_tiles)):
         raise ValueError("packed does not hold n_rows repacked rows of x's length")
     n_exp = packed.shape[0] // n_tiles if n_tiles else 0
@@ -215,7 +231,7 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
                 out[i, n] = 0.0
         return
     cdef int32_t *xo = NULL
-    if fn != NULL:
+    if fn != NULL and kind != FGG_RP_Q4_K:
         xo = <int32_t *>malloc(m * nb * 8 * sizeof(int32_t))
         if xo == NULL:
             raise MemoryError("no memory for the sums of x")
@@ -226,7 +242,8 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
     job.n_rows = n_rows
     job.n_tiles = n_tiles
     job.nb = nb
-    job.x = <const fgg_mm_q8 *>&xq[0, 0]
+    job.x = &xq[0, 0]
+    job.x_row_bytes = xq.shape[1]
     job.xo = xo
     job.out = &out[0, 0]
     job.os = out.strides[0] // sizeof(float)
@@ -235,7 +252,7 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
     try:
         with nogil:
             if xo != NULL:
-                fgg_rp_x_offsets(c, job.x, nb, m, nb, xo)
+                fgg_rp_x_offsets(c, <const fgg_mm_q8 *>job.x, nb, m, nb, xo)
             fgg_pool_run(_repacked_task, &job, job.n_tasks, threads)
     finally:
         free(xo)

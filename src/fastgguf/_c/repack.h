@@ -34,6 +34,8 @@
 #include "type_table.h"
 
 #define FGG_RP_ROWS 16
+/* Q4_K's kind here (the per-32 kinds are dot.h's FGG_MM_B_*) */
+#define FGG_RP_Q4_K 100
 
 /* Bytes of a tile's blocks that one span takes (in L1 for every row of x that meets it). */
 #define FGG_RP_SPAN_BYTES (16 * 1024)
@@ -54,9 +56,14 @@ static inline int fgg_rp_kind(int type_id)
     case FGG_TYPE_Q5_1: return FGG_MM_B_Q5_1;
     case FGG_TYPE_IQ4_NL: return FGG_MM_B_IQ4_NL;
     case FGG_TYPE_MXFP4: return FGG_MM_B_MXFP4;
+    case FGG_TYPE_Q4_K: return FGG_RP_Q4_K;
     default: return -1;
     }
 }
+
+/* Bytes per row and block (super-block for Q4_K) in the repacked layout: the file's, but Q4_K's
+ * 12 bytes of 6-bit scales and mins become 16 bytes. */
+static inline ptrdiff_t fgg_rp_block_bytes(int kind) { return kind == FGG_RP_Q4_K ? 148 : fgg_mm_b_bytes(kind); }
 
 /* Offsets in a tile block: of the fifth bits (Q5_0, Q5_1) and of the values. */
 static inline ptrdiff_t fgg_rp_scale_bytes(int kind)
@@ -77,10 +84,43 @@ static inline int fgg_rp_offset(int kind)
     }
 }
 
+/* Q4_K (144-byte super-blocks: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of
+ * nibbles, qs[32p + i] holding value i of sub-block 2p low and of 2p + 1 high). A tile block
+ * (2368 bytes) holds the 16 rows' d, then dmin (f16), then sc[j][r] and mn[j][r] as bytes (8 x 16
+ * each), then 32 chunks of 64 bytes: chunk 8p + k holds row r's qs[32p + 4k .. 32p + 4k + 3] at
+ * 4r, its low nibbles group k (values 4k..4k+3) of sub-block 2p, its high ones of 2p + 1. */
+#define FGG_RP_Q4_K_SC 64
+#define FGG_RP_Q4_K_MN 192
+#define FGG_RP_Q4_K_QS 320
+static inline void fgg_rp_pack_tile_q4_k(const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb, uint8_t *dst)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    memset(dst, 0, (size_t)(nb * tbb));
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *wb = w + r * row_bytes;
+        uint8_t *tb = dst;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 144, tb += tbb) {
+            memcpy(tb + 2 * r, wb, 2);
+            memcpy(tb + 32 + 2 * r, wb + 2, 2);
+            uint32_t words[4];
+            fgg_mm_k4_scales(wb + 4, words);
+            for (int j = 0; j < 8; j++) {
+                tb[FGG_RP_Q4_K_SC + 16 * j + r] = (uint8_t)(words[j >> 2] >> (8 * (j & 3)));
+                tb[FGG_RP_Q4_K_MN + 16 * j + r] = (uint8_t)(words[2 + (j >> 2)] >> (8 * (j & 3)));
+            }
+            for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_Q4_K_QS + 64 * c + 4 * r, wb + 16 + 4 * c, 4);
+        }
+    }
+}
+
 /* Repack rows (1 to 16) weight rows of nb blocks (row r at w + r * row_bytes) into one tile. */
 static inline void fgg_rp_pack_tile(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
                                     uint8_t *dst)
 {
+    if (kind == FGG_RP_Q4_K) {
+        fgg_rp_pack_tile_q4_k(w, row_bytes, rows, nb, dst);
+        return;
+    }
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind), tbb = FGG_RP_ROWS * bytes;
     const ptrdiff_t vals = fgg_rp_values_at(kind);
     memset(dst, 0, (size_t)(nb * tbb));
@@ -136,11 +176,49 @@ static inline float fgg_rp_scale(int kind, const uint8_t *tb, int r)
     return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[tb[r]] : fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r));
 }
 
+/* The reference kernel of Q4_K, plain C: fgg_mm_rown_k's integers and float steps one by one (x in
+ * fgg_mm_q8k super-blocks). */
+static inline void fgg_rp_tile_c_q4_k(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,
+                                      float *out, ptrdiff_t os, int rows)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    for (int i = 0; i < m; i++) {
+        for (int r = 0; r < rows; r++) {
+            float a = 0.0f, am = 0.0f;
+            const uint8_t *tb = tile;
+            for (ptrdiff_t b = 0; b < nb; b++, tb += tbb) {
+                const fgg_mm_q8k *xb = x + i * xs + b;
+                int32_t tot = 0, mtot = 0;
+                for (int j = 0; j < 8; j++) {
+                    int32_t dot = 0;
+                    for (int v = 0; v < 32; v++) {
+                        const uint8_t byte = tb[FGG_RP_Q4_K_QS + 64 * (8 * (j >> 1) + (v >> 2)) + 4 * r + (v & 3)];
+                        dot += ((j & 1) ? byte >> 4 : byte & 15) * xb->q[32 * j + v];
+                    }
+                    tot += dot * tb[FGG_RP_Q4_K_SC + 16 * j + r];
+                    mtot += (xb->bsum[2 * j] + xb->bsum[2 * j + 1]) * tb[FGG_RP_Q4_K_MN + 16 * j + r];
+                }
+                const float fd = fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r)) * xb->d;
+                const float fm = fgg_half_to_float_scale(fgg_load_u16le(tb + 32 + 2 * r)) * xb->d;
+                const float pa = (float)tot * fd, pm = (float)mtot * fm;
+                a = a + pa;
+                am = am + pm;
+            }
+            out[i * os + r] = a - am;
+        }
+    }
+}
+
 /* The reference kernel, plain C (every build; tests): rows (1 to 16) weight rows of one tile
  * against m rows of x, out[i * os + r]. The operations of FGG_MM_ROWN_B one by one. */
-static inline void fgg_rp_tile_c(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+static inline void fgg_rp_tile_c(int kind, const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
                                  int m, float *out, ptrdiff_t os, int rows)
 {
+    if (kind == FGG_RP_Q4_K) {
+        fgg_rp_tile_c_q4_k(tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows);
+        return;
+    }
+    const fgg_mm_q8 *x = (const fgg_mm_q8 *)xv;
     const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
     for (int i = 0; i < m; i++) {
         for (int r = 0; r < rows; r++) {
@@ -297,11 +375,94 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_vnni_kind(int kind, const uint
     }
 }
 
+/* Q4_K on VNNI: NR (1 to 4) rows of x against super-blocks b0..b1 of one tile, acc and accm per
+ * row carried in st (2 vectors per row). Per sub-block one vpdpbusd per group of 4 adds up the
+ * 32 products of 16 weight rows (exact: |sum| <= 32 * 15 * 127), vpmulld by the 16 rows' scales
+ * into the super-block's total; the mins' total from x's sums per 32 by vpmulld; then the row
+ * kernel's two float steps, 16 rows wide. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q4_k_vnni(int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
+                                                            const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    const __m512i lo4 = _mm512_set1_epi8(15);
+    __m512 acc[4], accm[4];
+    for (int i = 0; i < NR; i++) {
+        acc[i] = st[2 * i];
+        accm[i] = st[2 * i + 1];
+    }
+    const uint8_t *tb = tile + b0 * tbb;
+    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
+        if (ahead)
+            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
+        __m512i tot[4], mtot[4];
+        for (int i = 0; i < NR; i++) tot[i] = mtot[i] = _mm512_setzero_si512();
+        for (int p = 0; p < 4; p++) {
+            __m512i dlo[4], dhi[4];
+            for (int i = 0; i < NR; i++) dlo[i] = dhi[i] = _mm512_setzero_si512();
+            for (int k = 0; k < 8; k++) {
+                const __m512i c = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q4_K_QS + 64 * (8 * p + k)));
+                const __m512i lo = _mm512_and_si512(c, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), lo4);
+                for (int i = 0; i < NR; i++) {
+                    const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
+                    dlo[i] = _mm512_dpbusd_epi32(dlo[i], lo, _mm512_set1_epi32(q4[16 * p + k]));
+                    dhi[i] = _mm512_dpbusd_epi32(dhi[i], hi, _mm512_set1_epi32(q4[16 * p + 8 + k]));
+                }
+            }
+            const __m512i s0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p)));
+            const __m512i s1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 16)));
+            const __m512i m0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p)));
+            const __m512i m1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 16)));
+            for (int i = 0; i < NR; i++) {
+                const int16_t *bs = x[i * xs + b].bsum;
+                tot[i] = _mm512_add_epi32(tot[i], _mm512_add_epi32(_mm512_mullo_epi32(dlo[i], s0), _mm512_mullo_epi32(dhi[i], s1)));
+                mtot[i] = _mm512_add_epi32(mtot[i], _mm512_add_epi32(_mm512_mullo_epi32(m0, _mm512_set1_epi32(bs[4 * p] + bs[4 * p + 1])),
+                                                                     _mm512_mullo_epi32(m1, _mm512_set1_epi32(bs[4 * p + 2] + bs[4 * p + 3]))));
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)tb));
+        const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tb + 32)));
+        for (int i = 0; i < NR; i++) {
+            const __m512 xd = _mm512_set1_ps(x[i * xs + b].d);
+            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(tot[i]), _mm512_mul_ps(dw, xd)));
+            accm[i] = _mm512_add_ps(accm[i], _mm512_mul_ps(_mm512_cvtepi32_ps(mtot[i]), _mm512_mul_ps(mw, xd)));
+        }
+    }
+    for (int i = 0; i < NR; i++) {
+        st[2 * i] = acc[i];
+        st[2 * i + 1] = accm[i];
+    }
+}
+
+static FGG_MM_VNNI void fgg_rp_tile_q4_k_vnni(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
+                                              const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
+    (void)xo;
+    const fgg_mm_q8k *x = (const fgg_mm_q8k *)xv;
+    __m512 *st = (__m512 *)stv;
+    const __mmask16 keep = (__mmask16)((1u << rows) - 1u);
+    const ptrdiff_t span = m <= 4 ? nb : (FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 148) > 2 ? FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 148) : 2);
+    for (int j = 0; j < 2 * m; j++) st[j] = _mm512_setzero_ps();
+    for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
+        const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
+        for (int i = 0; i < m; i += 4) {
+            const fgg_mm_q8k *xi = x + i * xs;
+            __m512 *si = st + 2 * i;
+            switch (m - i < 4 ? m - i : 4) {
+            case 4: fgg_rp_span_q4_k_vnni(4, tile, b0, b1, xi, xs, si, i == 0); break;
+            case 3: fgg_rp_span_q4_k_vnni(3, tile, b0, b1, xi, xs, si, i == 0); break;
+            case 2: fgg_rp_span_q4_k_vnni(2, tile, b0, b1, xi, xs, si, i == 0); break;
+            default: fgg_rp_span_q4_k_vnni(1, tile, b0, b1, xi, xs, si, i == 0); break;
+            }
+        }
+    }
+    for (int i = 0; i < m; i++) _mm512_mask_storeu_ps(out + i * os, keep, _mm512_sub_ps(st[2 * i], st[2 * i + 1]));
+}
+
 #define FGG_RP_TILE_VNNI(NAME, KIND)                                                                  \
-static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,       \
+static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const void *x, ptrdiff_t xs,            \
                              const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *st)    \
 {                                                                                                     \
-    fgg_rp_tile_vnni_kind(KIND, tile, nb, x, xs, xo, m, out, os, rows, (__m512 *)st);                 \
+    fgg_rp_tile_vnni_kind(KIND, tile, nb, (const fgg_mm_q8 *)x, xs, xo, m, out, os, rows, (__m512 *)st); \
 }
 FGG_RP_TILE_VNNI(fgg_rp_tile_q8_0_vnni, FGG_MM_B_Q8_0)
 FGG_RP_TILE_VNNI(fgg_rp_tile_q4_0_vnni, FGG_MM_B_Q4_0)
@@ -314,7 +475,7 @@ FGG_RP_TILE_VNNI(fgg_rp_tile_mxfp4_vnni, FGG_MM_B_MXFP4)
 #endif
 
 /* st: 64-byte aligned scratch of m * FGG_RP_STATE_BYTES */
-typedef void (*fgg_rp_tile_fn)(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
+typedef void (*fgg_rp_tile_fn)(const uint8_t *tile, ptrdiff_t nb, const void *x, ptrdiff_t xs,
                                const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *st);
 #define FGG_RP_STATE_BYTES (9 * 64)
 
@@ -430,10 +591,10 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_tile_avx2_kind(int kind, const uint8_t *tile, p
 }
 
 #define FGG_RP_TILE_AVX2(NAME, KIND)                                                                  \
-static void NAME(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, const int32_t *xo, \
+static void NAME(const uint8_t *tile, ptrdiff_t nb, const void *x, ptrdiff_t xs, const int32_t *xo,    \
                  int m, float *out, ptrdiff_t os, int rows, void *st)                                 \
 {                                                                                                     \
-    fgg_rp_tile_avx2_kind(KIND, tile, nb, x, xs, xo, m, out, os, rows, (__m256 *)st);                 \
+    fgg_rp_tile_avx2_kind(KIND, tile, nb, (const fgg_mm_q8 *)x, xs, xo, m, out, os, rows, (__m256 *)st); \
 }
 FGG_RP_TILE_AVX2(fgg_rp_tile_q8_0_avx2, FGG_MM_B_Q8_0)
 FGG_RP_TILE_AVX2(fgg_rp_tile_q4_0_avx2, FGG_MM_B_Q4_0)
@@ -452,6 +613,10 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     const int kind = fgg_rp_kind(type_id);
     if (kind < 0) return NULL;
 #if FGG_MM_HAVE_VNNI
+    if (vnni && kind == FGG_RP_Q4_K) {
+        *c = 0;
+        return fgg_rp_tile_q4_k_vnni;
+    }
     if (vnni) {
         *c = fgg_rp_offset(kind);
         switch (kind) {
@@ -468,6 +633,7 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     (void)vnni;
 #endif
 #if defined(FGG_MM_INT_SIMD)
+    if (kind == FGG_RP_Q4_K) return NULL; /* no AVX2 tile kernel */
     *c = fgg_rp_offset_avx2(kind);
     switch (kind) {
     case FGG_MM_B_Q8_0: return fgg_rp_tile_q8_0_avx2;
