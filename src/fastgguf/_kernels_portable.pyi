@@ -213,7 +213,7 @@ def repack_tile_rows() -> int:
     """Weight rows per tile of the repacked layout (16)."""
 
 def can_repack(type_id: int) -> bool:
-    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K)."""
+    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K, Q6_K)."""
 
 def repacked_kernel(type_id: int) -> str | None:
     """The tile kernel ``matmul_repacked_int`` runs for ``type_id`` here (``"vnni"`` or ``"avx2"``), or None."""

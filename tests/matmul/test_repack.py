@@ -13,7 +13,7 @@ from fastgguf.matmul import RepackedWeight, matmul, repack
 from conftest import argument_error, assert_same_bits
 
 T = GGMLType
-REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K)
+REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q6_K)
 TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
 
 
@@ -79,7 +79,7 @@ def test_tile_layout_by_hand():
             assert tiles[0, 32 + 4 * r + i] == sum(((qh >> (4 * k + i)) & 1) << k for k in range(8))
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
 def test_repack_api_same_bits(qtype):
     rng = np.random.default_rng([int(qtype), 2])
     n, k = 45, 256 * 3
@@ -89,7 +89,7 @@ def test_repack_api_same_bits(qtype):
     assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
     row_bytes = raw.shape[1] // 144 * 148 if qtype == T.Q4_K else raw.shape[1]  # Q4_K: scales as bytes
     assert rw.nbytes == (48 * row_bytes if rw.repacked else 0)
-    for m in (1, 2, 5, 12, 13, 20):  # up to 12 the tiles, then the original blocks
+    for m in (1, 2, 5, 12, 13, 20, 25):  # up to 12 (Q4_K, Q6_K: 24) the tiles, then the original blocks
         x = rng.standard_normal((m, k)).astype(np.float32)
         for threads in (1, 2):
             assert_same_bits(matmul(x, rw, exact=False, threads=threads), matmul(x, raw, qtype, exact=False))
@@ -109,14 +109,14 @@ def test_repack_of_a_tensor_and_other_types(tmp_path):
     path = tmp_path / "w.gguf"
     with fastgguf.GGUFWriter(path) as writer:
         writer.add_tensor("a", fastgguf.quantize(w4, T.Q4_0), T.Q4_0, w4.shape)
-        writer.add_tensor("b", fastgguf.quantize(w4, T.Q6_K), T.Q6_K, w4.shape)
+        writer.add_tensor("b", fastgguf.quantize(w4, T.Q5_K), T.Q5_K, w4.shape)
     x = rng.standard_normal((2, 256)).astype(np.float32)
     with fastgguf.open(path) as f:
         for name in ("a", "b"):
             t = f.tensors[name]
             rw = repack(t)
             assert rw.source is t and rw.type == t.type
-            if t.type == T.Q6_K:
+            if t.type == T.Q5_K:
                 assert not rw.repacked and rw.tiles is None  # no layout: the products read the blocks
             assert_same_bits(matmul(x, rw, exact=False), matmul(x, t, exact=False))
             assert_same_bits(matmul(x, rw, t.type, exact=False), matmul(x, t, exact=False))
@@ -158,7 +158,7 @@ def test_repack_arguments():
     kernels = dequant.kernel_modules()["portable"]
     raw = np.zeros((3, 18), np.uint8)
     with argument_error(ValueError, "no repacked layout"):
-        kernels.repack_rows(np.zeros((3, 210), np.uint8), int(T.Q6_K), np.zeros((1, 210 * 16), np.uint8))
+        kernels.repack_rows(np.zeros((3, 176), np.uint8), int(T.Q5_K), np.zeros((1, 176 * 16), np.uint8))
     with argument_error(ValueError, "dst must have shape"):
         kernels.repack_rows(raw, int(T.Q4_0), np.zeros((1, 18), np.uint8))
     with argument_error(ValueError, "whole blocks"):
@@ -187,11 +187,13 @@ def test_layout_sizes():
     kernels.repack_rows(np.zeros((1, 144), np.uint8), int(T.Q4_K), np.zeros((1, 148 * 16), np.uint8))
     assert kernels.repack_row_bytes(int(T.Q4_K), 144 * 3) == 148 * 3  # its scales unpacked to bytes
     assert kernels.repack_row_bytes(int(T.Q4_0), 18 * 3) == 18 * 3
-    for qtype in (T.Q6_K, T.Q5_K, T.NVFP4, T.Q1_0, T.F32):
+    assert kernels.repack_row_bytes(int(T.Q6_K), 210 * 2) == 210 * 2
+    kernels.repack_rows(np.zeros((1, 210), np.uint8), int(T.Q6_K), np.zeros((1, 210 * 16), np.uint8))
+    for qtype in (T.Q5_K, T.Q3_K, T.Q2_K, T.NVFP4, T.Q1_0, T.F32):
         assert not kernels.can_repack(int(qtype))
 
 
-@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
 def test_grouped_tiles_same_bits(qtype):
     # matmul_id's groups against the tiles of 5 experts (one with no rows), on every build: the
     # reference tile kernel, and the VNNI one where the CPU has it

@@ -37,7 +37,7 @@ def repack_tile_rows():
 
 
 def can_repack(int type_id):
-    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K)."""
+    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K, Q6_K)."""
     return fgg_rp_kind(type_id) >= 0
 
 
@@ -231,7 +231,7 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
                 out[i, n] = 0.0
         return
     cdef int32_t *xo = NULL
-    if fn != NULL and kind != FGG_RP_Q4_K:
+    if fn != NULL and kind != FGG_RP_Q4_K and kind != FGG_RP_Q6_K:
         xo = <int32_t *>malloc(m * nb * 8 * sizeof(int32_t))
         if xo == NULL:
             raise MemoryError("no memory for the sums of x")

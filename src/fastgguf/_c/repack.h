@@ -22,7 +22,9 @@
  *            Q8_0 8 chunks of 64 bytes: chunk k holds row r's q[4k .. 4k + 3] at 4r.
  * The kernels take each value as an unsigned code u with v = u - c (Q4_0: c = 8, Q5_0: 16, Q8_0:
  * the byte's bits plus 128, c = 128, IQ4_NL and MXFP4: table value + 128, c = 128, Q4_1 and Q5_1:
- * c = 0), so a lane is vpdpbusd(-c * sum of x's group k, u, x) with x's sums made once per call. */
+ * c = 0), so a lane is vpdpbusd(-c * sum of x's group k, u, x) with x's sums made once per call.
+ * Q4_K and Q6_K (x per 256, fgg_mm_q8k) have layouts of their own below (fgg_rp_pack_tile_q4_k,
+ * _q6_k): their integer totals per super-block, then the row kernels' float steps, 16 rows wide. */
 #ifndef FGG_REPACK_H
 #define FGG_REPACK_H
 
@@ -36,6 +38,7 @@
 #define FGG_RP_ROWS 16
 /* Q4_K's kind here (the per-32 kinds are dot.h's FGG_MM_B_*) */
 #define FGG_RP_Q4_K 100
+#define FGG_RP_Q6_K 101
 
 /* Bytes of a tile's blocks that one span takes (in L1 for every row of x that meets it). */
 #define FGG_RP_SPAN_BYTES (16 * 1024)
@@ -57,13 +60,17 @@ static inline int fgg_rp_kind(int type_id)
     case FGG_TYPE_IQ4_NL: return FGG_MM_B_IQ4_NL;
     case FGG_TYPE_MXFP4: return FGG_MM_B_MXFP4;
     case FGG_TYPE_Q4_K: return FGG_RP_Q4_K;
+    case FGG_TYPE_Q6_K: return FGG_RP_Q6_K;
     default: return -1;
     }
 }
 
-/* Bytes per row and block (super-block for Q4_K) in the repacked layout: the file's, but Q4_K's
- * 12 bytes of 6-bit scales and mins become 16 bytes. */
-static inline ptrdiff_t fgg_rp_block_bytes(int kind) { return kind == FGG_RP_Q4_K ? 148 : fgg_mm_b_bytes(kind); }
+/* Bytes per row and block (super-block for Q4_K and Q6_K) in the repacked layout: the file's, but
+ * Q4_K's 12 bytes of 6-bit scales and mins become 16 bytes. */
+static inline ptrdiff_t fgg_rp_block_bytes(int kind)
+{
+    return kind == FGG_RP_Q4_K ? 148 : kind == FGG_RP_Q6_K ? 210 : fgg_mm_b_bytes(kind);
+}
 
 /* Offsets in a tile block: of the fifth bits (Q5_0, Q5_1) and of the values. */
 static inline ptrdiff_t fgg_rp_scale_bytes(int kind)
@@ -113,12 +120,48 @@ static inline void fgg_rp_pack_tile_q4_k(const uint8_t *w, ptrdiff_t row_bytes, 
     }
 }
 
+/* Q6_K (210-byte super-blocks: 128 bytes ql, 64 bytes qh, 16 int8 scales, f16 d; value i of run
+ * 4h + t (runs of 32) has the low 4 bits (ql[64h + 32(t & 1) + i] >> 4(t >> 1)) & 15 and the high 2
+ * bits (qh[32h + i] >> 2t) & 3, minus 32; scale g covers values 16g..16g+15). A tile block (3360
+ * bytes): the 16 rows' d (f16), then sc[g][r] (16 x 16 int8), then 32 chunks of 64 bytes whose
+ * chunk 8P + k holds row r's low 4 bits of group k (values 4k..4k+3) of run 2P in the low nibbles
+ * and of run 2P + 1 in the high ones, then 16 chunks: chunk 8h + k holds row r's
+ * qh[32h + 4k .. 32h + 4k + 3] (the high bits of group k of runs 4h..4h+3, 2 bits each). */
+#define FGG_RP_Q6_K_SC 32
+#define FGG_RP_Q6_K_LO 288
+#define FGG_RP_Q6_K_HI 2336
+static inline void fgg_rp_pack_tile_q6_k(const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb, uint8_t *dst)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
+    memset(dst, 0, (size_t)(nb * tbb));
+    for (int r = 0; r < rows; r++) {
+        const uint8_t *wb = w + r * row_bytes;
+        uint8_t *tb = dst;
+        for (ptrdiff_t b = 0; b < nb; b++, wb += 210, tb += tbb) {
+            memcpy(tb + 2 * r, wb + 208, 2);
+            for (int g = 0; g < 16; g++) tb[FGG_RP_Q6_K_SC + 16 * g + r] = wb[192 + g];
+            for (int P = 0; P < 4; P++)
+                for (int i = 0; i < 32; i++) {
+                    const int h = P >> 1, t0 = 2 * (P & 1); /* runs 4h + t0 and 4h + t0 + 1 */
+                    const uint8_t lo = (uint8_t)((wb[64 * h + i] >> (4 * (t0 >> 1))) & 15);
+                    const uint8_t hi = (uint8_t)((wb[64 * h + 32 + i] >> (4 * (t0 >> 1))) & 15);
+                    tb[FGG_RP_Q6_K_LO + 64 * (8 * P + (i >> 2)) + 4 * r + (i & 3)] = (uint8_t)(lo | (hi << 4));
+                }
+            for (int c = 0; c < 16; c++) memcpy(tb + FGG_RP_Q6_K_HI + 64 * c + 4 * r, wb + 128 + 4 * c, 4);
+        }
+    }
+}
+
 /* Repack rows (1 to 16) weight rows of nb blocks (row r at w + r * row_bytes) into one tile. */
 static inline void fgg_rp_pack_tile(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
                                     uint8_t *dst)
 {
     if (kind == FGG_RP_Q4_K) {
         fgg_rp_pack_tile_q4_k(w, row_bytes, rows, nb, dst);
+        return;
+    }
+    if (kind == FGG_RP_Q6_K) {
+        fgg_rp_pack_tile_q6_k(w, row_bytes, rows, nb, dst);
         return;
     }
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind), tbb = FGG_RP_ROWS * bytes;
@@ -176,6 +219,40 @@ static inline float fgg_rp_scale(int kind, const uint8_t *tb, int r)
     return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[tb[r]] : fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r));
 }
 
+/* The reference kernel of Q6_K, plain C: fgg_mm_rown_k's integers (the lanes less 32 times the
+ * sums of x per 16, by the scales) and float step one by one. */
+static inline void fgg_rp_tile_c_q6_k(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,
+                                      float *out, ptrdiff_t os, int rows)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
+    for (int i = 0; i < m; i++) {
+        for (int r = 0; r < rows; r++) {
+            float a = 0.0f;
+            const uint8_t *tb = tile;
+            for (ptrdiff_t b = 0; b < nb; b++, tb += tbb) {
+                const fgg_mm_q8k *xb = x + i * xs + b;
+                int32_t tot = 0;
+                for (int g = 0; g < 16; g++) {
+                    const int run = g >> 1, P = run >> 1, h = run >> 2, t = run & 3;
+                    int32_t dot = 0;
+                    for (int v = 0; v < 16; v++) {
+                        const int iv = 16 * (g & 1) + v; /* value in the run */
+                        const uint8_t nib = tb[FGG_RP_Q6_K_LO + 64 * (8 * P + (iv >> 2)) + 4 * r + (iv & 3)];
+                        const uint8_t hb = tb[FGG_RP_Q6_K_HI + 64 * (8 * h + (iv >> 2)) + 4 * r + (iv & 3)];
+                        const int u = ((run & 1) ? nib >> 4 : nib & 15) | (((hb >> (2 * t)) & 3) << 4);
+                        dot += u * xb->q[32 * run + iv];
+                    }
+                    tot += (int8_t)tb[FGG_RP_Q6_K_SC + 16 * g + r] * (dot - 32 * xb->bsum[g]);
+                }
+                const float f = fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r)) * xb->d;
+                const float p = (float)tot * f;
+                a = a + p;
+            }
+            out[i * os + r] = a;
+        }
+    }
+}
+
 /* The reference kernel of Q4_K, plain C: fgg_mm_rown_k's integers and float steps one by one (x in
  * fgg_mm_q8k super-blocks). */
 static inline void fgg_rp_tile_c_q4_k(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,
@@ -216,6 +293,10 @@ static inline void fgg_rp_tile_c(int kind, const uint8_t *tile, ptrdiff_t nb, co
 {
     if (kind == FGG_RP_Q4_K) {
         fgg_rp_tile_c_q4_k(tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows);
+        return;
+    }
+    if (kind == FGG_RP_Q6_K) {
+        fgg_rp_tile_c_q6_k(tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows);
         return;
     }
     const fgg_mm_q8 *x = (const fgg_mm_q8 *)xv;
@@ -458,6 +539,80 @@ static FGG_MM_VNNI void fgg_rp_tile_q4_k_vnni(const uint8_t *tile, ptrdiff_t nb,
     for (int i = 0; i < m; i++) _mm512_mask_storeu_ps(out + i * os, keep, _mm512_sub_ps(st[2 * i], st[2 * i + 1]));
 }
 
+/* Q6_K on VNNI: as Q4_K, per sub-block of 16 one accumulator started at -32 times x's sum over
+ * it (the offset in integers), the 6-bit codes from a nibble chunk and a chunk of high bits by one
+ * vpternlogd each, then vpmulld by the 16 rows' scales into the total and the row kernel's float
+ * step. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q6_k_vnni(int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
+                                                            const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
+    const __m512i lo4 = _mm512_set1_epi8(15), b45 = _mm512_set1_epi8(0x30);
+    __m512 acc[4];
+    for (int i = 0; i < NR; i++) acc[i] = st[2 * i];
+    const uint8_t *tb = tile + b0 * tbb;
+    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
+        if (ahead)
+            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
+        __m512i tot[4];
+        for (int i = 0; i < NR; i++) tot[i] = _mm512_setzero_si512();
+        for (int P = 0; P < 4; P++) {
+            __m512i d[4][4]; /* per row of x: sub-blocks 4P .. 4P + 3 */
+            for (int i = 0; i < NR; i++)
+                for (int j = 0; j < 4; j++) d[i][j] = _mm512_set1_epi32(-32 * x[i * xs + b].bsum[4 * P + j]);
+            for (int k = 0; k < 8; k++) {
+                const __m512i c = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q6_K_LO + 64 * (8 * P + k)));
+                const __m512i hc = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q6_K_HI + 64 * (8 * (P >> 1) + k)));
+                /* high bits of run 2P at bits 4P', of run 2P + 1 at 4P' + 2 (P' = P & 1): to bits 4-5 */
+                const __m512i h0 = (P & 1) ? hc : _mm512_slli_epi16(hc, 4);
+                const __m512i h1 = (P & 1) ? _mm512_srli_epi16(hc, 2) : _mm512_slli_epi16(hc, 2);
+                const __m512i u0 = _mm512_ternarylogic_epi32(_mm512_and_si512(c, lo4), h0, b45, 0xF8);
+                const __m512i u1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(c, 4), lo4), h1, b45, 0xF8);
+                const int half = k >> 2;
+                for (int i = 0; i < NR; i++) {
+                    const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
+                    d[i][half] = _mm512_dpbusd_epi32(d[i][half], u0, _mm512_set1_epi32(q4[16 * P + k]));
+                    d[i][2 + half] = _mm512_dpbusd_epi32(d[i][2 + half], u1, _mm512_set1_epi32(q4[16 * P + 8 + k]));
+                }
+            }
+            for (int j = 0; j < 4; j++) {
+                const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q6_K_SC + 16 * (4 * P + j))));
+                for (int i = 0; i < NR; i++) tot[i] = _mm512_add_epi32(tot[i], _mm512_mullo_epi32(d[i][j], sc));
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)tb));
+        for (int i = 0; i < NR; i++)
+            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(tot[i]),
+                                                         _mm512_mul_ps(dw, _mm512_set1_ps(x[i * xs + b].d))));
+    }
+    for (int i = 0; i < NR; i++) st[2 * i] = acc[i];
+}
+
+static FGG_MM_VNNI void fgg_rp_tile_q6_k_vnni(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
+                                              const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
+    (void)xo;
+    const fgg_mm_q8k *x = (const fgg_mm_q8k *)xv;
+    __m512 *st = (__m512 *)stv;
+    const __mmask16 keep = (__mmask16)((1u << rows) - 1u);
+    const ptrdiff_t span = m <= 4 ? nb : (FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 210) > 2 ? FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 210) : 2);
+    for (int j = 0; j < 2 * m; j++) st[j] = _mm512_setzero_ps();
+    for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
+        const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
+        for (int i = 0; i < m; i += 4) {
+            const fgg_mm_q8k *xi = x + i * xs;
+            __m512 *si = st + 2 * i;
+            switch (m - i < 4 ? m - i : 4) {
+            case 4: fgg_rp_span_q6_k_vnni(4, tile, b0, b1, xi, xs, si, i == 0); break;
+            case 3: fgg_rp_span_q6_k_vnni(3, tile, b0, b1, xi, xs, si, i == 0); break;
+            case 2: fgg_rp_span_q6_k_vnni(2, tile, b0, b1, xi, xs, si, i == 0); break;
+            default: fgg_rp_span_q6_k_vnni(1, tile, b0, b1, xi, xs, si, i == 0); break;
+            }
+        }
+    }
+    for (int i = 0; i < m; i++) _mm512_mask_storeu_ps(out + i * os, keep, st[2 * i]);
+}
+
 #define FGG_RP_TILE_VNNI(NAME, KIND)                                                                  \
 static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const void *x, ptrdiff_t xs,            \
                              const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *st)    \
@@ -613,9 +768,9 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     const int kind = fgg_rp_kind(type_id);
     if (kind < 0) return NULL;
 #if FGG_MM_HAVE_VNNI
-    if (vnni && kind == FGG_RP_Q4_K) {
+    if (vnni && (kind == FGG_RP_Q4_K || kind == FGG_RP_Q6_K)) {
         *c = 0;
-        return fgg_rp_tile_q4_k_vnni;
+        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_vnni : fgg_rp_tile_q6_k_vnni;
     }
     if (vnni) {
         *c = fgg_rp_offset(kind);
@@ -633,7 +788,7 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     (void)vnni;
 #endif
 #if defined(FGG_MM_INT_SIMD)
-    if (kind == FGG_RP_Q4_K) return NULL; /* no AVX2 tile kernel */
+    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q6_K) return NULL; /* no AVX2 tile kernels for the K-quants */
     *c = fgg_rp_offset_avx2(kind);
     switch (kind) {
     case FGG_MM_B_Q8_0: return fgg_rp_tile_q8_0_avx2;
