@@ -207,8 +207,8 @@ def test_backend_ops_line_parsing():
 
 def test_backend_ops_rows_smoke(capsys):
     """fastgguf's columns of the per-op comparison (a made-up ggml time): the smoke only."""
-    rows = _backend_ops_rows([("q4_0", 64, 2, 256, 100.0), ("q4_K", 64, 1, 256, 100.0)], exact_up_to=1)
-    assert [(r["type"], r["n"]) for r in rows] == [("q4_0", 2), ("q4_K", 1)]
+    rows = _backend_ops_rows([("q4_0", 64, 2, 256, 100.0), ("q5_K", 64, 1, 256, 100.0)], exact_up_to=1)
+    assert [(r["type"], r["n"]) for r in rows] == [("q4_0", 2), ("q5_K", 1)]
     assert rows[0]["exact_us"] is None and rows[1]["exact_us"] > 0 and rows[1]["repacked_us"] is None
     assert (rows[0]["repacked_us"] is not None) == (_backend.kernels().repacked_kernel(int(GGMLType.Q4_0)) is not None)
     assert "| q4_0 | 64x256 | 2 |" in capsys.readouterr().out
@@ -809,10 +809,10 @@ def repacked(batches, rounds: int, types, n: int = 14336, k: int = 4096, threads
 
 def test_repacked_smoke(capsys):
     """The tiles-against-blocks comparison on small weights: the smoke only (it checks the bits)."""
-    rows = repacked([1, 3], 1, [T.Q4_0, T.Q4_K], n=40, k=256)
+    rows = repacked([1, 3], 1, [T.Q4_0, T.Q5_K], n=40, k=256)
     tiled = _backend.kernels().repacked_kernel(int(T.Q4_0)) is not None
     assert [(r[0], r[1]) for r in rows] == ([("Q4_0", 1), ("Q4_0", 3)] if tiled else [])
-    assert "| Q4_K | - |" in capsys.readouterr().out
+    assert "| Q5_K | - |" in capsys.readouterr().out  # no layout: nothing repacked
 
 
 def test_moe_smoke(capsys):
