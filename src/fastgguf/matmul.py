@@ -76,7 +76,7 @@ def _tiles_for(kernels: Any, packed: RepackedWeight | None, qtype: GGMLType, row
     kernel = kernels.repacked_kernel(int(qtype))
     if kernel is None:
         return None
-    limit = _REPACKED_MAX_ROWS_K.get(qtype, _REPACKED_MAX_ROWS[kernel])
+    limit = _REPACKED_MAX_ROWS[kernel] if kernel == "avx2" else _REPACKED_MAX_ROWS_K.get(qtype, _REPACKED_MAX_ROWS[kernel])
     return packed.tiles if rows <= limit else None
 
 
@@ -124,7 +124,7 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     (2 threads, 4096 x 14336); Q4_K (VNNI only) 1.5-2.2x at 1 to 8 rows, 1.3-1.4x up to 24; Q6_K
     (VNNI only) 1.05-1.15x up to 8 rows.
     Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of
-    ``x`` (8 weight rows per vector; 1.2-1.6x at one row; none for the K-quants). Types with a
+    ``x`` (8 weight rows per vector; 1.1-1.6x at one row; none for Q6_K). Types with a
     layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q6_K and Q4_K (whose scales take 4 more
     bytes per 144, unpacked): a Q4_K_M file's weights. For other types, in the portable build
     and for big-endian data nothing is copied and the products read the original blocks, so any

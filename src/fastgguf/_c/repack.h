@@ -759,7 +759,78 @@ FGG_RP_TILE_AVX2(fgg_rp_tile_q5_1_avx2, FGG_MM_B_Q5_1)
 FGG_RP_TILE_AVX2(fgg_rp_tile_iq4_nl_avx2, FGG_MM_B_IQ4_NL)
 FGG_RP_TILE_AVX2(fgg_rp_tile_mxfp4_avx2, FGG_MM_B_MXFP4)
 #undef FGG_RP_TILE_AVX2
+
+/* Q4_K on AVX2: half h (8 weight rows) of a tile against one row of x over super-blocks b0..b1,
+ * acc and accm carried in st. Per sub-block maddubs of the codes with x's 4 bytes per group, the 8
+ * groups' int16 sums added in int16 (|sum| <= 8 * 2 * 15 * 127 < 2^15), madd by the scale into
+ * the total; the mins' total by vpmulld; then the row kernel's two float steps, 8 rows wide. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_span_q4_k_avx2(const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
+                                                const fgg_mm_q8k *x, __m256 *st, int ahead)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    const __m256i lo4 = _mm256_set1_epi8(15);
+    __m256 acc = st[0], accm = st[1];
+    const uint8_t *tb = tile + b0 * tbb;
+    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
+        if (ahead)
+            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
+        const fgg_mm_q8k *xb = x + b;
+        const int32_t *q4 = (const int32_t *)(const void *)xb->q;
+        __m256i tot = _mm256_setzero_si256(), mtot = _mm256_setzero_si256();
+        for (int p = 0; p < 4; p++) {
+            __m256i plo = _mm256_setzero_si256(), phi = _mm256_setzero_si256();
+            for (int k = 0; k < 8; k++) {
+                const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q4_K_QS + 64 * (8 * p + k) + 32 * h));
+                plo = _mm256_add_epi16(plo, _mm256_maddubs_epi16(_mm256_and_si256(c, lo4), _mm256_set1_epi32(q4[16 * p + k])));
+                phi = _mm256_add_epi16(phi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(c, 4), lo4),
+                                                                 _mm256_set1_epi32(q4[16 * p + 8 + k])));
+            }
+            /* each row's scale in both int16 halves of its lane */
+            const __m256i s0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 8 * h)));
+            const __m256i s1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 16 + 8 * h)));
+            tot = _mm256_add_epi32(tot, _mm256_add_epi32(_mm256_madd_epi16(plo, _mm256_or_si256(s0, _mm256_slli_epi32(s0, 16))),
+                                                         _mm256_madd_epi16(phi, _mm256_or_si256(s1, _mm256_slli_epi32(s1, 16)))));
+            const __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 8 * h)));
+            const __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 16 + 8 * h)));
+            mtot = _mm256_add_epi32(mtot, _mm256_add_epi32(
+                _mm256_mullo_epi32(m0, _mm256_set1_epi32(xb->bsum[4 * p] + xb->bsum[4 * p + 1])),
+                _mm256_mullo_epi32(m1, _mm256_set1_epi32(xb->bsum[4 * p + 2] + xb->bsum[4 * p + 3]))));
+        }
+        const __m256 xd = _mm256_set1_ps(xb->d);
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 16 * h)));
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 32 + 16 * h)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, xd)));
+        accm = _mm256_add_ps(accm, _mm256_mul_ps(_mm256_cvtepi32_ps(mtot), _mm256_mul_ps(mw, xd)));
+    }
+    st[0] = acc;
+    st[1] = accm;
+}
+
+static void fgg_rp_tile_q4_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
+                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
+    (void)xo;
+    const fgg_mm_q8k *x = (const fgg_mm_q8k *)xv;
+    __m256 *st = (__m256 *)stv;
+    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    const ptrdiff_t span = FGG_RP_SPAN_BYTES / tbb > 2 ? FGG_RP_SPAN_BYTES / tbb : 2;
+    for (int j = 0; j < 4 * m; j++) st[j] = _mm256_setzero_ps();
+    for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
+        const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
+        for (int i = 0; i < m; i++)
+            for (int h = 0; h < 2 && 8 * h < rows; h++)
+                fgg_rp_span_q4_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
+    }
+    for (int i = 0; i < m; i++)
+        for (int h = 0; h < 2 && 8 * h < rows; h++) {
+            float v[8];
+            _mm256_storeu_ps(v, _mm256_sub_ps(st[4 * i + 2 * h], st[4 * i + 2 * h + 1]));
+            const int n = rows - 8 * h < 8 ? rows - 8 * h : 8;
+            memcpy(out + i * os + 8 * h, v, (size_t)n * sizeof(float));
+        }
+}
 #endif
+
 
 /* The tile kernel of a type id in this build: the VNNI one (vnni: the CPU has VNNI and it is
  * on), else the AVX2 one, else (the portable build, or no layout) NULL; *c its offset. */
@@ -788,7 +859,10 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     (void)vnni;
 #endif
 #if defined(FGG_MM_INT_SIMD)
-    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q6_K) return NULL; /* no AVX2 tile kernels for the K-quants */
+    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q6_K) {
+        *c = 0;
+        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : NULL; /* no AVX2 Q6_K tile kernel */
+    }
     *c = fgg_rp_offset_avx2(kind);
     switch (kind) {
     case FGG_MM_B_Q8_0: return fgg_rp_tile_q8_0_avx2;
