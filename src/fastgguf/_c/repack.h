@@ -48,6 +48,16 @@
 #define FGG_RP_PREFETCH 2048
 #endif
 
+/* Prefetch the tile block FGG_RP_PREFETCH bytes past tb (tbb bytes of it). */
+static inline void fgg_rp_prefetch(const uint8_t *tb, ptrdiff_t tbb)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    for (ptrdiff_t c = 0; c < tbb; c += 64) __builtin_prefetch(tb + FGG_RP_PREFETCH + c, 0, 3);
+#else
+    (void)tb, (void)tbb;
+#endif
+}
+
 /* The per-32 kind of a ggml type id that has a repacked layout, else -1. */
 static inline int fgg_rp_kind(int type_id)
 {
@@ -402,8 +412,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_vnni(int kind, int NR, const u
     }
     const uint8_t *tb = tile + b0 * tbb;
     for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
-        if (ahead) /* the first pair of rows of x reads the tile from memory: ask for it early */
-            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
+        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
+            fgg_rp_prefetch(tb, tbb);
         const __m512 dw = fgg_rp_scales16(kind, tb);
         __m512i u[8];
         fgg_rp_unpack16(kind, tb, u);
@@ -473,8 +483,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q4_k_vnni(int NR, const uint8_
     }
     const uint8_t *tb = tile + b0 * tbb;
     for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
-        if (ahead)
-            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
+        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
+            fgg_rp_prefetch(tb, tbb);
         __m512i tot[4], mtot[4];
         for (int i = 0; i < NR; i++) tot[i] = mtot[i] = _mm512_setzero_si512();
         for (int p = 0; p < 4; p++) {
@@ -552,8 +562,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q6_k_vnni(int NR, const uint8_
     for (int i = 0; i < NR; i++) acc[i] = st[2 * i];
     const uint8_t *tb = tile + b0 * tbb;
     for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
-        if (ahead)
-            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
+        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
+            fgg_rp_prefetch(tb, tbb);
         __m512i tot[4];
         for (int i = 0; i < NR; i++) tot[i] = _mm512_setzero_si512();
         for (int P = 0; P < 4; P++) {
@@ -694,8 +704,8 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_avx2(int kind, const uint8_t *tile, ptrdif
     for (int k = 0; k < 8; k++) acc[k] = st[k];
     const uint8_t *tb = tile + b0 * tbb;
     for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
-        if (ahead)
-            for (ptrdiff_t p = 0; p < tbb; p += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + p), _MM_HINT_T0);
+        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
+            fgg_rp_prefetch(tb, tbb);
         const fgg_mm_q8 *xb = x + b;
         const int32_t *q4 = (const int32_t *)(const void *)xb->q;
         const int32_t *o = xo + 8 * b;
@@ -772,8 +782,8 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_q4_k_avx2(const uint8_t *tile, ptrdiff_t b
     __m256 acc = st[0], accm = st[1];
     const uint8_t *tb = tile + b0 * tbb;
     for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
-        if (ahead)
-            for (ptrdiff_t c = 0; c < tbb; c += 64) _mm_prefetch((const char *)(tb + FGG_RP_PREFETCH + c), _MM_HINT_T0);
+        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
+            fgg_rp_prefetch(tb, tbb);
         const fgg_mm_q8k *xb = x + b;
         const int32_t *q4 = (const int32_t *)(const void *)xb->q;
         __m256i tot = _mm256_setzero_si256(), mtot = _mm256_setzero_si256();
