@@ -732,6 +732,18 @@ def per_expert_loop(x: np.ndarray, w: np.ndarray, ids: np.ndarray, qtype: GGMLTy
     return out.reshape(t, used, -1)
 
 
+def best_alternating(fns, rounds: int) -> list[float]:
+    """Best seconds of each of ``fns`` over ``rounds`` rounds, the calls alternating within a round
+    (this VM's speed moves between runs; alternating keeps the comparison fair)."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return best
+
+
 def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> list[tuple]:
     """matmul_id against a matmul per expert, both paths (and the integer path on
     :func:`fastgguf.repack`'s experts where this CPU has a tile kernel), per number of tokens: the
@@ -758,12 +770,7 @@ def moe(tokens, rounds: int, config: dict = MOE, qtype: GGMLType = T.Q4_K) -> li
             looped = partial(per_expert_loop, x, w, ids, qtype, exact)
             if not np.array_equal(grouped(), looped()):
                 raise AssertionError("matmul_id and the per-expert products differ")
-            best = [float("inf"), float("inf")]
-            for _ in range(rounds):
-                for i, fn in enumerate((grouped, looped)):
-                    t0 = time.perf_counter()
-                    fn()
-                    best[i] = min(best[i], time.perf_counter() - t0)
+            best = best_alternating((grouped, looped), rounds)
             row = (path, t, len(np.unique(ids)), best[0] * 1e3, best[1] * 1e3)
             rows.append(row)
             print(f"| {row[0]} | {t} | {row[2]} | {row[3]:.2f} | {row[4]:.2f} | {best[1] / best[0]:.2f} | "
@@ -795,12 +802,7 @@ def repacked(batches, rounds: int, types, n: int = 14336, k: int = 4096, threads
             tiles = partial(matmul, x, rw, exact=False, threads=threads)
             if not np.array_equal(blocks().view(np.uint32), tiles().view(np.uint32)):
                 raise AssertionError(f"{qtype.name}: the tiles and the blocks differ")
-            best = [float("inf"), float("inf")]
-            for _ in range(rounds):
-                for i, fn in enumerate((blocks, tiles)):
-                    t0 = time.perf_counter()
-                    fn()
-                    best[i] = min(best[i], time.perf_counter() - t0)
+            best = best_alternating((blocks, tiles), rounds)
             rows.append((qtype.name, m, best[0] * 1e3, best[1] * 1e3))
             print(f"| {qtype.name} | {m} | {best[0] * 1e3:.2f} | {best[1] * 1e3:.2f} | {best[0] / best[1]:.2f} | "
                   f"{t_repack * 1e3:.1f} |", flush=True)

@@ -48,6 +48,12 @@
 #define FGG_RP_PREFETCH 2048
 #endif
 
+/* Blocks per span of a tile whose blocks take tbb bytes: FGG_RP_SPAN_BYTES of them, at least least. */
+static inline ptrdiff_t fgg_rp_span_blocks(ptrdiff_t tbb, ptrdiff_t least)
+{
+    return FGG_RP_SPAN_BYTES / tbb > least ? FGG_RP_SPAN_BYTES / tbb : least;
+}
+
 /* Prefetch the tile block FGG_RP_PREFETCH bytes past tb (tbb bytes of it). */
 static inline void fgg_rp_prefetch(const uint8_t *tb, ptrdiff_t tbb)
 {
@@ -448,7 +454,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_vnni_kind(int kind, const uint
 {
     const __mmask16 keep = (__mmask16)((1u << rows) - 1u);
     const ptrdiff_t xos = nb * 8, tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
-    const ptrdiff_t span = m <= 2 ? nb : (FGG_RP_SPAN_BYTES / tbb > 4 ? FGG_RP_SPAN_BYTES / tbb : 4);
+    const ptrdiff_t span = m <= 2 ? nb : fgg_rp_span_blocks(tbb, 4);
     for (int j = 0; j < 9 * m; j++) st[j] = _mm512_setzero_ps();
     for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
         const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
@@ -524,31 +530,6 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q4_k_vnni(int NR, const uint8_
     }
 }
 
-static FGG_MM_VNNI void fgg_rp_tile_q4_k_vnni(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
-                                              const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *stv)
-{
-    (void)xo;
-    const fgg_mm_q8k *x = (const fgg_mm_q8k *)xv;
-    __m512 *st = (__m512 *)stv;
-    const __mmask16 keep = (__mmask16)((1u << rows) - 1u);
-    const ptrdiff_t span = m <= 4 ? nb : (FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 148) > 2 ? FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 148) : 2);
-    for (int j = 0; j < 2 * m; j++) st[j] = _mm512_setzero_ps();
-    for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
-        const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
-        for (int i = 0; i < m; i += 4) {
-            const fgg_mm_q8k *xi = x + i * xs;
-            __m512 *si = st + 2 * i;
-            switch (m - i < 4 ? m - i : 4) {
-            case 4: fgg_rp_span_q4_k_vnni(4, tile, b0, b1, xi, xs, si, i == 0); break;
-            case 3: fgg_rp_span_q4_k_vnni(3, tile, b0, b1, xi, xs, si, i == 0); break;
-            case 2: fgg_rp_span_q4_k_vnni(2, tile, b0, b1, xi, xs, si, i == 0); break;
-            default: fgg_rp_span_q4_k_vnni(1, tile, b0, b1, xi, xs, si, i == 0); break;
-            }
-        }
-    }
-    for (int i = 0; i < m; i++) _mm512_mask_storeu_ps(out + i * os, keep, _mm512_sub_ps(st[2 * i], st[2 * i + 1]));
-}
-
 /* Q6_K on VNNI: as Q4_K, per sub-block of 16 one accumulator started at -32 times x's sum over
  * it (the offset in integers), the 6-bit codes from a nibble chunk and a chunk of high bits by one
  * vpternlogd each, then vpmulld by the 16 rows' scales into the total and the row kernel's float
@@ -598,14 +579,24 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q6_k_vnni(int NR, const uint8_
     for (int i = 0; i < NR; i++) st[2 * i] = acc[i];
 }
 
-static FGG_MM_VNNI void fgg_rp_tile_q6_k_vnni(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
-                                              const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *stv)
+/* NR (1 to 4) rows of x against super-blocks b0..b1 of one Q4_K or Q6_K tile. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_k_vnni(int kind, int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
+                                                         const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
 {
-    (void)xo;
-    const fgg_mm_q8k *x = (const fgg_mm_q8k *)xv;
-    __m512 *st = (__m512 *)stv;
+    if (kind == FGG_RP_Q4_K)
+        fgg_rp_span_q4_k_vnni(NR, tile, b0, b1, x, xs, st, ahead);
+    else
+        fgg_rp_span_q6_k_vnni(NR, tile, b0, b1, x, xs, st, ahead);
+}
+
+/* m rows of x against one Q4_K or Q6_K tile, 4 rows at a time; beyond 4 rows in spans of its
+ * super-blocks. st: 2 vectors per row (acc, and Q4_K's accm, subtracted at the end). */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_k_vnni(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x,
+                                                         ptrdiff_t xs, int m, float *out, ptrdiff_t os, int rows,
+                                                         __m512 *st)
+{
     const __mmask16 keep = (__mmask16)((1u << rows) - 1u);
-    const ptrdiff_t span = m <= 4 ? nb : (FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 210) > 2 ? FGG_RP_SPAN_BYTES / (FGG_RP_ROWS * 210) : 2);
+    const ptrdiff_t span = m <= 4 ? nb : fgg_rp_span_blocks(FGG_RP_ROWS * fgg_rp_block_bytes(kind), 2);
     for (int j = 0; j < 2 * m; j++) st[j] = _mm512_setzero_ps();
     for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
         const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
@@ -613,15 +604,27 @@ static FGG_MM_VNNI void fgg_rp_tile_q6_k_vnni(const uint8_t *tile, ptrdiff_t nb,
             const fgg_mm_q8k *xi = x + i * xs;
             __m512 *si = st + 2 * i;
             switch (m - i < 4 ? m - i : 4) {
-            case 4: fgg_rp_span_q6_k_vnni(4, tile, b0, b1, xi, xs, si, i == 0); break;
-            case 3: fgg_rp_span_q6_k_vnni(3, tile, b0, b1, xi, xs, si, i == 0); break;
-            case 2: fgg_rp_span_q6_k_vnni(2, tile, b0, b1, xi, xs, si, i == 0); break;
-            default: fgg_rp_span_q6_k_vnni(1, tile, b0, b1, xi, xs, si, i == 0); break;
+            case 4: fgg_rp_span_k_vnni(kind, 4, tile, b0, b1, xi, xs, si, i == 0); break;
+            case 3: fgg_rp_span_k_vnni(kind, 3, tile, b0, b1, xi, xs, si, i == 0); break;
+            case 2: fgg_rp_span_k_vnni(kind, 2, tile, b0, b1, xi, xs, si, i == 0); break;
+            default: fgg_rp_span_k_vnni(kind, 1, tile, b0, b1, xi, xs, si, i == 0); break;
             }
         }
     }
-    for (int i = 0; i < m; i++) _mm512_mask_storeu_ps(out + i * os, keep, st[2 * i]);
+    for (int i = 0; i < m; i++)
+        _mm512_mask_storeu_ps(out + i * os, keep, kind == FGG_RP_Q4_K ? _mm512_sub_ps(st[2 * i], st[2 * i + 1]) : st[2 * i]);
 }
+
+#define FGG_RP_TILE_K_VNNI(NAME, KIND)                                                                \
+static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const void *x, ptrdiff_t xs,            \
+                             const int32_t *xo, int m, float *out, ptrdiff_t os, int rows, void *st)    \
+{                                                                                                     \
+    (void)xo;                                                                                         \
+    fgg_rp_tile_k_vnni(KIND, tile, nb, (const fgg_mm_q8k *)x, xs, m, out, os, rows, (__m512 *)st);    \
+}
+FGG_RP_TILE_K_VNNI(fgg_rp_tile_q4_k_vnni, FGG_RP_Q4_K)
+FGG_RP_TILE_K_VNNI(fgg_rp_tile_q6_k_vnni, FGG_RP_Q6_K)
+#undef FGG_RP_TILE_K_VNNI
 
 #define FGG_RP_TILE_VNNI(NAME, KIND)                                                                  \
 static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const void *x, ptrdiff_t xs,            \
@@ -734,7 +737,7 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_tile_avx2_kind(int kind, const uint8_t *tile, p
                                                 int rows, __m256 *st)
 {
     const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
-    const ptrdiff_t span = FGG_RP_SPAN_BYTES / tbb > 4 ? FGG_RP_SPAN_BYTES / tbb : 4;
+    const ptrdiff_t span = fgg_rp_span_blocks(tbb, 4);
     for (int j = 0; j < 18 * m; j++) st[j] = _mm256_setzero_ps();
     for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
         const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
@@ -823,7 +826,7 @@ static void fgg_rp_tile_q4_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void 
     const fgg_mm_q8k *x = (const fgg_mm_q8k *)xv;
     __m256 *st = (__m256 *)stv;
     const ptrdiff_t tbb = FGG_RP_ROWS * 148;
-    const ptrdiff_t span = FGG_RP_SPAN_BYTES / tbb > 2 ? FGG_RP_SPAN_BYTES / tbb : 2;
+    const ptrdiff_t span = fgg_rp_span_blocks(tbb, 2);
     for (int j = 0; j < 4 * m; j++) st[j] = _mm256_setzero_ps();
     for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
         const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
