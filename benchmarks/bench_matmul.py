@@ -535,7 +535,8 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
 #: The weight types whose ggml MUL_MAT cases the table's per-op comparison runs, per file type (others:
 #: Q4_K and Q6_K, a Q4_K_M file's).
 _BACKEND_OPS_TYPES = {"Q8_0": ("q8_0",), "Q4_0": ("q4_0", "q8_0"), "Q4_1": ("q4_1",), "Q5_0": ("q5_0",),
-                      "Q5_1": ("q5_1",), "IQ4_NL": ("iq4_nl",), "MXFP4_MOE": ("mxfp4",)}
+                      "Q5_1": ("q5_1",), "IQ4_NL": ("iq4_nl",), "MXFP4_MOE": ("mxfp4",),
+                      "Q5_K_M": ("q5_K", "q6_K"), "Q5_K_S": ("q5_K",)}
 
 
 def table_main(args) -> None:
@@ -811,10 +812,10 @@ def repacked(batches, rounds: int, types, n: int = 14336, k: int = 4096, threads
 
 def test_repacked_smoke(capsys):
     """The tiles-against-blocks comparison on small weights: the smoke only (it checks the bits)."""
-    rows = repacked([1, 3], 1, [T.Q4_0, T.Q5_K], n=40, k=256)
+    rows = repacked([1, 3], 1, [T.Q4_0, T.Q3_K], n=40, k=256)
     tiled = _backend.kernels().repacked_kernel(int(T.Q4_0)) is not None
     assert [(r[0], r[1]) for r in rows] == ([("Q4_0", 1), ("Q4_0", 3)] if tiled else [])
-    assert "| Q5_K | - |" in capsys.readouterr().out  # no layout: nothing repacked
+    assert "| Q3_K | - |" in capsys.readouterr().out  # no layout: nothing repacked
 
 
 def test_moe_smoke(capsys):

@@ -64,9 +64,10 @@ _MIN_WORK_PER_THREAD = 1 << 17
 #: 1.3-1.4x at 12-24, 1.0x at 32-64. "avx2" (one row of x at a time: its 16 registers hold one
 #: row's accumulators), one thread: 1.17-1.59x at 1 row, 0.86-1.26x at 2-8.
 _REPACKED_MAX_ROWS = {"vnni": 12, "avx2": 1}
-#: Q4_K and Q6_K ("vnni", their only tile kernels): Q4_K 1.8-2.2x at 1-8 rows, 1.35x at 24; Q6_K
-#: 1.07-1.15x at 1-8 rows (it streams at 15.6 GB/s at 1 row), 0.97x at 12, 0.72x at 24.
-_REPACKED_MAX_ROWS_K = {GGMLType.Q4_K: 24, GGMLType.Q6_K: 8}
+#: The K kinds ("vnni"; Q4_K's "avx2" kernel takes one row): Q4_K 1.8-2.2x at 1-8 rows, 1.35x at
+#: 24; Q5_K 1.3-1.6x at 1-8, 1.2-1.3x at 12, 1.0x at 16-24; Q6_K 1.07-1.15x at 1-8 rows (it streams
+#: at 15.6 GB/s at 1 row), 0.97x at 12, 0.72x at 24.
+_REPACKED_MAX_ROWS_K = {GGMLType.Q4_K: 24, GGMLType.Q5_K: 12, GGMLType.Q6_K: 8}
 
 
 def _tiles_for(kernels: Any, packed: RepackedWeight | None, qtype: GGMLType, rows: int) -> np.ndarray | None:
@@ -121,12 +122,13 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     float steps run 16 rows wide: ggml's load-time repacking, in a layout of fastgguf's own. Then
     ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``, about
     2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.4x for Q8_0, 1.1-1.7x at 4 to 12 rows
-    (2 threads, 4096 x 14336); Q4_K (VNNI only) 1.5-2.2x at 1 to 8 rows, 1.3-1.4x up to 24; Q6_K
-    (VNNI only) 1.05-1.15x up to 8 rows.
+    (2 threads, 4096 x 14336); Q4_K 1.5-2.2x at 1 to 8 rows, 1.3-1.4x up to 24; Q5_K (VNNI only)
+    1.3-1.6x up to 8 rows, 1.2x up to 12; Q6_K (VNNI only) 1.05-1.15x up to 8 rows.
     Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of
-    ``x`` (8 weight rows per vector; 1.1-1.6x at one row; none for Q6_K). Types with a
-    layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q6_K and Q4_K (whose scales take 4 more
-    bytes per 144, unpacked): a Q4_K_M file's weights. For other types, in the portable build
+    ``x`` (8 weight rows per vector; 1.1-1.6x at one row; none for Q5_K and Q6_K). Types with a
+    layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q6_K, Q4_K and Q5_K (whose scales take 4
+    more bytes per super-block, unpacked): every weight of a Q4_K_M or Q5_K_M file. For other
+    types, in the portable build
     and for big-endian data nothing is copied and the products read the original blocks, so any
     weight can be passed.
 

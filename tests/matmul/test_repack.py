@@ -13,7 +13,9 @@ from fastgguf.matmul import RepackedWeight, matmul, repack
 from conftest import argument_error, assert_same_bits
 
 T = GGMLType
-REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q6_K)
+REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K)
+#: Bytes per super-block in the file and in the tiles: the K kinds with mins have their scales unpacked
+K_BYTES = {T.Q4_K: (144, 148), T.Q5_K: (176, 180), T.Q6_K: (210, 210)}
 TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
 
 
@@ -79,7 +81,34 @@ def test_tile_layout_by_hand():
             assert tiles[0, 32 + 4 * r + i] == sum(((qh >> (4 * k + i)) & 1) << k for k in range(8))
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
+def test_q5_k_tile_layout_by_hand():
+    # Q5_K: Q4_K's tile block (d, dmin, scales and mins as bytes, 32 chunks of nibbles), then 8
+    # chunks of fifth bits, chunk k holding row r's qh[4k .. 4k + 3] at 4r
+    rng = np.random.default_rng(6)
+    kernels = dequant.kernel_modules()["portable"]
+    raw = random_weights(T.Q5_K, 3, 512, rng)
+    tiles = _tiles(kernels, raw, T.Q5_K)
+    assert tiles.shape == (1, 2 * 180 * 16)
+    for b in range(2):
+        tb, wb = tiles[0, 2880 * b:2880 * (b + 1)], raw[:, 176 * b:176 * (b + 1)]
+        for r in range(3):
+            assert bytes(tb[2 * r:2 * r + 2]) == bytes(wb[r, 0:2]) and bytes(tb[32 + 2 * r:34 + 2 * r]) == bytes(wb[r, 2:4])
+            sc = wb[r, 4:16].astype(np.int64)
+            for j in range(8):  # ggml's 6-bit scale and min of sub-block j
+                if j < 4:
+                    s, m = sc[j] & 63, sc[j + 4] & 63
+                else:
+                    s = (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4)
+                    m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4)
+                assert tb[64 + 16 * j + r] == s and tb[192 + 16 * j + r] == m
+            for c in range(32):
+                assert bytes(tb[320 + 64 * c + 4 * r:324 + 64 * c + 4 * r]) == bytes(wb[r, 48 + 4 * c:52 + 4 * c])
+            for k in range(8):
+                assert bytes(tb[2368 + 64 * k + 4 * r:2372 + 64 * k + 4 * r]) == bytes(wb[r, 16 + 4 * k:20 + 4 * k])
+        assert not tb[2368 + 12:2368 + 64].any()  # rows 3-15 of the last tile are zeros
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K], ids=lambda t: t.name)
 def test_repack_api_same_bits(qtype):
     rng = np.random.default_rng([int(qtype), 2])
     n, k = 45, 256 * 3
@@ -87,9 +116,9 @@ def test_repack_api_same_bits(qtype):
     rw = repack(raw, qtype)
     assert isinstance(rw, RepackedWeight) and rw.type == qtype and rw.shape == (n, k)
     assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
-    row_bytes = raw.shape[1] // 144 * 148 if qtype == T.Q4_K else raw.shape[1]  # Q4_K: scales as bytes
+    row_bytes = raw.shape[1] // K_BYTES[qtype][0] * K_BYTES[qtype][1] if qtype in K_BYTES else raw.shape[1]
     assert rw.nbytes == (48 * row_bytes if rw.repacked else 0)
-    for m in (1, 2, 5, 12, 13, 20, 25):  # up to 12 (Q4_K, Q6_K: 24) the tiles, then the original blocks
+    for m in (1, 2, 5, 12, 13, 20, 25):  # up to 12 (Q4_K, Q5_K: 24, Q6_K: 8) the tiles, then the blocks
         x = rng.standard_normal((m, k)).astype(np.float32)
         for threads in (1, 2):
             assert_same_bits(matmul(x, rw, exact=False, threads=threads), matmul(x, raw, qtype, exact=False))
@@ -109,14 +138,14 @@ def test_repack_of_a_tensor_and_other_types(tmp_path):
     path = tmp_path / "w.gguf"
     with fastgguf.GGUFWriter(path) as writer:
         writer.add_tensor("a", fastgguf.quantize(w4, T.Q4_0), T.Q4_0, w4.shape)
-        writer.add_tensor("b", fastgguf.quantize(w4, T.Q5_K), T.Q5_K, w4.shape)
+        writer.add_tensor("b", fastgguf.quantize(w4, T.Q3_K), T.Q3_K, w4.shape)
     x = rng.standard_normal((2, 256)).astype(np.float32)
     with fastgguf.open(path) as f:
         for name in ("a", "b"):
             t = f.tensors[name]
             rw = repack(t)
             assert rw.source is t and rw.type == t.type
-            if t.type == T.Q5_K:
+            if t.type == T.Q3_K:
                 assert not rw.repacked and rw.tiles is None  # no layout: the products read the blocks
             assert_same_bits(matmul(x, rw, exact=False), matmul(x, t, exact=False))
             assert_same_bits(matmul(x, rw, t.type, exact=False), matmul(x, t, exact=False))
@@ -158,7 +187,7 @@ def test_repack_arguments():
     kernels = dequant.kernel_modules()["portable"]
     raw = np.zeros((3, 18), np.uint8)
     with argument_error(ValueError, "no repacked layout"):
-        kernels.repack_rows(np.zeros((3, 176), np.uint8), int(T.Q5_K), np.zeros((1, 176 * 16), np.uint8))
+        kernels.repack_rows(np.zeros((3, 110), np.uint8), int(T.Q3_K), np.zeros((1, 110 * 16), np.uint8))
     with argument_error(ValueError, "dst must have shape"):
         kernels.repack_rows(raw, int(T.Q4_0), np.zeros((1, 18), np.uint8))
     with argument_error(ValueError, "whole blocks"):
@@ -189,11 +218,13 @@ def test_layout_sizes():
     assert kernels.repack_row_bytes(int(T.Q4_0), 18 * 3) == 18 * 3
     assert kernels.repack_row_bytes(int(T.Q6_K), 210 * 2) == 210 * 2
     kernels.repack_rows(np.zeros((1, 210), np.uint8), int(T.Q6_K), np.zeros((1, 210 * 16), np.uint8))
-    for qtype in (T.Q5_K, T.Q3_K, T.Q2_K, T.NVFP4, T.Q1_0, T.F32):
+    assert kernels.repack_row_bytes(int(T.Q5_K), 176 * 2) == 180 * 2  # Q4_K's unpacked scales, and qh
+    kernels.repack_rows(np.zeros((1, 176), np.uint8), int(T.Q5_K), np.zeros((1, 180 * 16), np.uint8))
+    for qtype in (T.Q3_K, T.Q2_K, T.IQ4_XS, T.NVFP4, T.Q1_0, T.F32):
         assert not kernels.can_repack(int(qtype))
 
 
-@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K, T.Q6_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K], ids=lambda t: t.name)
 def test_grouped_tiles_same_bits(qtype):
     # matmul_id's groups against the tiles of 5 experts (one with no rows), on every build: the
     # reference tile kernel, and the VNNI one where the CPU has it

@@ -37,13 +37,14 @@ def repack_tile_rows():
 
 
 def can_repack(int type_id):
-    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K, Q6_K)."""
+    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K,
+    Q5_K, Q6_K)."""
     return fgg_rp_kind(type_id) >= 0
 
 
 def repack_row_bytes(int type_id, Py_ssize_t row_bytes):
-    """Bytes a weight row of ``row_bytes`` takes in the repacked layout (the same, but Q4_K's
-    scales unpacked: 148 bytes per 144)."""
+    """Bytes a weight row of ``row_bytes`` takes in the repacked layout (the same, but Q4_K's and
+    Q5_K's scales unpacked: 148 bytes per 144, 180 per 176)."""
     cdef int kind = fgg_rp_kind(type_id)
     if kind < 0:
         raise ValueError(f"ggml type id {type_id} has no repacked layout")
@@ -113,7 +114,7 @@ cdef struct _RepackedJob:
     fgg_rp_tile_fn fn  # NULL: the reference kernel
     const uint8_t *packed
     Py_ssize_t tile_bytes, n_rows, n_tiles, nb
-    const uint8_t *x  # nb blocks of x per row (fgg_mm_q8, or fgg_mm_q8k for Q4_K), x_row_bytes apart
+    const uint8_t *x  # nb blocks of x per row (fgg_mm_q8, or fgg_mm_q8k for the K kinds), x_row_bytes apart
     Py_ssize_t x_row_bytes
     const int32_t *xo
     float *out
@@ -187,7 +188,7 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
         fn = _tile_kernel(type_id, &c)
         if fn == NULL:
             raise NotImplementedError("no tile kernel for repacked weights in this build")
-    # x's blocks (per 32, or per 256 for Q4_K) pair with the weight blocks one to one
+    # x's blocks (per 32, or per 256 for the K kinds) pair with the weight blocks one to one
     cdef Py_ssize_t x_bytes = MM_Q8K_BYTES if _x_by_256(type_id) else MM_Q8_BYTES
     cdef Py_ssize_t m = xq.shape[0], nb = xq.shape[1] // x_bytes, g, n_exp
     cdef Py_ssize_t n_tiles = (n_rows + FGG_RP_ROWS - 1) // FGG_RP_ROWS
@@ -231,7 +232,7 @@ def matmul_repacked_int(const uint8_t[:, ::1] packed not None, int type_id, Py_s
                 out[i, n] = 0.0
         return
     cdef int32_t *xo = NULL
-    if fn != NULL and kind != FGG_RP_Q4_K and kind != FGG_RP_Q6_K:
+    if fn != NULL and not fgg_rp_is_k(kind):
         xo = <int32_t *>malloc(m * nb * 8 * sizeof(int32_t))
         if xo == NULL:
             raise MemoryError("no memory for the sums of x")

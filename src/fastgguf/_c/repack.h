@@ -36,9 +36,10 @@
 #include "type_table.h"
 
 #define FGG_RP_ROWS 16
-/* Q4_K's kind here (the per-32 kinds are dot.h's FGG_MM_B_*) */
+/* The K kinds here (the per-32 kinds are dot.h's FGG_MM_B_*) */
 #define FGG_RP_Q4_K 100
 #define FGG_RP_Q6_K 101
+#define FGG_RP_Q5_K 102
 
 /* Bytes of a tile's blocks that one span takes (in L1 for every row of x that meets it). */
 #define FGG_RP_SPAN_BYTES (16 * 1024)
@@ -77,16 +78,25 @@ static inline int fgg_rp_kind(int type_id)
     case FGG_TYPE_MXFP4: return FGG_MM_B_MXFP4;
     case FGG_TYPE_Q4_K: return FGG_RP_Q4_K;
     case FGG_TYPE_Q6_K: return FGG_RP_Q6_K;
+    case FGG_TYPE_Q5_K: return FGG_RP_Q5_K;
     default: return -1;
     }
 }
 
-/* Bytes per row and block (super-block for Q4_K and Q6_K) in the repacked layout: the file's, but
- * Q4_K's 12 bytes of 6-bit scales and mins become 16 bytes. */
+/* Bytes per row and block (super-block for the K kinds) in the repacked layout: the file's, but
+ * Q4_K's and Q5_K's 12 bytes of 6-bit scales and mins become 16 bytes. */
 static inline ptrdiff_t fgg_rp_block_bytes(int kind)
 {
-    return kind == FGG_RP_Q4_K ? 148 : kind == FGG_RP_Q6_K ? 210 : fgg_mm_b_bytes(kind);
+    switch (kind) {
+    case FGG_RP_Q4_K: return 148;
+    case FGG_RP_Q5_K: return 180;
+    case FGG_RP_Q6_K: return 210;
+    default: return fgg_mm_b_bytes(kind);
+    }
 }
+
+/* Whether a kind takes x per 256 (fgg_mm_q8k). */
+static inline int fgg_rp_is_k(int kind) { return kind >= FGG_RP_Q4_K; }
 
 /* Offsets in a tile block: of the fifth bits (Q5_0, Q5_1) and of the values. */
 static inline ptrdiff_t fgg_rp_scale_bytes(int kind)
@@ -111,18 +121,23 @@ static inline int fgg_rp_offset(int kind)
  * nibbles, qs[32p + i] holding value i of sub-block 2p low and of 2p + 1 high). A tile block
  * (2368 bytes) holds the 16 rows' d, then dmin (f16), then sc[j][r] and mn[j][r] as bytes (8 x 16
  * each), then 32 chunks of 64 bytes: chunk 8p + k holds row r's qs[32p + 4k .. 32p + 4k + 3] at
- * 4r, its low nibbles group k (values 4k..4k+3) of sub-block 2p, its high ones of 2p + 1. */
+ * 4r, its low nibbles group k (values 4k..4k+3) of sub-block 2p, its high ones of 2p + 1.
+ * Q5_K (176 bytes: Q4_K's with 32 bytes of fifth bits qh before the nibbles, bit j of qh[i] the
+ * fifth bit of value i of sub-block j): Q4_K's tile block, then 8 chunks of 64 bytes (2880 bytes
+ * in all): chunk k holds row r's qh[4k .. 4k + 3] at 4r, the fifth bits of group k. */
 #define FGG_RP_Q4_K_SC 64
 #define FGG_RP_Q4_K_MN 192
 #define FGG_RP_Q4_K_QS 320
-static inline void fgg_rp_pack_tile_q4_k(const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb, uint8_t *dst)
+#define FGG_RP_Q5_K_QH 2368
+static inline void fgg_rp_pack_tile_q45_k(const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb, uint8_t *dst,
+                                          int is_q5)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    const ptrdiff_t tbb = FGG_RP_ROWS * (is_q5 ? 180 : 148), sbb = is_q5 ? 176 : 144;
     memset(dst, 0, (size_t)(nb * tbb));
     for (int r = 0; r < rows; r++) {
         const uint8_t *wb = w + r * row_bytes;
         uint8_t *tb = dst;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += 144, tb += tbb) {
+        for (ptrdiff_t b = 0; b < nb; b++, wb += sbb, tb += tbb) {
             memcpy(tb + 2 * r, wb, 2);
             memcpy(tb + 32 + 2 * r, wb + 2, 2);
             uint32_t words[4];
@@ -131,7 +146,9 @@ static inline void fgg_rp_pack_tile_q4_k(const uint8_t *w, ptrdiff_t row_bytes, 
                 tb[FGG_RP_Q4_K_SC + 16 * j + r] = (uint8_t)(words[j >> 2] >> (8 * (j & 3)));
                 tb[FGG_RP_Q4_K_MN + 16 * j + r] = (uint8_t)(words[2 + (j >> 2)] >> (8 * (j & 3)));
             }
-            for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_Q4_K_QS + 64 * c + 4 * r, wb + 16 + 4 * c, 4);
+            for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_Q4_K_QS + 64 * c + 4 * r, wb + (is_q5 ? 48 : 16) + 4 * c, 4);
+            if (is_q5)
+                for (int k = 0; k < 8; k++) memcpy(tb + FGG_RP_Q5_K_QH + 64 * k + 4 * r, wb + 16 + 4 * k, 4);
         }
     }
 }
@@ -172,8 +189,8 @@ static inline void fgg_rp_pack_tile_q6_k(const uint8_t *w, ptrdiff_t row_bytes, 
 static inline void fgg_rp_pack_tile(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
                                     uint8_t *dst)
 {
-    if (kind == FGG_RP_Q4_K) {
-        fgg_rp_pack_tile_q4_k(w, row_bytes, rows, nb, dst);
+    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q5_K) {
+        fgg_rp_pack_tile_q45_k(w, row_bytes, rows, nb, dst, kind == FGG_RP_Q5_K);
         return;
     }
     if (kind == FGG_RP_Q6_K) {
@@ -269,12 +286,12 @@ static inline void fgg_rp_tile_c_q6_k(const uint8_t *tile, ptrdiff_t nb, const f
     }
 }
 
-/* The reference kernel of Q4_K, plain C: fgg_mm_rown_k's integers and float steps one by one (x in
- * fgg_mm_q8k super-blocks). */
-static inline void fgg_rp_tile_c_q4_k(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,
-                                      float *out, ptrdiff_t os, int rows)
+/* The reference kernel of Q4_K (Q5_K with is_q5), plain C: fgg_mm_rown_k's integers and float
+ * steps one by one (x in fgg_mm_q8k super-blocks). */
+static inline void fgg_rp_tile_c_q45_k(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,
+                                       float *out, ptrdiff_t os, int rows, int is_q5)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    const ptrdiff_t tbb = FGG_RP_ROWS * (is_q5 ? 180 : 148);
     for (int i = 0; i < m; i++) {
         for (int r = 0; r < rows; r++) {
             float a = 0.0f, am = 0.0f;
@@ -286,7 +303,9 @@ static inline void fgg_rp_tile_c_q4_k(const uint8_t *tile, ptrdiff_t nb, const f
                     int32_t dot = 0;
                     for (int v = 0; v < 32; v++) {
                         const uint8_t byte = tb[FGG_RP_Q4_K_QS + 64 * (8 * (j >> 1) + (v >> 2)) + 4 * r + (v & 3)];
-                        dot += ((j & 1) ? byte >> 4 : byte & 15) * xb->q[32 * j + v];
+                        int u = (j & 1) ? byte >> 4 : byte & 15;
+                        if (is_q5) u |= ((tb[FGG_RP_Q5_K_QH + 64 * (v >> 2) + 4 * r + (v & 3)] >> j) & 1) << 4;
+                        dot += u * xb->q[32 * j + v];
                     }
                     tot += dot * tb[FGG_RP_Q4_K_SC + 16 * j + r];
                     mtot += (xb->bsum[2 * j] + xb->bsum[2 * j + 1]) * tb[FGG_RP_Q4_K_MN + 16 * j + r];
@@ -307,8 +326,8 @@ static inline void fgg_rp_tile_c_q4_k(const uint8_t *tile, ptrdiff_t nb, const f
 static inline void fgg_rp_tile_c(int kind, const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
                                  int m, float *out, ptrdiff_t os, int rows)
 {
-    if (kind == FGG_RP_Q4_K) {
-        fgg_rp_tile_c_q4_k(tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows);
+    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q5_K) {
+        fgg_rp_tile_c_q45_k(tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows, kind == FGG_RP_Q5_K);
         return;
     }
     if (kind == FGG_RP_Q6_K) {
@@ -472,16 +491,25 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_vnni_kind(int kind, const uint
     }
 }
 
-/* Q4_K on VNNI: NR (1 to 4) rows of x against super-blocks b0..b1 of one tile, acc and accm per
- * row carried in st (2 vectors per row). Per sub-block one vpdpbusd per group of 4 adds up the
- * 32 products of 16 weight rows (exact: |sum| <= 32 * 15 * 127), vpmulld by the 16 rows' scales
- * into the super-block's total; the mins' total from x's sums per 32 by vpmulld; then the row
- * kernel's two float steps, 16 rows wide. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q4_k_vnni(int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
-                                                            const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
+/* Bit `bit` of each byte of h moved to bit 4 (other bits undefined): 16-bit shifts by at most 4
+ * keep each byte's own bits there. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI __m512i fgg_rp_bit_to4(__m512i h, int bit)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
-    const __m512i lo4 = _mm512_set1_epi8(15);
+    return bit < 4 ? _mm512_slli_epi16(h, 4 - bit) : bit > 4 ? _mm512_srli_epi16(h, bit - 4) : h;
+}
+
+/* Q4_K (Q5_K with is_q5) on VNNI: NR (1 to 4) rows of x against super-blocks b0..b1 of one tile,
+ * acc and accm per row carried in st (2 vectors per row). Per sub-block one vpdpbusd per group of
+ * 4 adds up the 32 products of 16 weight rows (exact: |sum| <= 32 * 31 * 127), vpmulld by the 16
+ * rows' scales into the super-block's total; the mins' total from x's sums per 32 by vpmulld; then
+ * the row kernel's two float steps, 16 rows wide. Q5_K's fifth bits join the nibbles by one
+ * vpternlogd each. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q45_k_vnni(int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
+                                                             const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead,
+                                                             const int is_q5)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * (is_q5 ? 180 : 148);
+    const __m512i lo4 = _mm512_set1_epi8(15), b4 = _mm512_set1_epi8(16);
     __m512 acc[4], accm[4];
     for (int i = 0; i < NR; i++) {
         acc[i] = st[2 * i];
@@ -498,7 +526,12 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q4_k_vnni(int NR, const uint8_
             for (int i = 0; i < NR; i++) dlo[i] = dhi[i] = _mm512_setzero_si512();
             for (int k = 0; k < 8; k++) {
                 const __m512i c = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q4_K_QS + 64 * (8 * p + k)));
-                const __m512i lo = _mm512_and_si512(c, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), lo4);
+                __m512i lo = _mm512_and_si512(c, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), lo4);
+                if (is_q5) { /* sub-blocks 2p and 2p + 1: bits 2p and 2p + 1 of the fifth bits */
+                    const __m512i h = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q5_K_QH + 64 * k));
+                    lo = _mm512_ternarylogic_epi32(lo, fgg_rp_bit_to4(h, 2 * p), b4, 0xF8);
+                    hi = _mm512_ternarylogic_epi32(hi, fgg_rp_bit_to4(h, 2 * p + 1), b4, 0xF8);
+                }
                 for (int i = 0; i < NR; i++) {
                     const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
                     dlo[i] = _mm512_dpbusd_epi32(dlo[i], lo, _mm512_set1_epi32(q4[16 * p + k]));
@@ -579,18 +612,18 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q6_k_vnni(int NR, const uint8_
     for (int i = 0; i < NR; i++) st[2 * i] = acc[i];
 }
 
-/* NR (1 to 4) rows of x against super-blocks b0..b1 of one Q4_K or Q6_K tile. */
+/* NR (1 to 4) rows of x against super-blocks b0..b1 of one Q4_K, Q5_K or Q6_K tile. */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_k_vnni(int kind, int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
                                                          const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
 {
-    if (kind == FGG_RP_Q4_K)
-        fgg_rp_span_q4_k_vnni(NR, tile, b0, b1, x, xs, st, ahead);
+    if (kind != FGG_RP_Q6_K)
+        fgg_rp_span_q45_k_vnni(NR, tile, b0, b1, x, xs, st, ahead, kind == FGG_RP_Q5_K);
     else
         fgg_rp_span_q6_k_vnni(NR, tile, b0, b1, x, xs, st, ahead);
 }
 
-/* m rows of x against one Q4_K or Q6_K tile, 4 rows at a time; beyond 4 rows in spans of its
- * super-blocks. st: 2 vectors per row (acc, and Q4_K's accm, subtracted at the end). */
+/* m rows of x against one Q4_K, Q5_K or Q6_K tile, 4 rows at a time; beyond 4 rows in spans of
+ * its super-blocks. st: 2 vectors per row (acc, and Q4_K's and Q5_K's accm, subtracted at the end). */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_k_vnni(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x,
                                                          ptrdiff_t xs, int m, float *out, ptrdiff_t os, int rows,
                                                          __m512 *st)
@@ -612,7 +645,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_k_vnni(int kind, const uint8_t
         }
     }
     for (int i = 0; i < m; i++)
-        _mm512_mask_storeu_ps(out + i * os, keep, kind == FGG_RP_Q4_K ? _mm512_sub_ps(st[2 * i], st[2 * i + 1]) : st[2 * i]);
+        _mm512_mask_storeu_ps(out + i * os, keep, kind != FGG_RP_Q6_K ? _mm512_sub_ps(st[2 * i], st[2 * i + 1]) : st[2 * i]);
 }
 
 #define FGG_RP_TILE_K_VNNI(NAME, KIND)                                                                \
@@ -624,6 +657,7 @@ static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const void *x, p
 }
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_q4_k_vnni, FGG_RP_Q4_K)
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_q6_k_vnni, FGG_RP_Q6_K)
+FGG_RP_TILE_K_VNNI(fgg_rp_tile_q5_k_vnni, FGG_RP_Q5_K)
 #undef FGG_RP_TILE_K_VNNI
 
 #define FGG_RP_TILE_VNNI(NAME, KIND)                                                                  \
@@ -852,9 +886,9 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     const int kind = fgg_rp_kind(type_id);
     if (kind < 0) return NULL;
 #if FGG_MM_HAVE_VNNI
-    if (vnni && (kind == FGG_RP_Q4_K || kind == FGG_RP_Q6_K)) {
+    if (vnni && fgg_rp_is_k(kind)) {
         *c = 0;
-        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_vnni : fgg_rp_tile_q6_k_vnni;
+        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_vnni : kind == FGG_RP_Q5_K ? fgg_rp_tile_q5_k_vnni : fgg_rp_tile_q6_k_vnni;
     }
     if (vnni) {
         *c = fgg_rp_offset(kind);
@@ -872,9 +906,11 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     (void)vnni;
 #endif
 #if defined(FGG_MM_INT_SIMD)
-    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q6_K) {
+    if (fgg_rp_is_k(kind)) {
         *c = 0;
-        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : NULL; /* no AVX2 Q6_K tile kernel */
+        /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves)
+         * nor Q6_K */
+        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : NULL;
     }
     *c = fgg_rp_offset_avx2(kind);
     switch (kind) {

@@ -9,8 +9,7 @@ cdef extern from "repack.h" nogil:
     enum: FGG_RP_STATE_BYTES
     int fgg_rp_kind(int type_id)
     Py_ssize_t fgg_rp_block_bytes(int kind)
-    enum: FGG_RP_Q4_K
-    enum: FGG_RP_Q6_K
+    int fgg_rp_is_k(int kind)
     void fgg_rp_pack_tile(int kind, const uint8_t *w, Py_ssize_t row_bytes, int rows, Py_ssize_t nb, uint8_t *dst)
     void fgg_rp_tile_c(int kind, const uint8_t *tile, Py_ssize_t nb, const void *x, Py_ssize_t xs,
                        int m, float *out, Py_ssize_t os, int rows)
