@@ -13,9 +13,9 @@ from fastgguf.matmul import RepackedWeight, matmul, repack
 from conftest import argument_error, assert_same_bits
 
 T = GGMLType
-REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K)
+REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS)
 #: Bytes per super-block in the file and in the tiles: the K kinds with mins have their scales unpacked
-K_BYTES = {T.Q4_K: (144, 148), T.Q5_K: (176, 180), T.Q6_K: (210, 210)}
+K_BYTES = {T.Q4_K: (144, 148), T.Q5_K: (176, 180), T.Q6_K: (210, 210), T.IQ4_XS: (136, 138)}
 TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
 
 
@@ -25,6 +25,12 @@ def _tiles(kernels, raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
                     np.uint8)
     kernels.repack_rows(raw, int(qtype), tiles)
     return tiles
+
+
+def _portable_tiles(qtype: GGMLType, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random blocks of n weight rows and their tiles by the portable build."""
+    raw = random_weights(qtype, n, k, np.random.default_rng(seed))
+    return raw, _tiles(dequant.kernel_modules()["portable"], raw, qtype)
 
 
 @pytest.mark.parametrize("qtype", REPACK_TYPES, ids=lambda t: t.name)
@@ -84,10 +90,7 @@ def test_tile_layout_by_hand():
 def test_q5_k_tile_layout_by_hand():
     # Q5_K: Q4_K's tile block (d, dmin, scales and mins as bytes, 32 chunks of nibbles), then 8
     # chunks of fifth bits, chunk k holding row r's qh[4k .. 4k + 3] at 4r
-    rng = np.random.default_rng(6)
-    kernels = dequant.kernel_modules()["portable"]
-    raw = random_weights(T.Q5_K, 3, 512, rng)
-    tiles = _tiles(kernels, raw, T.Q5_K)
+    raw, tiles = _portable_tiles(T.Q5_K, 3, 512, seed=6)
     assert tiles.shape == (1, 2 * 180 * 16)
     for b in range(2):
         tb, wb = tiles[0, 2880 * b:2880 * (b + 1)], raw[:, 176 * b:176 * (b + 1)]
@@ -108,7 +111,26 @@ def test_q5_k_tile_layout_by_hand():
         assert not tb[2368 + 12:2368 + 64].any()  # rows 3-15 of the last tile are zeros
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K], ids=lambda t: t.name)
+def test_iq4_xs_tile_layout_by_hand():
+    # IQ4_XS: the 16 rows' d, their 8 scales ls - 32 as int8, then 32 chunks of nibbles, chunk
+    # 4j + c holding row r's qs[16j + 4c .. 16j + 4c + 3] at 4r
+    raw, tiles = _portable_tiles(T.IQ4_XS, 2, 512, seed=8)
+    assert tiles.shape == (1, 2 * 138 * 16)
+    for b in range(2):
+        tb, wb = tiles[0, 2208 * b:2208 * (b + 1)], raw[:, 136 * b:136 * (b + 1)]
+        for r in range(2):
+            assert bytes(tb[2 * r:2 * r + 2]) == bytes(wb[r, 0:2])
+            high = int(wb[r, 2]) | int(wb[r, 3]) << 8
+            for j in range(8):  # ggml's 6-bit scale of run j, less 32
+                ls = ((int(wb[r, 4 + j // 2]) >> (4 * (j % 2))) & 15) | (((high >> (2 * j)) & 3) << 4)
+                assert tb[32 + 16 * j + r].astype(np.int8) == ls - 32
+            for c in range(32):
+                assert bytes(tb[160 + 64 * c + 4 * r:164 + 64 * c + 4 * r]) == bytes(wb[r, 8 + 4 * c:12 + 4 * c])
+        assert not tb[160 + 8:160 + 64].any() and not tb[32 + 2:32 + 16].any()  # rows 2-15: zeros
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS],
+                         ids=lambda t: t.name)
 def test_repack_api_same_bits(qtype):
     rng = np.random.default_rng([int(qtype), 2])
     n, k = 45, 256 * 3
@@ -118,7 +140,7 @@ def test_repack_api_same_bits(qtype):
     assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
     row_bytes = raw.shape[1] // K_BYTES[qtype][0] * K_BYTES[qtype][1] if qtype in K_BYTES else raw.shape[1]
     assert rw.nbytes == (48 * row_bytes if rw.repacked else 0)
-    for m in (1, 2, 5, 12, 13, 20, 25):  # up to 12 (Q4_K, Q5_K: 24, Q6_K: 8) the tiles, then the blocks
+    for m in (1, 2, 5, 12, 13, 20, 25):  # up to 12 (Q4_K 24, Q6_K 8, IQ4_XS 256) the tiles, then the blocks
         x = rng.standard_normal((m, k)).astype(np.float32)
         for threads in (1, 2):
             assert_same_bits(matmul(x, rw, exact=False, threads=threads), matmul(x, raw, qtype, exact=False))
@@ -220,11 +242,12 @@ def test_layout_sizes():
     kernels.repack_rows(np.zeros((1, 210), np.uint8), int(T.Q6_K), np.zeros((1, 210 * 16), np.uint8))
     assert kernels.repack_row_bytes(int(T.Q5_K), 176 * 2) == 180 * 2  # Q4_K's unpacked scales, and qh
     kernels.repack_rows(np.zeros((1, 176), np.uint8), int(T.Q5_K), np.zeros((1, 180 * 16), np.uint8))
-    for qtype in (T.Q3_K, T.Q2_K, T.IQ4_XS, T.NVFP4, T.Q1_0, T.F32):
+    assert kernels.repack_row_bytes(int(T.IQ4_XS), 136 * 2) == 138 * 2  # its scales as bytes
+    for qtype in (T.Q3_K, T.Q2_K, T.IQ3_S, T.NVFP4, T.Q1_0, T.F32):
         assert not kernels.can_repack(int(qtype))
 
 
-@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 def test_grouped_tiles_same_bits(qtype):
     # matmul_id's groups against the tiles of 5 experts (one with no rows), on every build: the
     # reference tile kernel, and the VNNI one where the CPU has it

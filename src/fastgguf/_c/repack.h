@@ -23,8 +23,9 @@
  * The kernels take each value as an unsigned code u with v = u - c (Q4_0: c = 8, Q5_0: 16, Q8_0:
  * the byte's bits plus 128, c = 128, IQ4_NL and MXFP4: table value + 128, c = 128, Q4_1 and Q5_1:
  * c = 0), so a lane is vpdpbusd(-c * sum of x's group k, u, x) with x's sums made once per call.
- * Q4_K and Q6_K (x per 256, fgg_mm_q8k) have layouts of their own below (fgg_rp_pack_tile_q4_k,
- * _q6_k): their integer totals per super-block, then the row kernels' float steps, 16 rows wide. */
+ * The K kinds Q4_K, Q5_K, Q6_K and IQ4_XS (x per 256, fgg_mm_q8k) have layouts of their own below
+ * (fgg_rp_pack_block_q45_k, _q6_k, _iq4_xs): their integer totals per super-block, then the row
+ * kernels' float steps, 16 rows wide. */
 #ifndef FGG_REPACK_H
 #define FGG_REPACK_H
 
@@ -40,6 +41,7 @@
 #define FGG_RP_Q4_K 100
 #define FGG_RP_Q6_K 101
 #define FGG_RP_Q5_K 102
+#define FGG_RP_IQ4_XS 103
 
 /* Bytes of a tile's blocks that one span takes (in L1 for every row of x that meets it). */
 #define FGG_RP_SPAN_BYTES (16 * 1024)
@@ -79,24 +81,30 @@ static inline int fgg_rp_kind(int type_id)
     case FGG_TYPE_Q4_K: return FGG_RP_Q4_K;
     case FGG_TYPE_Q6_K: return FGG_RP_Q6_K;
     case FGG_TYPE_Q5_K: return FGG_RP_Q5_K;
+    case FGG_TYPE_IQ4_XS: return FGG_RP_IQ4_XS;
     default: return -1;
     }
 }
 
 /* Bytes per row and block (super-block for the K kinds) in the repacked layout: the file's, but
- * Q4_K's and Q5_K's 12 bytes of 6-bit scales and mins become 16 bytes. */
+ * Q4_K's and Q5_K's 12 bytes of 6-bit scales and mins become 16 bytes, IQ4_XS's 6 bytes of 6-bit
+ * scales 8. */
 static inline ptrdiff_t fgg_rp_block_bytes(int kind)
 {
     switch (kind) {
     case FGG_RP_Q4_K: return 148;
     case FGG_RP_Q5_K: return 180;
     case FGG_RP_Q6_K: return 210;
+    case FGG_RP_IQ4_XS: return 138;
     default: return fgg_mm_b_bytes(kind);
     }
 }
 
 /* Whether a kind takes x per 256 (fgg_mm_q8k). */
 static inline int fgg_rp_is_k(int kind) { return kind >= FGG_RP_Q4_K; }
+
+/* Whether a K kind has mins (a second float per row, subtracted at the end). */
+static inline int fgg_rp_k_has_min(int kind) { return kind == FGG_RP_Q4_K || kind == FGG_RP_Q5_K; }
 
 /* Offsets in a tile block: of the fifth bits (Q5_0, Q5_1) and of the values. */
 static inline ptrdiff_t fgg_rp_scale_bytes(int kind)
@@ -129,28 +137,20 @@ static inline int fgg_rp_offset(int kind)
 #define FGG_RP_Q4_K_MN 192
 #define FGG_RP_Q4_K_QS 320
 #define FGG_RP_Q5_K_QH 2368
-static inline void fgg_rp_pack_tile_q45_k(const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb, uint8_t *dst,
-                                          int is_q5)
+/* Super-block wb of weight row r into tile block tb. */
+static inline void fgg_rp_pack_block_q45_k(const uint8_t *wb, int r, uint8_t *tb, int is_q5)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * (is_q5 ? 180 : 148), sbb = is_q5 ? 176 : 144;
-    memset(dst, 0, (size_t)(nb * tbb));
-    for (int r = 0; r < rows; r++) {
-        const uint8_t *wb = w + r * row_bytes;
-        uint8_t *tb = dst;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += sbb, tb += tbb) {
-            memcpy(tb + 2 * r, wb, 2);
-            memcpy(tb + 32 + 2 * r, wb + 2, 2);
-            uint32_t words[4];
-            fgg_mm_k4_scales(wb + 4, words);
-            for (int j = 0; j < 8; j++) {
-                tb[FGG_RP_Q4_K_SC + 16 * j + r] = (uint8_t)(words[j >> 2] >> (8 * (j & 3)));
-                tb[FGG_RP_Q4_K_MN + 16 * j + r] = (uint8_t)(words[2 + (j >> 2)] >> (8 * (j & 3)));
-            }
-            for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_Q4_K_QS + 64 * c + 4 * r, wb + (is_q5 ? 48 : 16) + 4 * c, 4);
-            if (is_q5)
-                for (int k = 0; k < 8; k++) memcpy(tb + FGG_RP_Q5_K_QH + 64 * k + 4 * r, wb + 16 + 4 * k, 4);
-        }
+    memcpy(tb + 2 * r, wb, 2);
+    memcpy(tb + 32 + 2 * r, wb + 2, 2);
+    uint32_t words[4];
+    fgg_mm_k4_scales(wb + 4, words);
+    for (int j = 0; j < 8; j++) {
+        tb[FGG_RP_Q4_K_SC + 16 * j + r] = (uint8_t)(words[j >> 2] >> (8 * (j & 3)));
+        tb[FGG_RP_Q4_K_MN + 16 * j + r] = (uint8_t)(words[2 + (j >> 2)] >> (8 * (j & 3)));
     }
+    for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_Q4_K_QS + 64 * c + 4 * r, wb + (is_q5 ? 48 : 16) + 4 * c, 4);
+    if (is_q5)
+        for (int k = 0; k < 8; k++) memcpy(tb + FGG_RP_Q5_K_QH + 64 * k + 4 * r, wb + 16 + 4 * k, 4);
 }
 
 /* Q6_K (210-byte super-blocks: 128 bytes ql, 64 bytes qh, 16 int8 scales, f16 d; value i of run
@@ -163,24 +163,57 @@ static inline void fgg_rp_pack_tile_q45_k(const uint8_t *w, ptrdiff_t row_bytes,
 #define FGG_RP_Q6_K_SC 32
 #define FGG_RP_Q6_K_LO 288
 #define FGG_RP_Q6_K_HI 2336
-static inline void fgg_rp_pack_tile_q6_k(const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb, uint8_t *dst)
+static inline void fgg_rp_pack_block_q6_k(const uint8_t *wb, int r, uint8_t *tb)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
+    memcpy(tb + 2 * r, wb + 208, 2);
+    for (int g = 0; g < 16; g++) tb[FGG_RP_Q6_K_SC + 16 * g + r] = wb[192 + g];
+    for (int P = 0; P < 4; P++)
+        for (int i = 0; i < 32; i++) {
+            const int h = P >> 1, t0 = 2 * (P & 1); /* runs 4h + t0 and 4h + t0 + 1 */
+            const uint8_t lo = (uint8_t)((wb[64 * h + i] >> (4 * (t0 >> 1))) & 15);
+            const uint8_t hi = (uint8_t)((wb[64 * h + 32 + i] >> (4 * (t0 >> 1))) & 15);
+            tb[FGG_RP_Q6_K_LO + 64 * (8 * P + (i >> 2)) + 4 * r + (i & 3)] = (uint8_t)(lo | (hi << 4));
+        }
+    for (int c = 0; c < 16; c++) memcpy(tb + FGG_RP_Q6_K_HI + 64 * c + 4 * r, wb + 128 + 4 * c, 4);
+}
+
+/* IQ4_XS (136-byte super-blocks: f16 d, u16 high scale bits, 4 bytes of low scale bits, 128 bytes
+ * of nibbles; run j (32 values) has the 6-bit scale ls_j - 32 and the values iq4nl[q] of
+ * qs[16j + i]'s low (value i) and high (value 16 + i) nibbles). A tile block (2208 bytes): the 16
+ * rows' d (f16), then sc[j][r] = ls_j - 32 (8 x 16 int8), then 32 chunks of 64 bytes: chunk 4j + c
+ * holds row r's qs[16j + 4c .. 16j + 4c + 3] at 4r, its low nibbles group c of run j, its high
+ * ones group c + 4. */
+#define FGG_RP_IQ4_XS_SC 32
+#define FGG_RP_IQ4_XS_QS 160
+static inline void fgg_rp_pack_block_iq4_xs(const uint8_t *wb, int r, uint8_t *tb)
+{
+    memcpy(tb + 2 * r, wb, 2);
+    const unsigned high = fgg_load_u16le(wb + 2);
+    for (int j = 0; j < 8; j++) {
+        const int ls = ((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((high >> (2 * j)) & 3) << 4);
+        tb[FGG_RP_IQ4_XS_SC + 16 * j + r] = (uint8_t)(int8_t)(ls - 32);
+    }
+    for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_IQ4_XS_QS + 64 * c + 4 * r, wb + 8 + 4 * c, 4);
+}
+
+/* rows (1 to 16) weight rows of a K kind (nb super-blocks, row r at w + r * row_bytes) into one
+ * tile, block by block (sbb: the file's bytes per super-block). */
+static inline void fgg_rp_pack_tile_k(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
+                                      uint8_t *dst)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
+    const ptrdiff_t sbb = kind == FGG_RP_Q4_K ? 144 : kind == FGG_RP_Q5_K ? 176 : kind == FGG_RP_Q6_K ? 210 : 136;
     memset(dst, 0, (size_t)(nb * tbb));
     for (int r = 0; r < rows; r++) {
         const uint8_t *wb = w + r * row_bytes;
         uint8_t *tb = dst;
-        for (ptrdiff_t b = 0; b < nb; b++, wb += 210, tb += tbb) {
-            memcpy(tb + 2 * r, wb + 208, 2);
-            for (int g = 0; g < 16; g++) tb[FGG_RP_Q6_K_SC + 16 * g + r] = wb[192 + g];
-            for (int P = 0; P < 4; P++)
-                for (int i = 0; i < 32; i++) {
-                    const int h = P >> 1, t0 = 2 * (P & 1); /* runs 4h + t0 and 4h + t0 + 1 */
-                    const uint8_t lo = (uint8_t)((wb[64 * h + i] >> (4 * (t0 >> 1))) & 15);
-                    const uint8_t hi = (uint8_t)((wb[64 * h + 32 + i] >> (4 * (t0 >> 1))) & 15);
-                    tb[FGG_RP_Q6_K_LO + 64 * (8 * P + (i >> 2)) + 4 * r + (i & 3)] = (uint8_t)(lo | (hi << 4));
-                }
-            for (int c = 0; c < 16; c++) memcpy(tb + FGG_RP_Q6_K_HI + 64 * c + 4 * r, wb + 128 + 4 * c, 4);
+        for (ptrdiff_t b = 0; b < nb; b++, wb += sbb, tb += tbb) {
+            if (kind == FGG_RP_Q6_K)
+                fgg_rp_pack_block_q6_k(wb, r, tb);
+            else if (kind == FGG_RP_IQ4_XS)
+                fgg_rp_pack_block_iq4_xs(wb, r, tb);
+            else
+                fgg_rp_pack_block_q45_k(wb, r, tb, kind == FGG_RP_Q5_K);
         }
     }
 }
@@ -189,12 +222,8 @@ static inline void fgg_rp_pack_tile_q6_k(const uint8_t *w, ptrdiff_t row_bytes, 
 static inline void fgg_rp_pack_tile(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
                                     uint8_t *dst)
 {
-    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q5_K) {
-        fgg_rp_pack_tile_q45_k(w, row_bytes, rows, nb, dst, kind == FGG_RP_Q5_K);
-        return;
-    }
-    if (kind == FGG_RP_Q6_K) {
-        fgg_rp_pack_tile_q6_k(w, row_bytes, rows, nb, dst);
+    if (fgg_rp_is_k(kind)) {
+        fgg_rp_pack_tile_k(kind, w, row_bytes, rows, nb, dst);
         return;
     }
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind), tbb = FGG_RP_ROWS * bytes;
@@ -252,71 +281,87 @@ static inline float fgg_rp_scale(int kind, const uint8_t *tb, int r)
     return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[tb[r]] : fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r));
 }
 
-/* The reference kernel of Q6_K, plain C: fgg_mm_rown_k's integers (the lanes less 32 times the
- * sums of x per 16, by the scales) and float step one by one. */
-static inline void fgg_rp_tile_c_q6_k(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,
-                                      float *out, ptrdiff_t os, int rows)
+/* The reference kernels of the K kinds, plain C: fgg_mm_rown_k's integers per super-block (tile
+ * block tb, weight row r, x's super-block xb), then its float steps one by one. */
+
+/* Q6_K: the lanes less 32 times the sums of x per 16, by the scales. */
+static inline int32_t fgg_rp_c_total_q6_k(const uint8_t *tb, int r, const fgg_mm_q8k *xb)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
-    for (int i = 0; i < m; i++) {
-        for (int r = 0; r < rows; r++) {
-            float a = 0.0f;
-            const uint8_t *tb = tile;
-            for (ptrdiff_t b = 0; b < nb; b++, tb += tbb) {
-                const fgg_mm_q8k *xb = x + i * xs + b;
-                int32_t tot = 0;
-                for (int g = 0; g < 16; g++) {
-                    const int run = g >> 1, P = run >> 1, h = run >> 2, t = run & 3;
-                    int32_t dot = 0;
-                    for (int v = 0; v < 16; v++) {
-                        const int iv = 16 * (g & 1) + v; /* value in the run */
-                        const uint8_t nib = tb[FGG_RP_Q6_K_LO + 64 * (8 * P + (iv >> 2)) + 4 * r + (iv & 3)];
-                        const uint8_t hb = tb[FGG_RP_Q6_K_HI + 64 * (8 * h + (iv >> 2)) + 4 * r + (iv & 3)];
-                        const int u = ((run & 1) ? nib >> 4 : nib & 15) | (((hb >> (2 * t)) & 3) << 4);
-                        dot += u * xb->q[32 * run + iv];
-                    }
-                    tot += (int8_t)tb[FGG_RP_Q6_K_SC + 16 * g + r] * (dot - 32 * xb->bsum[g]);
-                }
-                const float f = fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r)) * xb->d;
-                const float p = (float)tot * f;
-                a = a + p;
-            }
-            out[i * os + r] = a;
+    int32_t tot = 0;
+    for (int g = 0; g < 16; g++) {
+        const int run = g >> 1, P = run >> 1, h = run >> 2, t = run & 3;
+        int32_t dot = 0;
+        for (int v = 0; v < 16; v++) {
+            const int iv = 16 * (g & 1) + v; /* value in the run */
+            const uint8_t nib = tb[FGG_RP_Q6_K_LO + 64 * (8 * P + (iv >> 2)) + 4 * r + (iv & 3)];
+            const uint8_t hb = tb[FGG_RP_Q6_K_HI + 64 * (8 * h + (iv >> 2)) + 4 * r + (iv & 3)];
+            const int u = ((run & 1) ? nib >> 4 : nib & 15) | (((hb >> (2 * t)) & 3) << 4);
+            dot += u * xb->q[32 * run + iv];
         }
+        tot += (int8_t)tb[FGG_RP_Q6_K_SC + 16 * g + r] * (dot - 32 * xb->bsum[g]);
     }
+    return tot;
 }
 
-/* The reference kernel of Q4_K (Q5_K with is_q5), plain C: fgg_mm_rown_k's integers and float
- * steps one by one (x in fgg_mm_q8k super-blocks). */
-static inline void fgg_rp_tile_c_q45_k(const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs, int m,
-                                       float *out, ptrdiff_t os, int rows, int is_q5)
+/* Q4_K (Q5_K with is_q5): the codes times x by the scales; the mins' total into *mtot. */
+static inline int32_t fgg_rp_c_total_q45_k(const uint8_t *tb, int r, const fgg_mm_q8k *xb, int is_q5, int32_t *mtot)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * (is_q5 ? 180 : 148);
+    int32_t tot = 0;
+    *mtot = 0;
+    for (int j = 0; j < 8; j++) {
+        int32_t dot = 0;
+        for (int v = 0; v < 32; v++) {
+            const uint8_t byte = tb[FGG_RP_Q4_K_QS + 64 * (8 * (j >> 1) + (v >> 2)) + 4 * r + (v & 3)];
+            int u = (j & 1) ? byte >> 4 : byte & 15;
+            if (is_q5) u |= ((tb[FGG_RP_Q5_K_QH + 64 * (v >> 2) + 4 * r + (v & 3)] >> j) & 1) << 4;
+            dot += u * xb->q[32 * j + v];
+        }
+        tot += dot * tb[FGG_RP_Q4_K_SC + 16 * j + r];
+        *mtot += (xb->bsum[2 * j] + xb->bsum[2 * j + 1]) * tb[FGG_RP_Q4_K_MN + 16 * j + r];
+    }
+    return tot;
+}
+
+/* IQ4_XS: per run the table's values times x, by the run's scale. */
+static inline int32_t fgg_rp_c_total_iq4_xs(const uint8_t *tb, int r, const fgg_mm_q8k *xb)
+{
+    int32_t tot = 0;
+    for (int j = 0; j < 8; j++) {
+        int32_t dot = 0;
+        for (int v = 0; v < 32; v++) {
+            const int byte = v & 15; /* qs[16j + byte]: low nibble value byte, high 16 + byte */
+            const uint8_t q = tb[FGG_RP_IQ4_XS_QS + 64 * (4 * j + (byte >> 2)) + 4 * r + (byte & 3)];
+            dot += fgg_iq4nl_values[v < 16 ? q & 15 : q >> 4] * xb->q[32 * j + v];
+        }
+        tot += dot * (int8_t)tb[FGG_RP_IQ4_XS_SC + 16 * j + r];
+    }
+    return tot;
+}
+
+static inline void fgg_rp_tile_c_k(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                   int m, float *out, ptrdiff_t os, int rows)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
     for (int i = 0; i < m; i++) {
         for (int r = 0; r < rows; r++) {
             float a = 0.0f, am = 0.0f;
             const uint8_t *tb = tile;
             for (ptrdiff_t b = 0; b < nb; b++, tb += tbb) {
                 const fgg_mm_q8k *xb = x + i * xs + b;
-                int32_t tot = 0, mtot = 0;
-                for (int j = 0; j < 8; j++) {
-                    int32_t dot = 0;
-                    for (int v = 0; v < 32; v++) {
-                        const uint8_t byte = tb[FGG_RP_Q4_K_QS + 64 * (8 * (j >> 1) + (v >> 2)) + 4 * r + (v & 3)];
-                        int u = (j & 1) ? byte >> 4 : byte & 15;
-                        if (is_q5) u |= ((tb[FGG_RP_Q5_K_QH + 64 * (v >> 2) + 4 * r + (v & 3)] >> j) & 1) << 4;
-                        dot += u * xb->q[32 * j + v];
-                    }
-                    tot += dot * tb[FGG_RP_Q4_K_SC + 16 * j + r];
-                    mtot += (xb->bsum[2 * j] + xb->bsum[2 * j + 1]) * tb[FGG_RP_Q4_K_MN + 16 * j + r];
-                }
+                int32_t mtot = 0;
+                const int32_t tot = kind == FGG_RP_Q6_K    ? fgg_rp_c_total_q6_k(tb, r, xb)
+                                    : kind == FGG_RP_IQ4_XS ? fgg_rp_c_total_iq4_xs(tb, r, xb)
+                                                            : fgg_rp_c_total_q45_k(tb, r, xb, kind == FGG_RP_Q5_K, &mtot);
                 const float fd = fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r)) * xb->d;
-                const float fm = fgg_half_to_float_scale(fgg_load_u16le(tb + 32 + 2 * r)) * xb->d;
-                const float pa = (float)tot * fd, pm = (float)mtot * fm;
+                const float pa = (float)tot * fd;
                 a = a + pa;
-                am = am + pm;
+                if (fgg_rp_k_has_min(kind)) {
+                    const float fm = fgg_half_to_float_scale(fgg_load_u16le(tb + 32 + 2 * r)) * xb->d;
+                    const float pm = (float)mtot * fm;
+                    am = am + pm;
+                }
             }
-            out[i * os + r] = a - am;
+            out[i * os + r] = fgg_rp_k_has_min(kind) ? a - am : a;
         }
     }
 }
@@ -326,12 +371,8 @@ static inline void fgg_rp_tile_c_q45_k(const uint8_t *tile, ptrdiff_t nb, const 
 static inline void fgg_rp_tile_c(int kind, const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
                                  int m, float *out, ptrdiff_t os, int rows)
 {
-    if (kind == FGG_RP_Q4_K || kind == FGG_RP_Q5_K) {
-        fgg_rp_tile_c_q45_k(tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows, kind == FGG_RP_Q5_K);
-        return;
-    }
-    if (kind == FGG_RP_Q6_K) {
-        fgg_rp_tile_c_q6_k(tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows);
+    if (fgg_rp_is_k(kind)) {
+        fgg_rp_tile_c_k(kind, tile, nb, (const fgg_mm_q8k *)xv, xs, m, out, os, rows);
         return;
     }
     const fgg_mm_q8 *x = (const fgg_mm_q8 *)xv;
@@ -498,18 +539,116 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI __m512i fgg_rp_bit_to4(__m512i h, int bit)
     return bit < 4 ? _mm512_slli_epi16(h, 4 - bit) : bit > 4 ? _mm512_srli_epi16(h, bit - 4) : h;
 }
 
-/* Q4_K (Q5_K with is_q5) on VNNI: NR (1 to 4) rows of x against super-blocks b0..b1 of one tile,
- * acc and accm per row carried in st (2 vectors per row). Per sub-block one vpdpbusd per group of
- * 4 adds up the 32 products of 16 weight rows (exact: |sum| <= 32 * 31 * 127), vpmulld by the 16
- * rows' scales into the super-block's total; the mins' total from x's sums per 32 by vpmulld; then
- * the row kernel's two float steps, 16 rows wide. Q5_K's fifth bits join the nibbles by one
+/* The integer totals of one super-block (tile block tb, x's super-block b of NR rows, row i at
+ * x + i * xs) for 16 weight rows, added into tot[i] (and the mins' into mtot[i]), per K kind. */
+
+/* Q4_K (Q5_K with is_q5): per sub-block one vpdpbusd per group of 4 adds up the 32 products of 16
+ * weight rows (exact: |sum| <= 32 * 31 * 127), vpmulld by the rows' scales into the total; the
+ * mins' total from x's sums per 32 by vpmulld. Q5_K's fifth bits join the nibbles by one
  * vpternlogd each. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q45_k_vnni(int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
-                                                             const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead,
-                                                             const int is_q5)
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_totals_q45_k_vnni(int NR, const uint8_t *tb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                                               ptrdiff_t b, __m512i *tot, __m512i *mtot, const int is_q5)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * (is_q5 ? 180 : 148);
     const __m512i lo4 = _mm512_set1_epi8(15), b4 = _mm512_set1_epi8(16);
+    for (int p = 0; p < 4; p++) {
+        __m512i dlo[4], dhi[4];
+        for (int i = 0; i < NR; i++) dlo[i] = dhi[i] = _mm512_setzero_si512();
+        for (int k = 0; k < 8; k++) {
+            const __m512i c = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q4_K_QS + 64 * (8 * p + k)));
+            __m512i lo = _mm512_and_si512(c, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), lo4);
+            if (is_q5) { /* sub-blocks 2p and 2p + 1: bits 2p and 2p + 1 of the fifth bits */
+                const __m512i h = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q5_K_QH + 64 * k));
+                lo = _mm512_ternarylogic_epi32(lo, fgg_rp_bit_to4(h, 2 * p), b4, 0xF8);
+                hi = _mm512_ternarylogic_epi32(hi, fgg_rp_bit_to4(h, 2 * p + 1), b4, 0xF8);
+            }
+            for (int i = 0; i < NR; i++) {
+                const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
+                dlo[i] = _mm512_dpbusd_epi32(dlo[i], lo, _mm512_set1_epi32(q4[16 * p + k]));
+                dhi[i] = _mm512_dpbusd_epi32(dhi[i], hi, _mm512_set1_epi32(q4[16 * p + 8 + k]));
+            }
+        }
+        const __m512i s0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p)));
+        const __m512i s1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 16)));
+        const __m512i m0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p)));
+        const __m512i m1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 16)));
+        for (int i = 0; i < NR; i++) {
+            const int16_t *bs = x[i * xs + b].bsum;
+            tot[i] = _mm512_add_epi32(tot[i], _mm512_add_epi32(_mm512_mullo_epi32(dlo[i], s0), _mm512_mullo_epi32(dhi[i], s1)));
+            mtot[i] = _mm512_add_epi32(mtot[i], _mm512_add_epi32(_mm512_mullo_epi32(m0, _mm512_set1_epi32(bs[4 * p] + bs[4 * p + 1])),
+                                                                 _mm512_mullo_epi32(m1, _mm512_set1_epi32(bs[4 * p + 2] + bs[4 * p + 3]))));
+        }
+    }
+}
+
+/* Q6_K: per sub-block of 16 one accumulator started at -32 times x's sum over it (the offset in
+ * integers), the 6-bit codes from a nibble chunk and a chunk of high bits by one vpternlogd each,
+ * then vpmulld by the rows' scales into the total. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_totals_q6_k_vnni(int NR, const uint8_t *tb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                                              ptrdiff_t b, __m512i *tot)
+{
+    const __m512i lo4 = _mm512_set1_epi8(15), b45 = _mm512_set1_epi8(0x30);
+    for (int P = 0; P < 4; P++) {
+        __m512i d[4][4]; /* per row of x: sub-blocks 4P .. 4P + 3 */
+        for (int i = 0; i < NR; i++)
+            for (int j = 0; j < 4; j++) d[i][j] = _mm512_set1_epi32(-32 * x[i * xs + b].bsum[4 * P + j]);
+        for (int k = 0; k < 8; k++) {
+            const __m512i c = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q6_K_LO + 64 * (8 * P + k)));
+            const __m512i hc = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q6_K_HI + 64 * (8 * (P >> 1) + k)));
+            /* high bits of run 2P at bits 4P', of run 2P + 1 at 4P' + 2 (P' = P & 1): to bits 4-5 */
+            const __m512i h0 = (P & 1) ? hc : _mm512_slli_epi16(hc, 4);
+            const __m512i h1 = (P & 1) ? _mm512_srli_epi16(hc, 2) : _mm512_slli_epi16(hc, 2);
+            const __m512i u0 = _mm512_ternarylogic_epi32(_mm512_and_si512(c, lo4), h0, b45, 0xF8);
+            const __m512i u1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(c, 4), lo4), h1, b45, 0xF8);
+            const int half = k >> 2;
+            for (int i = 0; i < NR; i++) {
+                const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
+                d[i][half] = _mm512_dpbusd_epi32(d[i][half], u0, _mm512_set1_epi32(q4[16 * P + k]));
+                d[i][2 + half] = _mm512_dpbusd_epi32(d[i][2 + half], u1, _mm512_set1_epi32(q4[16 * P + 8 + k]));
+            }
+        }
+        for (int j = 0; j < 4; j++) {
+            const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q6_K_SC + 16 * (4 * P + j))));
+            for (int i = 0; i < NR; i++) tot[i] = _mm512_add_epi32(tot[i], _mm512_mullo_epi32(d[i][j], sc));
+        }
+    }
+}
+
+/* IQ4_XS: as Q6_K, per run of 32 one accumulator started at -128 times x's sum over it, the codes
+ * through the value table + 128 (vpshufb), vpmulld by the rows' signed scales into the total. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_totals_iq4_xs_vnni(int NR, const uint8_t *tb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                                                ptrdiff_t b, __m512i *tot)
+{
+    const __m512i lo4 = _mm512_set1_epi8(15);
+    const __m512i t = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128((const __m128i *)fgg_iq4nl_values), _mm_set1_epi8(-128)));
+    for (int j = 0; j < 8; j++) {
+        __m512i d[4];
+        for (int i = 0; i < NR; i++) {
+            const int16_t *bs = x[i * xs + b].bsum;
+            d[i] = _mm512_set1_epi32(-128 * (bs[2 * j] + bs[2 * j + 1]));
+        }
+        for (int c = 0; c < 4; c++) {
+            const __m512i ch = _mm512_loadu_si512((const void *)(tb + FGG_RP_IQ4_XS_QS + 64 * (4 * j + c)));
+            const __m512i ulo = _mm512_shuffle_epi8(t, _mm512_and_si512(ch, lo4));
+            const __m512i uhi = _mm512_shuffle_epi8(t, _mm512_and_si512(_mm512_srli_epi16(ch, 4), lo4));
+            for (int i = 0; i < NR; i++) {
+                const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
+                d[i] = _mm512_dpbusd_epi32(d[i], ulo, _mm512_set1_epi32(q4[8 * j + c]));
+                d[i] = _mm512_dpbusd_epi32(d[i], uhi, _mm512_set1_epi32(q4[8 * j + 4 + c]));
+            }
+        }
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_IQ4_XS_SC + 16 * j)));
+        for (int i = 0; i < NR; i++) tot[i] = _mm512_add_epi32(tot[i], _mm512_mullo_epi32(d[i], sc));
+    }
+}
+
+/* NR (1 to 4) rows of x against super-blocks b0..b1 of one tile of a K kind, acc and accm per row
+ * carried in st (2 vectors per row): per super-block its integer totals, then the row kernel's
+ * float steps (one, or two with mins), 16 rows wide. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_k_vnni(int kind, int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
+                                                         const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
+    const int has_min = fgg_rp_k_has_min(kind);
     __m512 acc[4], accm[4];
     for (int i = 0; i < NR; i++) {
         acc[i] = st[2 * i];
@@ -521,40 +660,19 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q45_k_vnni(int NR, const uint8
             fgg_rp_prefetch(tb, tbb);
         __m512i tot[4], mtot[4];
         for (int i = 0; i < NR; i++) tot[i] = mtot[i] = _mm512_setzero_si512();
-        for (int p = 0; p < 4; p++) {
-            __m512i dlo[4], dhi[4];
-            for (int i = 0; i < NR; i++) dlo[i] = dhi[i] = _mm512_setzero_si512();
-            for (int k = 0; k < 8; k++) {
-                const __m512i c = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q4_K_QS + 64 * (8 * p + k)));
-                __m512i lo = _mm512_and_si512(c, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), lo4);
-                if (is_q5) { /* sub-blocks 2p and 2p + 1: bits 2p and 2p + 1 of the fifth bits */
-                    const __m512i h = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q5_K_QH + 64 * k));
-                    lo = _mm512_ternarylogic_epi32(lo, fgg_rp_bit_to4(h, 2 * p), b4, 0xF8);
-                    hi = _mm512_ternarylogic_epi32(hi, fgg_rp_bit_to4(h, 2 * p + 1), b4, 0xF8);
-                }
-                for (int i = 0; i < NR; i++) {
-                    const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
-                    dlo[i] = _mm512_dpbusd_epi32(dlo[i], lo, _mm512_set1_epi32(q4[16 * p + k]));
-                    dhi[i] = _mm512_dpbusd_epi32(dhi[i], hi, _mm512_set1_epi32(q4[16 * p + 8 + k]));
-                }
-            }
-            const __m512i s0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p)));
-            const __m512i s1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 16)));
-            const __m512i m0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p)));
-            const __m512i m1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 16)));
-            for (int i = 0; i < NR; i++) {
-                const int16_t *bs = x[i * xs + b].bsum;
-                tot[i] = _mm512_add_epi32(tot[i], _mm512_add_epi32(_mm512_mullo_epi32(dlo[i], s0), _mm512_mullo_epi32(dhi[i], s1)));
-                mtot[i] = _mm512_add_epi32(mtot[i], _mm512_add_epi32(_mm512_mullo_epi32(m0, _mm512_set1_epi32(bs[4 * p] + bs[4 * p + 1])),
-                                                                     _mm512_mullo_epi32(m1, _mm512_set1_epi32(bs[4 * p + 2] + bs[4 * p + 3]))));
-            }
-        }
+        if (has_min)
+            fgg_rp_totals_q45_k_vnni(NR, tb, x, xs, b, tot, mtot, kind == FGG_RP_Q5_K);
+        else if (kind == FGG_RP_IQ4_XS)
+            fgg_rp_totals_iq4_xs_vnni(NR, tb, x, xs, b, tot);
+        else
+            fgg_rp_totals_q6_k_vnni(NR, tb, x, xs, b, tot);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)tb));
-        const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tb + 32)));
-        for (int i = 0; i < NR; i++) {
-            const __m512 xd = _mm512_set1_ps(x[i * xs + b].d);
-            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(tot[i]), _mm512_mul_ps(dw, xd)));
-            accm[i] = _mm512_add_ps(accm[i], _mm512_mul_ps(_mm512_cvtepi32_ps(mtot[i]), _mm512_mul_ps(mw, xd)));
+        for (int i = 0; i < NR; i++)
+            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(tot[i]), _mm512_mul_ps(dw, _mm512_set1_ps(x[i * xs + b].d))));
+        if (has_min) {
+            const __m512 mw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tb + 32)));
+            for (int i = 0; i < NR; i++)
+                accm[i] = _mm512_add_ps(accm[i], _mm512_mul_ps(_mm512_cvtepi32_ps(mtot[i]), _mm512_mul_ps(mw, _mm512_set1_ps(x[i * xs + b].d))));
         }
     }
     for (int i = 0; i < NR; i++) {
@@ -563,67 +681,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q45_k_vnni(int NR, const uint8
     }
 }
 
-/* Q6_K on VNNI: as Q4_K, per sub-block of 16 one accumulator started at -32 times x's sum over
- * it (the offset in integers), the 6-bit codes from a nibble chunk and a chunk of high bits by one
- * vpternlogd each, then vpmulld by the 16 rows' scales into the total and the row kernel's float
- * step. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_q6_k_vnni(int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
-                                                            const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
-{
-    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
-    const __m512i lo4 = _mm512_set1_epi8(15), b45 = _mm512_set1_epi8(0x30);
-    __m512 acc[4];
-    for (int i = 0; i < NR; i++) acc[i] = st[2 * i];
-    const uint8_t *tb = tile + b0 * tbb;
-    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
-        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
-            fgg_rp_prefetch(tb, tbb);
-        __m512i tot[4];
-        for (int i = 0; i < NR; i++) tot[i] = _mm512_setzero_si512();
-        for (int P = 0; P < 4; P++) {
-            __m512i d[4][4]; /* per row of x: sub-blocks 4P .. 4P + 3 */
-            for (int i = 0; i < NR; i++)
-                for (int j = 0; j < 4; j++) d[i][j] = _mm512_set1_epi32(-32 * x[i * xs + b].bsum[4 * P + j]);
-            for (int k = 0; k < 8; k++) {
-                const __m512i c = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q6_K_LO + 64 * (8 * P + k)));
-                const __m512i hc = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q6_K_HI + 64 * (8 * (P >> 1) + k)));
-                /* high bits of run 2P at bits 4P', of run 2P + 1 at 4P' + 2 (P' = P & 1): to bits 4-5 */
-                const __m512i h0 = (P & 1) ? hc : _mm512_slli_epi16(hc, 4);
-                const __m512i h1 = (P & 1) ? _mm512_srli_epi16(hc, 2) : _mm512_slli_epi16(hc, 2);
-                const __m512i u0 = _mm512_ternarylogic_epi32(_mm512_and_si512(c, lo4), h0, b45, 0xF8);
-                const __m512i u1 = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(c, 4), lo4), h1, b45, 0xF8);
-                const int half = k >> 2;
-                for (int i = 0; i < NR; i++) {
-                    const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
-                    d[i][half] = _mm512_dpbusd_epi32(d[i][half], u0, _mm512_set1_epi32(q4[16 * P + k]));
-                    d[i][2 + half] = _mm512_dpbusd_epi32(d[i][2 + half], u1, _mm512_set1_epi32(q4[16 * P + 8 + k]));
-                }
-            }
-            for (int j = 0; j < 4; j++) {
-                const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(tb + FGG_RP_Q6_K_SC + 16 * (4 * P + j))));
-                for (int i = 0; i < NR; i++) tot[i] = _mm512_add_epi32(tot[i], _mm512_mullo_epi32(d[i][j], sc));
-            }
-        }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)tb));
-        for (int i = 0; i < NR; i++)
-            acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_cvtepi32_ps(tot[i]),
-                                                         _mm512_mul_ps(dw, _mm512_set1_ps(x[i * xs + b].d))));
-    }
-    for (int i = 0; i < NR; i++) st[2 * i] = acc[i];
-}
-
-/* NR (1 to 4) rows of x against super-blocks b0..b1 of one Q4_K, Q5_K or Q6_K tile. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_k_vnni(int kind, int NR, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1,
-                                                         const fgg_mm_q8k *x, ptrdiff_t xs, __m512 *st, int ahead)
-{
-    if (kind != FGG_RP_Q6_K)
-        fgg_rp_span_q45_k_vnni(NR, tile, b0, b1, x, xs, st, ahead, kind == FGG_RP_Q5_K);
-    else
-        fgg_rp_span_q6_k_vnni(NR, tile, b0, b1, x, xs, st, ahead);
-}
-
-/* m rows of x against one Q4_K, Q5_K or Q6_K tile, 4 rows at a time; beyond 4 rows in spans of
- * its super-blocks. st: 2 vectors per row (acc, and Q4_K's and Q5_K's accm, subtracted at the end). */
+/* m rows of x against one tile of a K kind, 4 rows at a time; beyond 4 rows in spans of its
+ * super-blocks. st: 2 vectors per row (acc, and Q4_K's and Q5_K's accm, subtracted at the end). */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_k_vnni(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x,
                                                          ptrdiff_t xs, int m, float *out, ptrdiff_t os, int rows,
                                                          __m512 *st)
@@ -645,7 +704,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_k_vnni(int kind, const uint8_t
         }
     }
     for (int i = 0; i < m; i++)
-        _mm512_mask_storeu_ps(out + i * os, keep, kind != FGG_RP_Q6_K ? _mm512_sub_ps(st[2 * i], st[2 * i + 1]) : st[2 * i]);
+        _mm512_mask_storeu_ps(out + i * os, keep, fgg_rp_k_has_min(kind) ? _mm512_sub_ps(st[2 * i], st[2 * i + 1]) : st[2 * i]);
 }
 
 #define FGG_RP_TILE_K_VNNI(NAME, KIND)                                                                \
@@ -658,6 +717,7 @@ static FGG_MM_VNNI void NAME(const uint8_t *tile, ptrdiff_t nb, const void *x, p
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_q4_k_vnni, FGG_RP_Q4_K)
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_q6_k_vnni, FGG_RP_Q6_K)
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_q5_k_vnni, FGG_RP_Q5_K)
+FGG_RP_TILE_K_VNNI(fgg_rp_tile_iq4_xs_vnni, FGG_RP_IQ4_XS)
 #undef FGG_RP_TILE_K_VNNI
 
 #define FGG_RP_TILE_VNNI(NAME, KIND)                                                                  \
@@ -888,7 +948,12 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
 #if FGG_MM_HAVE_VNNI
     if (vnni && fgg_rp_is_k(kind)) {
         *c = 0;
-        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_vnni : kind == FGG_RP_Q5_K ? fgg_rp_tile_q5_k_vnni : fgg_rp_tile_q6_k_vnni;
+        switch (kind) {
+        case FGG_RP_Q4_K: return fgg_rp_tile_q4_k_vnni;
+        case FGG_RP_Q5_K: return fgg_rp_tile_q5_k_vnni;
+        case FGG_RP_IQ4_XS: return fgg_rp_tile_iq4_xs_vnni;
+        default: return fgg_rp_tile_q6_k_vnni;
+        }
     }
     if (vnni) {
         *c = fgg_rp_offset(kind);
@@ -908,8 +973,8 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
 #if defined(FGG_MM_INT_SIMD)
     if (fgg_rp_is_k(kind)) {
         *c = 0;
-        /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves)
-         * nor Q6_K */
+        /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves),
+         * Q6_K and IQ4_XS */
         return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : NULL;
     }
     *c = fgg_rp_offset_avx2(kind);
