@@ -2751,6 +2751,13 @@ static inline void fgg_mm_q4_k_unpack(const uint8_t *wb, float *qf, float *S, fl
 }
 
 #if FGG_HAVE_AVX2
+/* Bit `bit` (0..7) of each byte of q moved to bit 4, the other bits undefined: 16-bit shifts by at
+ * most 4 keep each byte's own bits there. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_mm_bit_to4_256(__m256i q, int bit)
+{
+    return bit < 4 ? _mm256_slli_epi16(q, 4 - bit) : bit > 4 ? _mm256_srli_epi16(q, bit - 4) : q;
+}
+
 /* Super-blocks b0..b1 of one Q4_K weight row (Q5_K with is_q5) times R <= 4 rows of x (row i at
  * x + i * xs, its sums per 32 at xsum + i * xss), added into acc + 16 * i: the q go straight from
  * the bytes into registers, converted once for the R rows, and each row gets fgg_mm_sb_rows'
@@ -2761,26 +2768,38 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
     const ptrdiff_t sb_bytes = is_q5 ? 176 : 144;
     float S[8], M[8];
     __m256 a[4];
-    const __m256i low = _mm256_set1_epi32(15), one = _mm256_set1_epi32(1);
+    const __m256i low = _mm256_set1_epi32(15);
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb = w + sb_bytes * b;
         fgg_mm_prefetch_ahead(wb, sb_bytes);
         fgg_mm_q4_k_sm(wb, S, M);
+        const __m256i qh = is_q5 ? _mm256_loadu_si256((const __m256i *)(wb + 16)) : _mm256_setzero_si256();
         for (int g = 0; g < 4; g++) {
             const uint8_t *qs = wb + (is_q5 ? 48 : 16) + 32 * g;
             __m256 lo[4], hi[4];
-            for (int c = 0; c < 4; c++) {
-                __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * c)));
-                __m256i el = _mm256_and_si256(e, low), eh = _mm256_srli_epi32(e, 4);  /* sub-blocks 2g, 2g + 1 */
-                if (is_q5) {  /* their fifth bits: bits 2g and 2g + 1 of qh */
-                    __m256i h = _mm256_srl_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 16 + 8 * c))),
-                                                 _mm_cvtsi32_si128(2 * g));
-                    el = _mm256_or_si256(el, _mm256_slli_epi32(_mm256_and_si256(h, one), 4));
-                    eh = _mm256_or_si256(eh, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(h, 1), one), 4));
+            if (is_q5) {
+                /* the 5-bit codes of sub-blocks 2g and 2g + 1 made in bytes, 32 at a time (their
+                 * fifth bits: bits 2g and 2g + 1 of qh), then widened 8 at a time */
+                const __m256i v = _mm256_loadu_si256((const __m256i *)qs), b4 = _mm256_set1_epi8(16), l4 = _mm256_set1_epi8(15);
+                const __m256i ul = _mm256_or_si256(_mm256_and_si256(v, l4), _mm256_and_si256(fgg_mm_bit_to4_256(qh, 2 * g), b4));
+                const __m256i uh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), l4),
+                                                   _mm256_and_si256(fgg_mm_bit_to4_256(qh, 2 * g + 1), b4));
+                const __m128i part[2][4] = {
+                    {_mm256_castsi256_si128(ul), _mm_srli_si128(_mm256_castsi256_si128(ul), 8), _mm256_extracti128_si256(ul, 1),
+                     _mm_srli_si128(_mm256_extracti128_si256(ul, 1), 8)},
+                    {_mm256_castsi256_si128(uh), _mm_srli_si128(_mm256_castsi256_si128(uh), 8), _mm256_extracti128_si256(uh, 1),
+                     _mm_srli_si128(_mm256_extracti128_si256(uh, 1), 8)}};
+                for (int c = 0; c < 4; c++) {
+                    lo[c] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(part[0][c]));
+                    hi[c] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(part[1][c]));
                 }
-                lo[c] = _mm256_cvtepi32_ps(el);
-                hi[c] = _mm256_cvtepi32_ps(eh);
+            } else {
+                for (int c = 0; c < 4; c++) {
+                    __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * c)));
+                    lo[c] = _mm256_cvtepi32_ps(_mm256_and_si256(e, low));  /* sub-block 2g */
+                    hi[c] = _mm256_cvtepi32_ps(_mm256_srli_epi32(e, 4));   /* sub-block 2g + 1 */
+                }
             }
             const __m256 s0 = _mm256_set1_ps(S[2 * g]), s1 = _mm256_set1_ps(S[2 * g + 1]);
             for (int i = 0; i < R; i++) {
