@@ -812,10 +812,10 @@ def repacked(batches, rounds: int, types, n: int = 14336, k: int = 4096, threads
 
 def test_repacked_smoke(capsys):
     """The tiles-against-blocks comparison on small weights: the smoke only (it checks the bits)."""
-    rows = repacked([1, 3], 1, [T.Q4_0, T.Q3_K], n=40, k=256)
+    rows = repacked([1, 3], 1, [T.Q4_0, T.IQ3_S], n=40, k=256)
     tiled = _backend.kernels().repacked_kernel(int(T.Q4_0)) is not None
     assert [(r[0], r[1]) for r in rows] == ([("Q4_0", 1), ("Q4_0", 3)] if tiled else [])
-    assert "| Q3_K | - |" in capsys.readouterr().out  # no layout: nothing repacked
+    assert "| IQ3_S | - |" in capsys.readouterr().out  # no layout: nothing repacked
 
 
 def test_moe_smoke(capsys):

@@ -67,8 +67,10 @@ _REPACKED_MAX_ROWS = {"vnni": 12, "avx2": 1}
 #: The K kinds ("vnni"; Q4_K's "avx2" kernel takes one row): Q4_K 1.8-2.2x at 1-8 rows, 1.35x at
 #: 24; Q5_K 1.3-1.6x at 1-8, 1.2-1.3x at 12, 1.0x at 16-24; Q6_K 1.07-1.15x at 1-8 rows (it streams
 #: at 15.6 GB/s at 1 row), 0.97x at 12, 0.72x at 24; IQ4_XS 1.8-2.7x at 1-12, 1.5-1.8x at 16-32,
-#: 1.15-1.25x at 48-128, 1.10x at 256, 1.01x at 512 (its batch kernel unpacks a table per byte).
-_REPACKED_MAX_ROWS_K = {GGMLType.Q4_K: 24, GGMLType.Q5_K: 12, GGMLType.Q6_K: 8, GGMLType.IQ4_XS: 256}
+#: 1.15-1.25x at 48-128, 1.10x at 256, 1.01x at 512 (its batch kernel unpacks a table per byte);
+#: Q3_K 1.3-1.6x at 1-6, 1.05-1.10x at 8, 0.92x at 12; Q2_K 1.2-1.6x at 1-8, 0.99x at 12.
+_REPACKED_MAX_ROWS_K = {GGMLType.Q4_K: 24, GGMLType.Q5_K: 12, GGMLType.Q6_K: 8, GGMLType.IQ4_XS: 256,
+                        GGMLType.Q3_K: 8, GGMLType.Q2_K: 8}
 
 
 def _tiles_for(kernels: Any, packed: RepackedWeight | None, qtype: GGMLType, rows: int) -> np.ndarray | None:
@@ -125,12 +127,13 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.4x for Q8_0, 1.1-1.7x at 4 to 12 rows
     (2 threads, 4096 x 14336); Q4_K 1.5-2.2x at 1 to 8 rows, 1.3-1.4x up to 24; Q5_K (VNNI only)
     1.3-1.6x up to 8 rows, 1.2x up to 12; Q6_K (VNNI only) 1.05-1.15x up to 8 rows; IQ4_XS (VNNI
-    only) 1.8-2.7x up to 12 rows, 1.1-1.8x up to 256.
+    only) 1.8-2.7x up to 12 rows, 1.1-1.8x up to 256; Q3_K and Q2_K (VNNI only) 1.2-1.6x up to 6
+    rows, 1.05-1.25x at 8.
     Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of
-    ``x`` (8 weight rows per vector; 1.1-1.6x at one row; none for Q5_K, Q6_K and IQ4_XS). Types
-    with a layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q6_K, Q4_K and Q5_K (whose scales
-    take 4 more bytes per super-block, unpacked) and IQ4_XS (2 more): every weight of a Q4_K_M,
-    Q5_K_M or IQ4_XS file. For other types, in the portable build
+    ``x`` (8 weight rows per vector; 1.1-1.6x at one row; none for the other K-quants and IQ4_XS).
+    Types with a layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K, Q6_K, Q3_K, Q4_K and
+    Q5_K (whose scales take 4 more bytes per super-block, unpacked) and IQ4_XS (2 more): every
+    weight of a Q2_K to Q6_K ftype or IQ4_XS file. For other types, in the portable build
     and for big-endian data nothing is copied and the products read the original blocks, so any
     weight can be passed.
 
@@ -280,7 +283,7 @@ def matmul(
         A 2-D tensor of shape ``(N, K)`` from :func:`fastgguf.open`, or a C-contiguous uint8 array
         of shape ``(N, row_bytes)`` holding N rows of ``type`` blocks, or either made ready by
         :func:`repack` (the integer path then runs on its tiles up to 12 rows of ``x`` with
-        AVX-512 VNNI, 24 for Q4_K, 8 for Q6_K, 256 for IQ4_XS, at one row without).
+        AVX-512 VNNI, 24 for Q4_K, 8 for Q2_K, Q3_K and Q6_K, 256 for IQ4_XS, at one row without).
     type : GGMLType, int or str, optional
         Tensor type of a raw ``weight``; required then, optional (must agree) for a TensorInfo.
     out : numpy.ndarray, optional
@@ -376,8 +379,8 @@ def matmul_id(
     weights : TensorInfo, numpy.ndarray or RepackedWeight
         3-D expert weights ``(E, N, K)`` as a TensorInfo, or a uint8 array ``(E, N, row_bytes)``,
         or either made ready by :func:`repack` (the integer path runs on its tiles when no expert
-        has more rows of ``x`` in the call than the tile kernel takes: 12 with VNNI (Q4_K 24, Q6_K 8,
-        IQ4_XS 256), 1 without).
+        has more rows of ``x`` in the call than the tile kernel takes: 12 with VNNI (Q4_K 24; Q2_K,
+        Q3_K, Q6_K 8; IQ4_XS 256), 1 without).
     ids : array_like of int
         ``(T, E_used)`` expert indices in ``[0, E)``.
     type, out, threads, exact

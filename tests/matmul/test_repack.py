@@ -13,9 +13,11 @@ from fastgguf.matmul import RepackedWeight, matmul, repack
 from conftest import argument_error, assert_same_bits
 
 T = GGMLType
-REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS)
+REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS, T.Q3_K,
+                T.Q2_K)
 #: Bytes per super-block in the file and in the tiles: the K kinds with mins have their scales unpacked
-K_BYTES = {T.Q4_K: (144, 148), T.Q5_K: (176, 180), T.Q6_K: (210, 210), T.IQ4_XS: (136, 138)}
+K_BYTES = {T.Q4_K: (144, 148), T.Q5_K: (176, 180), T.Q6_K: (210, 210), T.IQ4_XS: (136, 138), T.Q3_K: (110, 114),
+           T.Q2_K: (84, 84)}
 TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
 
 
@@ -129,7 +131,34 @@ def test_iq4_xs_tile_layout_by_hand():
         assert not tb[160 + 8:160 + 64].any() and not tb[32 + 2:32 + 16].any()  # rows 2-15: zeros
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS],
+def test_q2_k_and_q3_k_tile_layout_by_hand():
+    # the 2-bit codes in 16 chunks, chunk 8h + k holding row r's qs[32h + 4k .. 32h + 4k + 3] at 4r;
+    # Q2_K: d, dmin, the scale bytes as the file's; Q3_K: d, the 16 scales less 32, then 8 chunks of
+    # hmask, chunk k holding row r's hmask[4k .. 4k + 3]
+    raw, tiles = _portable_tiles(T.Q2_K, 2, 256, seed=10)
+    tb = tiles[0]
+    assert tiles.shape == (1, 84 * 16)
+    for r in range(2):
+        assert bytes(tb[2 * r:2 * r + 2]) == bytes(raw[r, 80:82]) and bytes(tb[32 + 2 * r:34 + 2 * r]) == bytes(raw[r, 82:84])
+        assert [int(tb[64 + 16 * g + r]) for g in range(16)] == list(raw[r, :16])
+        for c in range(16):
+            assert bytes(tb[320 + 64 * c + 4 * r:324 + 64 * c + 4 * r]) == bytes(raw[r, 16 + 4 * c:20 + 4 * c])
+    raw, tiles = _portable_tiles(T.Q3_K, 2, 256, seed=11)
+    tb = tiles[0]
+    assert tiles.shape == (1, 114 * 16)
+    for r in range(2):
+        assert bytes(tb[2 * r:2 * r + 2]) == bytes(raw[r, 108:110])
+        sc = raw[r, 96:108].astype(np.int64)
+        for g in range(16):  # ggml's 6-bit scale g: 4 bits from bytes 0-7, 2 from bytes 8-11
+            low = (sc[g % 8] >> (4 * (g // 8))) & 15
+            assert tb[32 + 16 * g + r].astype(np.int8) == (low | (((sc[8 + g % 4] >> (2 * (g // 4))) & 3) << 4)) - 32
+        for c in range(16):
+            assert bytes(tb[288 + 64 * c + 4 * r:292 + 64 * c + 4 * r]) == bytes(raw[r, 32 + 4 * c:36 + 4 * c])
+        for k in range(8):
+            assert bytes(tb[1312 + 64 * k + 4 * r:1316 + 64 * k + 4 * r]) == bytes(raw[r, 4 * k:4 * k + 4])
+
+
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_1, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS],
                          ids=lambda t: t.name)
 def test_repack_api_same_bits(qtype):
     rng = np.random.default_rng([int(qtype), 2])
@@ -140,7 +169,7 @@ def test_repack_api_same_bits(qtype):
     assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
     row_bytes = raw.shape[1] // K_BYTES[qtype][0] * K_BYTES[qtype][1] if qtype in K_BYTES else raw.shape[1]
     assert rw.nbytes == (48 * row_bytes if rw.repacked else 0)
-    for m in (1, 2, 5, 12, 13, 20, 25):  # up to 12 (Q4_K 24, Q6_K 8, IQ4_XS 256) the tiles, then the blocks
+    for m in (1, 2, 5, 9, 12, 13, 20, 25):  # up to 12 (Q4_K 24; Q2_K, Q3_K, Q6_K 8; IQ4_XS 256) the tiles
         x = rng.standard_normal((m, k)).astype(np.float32)
         for threads in (1, 2):
             assert_same_bits(matmul(x, rw, exact=False, threads=threads), matmul(x, raw, qtype, exact=False))
@@ -160,14 +189,14 @@ def test_repack_of_a_tensor_and_other_types(tmp_path):
     path = tmp_path / "w.gguf"
     with fastgguf.GGUFWriter(path) as writer:
         writer.add_tensor("a", fastgguf.quantize(w4, T.Q4_0), T.Q4_0, w4.shape)
-        writer.add_tensor("b", fastgguf.quantize(w4, T.Q3_K), T.Q3_K, w4.shape)
+        writer.add_tensor("b", fastgguf.quantize(w4, T.IQ3_S), T.IQ3_S, w4.shape)
     x = rng.standard_normal((2, 256)).astype(np.float32)
     with fastgguf.open(path) as f:
         for name in ("a", "b"):
             t = f.tensors[name]
             rw = repack(t)
             assert rw.source is t and rw.type == t.type
-            if t.type == T.Q3_K:
+            if t.type == T.IQ3_S:
                 assert not rw.repacked and rw.tiles is None  # no layout: the products read the blocks
             assert_same_bits(matmul(x, rw, exact=False), matmul(x, t, exact=False))
             assert_same_bits(matmul(x, rw, t.type, exact=False), matmul(x, t, exact=False))
@@ -209,7 +238,7 @@ def test_repack_arguments():
     kernels = dequant.kernel_modules()["portable"]
     raw = np.zeros((3, 18), np.uint8)
     with argument_error(ValueError, "no repacked layout"):
-        kernels.repack_rows(np.zeros((3, 110), np.uint8), int(T.Q3_K), np.zeros((1, 110 * 16), np.uint8))
+        kernels.repack_rows(np.zeros((3, 66), np.uint8), int(T.TQ2_0), np.zeros((1, 66 * 16), np.uint8))
     with argument_error(ValueError, "dst must have shape"):
         kernels.repack_rows(raw, int(T.Q4_0), np.zeros((1, 18), np.uint8))
     with argument_error(ValueError, "whole blocks"):
@@ -243,11 +272,14 @@ def test_layout_sizes():
     assert kernels.repack_row_bytes(int(T.Q5_K), 176 * 2) == 180 * 2  # Q4_K's unpacked scales, and qh
     kernels.repack_rows(np.zeros((1, 176), np.uint8), int(T.Q5_K), np.zeros((1, 180 * 16), np.uint8))
     assert kernels.repack_row_bytes(int(T.IQ4_XS), 136 * 2) == 138 * 2  # its scales as bytes
-    for qtype in (T.Q3_K, T.Q2_K, T.IQ3_S, T.NVFP4, T.Q1_0, T.F32):
+    assert kernels.repack_row_bytes(int(T.Q3_K), 110 * 2) == 114 * 2  # its scales as bytes
+    assert kernels.repack_row_bytes(int(T.Q2_K), 84 * 2) == 84 * 2
+    for qtype in (T.IQ3_S, T.IQ2_XXS, T.TQ2_0, T.NVFP4, T.Q1_0, T.F32):
         assert not kernels.can_repack(int(qtype))
 
 
-@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.MXFP4, T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS],
+                         ids=lambda t: t.name)
 def test_grouped_tiles_same_bits(qtype):
     # matmul_id's groups against the tiles of 5 experts (one with no rows), on every build: the
     # reference tile kernel, and the VNNI one where the CPU has it

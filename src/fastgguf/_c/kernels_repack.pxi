@@ -37,14 +37,14 @@ def repack_tile_rows():
 
 
 def can_repack(int type_id):
-    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q4_K,
-    Q5_K, Q6_K)."""
+    """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K
+    to Q6_K, IQ4_XS)."""
     return fgg_rp_kind(type_id) >= 0
 
 
 def repack_row_bytes(int type_id, Py_ssize_t row_bytes):
-    """Bytes a weight row of ``row_bytes`` takes in the repacked layout (the same, but Q4_K's and
-    Q5_K's scales unpacked: 148 bytes per 144, 180 per 176)."""
+    """Bytes a weight row of ``row_bytes`` takes in the repacked layout (the same, but some scales
+    unpacked: Q4_K 148 bytes per 144, Q5_K 180 per 176, Q3_K 114 per 110, IQ4_XS 138 per 136)."""
     cdef int kind = fgg_rp_kind(type_id)
     if kind < 0:
         raise ValueError(f"ggml type id {type_id} has no repacked layout")

@@ -23,8 +23,8 @@
  * The kernels take each value as an unsigned code u with v = u - c (Q4_0: c = 8, Q5_0: 16, Q8_0:
  * the byte's bits plus 128, c = 128, IQ4_NL and MXFP4: table value + 128, c = 128, Q4_1 and Q5_1:
  * c = 0), so a lane is vpdpbusd(-c * sum of x's group k, u, x) with x's sums made once per call.
- * The K kinds Q4_K, Q5_K, Q6_K and IQ4_XS (x per 256, fgg_mm_q8k) have layouts of their own below
- * (fgg_rp_pack_block_q45_k, _q6_k, _iq4_xs): their integer totals per super-block, then the row
+ * The K kinds Q2_K to Q6_K and IQ4_XS (x per 256, fgg_mm_q8k) have layouts of their own below
+ * (fgg_rp_pack_block_q45_k, _q6_k, _iq4_xs, _q23_k): their integer totals per super-block, then the row
  * kernels' float steps, 16 rows wide. */
 #ifndef FGG_REPACK_H
 #define FGG_REPACK_H
@@ -42,6 +42,8 @@
 #define FGG_RP_Q6_K 101
 #define FGG_RP_Q5_K 102
 #define FGG_RP_IQ4_XS 103
+#define FGG_RP_Q3_K 104
+#define FGG_RP_Q2_K 105
 
 /* Bytes of a tile's blocks that one span takes (in L1 for every row of x that meets it). */
 #define FGG_RP_SPAN_BYTES (16 * 1024)
@@ -82,13 +84,15 @@ static inline int fgg_rp_kind(int type_id)
     case FGG_TYPE_Q6_K: return FGG_RP_Q6_K;
     case FGG_TYPE_Q5_K: return FGG_RP_Q5_K;
     case FGG_TYPE_IQ4_XS: return FGG_RP_IQ4_XS;
+    case FGG_TYPE_Q3_K: return FGG_RP_Q3_K;
+    case FGG_TYPE_Q2_K: return FGG_RP_Q2_K;
     default: return -1;
     }
 }
 
 /* Bytes per row and block (super-block for the K kinds) in the repacked layout: the file's, but
  * Q4_K's and Q5_K's 12 bytes of 6-bit scales and mins become 16 bytes, IQ4_XS's 6 bytes of 6-bit
- * scales 8. */
+ * scales 8, Q3_K's 12 bytes of 6-bit scales 16. */
 static inline ptrdiff_t fgg_rp_block_bytes(int kind)
 {
     switch (kind) {
@@ -96,6 +100,8 @@ static inline ptrdiff_t fgg_rp_block_bytes(int kind)
     case FGG_RP_Q5_K: return 180;
     case FGG_RP_Q6_K: return 210;
     case FGG_RP_IQ4_XS: return 138;
+    case FGG_RP_Q3_K: return 114;
+    case FGG_RP_Q2_K: return 84;
     default: return fgg_mm_b_bytes(kind);
     }
 }
@@ -104,7 +110,7 @@ static inline ptrdiff_t fgg_rp_block_bytes(int kind)
 static inline int fgg_rp_is_k(int kind) { return kind >= FGG_RP_Q4_K; }
 
 /* Whether a K kind has mins (a second float per row, subtracted at the end). */
-static inline int fgg_rp_k_has_min(int kind) { return kind == FGG_RP_Q4_K || kind == FGG_RP_Q5_K; }
+static inline int fgg_rp_k_has_min(int kind) { return kind == FGG_RP_Q4_K || kind == FGG_RP_Q5_K || kind == FGG_RP_Q2_K; }
 
 /* Offsets in a tile block: of the fifth bits (Q5_0, Q5_1) and of the values. */
 static inline ptrdiff_t fgg_rp_scale_bytes(int kind)
@@ -196,13 +202,46 @@ static inline void fgg_rp_pack_block_iq4_xs(const uint8_t *wb, int r, uint8_t *t
     for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_IQ4_XS_QS + 64 * c + 4 * r, wb + 8 + 4 * c, 4);
 }
 
+/* Q2_K (84-byte super-blocks: 16 bytes of 4-bit scales (low nibble) and mins (high), 64 bytes of
+ * 2-bit codes, f16 d, f16 dmin; value i of run 4h + t (runs of 32) has the code
+ * (qs[32h + i] >> 2t) & 3, sub-block g = 2 * run + i / 16) and Q3_K (110 bytes: 32 bytes hmask, 64
+ * bytes of 2-bit codes as Q2_K's, 12 bytes of 6-bit scales, f16 d; value i of run j is
+ * code | (hmask[i] bit j) << 2, less 4). A Q2_K tile block (1344 bytes): the 16 rows' d, then dmin
+ * (f16), then their scale bytes as the file's, scales[g] of row r at 64 + 16g + r, then 16 chunks
+ * of 64 bytes: chunk 8h + k holds row r's qs[32h + 4k .. 32h + 4k + 3] at 4r (the codes of group k
+ * of runs 4h..4h+3, 2 bits each). A Q3_K tile block (1824 bytes): d, then sc[g][r] = scale - 32
+ * (16 x 16 int8), then the codes' 16 chunks as Q2_K's, then 8 chunks: chunk k holds row r's
+ * hmask[4k .. 4k + 3] (the third bits of group k of every run). */
+#define FGG_RP_Q2_K_SC 64
+#define FGG_RP_Q2_K_QS 320
+#define FGG_RP_Q3_K_SC 32
+#define FGG_RP_Q3_K_QS 288
+#define FGG_RP_Q3_K_HM 1312
+static inline void fgg_rp_pack_block_q23_k(const uint8_t *wb, int r, uint8_t *tb, int is_q3)
+{
+    if (is_q3) {
+        int8_t sc[16];
+        fgg_mm_q3_k_scales(wb, sc);
+        memcpy(tb + 2 * r, wb + 108, 2);
+        for (int g = 0; g < 16; g++) tb[FGG_RP_Q3_K_SC + 16 * g + r] = (uint8_t)sc[g];
+        for (int c = 0; c < 16; c++) memcpy(tb + FGG_RP_Q3_K_QS + 64 * c + 4 * r, wb + 32 + 4 * c, 4);
+        for (int k = 0; k < 8; k++) memcpy(tb + FGG_RP_Q3_K_HM + 64 * k + 4 * r, wb + 4 * k, 4);
+    } else {
+        memcpy(tb + 2 * r, wb + 80, 2);
+        memcpy(tb + 32 + 2 * r, wb + 82, 2);
+        for (int g = 0; g < 16; g++) tb[FGG_RP_Q2_K_SC + 16 * g + r] = wb[g];
+        for (int c = 0; c < 16; c++) memcpy(tb + FGG_RP_Q2_K_QS + 64 * c + 4 * r, wb + 16 + 4 * c, 4);
+    }
+}
+
 /* rows (1 to 16) weight rows of a K kind (nb super-blocks, row r at w + r * row_bytes) into one
  * tile, block by block (sbb: the file's bytes per super-block). */
 static inline void fgg_rp_pack_tile_k(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
                                       uint8_t *dst)
 {
     const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
-    const ptrdiff_t sbb = kind == FGG_RP_Q4_K ? 144 : kind == FGG_RP_Q5_K ? 176 : kind == FGG_RP_Q6_K ? 210 : 136;
+    const ptrdiff_t sbb = kind == FGG_RP_Q4_K ? 144 : kind == FGG_RP_Q5_K ? 176 : kind == FGG_RP_Q6_K ? 210
+                        : kind == FGG_RP_IQ4_XS ? 136 : kind == FGG_RP_Q3_K ? 110 : 84;
     memset(dst, 0, (size_t)(nb * tbb));
     for (int r = 0; r < rows; r++) {
         const uint8_t *wb = w + r * row_bytes;
@@ -212,6 +251,8 @@ static inline void fgg_rp_pack_tile_k(int kind, const uint8_t *w, ptrdiff_t row_
                 fgg_rp_pack_block_q6_k(wb, r, tb);
             else if (kind == FGG_RP_IQ4_XS)
                 fgg_rp_pack_block_iq4_xs(wb, r, tb);
+            else if (kind == FGG_RP_Q3_K || kind == FGG_RP_Q2_K)
+                fgg_rp_pack_block_q23_k(wb, r, tb, kind == FGG_RP_Q3_K);
             else
                 fgg_rp_pack_block_q45_k(wb, r, tb, kind == FGG_RP_Q5_K);
         }
@@ -338,6 +379,32 @@ static inline int32_t fgg_rp_c_total_iq4_xs(const uint8_t *tb, int r, const fgg_
     return tot;
 }
 
+/* Q2_K (Q3_K with is_q3): per sub-block of 16 the codes times x (Q3_K: less 4 times x's sum), by
+ * the scale; Q2_K's mins' total into *mtot. */
+static inline int32_t fgg_rp_c_total_q23_k(const uint8_t *tb, int r, const fgg_mm_q8k *xb, int is_q3, int32_t *mtot)
+{
+    int32_t tot = 0;
+    *mtot = 0;
+    for (int g = 0; g < 16; g++) {
+        const int run = g >> 1, h = run >> 2, t = run & 3;
+        int32_t dot = 0;
+        for (int v = 0; v < 16; v++) {
+            const int i = 16 * (g & 1) + v; /* value in the run */
+            int u = (tb[(is_q3 ? FGG_RP_Q3_K_QS : FGG_RP_Q2_K_QS) + 64 * (8 * h + (i >> 2)) + 4 * r + (i & 3)] >> (2 * t)) & 3;
+            if (is_q3) u |= ((tb[FGG_RP_Q3_K_HM + 64 * (i >> 2) + 4 * r + (i & 3)] >> run) & 1) << 2;
+            dot += u * xb->q[32 * run + i];
+        }
+        if (is_q3) {
+            tot += (int8_t)tb[FGG_RP_Q3_K_SC + 16 * g + r] * (dot - 4 * xb->bsum[g]);
+        } else {
+            const uint8_t sm = tb[FGG_RP_Q2_K_SC + 16 * g + r];
+            tot += (sm & 15) * dot;
+            *mtot += (sm >> 4) * xb->bsum[g];
+        }
+    }
+    return tot;
+}
+
 static inline void fgg_rp_tile_c_k(int kind, const uint8_t *tile, ptrdiff_t nb, const fgg_mm_q8k *x, ptrdiff_t xs,
                                    int m, float *out, ptrdiff_t os, int rows)
 {
@@ -351,7 +418,9 @@ static inline void fgg_rp_tile_c_k(int kind, const uint8_t *tile, ptrdiff_t nb, 
                 int32_t mtot = 0;
                 const int32_t tot = kind == FGG_RP_Q6_K    ? fgg_rp_c_total_q6_k(tb, r, xb)
                                     : kind == FGG_RP_IQ4_XS ? fgg_rp_c_total_iq4_xs(tb, r, xb)
-                                                            : fgg_rp_c_total_q45_k(tb, r, xb, kind == FGG_RP_Q5_K, &mtot);
+                                    : kind == FGG_RP_Q3_K || kind == FGG_RP_Q2_K
+                                        ? fgg_rp_c_total_q23_k(tb, r, xb, kind == FGG_RP_Q3_K, &mtot)
+                                        : fgg_rp_c_total_q45_k(tb, r, xb, kind == FGG_RP_Q5_K, &mtot);
                 const float fd = fgg_half_to_float_scale(fgg_load_u16le(tb + 2 * r)) * xb->d;
                 const float pa = (float)tot * fd;
                 a = a + pa;
@@ -532,11 +601,11 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_tile_vnni_kind(int kind, const uint
     }
 }
 
-/* Bit `bit` of each byte of h moved to bit 4 (other bits undefined): 16-bit shifts by at most 4
- * keep each byte's own bits there. */
-FGG_MM_ALWAYS_INLINE FGG_MM_VNNI __m512i fgg_rp_bit_to4(__m512i h, int bit)
+/* Bit `bit` of each byte of h moved to bit `to` (other bits undefined): 16-bit shifts keep each
+ * byte's own bits there while the distance stays within the byte. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI __m512i fgg_rp_bit_to(__m512i h, int bit, int to)
 {
-    return bit < 4 ? _mm512_slli_epi16(h, 4 - bit) : bit > 4 ? _mm512_srli_epi16(h, bit - 4) : h;
+    return bit < to ? _mm512_slli_epi16(h, to - bit) : bit > to ? _mm512_srli_epi16(h, bit - to) : h;
 }
 
 /* The integer totals of one super-block (tile block tb, x's super-block b of NR rows, row i at
@@ -558,8 +627,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_totals_q45_k_vnni(int NR, const uin
             __m512i lo = _mm512_and_si512(c, lo4), hi = _mm512_and_si512(_mm512_srli_epi16(c, 4), lo4);
             if (is_q5) { /* sub-blocks 2p and 2p + 1: bits 2p and 2p + 1 of the fifth bits */
                 const __m512i h = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q5_K_QH + 64 * k));
-                lo = _mm512_ternarylogic_epi32(lo, fgg_rp_bit_to4(h, 2 * p), b4, 0xF8);
-                hi = _mm512_ternarylogic_epi32(hi, fgg_rp_bit_to4(h, 2 * p + 1), b4, 0xF8);
+                lo = _mm512_ternarylogic_epi32(lo, fgg_rp_bit_to(h, 2 * p, 4), b4, 0xF8);
+                hi = _mm512_ternarylogic_epi32(hi, fgg_rp_bit_to(h, 2 * p + 1, 4), b4, 0xF8);
             }
             for (int i = 0; i < NR; i++) {
                 const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
@@ -641,6 +710,50 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_totals_iq4_xs_vnni(int NR, const ui
     }
 }
 
+/* Q2_K (Q3_K with is_q3): per sub-block of 16 one vpdpbusd per group of 4 (Q3_K: from -4 times x's
+ * sum, the third bit joined by one vpternlogd), vpmulld by the rows' scales into the total; Q2_K's
+ * mins' total from x's sums per 16 by vpmulld. */
+FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_totals_q23_k_vnni(int NR, const uint8_t *tb, const fgg_mm_q8k *x, ptrdiff_t xs,
+                                                               ptrdiff_t b, __m512i *tot, __m512i *mtot, const int is_q3)
+{
+    const __m512i three = _mm512_set1_epi8(3), b2 = _mm512_set1_epi8(4), lo4 = _mm512_set1_epi32(15);
+    const uint8_t *qs = tb + (is_q3 ? FGG_RP_Q3_K_QS : FGG_RP_Q2_K_QS);
+    for (int run = 0; run < 8; run++) {
+        const int h = run >> 2, t = run & 3;
+        __m512i d[4][2];
+        for (int i = 0; i < NR; i++)
+            for (int s = 0; s < 2; s++)
+                d[i][s] = is_q3 ? _mm512_set1_epi32(-4 * x[i * xs + b].bsum[2 * run + s]) : _mm512_setzero_si512();
+        for (int k = 0; k < 8; k++) {
+            const __m512i c = _mm512_loadu_si512((const void *)(qs + 64 * (8 * h + k)));
+            __m512i u = _mm512_and_si512(_mm512_srli_epi16(c, 2 * t), three);
+            if (is_q3) {
+                const __m512i hm = _mm512_loadu_si512((const void *)(tb + FGG_RP_Q3_K_HM + 64 * k));
+                u = _mm512_ternarylogic_epi32(u, fgg_rp_bit_to(hm, run, 2), b2, 0xF8);
+            }
+            for (int i = 0; i < NR; i++) {
+                const int32_t *q4 = (const int32_t *)(const void *)x[i * xs + b].q;
+                d[i][k >> 2] = _mm512_dpbusd_epi32(d[i][k >> 2], u, _mm512_set1_epi32(q4[8 * run + k]));
+            }
+        }
+        for (int s = 0; s < 2; s++) {
+            const int g = 2 * run + s;
+            const __m128i raw = _mm_loadu_si128((const __m128i *)(tb + (is_q3 ? FGG_RP_Q3_K_SC : FGG_RP_Q2_K_SC) + 16 * g));
+            if (is_q3) {
+                const __m512i sc = _mm512_cvtepi8_epi32(raw);
+                for (int i = 0; i < NR; i++) tot[i] = _mm512_add_epi32(tot[i], _mm512_mullo_epi32(d[i][s], sc));
+            } else {
+                const __m512i sm = _mm512_cvtepu8_epi32(raw);
+                const __m512i sc = _mm512_and_si512(sm, lo4), mn = _mm512_srli_epi32(sm, 4);
+                for (int i = 0; i < NR; i++) {
+                    tot[i] = _mm512_add_epi32(tot[i], _mm512_mullo_epi32(d[i][s], sc));
+                    mtot[i] = _mm512_add_epi32(mtot[i], _mm512_mullo_epi32(mn, _mm512_set1_epi32(x[i * xs + b].bsum[g])));
+                }
+            }
+        }
+    }
+}
+
 /* NR (1 to 4) rows of x against super-blocks b0..b1 of one tile of a K kind, acc and accm per row
  * carried in st (2 vectors per row): per super-block its integer totals, then the row kernel's
  * float steps (one, or two with mins), 16 rows wide. */
@@ -660,7 +773,9 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_span_k_vnni(int kind, int NR, const
             fgg_rp_prefetch(tb, tbb);
         __m512i tot[4], mtot[4];
         for (int i = 0; i < NR; i++) tot[i] = mtot[i] = _mm512_setzero_si512();
-        if (has_min)
+        if (kind == FGG_RP_Q2_K || kind == FGG_RP_Q3_K)
+            fgg_rp_totals_q23_k_vnni(NR, tb, x, xs, b, tot, mtot, kind == FGG_RP_Q3_K);
+        else if (has_min)
             fgg_rp_totals_q45_k_vnni(NR, tb, x, xs, b, tot, mtot, kind == FGG_RP_Q5_K);
         else if (kind == FGG_RP_IQ4_XS)
             fgg_rp_totals_iq4_xs_vnni(NR, tb, x, xs, b, tot);
@@ -718,6 +833,8 @@ FGG_RP_TILE_K_VNNI(fgg_rp_tile_q4_k_vnni, FGG_RP_Q4_K)
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_q6_k_vnni, FGG_RP_Q6_K)
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_q5_k_vnni, FGG_RP_Q5_K)
 FGG_RP_TILE_K_VNNI(fgg_rp_tile_iq4_xs_vnni, FGG_RP_IQ4_XS)
+FGG_RP_TILE_K_VNNI(fgg_rp_tile_q3_k_vnni, FGG_RP_Q3_K)
+FGG_RP_TILE_K_VNNI(fgg_rp_tile_q2_k_vnni, FGG_RP_Q2_K)
 #undef FGG_RP_TILE_K_VNNI
 
 #define FGG_RP_TILE_VNNI(NAME, KIND)                                                                  \
@@ -952,6 +1069,8 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
         case FGG_RP_Q4_K: return fgg_rp_tile_q4_k_vnni;
         case FGG_RP_Q5_K: return fgg_rp_tile_q5_k_vnni;
         case FGG_RP_IQ4_XS: return fgg_rp_tile_iq4_xs_vnni;
+        case FGG_RP_Q3_K: return fgg_rp_tile_q3_k_vnni;
+        case FGG_RP_Q2_K: return fgg_rp_tile_q2_k_vnni;
         default: return fgg_rp_tile_q6_k_vnni;
         }
     }
@@ -974,7 +1093,7 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     if (fgg_rp_is_k(kind)) {
         *c = 0;
         /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves),
-         * Q6_K and IQ4_XS */
+         * Q6_K, IQ4_XS, Q3_K and Q2_K */
         return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : NULL;
     }
     *c = fgg_rp_offset_avx2(kind);
