@@ -207,8 +207,8 @@ def test_backend_ops_line_parsing():
 
 def test_backend_ops_rows_smoke(capsys):
     """fastgguf's columns of the per-op comparison (a made-up ggml time): the smoke only."""
-    rows = _backend_ops_rows([("q4_0", 64, 2, 256, 100.0), ("q5_K", 64, 1, 256, 100.0)], exact_up_to=1)
-    assert [(r["type"], r["n"]) for r in rows] == [("q4_0", 2), ("q5_K", 1)]
+    rows = _backend_ops_rows([("q4_0", 64, 2, 256, 100.0), ("iq3_s", 64, 1, 256, 100.0)], exact_up_to=1)
+    assert [(r["type"], r["n"]) for r in rows] == [("q4_0", 2), ("iq3_s", 1)]
     assert rows[0]["exact_us"] is None and rows[1]["exact_us"] > 0 and rows[1]["repacked_us"] is None
     assert (rows[0]["repacked_us"] is not None) == (_backend.kernels().repacked_kernel(int(GGMLType.Q4_0)) is not None)
     assert "| q4_0 | 64x256 | 2 |" in capsys.readouterr().out
