@@ -536,7 +536,8 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
 #: Q4_K and Q6_K, a Q4_K_M file's).
 _BACKEND_OPS_TYPES = {"Q8_0": ("q8_0",), "Q4_0": ("q4_0", "q8_0"), "Q4_1": ("q4_1",), "Q5_0": ("q5_0",),
                       "Q5_1": ("q5_1",), "IQ4_NL": ("iq4_nl",), "MXFP4_MOE": ("mxfp4",),
-                      "Q5_K_M": ("q5_K", "q6_K"), "Q5_K_S": ("q5_K",), "IQ4_XS": ("iq4_xs",)}
+                      "Q5_K_M": ("q5_K", "q6_K"), "Q5_K_S": ("q5_K",), "IQ4_XS": ("iq4_xs",), "Q3_K_M": ("q3_K",),
+                      "Q2_K": ("q2_K",)}
 
 
 def table_main(args) -> None:
