@@ -192,7 +192,7 @@ def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
     assert status == 0 and answer == b"1"
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
     """1 to 9 rows of x on the factored float path: up to 8 rows the SIMD builds' register kernels,
     4 rows at a time (x read in place, here a slice of a wider array), 9 rows the q unpacked as

@@ -2511,7 +2511,7 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
 
 
 /* ------------------------------------------------------------------------------------------ */
-/* Exact path of Q3_K to Q6_K, Q8_0 and Q4_0 from the blocks, factored by sub-block            */
+/* Exact path of Q3_K to Q6_K, IQ4_XS, Q8_0 and Q4_0 from the blocks, factored by sub-block    */
 /*
  * A sub-block's values are S * q - M (Q4_K: q = 0..15 per 32 values) or S * (q - 32) (Q6_K:
  * q = 0..63 per 16 values), so its part of a dot product is S * sum(q' * x) - M * sum(x): the
@@ -2707,16 +2707,15 @@ typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *
 
 /* Super-blocks b0..b1 of one K-quant weight row (super-block b at w + sb_bytes * b) times m rows
  * of x (row i at x + i * xs), through its unpacker: n_sub sub-blocks of 256 / n_sub values per
- * super-block; with 8 sub-blocks the type has mins, taken against x's sums per 32
+ * super-block; with has_min (8 sub-blocks) the type has mins, taken against x's sums per 32
  * (xsum + i * xss). Added into acc (16 floats per row: 8 lanes, then 8 min lanes); qf:
  * FGG_MM_QF_FLOATS floats. A row's products are the same whatever spans its super-blocks are
  * walked in, so a batch can be walked a few super-blocks at a time for all of a tile's rows. */
 static inline void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t sb_bytes,
-                                       fgg_mm_qf_unpack unpack, int n_sub, const float *x, ptrdiff_t xs,
+                                       fgg_mm_qf_unpack unpack, int n_sub, int has_min, const float *x, ptrdiff_t xs,
                                        const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
 {
     float S[16], M[8];
-    const int has_min = n_sub == 8;
     for (ptrdiff_t b = b0; b < b1; b++) {
         unpack(w + sb_bytes * b, qf, S, M);
         for (int i = 0; i < m; i += 4)
@@ -2963,6 +2962,65 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
         for (int j = 0; j < 8; j++)  /* sub-blocks 2j and 2j + 1 */
             fgg_mm_pair16(a, R, _mm256_sub_epi8(fgg_mm_q3_k_u(wb, s.u[j], j), _mm256_set1_epi8(4)),
                           x + 256 * b + 32 * j, xs, S + 2 * j);
+    }
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
+}
+#endif
+
+/* IQ4_XS (136 bytes: f16 d, 16 high and 4 x 8 low bits of the runs' 6-bit scales ls_j, 128 bytes
+ * of nibbles; value i of run j is d * (ls_j - 32) * iq4nl[q], q the low (i < 16) or high nibble of
+ * qs[16j + i % 16]): S_j = d * (ls_j - 32) and the table's integers as the q, 8 sub-blocks of 32 and
+ * no mins. */
+static inline void fgg_mm_iq4_xs_s(const uint8_t *wb, float S[8])
+{
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
+    const unsigned high = fgg_load_u16le(wb + 2);
+    for (int j = 0; j < 8; j++)
+        S[j] = d * (float)((int)(((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | ((high >> (2 * j)) & 3) << 4) - 32);
+}
+
+static inline void fgg_mm_iq4_xs_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    (void)M;
+    fgg_mm_iq4_xs_s(wb, S);
+    for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 16; i++) {
+            qf[32 * j + i] = (float)fgg_iq4nl_values[wb[8 + 16 * j + i] & 15];
+            qf[32 * j + 16 + i] = (float)fgg_iq4nl_values[wb[8 + 16 * j + i] >> 4];
+        }
+}
+
+#if FGG_HAVE_AVX2
+/* Super-blocks b0..b1 of one IQ4_XS weight row times R <= 4 rows of x, added into acc + 16 * i:
+ * each run's values from its 16 bytes by one pshufb per half, converted once for the R rows, and
+ * fgg_mm_sb_rows' operations per row (the same bits as fgg_mm_iq4_xs_unpack's path). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                             const int R, float *acc)
+{
+    const __m128i table = _mm_loadu_si128((const __m128i *)fgg_iq4nl_values), m4 = _mm_set1_epi8(15);
+    float S[8];
+    __m256 a[4];
+    for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 136 * b;
+        fgg_mm_prefetch_ahead(wb, 136);
+        fgg_mm_iq4_xs_s(wb, S);
+        for (int j = 0; j < 8; j++) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)(wb + 8 + 16 * j));
+            const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(v, m4));                     /* values 0-15 */
+            const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), m4));  /* 16-31 */
+            const __m256 f[4] = {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)),
+                                 _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
+                                 _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)),
+                                 _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))};
+            const __m256 s = _mm256_set1_ps(S[j]);
+            for (int i = 0; i < R; i++) {
+                const float *xj = x + i * xs + 256 * b + 32 * j;
+                __m256 t = _mm256_mul_ps(f[0], _mm256_loadu_ps(xj));
+                for (int c = 1; c < 4; c++) t = _mm256_add_ps(t, _mm256_mul_ps(f[c], _mm256_loadu_ps(xj + 8 * c)));
+                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, t));
+            }
+        }
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
@@ -3325,14 +3383,21 @@ static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const floa
 #define FGG_MM_Q8_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 0)
 #define FGG_MM_Q4_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 1)
 FGG_MM_SPAN(fgg_mm_span_q3_k, FGG_MM_SPAN_BODY(FGG_MM_Q3_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q4_k, FGG_MM_SPAN_BODY(FGG_MM_Q4_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, 1, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q5_k, FGG_MM_SPAN_BODY(FGG_MM_Q5_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 1, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q8_0, FGG_MM_SPAN_BODY(FGG_MM_Q8_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0)))
+#if FGG_HAVE_AVX2
+#define FGG_MM_IQ4_XS_REGS(r) fgg_mm_iq4_xs_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
+FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
+            fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc)))
+#else /* SSE2 has no pshufb for the table: the values unpacked as floats for every batch */
+FGG_MM_SPAN(fgg_mm_span_iq4_xs, fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc);)
+#endif
 FGG_MM_SPAN(fgg_mm_span_q4_0, FGG_MM_SPAN_BODY(FGG_MM_Q4_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 1)))
 #undef FGG_MM_SPAN
 #undef FGG_MM_SPAN_BODY

@@ -357,6 +357,8 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
         return <_span_fn>fgg_mm_span_q8_0
     if type_id == FGG_TYPE_Q4_0:
         return <_span_fn>fgg_mm_span_q4_0
+    if type_id == FGG_TYPE_IQ4_XS:
+        return <_span_fn>fgg_mm_span_iq4_xs
     return NULL
 
 
