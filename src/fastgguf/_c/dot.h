@@ -6,7 +6,7 @@
  * kernels are built with -ffp-contract=off), and the lanes are summed in one fixed order at the
  * end. So the portable C loop, the two 8-lane AVX2 vectors and the one 16-lane AVX-512 vector
  * compute exactly the same float operations: every CPU path and every thread count give the
- * same bits. Q3_K to Q6_K, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
+ * same bits. Q3_K to Q6_K, IQ4_XS, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
  * end of this file): fewer float operations per weight, the same guarantees.
  *
  * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:

@@ -6,7 +6,7 @@
 # scratch buffer that stays in L1 (never written to memory), and that chunk is multiplied with
 # the same columns of every row of x before the next chunk is made. Each (m, n) is computed by
 # one thread in one fixed order, so the result does not depend on the thread split. Q3_K, Q4_K,
-# Q5_K and Q6_K (the types of the K_M models), Q8_0 and Q4_0 take the float path factored by
+# Q5_K and Q6_K (the types of the K_M models), IQ4_XS, Q8_0 and Q4_0 take the float path factored by
 # sub-block instead (_matmul_exact, dot.h's fgg_mm_span_*): S * sum(q * x) - M * sum(x) per
 # sub-block, with x's sums per 32 made once per call (Q8_0 and Q4_0 likewise, a block being one
 # sub-block); not with round_to, whose rounding needs each weight's value. _mm_exact_rows walks
