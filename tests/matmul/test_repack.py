@@ -169,7 +169,8 @@ def test_repack_api_same_bits(qtype):
     assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
     row_bytes = raw.shape[1] // K_BYTES[qtype][0] * K_BYTES[qtype][1] if qtype in K_BYTES else raw.shape[1]
     assert rw.nbytes == (48 * row_bytes if rw.repacked else 0)
-    for m in (1, 2, 5, 9, 12, 13, 20, 25):  # up to 12 (Q4_K 24; Q2_K, Q3_K, Q6_K 8; IQ4_XS 256) the tiles
+    wide = (100, 257) if qtype == T.IQ4_XS else ()  # IQ4_XS takes the tiles up to 256 rows
+    for m in (1, 2, 5, 9, 12, 13, 20, 25) + wide:  # up to 12 (Q4_K 24; Q2_K, Q3_K, Q6_K 8) the tiles
         x = rng.standard_normal((m, k)).astype(np.float32)
         for threads in (1, 2):
             assert_same_bits(matmul(x, rw, exact=False, threads=threads), matmul(x, raw, qtype, exact=False))
