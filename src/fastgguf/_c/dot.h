@@ -1418,6 +1418,12 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_iq_d(int kind, const uint8_t *wb)
     }
 }
 
+/* IQ4_XS's scale of run j, ls_j - 32: 4 bits of wb[4 + j / 2], 2 of the 16-bit word at wb + 2. */
+static inline int fgg_mm_iq4_xs_scale(const uint8_t *wb, int j)
+{
+    return (((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((fgg_load_u16le(wb + 2) >> (2 * j)) & 3) << 4)) - 32;
+}
+
 /* Run j of an IQ super-block: its 32 signed values, and the integer scales of its first and
  * last 16 values in scale[0], scale[1]. */
 FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j, int scale[2])
@@ -1449,8 +1455,7 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
         return kind == FGG_MM_K_IQ2_XS ? fgg_mm_iq2_xs_run(wb, j) : fgg_mm_iq2_s_run(wb, j);
     }
     default:
-        scale[0] = scale[1] =
-            (((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((fgg_load_u16le(wb + 2) >> (2 * j)) & 3) << 4)) - 32;
+        scale[0] = scale[1] = fgg_mm_iq4_xs_scale(wb, j);
         return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
     }
 }
@@ -2974,9 +2979,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
 static inline void fgg_mm_iq4_xs_s(const uint8_t *wb, float S[8])
 {
     const float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
-    const unsigned high = fgg_load_u16le(wb + 2);
-    for (int j = 0; j < 8; j++)
-        S[j] = d * (float)((int)(((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | ((high >> (2 * j)) & 3) << 4) - 32);
+    for (int j = 0; j < 8; j++) S[j] = d * (float)fgg_mm_iq4_xs_scale(wb, j);
 }
 
 static inline void fgg_mm_iq4_xs_unpack(const uint8_t *wb, float *qf, float *S, float *M)

@@ -98,7 +98,7 @@ def repack_rows(const uint8_t[:, ::1] w not None, int type_id, uint8_t[:, ::1] d
     job.row_bytes = row_bytes
     job.n_rows = n_rows
     job.nb = row_bytes // type_size
-    job.tile_bytes = row_bytes // type_size * fgg_rp_block_bytes(kind) * FGG_RP_ROWS
+    job.tile_bytes = tile_bytes
     job.dst = &dst[0, 0]
     job.status = 0
     job.n_tasks = _split_tasks(n_tiles, 1, threads)

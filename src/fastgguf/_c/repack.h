@@ -106,6 +106,20 @@ static inline ptrdiff_t fgg_rp_block_bytes(int kind)
     }
 }
 
+/* Bytes per block (super-block for the K kinds) in the file. */
+static inline ptrdiff_t fgg_rp_source_block_bytes(int kind)
+{
+    switch (kind) {
+    case FGG_RP_Q2_K: return 84;
+    case FGG_RP_Q3_K: return 110;
+    case FGG_RP_Q4_K: return 144;
+    case FGG_RP_Q5_K: return 176;
+    case FGG_RP_Q6_K: return 210;
+    case FGG_RP_IQ4_XS: return 136;
+    default: return fgg_mm_b_bytes(kind);
+    }
+}
+
 /* Whether a kind takes x per 256 (fgg_mm_q8k). */
 static inline int fgg_rp_is_k(int kind) { return kind >= FGG_RP_Q4_K; }
 
@@ -194,11 +208,7 @@ static inline void fgg_rp_pack_block_q6_k(const uint8_t *wb, int r, uint8_t *tb)
 static inline void fgg_rp_pack_block_iq4_xs(const uint8_t *wb, int r, uint8_t *tb)
 {
     memcpy(tb + 2 * r, wb, 2);
-    const unsigned high = fgg_load_u16le(wb + 2);
-    for (int j = 0; j < 8; j++) {
-        const int ls = ((wb[4 + j / 2] >> (4 * (j % 2))) & 0xf) | (int)(((high >> (2 * j)) & 3) << 4);
-        tb[FGG_RP_IQ4_XS_SC + 16 * j + r] = (uint8_t)(int8_t)(ls - 32);
-    }
+    for (int j = 0; j < 8; j++) tb[FGG_RP_IQ4_XS_SC + 16 * j + r] = (uint8_t)(int8_t)fgg_mm_iq4_xs_scale(wb, j);
     for (int c = 0; c < 32; c++) memcpy(tb + FGG_RP_IQ4_XS_QS + 64 * c + 4 * r, wb + 8 + 4 * c, 4);
 }
 
@@ -235,13 +245,11 @@ static inline void fgg_rp_pack_block_q23_k(const uint8_t *wb, int r, uint8_t *tb
 }
 
 /* rows (1 to 16) weight rows of a K kind (nb super-blocks, row r at w + r * row_bytes) into one
- * tile, block by block (sbb: the file's bytes per super-block). */
+ * tile, block by block. */
 static inline void fgg_rp_pack_tile_k(int kind, const uint8_t *w, ptrdiff_t row_bytes, int rows, ptrdiff_t nb,
                                       uint8_t *dst)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
-    const ptrdiff_t sbb = kind == FGG_RP_Q4_K ? 144 : kind == FGG_RP_Q5_K ? 176 : kind == FGG_RP_Q6_K ? 210
-                        : kind == FGG_RP_IQ4_XS ? 136 : kind == FGG_RP_Q3_K ? 110 : 84;
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind), sbb = fgg_rp_source_block_bytes(kind);
     memset(dst, 0, (size_t)(nb * tbb));
     for (int r = 0; r < rows; r++) {
         const uint8_t *wb = w + r * row_bytes;
@@ -875,6 +883,14 @@ static inline int fgg_rp_offset_avx2(int kind)
     }
 }
 
+/* The first n (1 to 8) floats of s to out: a half tile's outputs (a last tile may hold fewer rows). */
+static inline void fgg_rp_store_half(float *out, __m256 s, int n)
+{
+    float v[8];
+    _mm256_storeu_ps(v, s);
+    memcpy(out, v, (size_t)(n < 8 ? n : 8) * sizeof(float));
+}
+
 FGG_MM_ALWAYS_INLINE __m256 fgg_rp_scales8(int kind, const uint8_t *tb, int h)
 {
     if (kind != FGG_MM_B_MXFP4) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 16 * h)));
@@ -962,10 +978,7 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_tile_avx2_kind(int kind, const uint8_t *tile, p
             __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a[0], a[4]), _mm256_add_ps(a[2], a[6])),
                                      _mm256_add_ps(_mm256_add_ps(a[1], a[5]), _mm256_add_ps(a[3], a[7])));
             if (fgg_mm_b_has_offset(kind)) s = _mm256_add_ps(s, a[8]);
-            float v[8];
-            _mm256_storeu_ps(v, s);
-            const int n = rows - 8 * h < 8 ? rows - 8 * h : 8;
-            memcpy(out + i * os + 8 * h, v, (size_t)n * sizeof(float));
+            fgg_rp_store_half(out + i * os + 8 * h, s, rows - 8 * h);
         }
 }
 
@@ -1046,12 +1059,8 @@ static void fgg_rp_tile_q4_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void 
                 fgg_rp_span_q4_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
     }
     for (int i = 0; i < m; i++)
-        for (int h = 0; h < 2 && 8 * h < rows; h++) {
-            float v[8];
-            _mm256_storeu_ps(v, _mm256_sub_ps(st[4 * i + 2 * h], st[4 * i + 2 * h + 1]));
-            const int n = rows - 8 * h < 8 ? rows - 8 * h : 8;
-            memcpy(out + i * os + 8 * h, v, (size_t)n * sizeof(float));
-        }
+        for (int h = 0; h < 2 && 8 * h < rows; h++)
+            fgg_rp_store_half(out + i * os + 8 * h, _mm256_sub_ps(st[4 * i + 2 * h], st[4 * i + 2 * h + 1]), rows - 8 * h);
 }
 #endif
 
