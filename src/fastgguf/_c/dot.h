@@ -2516,7 +2516,7 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
 
 
 /* ------------------------------------------------------------------------------------------ */
-/* Exact path of Q3_K to Q6_K, IQ4_XS, Q8_0 and Q4_0 from the blocks, factored by sub-block    */
+/* Exact path of Q2_K to Q6_K, IQ4_XS, Q8_0 and Q4_0 from the blocks, factored by sub-block    */
 /*
  * A sub-block's values are S * q - M (Q4_K: q = 0..15 per 32 values) or S * (q - 32) (Q6_K:
  * q = 0..63 per 16 values), so its part of a dot product is S * sum(q' * x) - M * sum(x): the
@@ -2524,8 +2524,8 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
  * once per value (fewer float operations than dequantizing first, which fgg_mm_dot_acc needs).
  * For one row of x and one weight row: t[l] = sum over c of q'[8c + l] * x[8c + l] (8 lanes, c in
  * order, multiply then add); acc[l] = acc[l] + S * t[l]; Q4_K also, once per super-block, the 8
- * lanes mins[j] = mins[j] + M[j] * xsum[j], with xsum[j] sub-block j's sum of x (fgg_mm_xsum32);
- * the result is fgg_mm_lanes8_sum(acc) - fgg_mm_lanes8_sum(mins). Plain C and
+ * lanes mins[j] = mins[j] + M[j] * xsum[j], with xsum[j] sub-block j's sum of x (fgg_mm_xsum;
+ * Q2_K's 16 mins per super-block in two such steps, sub-blocks 0-7 then 8-15); the result is fgg_mm_lanes8_sum(acc) - fgg_mm_lanes8_sum(mins). Plain C and
  * AVX2 do exactly these operations (no fused multiply-add), and a row of x gets the same
  * operations whatever the batch: the same bits on every build, thread count and batch.
  */
@@ -2539,13 +2539,17 @@ static inline float fgg_mm_lanes8_sum(const float *acc)
     return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-/* Sums of x per 32 values (n a multiple of 32): lanes as above, then fgg_mm_lanes8_sum. */
-static inline void fgg_mm_xsum32(const float *x, ptrdiff_t n, float *sums)
+/* Sums of x per `len` values (16 or 32; n a multiple of len): 8 lanes, each the values 8 apart
+ * added in order, then fgg_mm_lanes8_sum. */
+static inline void fgg_mm_xsum(const float *x, ptrdiff_t n, int len, float *sums)
 {
-    for (ptrdiff_t j = 0; j < n / 32; j++) {
+    for (ptrdiff_t j = 0; j < n / len; j++) {
+        const float *xj = x + len * j;
         float lane[8];
-        for (int l = 0; l < 8; l++)
-            lane[l] = ((x[32 * j + l] + x[32 * j + 8 + l]) + x[32 * j + 16 + l]) + x[32 * j + 24 + l];
+        for (int l = 0; l < 8; l++) {
+            lane[l] = xj[l];
+            for (int c = 8; c < len; c += 8) lane[l] = lane[l] + xj[c + l];
+        }
         sums[j] = fgg_mm_lanes8_sum(lane);
     }
 }
@@ -2666,10 +2670,21 @@ static inline __m256 fgg_mm_sub_t(const float *qf, const float *x, int n8)
 }
 #endif
 
-/* One super-block's unpacked q (qf, n_sub sub-blocks of 8 * n8 values, scales S, and 8 mins M
- * or NULL) times r <= 4 rows of x (row i at x + i * xs, its 8 sums per sub-block at xsum + i * xss),
+/* The min lanes of r rows (acc + 16 * i + 8) for one super-block with n_min (8 or 16) mins M:
+ * lanes + M[l] * xsum[l], then for 16 lanes + M[8 + l] * xsum[8 + l] (row i's sums at
+ * xsum + i * xss). */
+static inline void fgg_mm_min_lanes(const float *M, int n_min, const float *xsum, ptrdiff_t xss, int r, float *acc)
+{
+    for (int i = 0; i < r; i++)
+        for (int h = 0; h < n_min; h += 8)
+            for (int l = 0; l < 8; l++)
+                acc[16 * i + 8 + l] = acc[16 * i + 8 + l] + M[h + l] * xsum[i * xss + h + l];
+}
+
+/* One super-block's unpacked q (qf, n_sub sub-blocks of 8 * n8 values, scales S, and n_min mins M
+ * or none) times r <= 4 rows of x (row i at x + i * xs, its sums per sub-block at xsum + i * xss),
  * into each row's 8 lanes and 8 min lanes (acc + 16 * i). Four rows share each load of qf. */
-static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *M, int n_sub, int n8,
+static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *M, int n_min, int n_sub, int n8,
                                   const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int r, float *acc)
 {
     const int len = 8 * n8;
@@ -2701,31 +2716,29 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
     for (int i = 0; i < r; i++)
         for (int j = 0; j < n_sub; j++) fgg_mm_sub_acc(qf + len * j, x + i * xs + len * j, n8, S[j], acc + 16 * i);
 #endif
-    if (M != NULL)
-        for (int i = 0; i < r; i++)
-            for (int l = 0; l < 8; l++) acc[16 * i + 8 + l] = acc[16 * i + 8 + l] + M[l] * xsum[i * xss + l];
+    fgg_mm_min_lanes(M, n_min, xsum, xss, r, acc);
 }
 
 /* A K-quant super-block unpacked for the factored path: its q as floats (qf), its scales S and,
- * for types with a min, its 8 mins M (else M is left alone). */
+ * for types with a min, its 8 or 16 mins M (else M is left alone). */
 typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *M);
 
 /* Super-blocks b0..b1 of one K-quant weight row (super-block b at w + sb_bytes * b) times m rows
  * of x (row i at x + i * xs), through its unpacker: n_sub sub-blocks of 256 / n_sub values per
- * super-block; with has_min (8 sub-blocks) the type has mins, taken against x's sums per 32
+ * super-block; n_min (0, or n_sub: 8 or 16) mins, taken against x's sums per sub-block
  * (xsum + i * xss). Added into acc (16 floats per row: 8 lanes, then 8 min lanes); qf:
  * FGG_MM_QF_FLOATS floats. A row's products are the same whatever spans its super-blocks are
  * walked in, so a batch can be walked a few super-blocks at a time for all of a tile's rows. */
 static inline void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t sb_bytes,
-                                       fgg_mm_qf_unpack unpack, int n_sub, int has_min, const float *x, ptrdiff_t xs,
+                                       fgg_mm_qf_unpack unpack, int n_sub, int n_min, const float *x, ptrdiff_t xs,
                                        const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
 {
-    float S[16], M[8];
+    float S[16], M[16];
     for (ptrdiff_t b = b0; b < b1; b++) {
         unpack(w + sb_bytes * b, qf, S, M);
         for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, has_min ? M : NULL, n_sub, 32 / n_sub, x + i * xs + 256 * b, xs,
-                           has_min ? xsum + i * xss + 8 * b : NULL, xss, m - i < 4 ? m - i : 4, acc + 16 * i);
+            fgg_mm_sb_rows(qf, S, M, n_min, n_sub, 32 / n_sub, x + i * xs + 256 * b, xs,
+                           n_min ? xsum + i * xss + n_min * b : NULL, xss, m - i < 4 ? m - i : 4, acc + 16 * i);
     }
 }
 
@@ -2972,6 +2985,71 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
 }
 #endif
 
+/* Q2_K (84 bytes: 16 scale bytes, 64 bytes of 2-bit q, f16 d, f16 dmin; value of sub-block j of
+ * 16: d * (sc[j] & 15) * q - dmin * (sc[j] >> 4)): S_j = d * (sc[j] & 15), M_j = dmin * (sc[j] >> 4),
+ * the q as they are, 16 sub-blocks of 16 and 16 mins against x's sums per 16. */
+static inline void fgg_mm_q2_k_sm(const uint8_t *wb, float S[16], float M[16])
+{
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 80));
+    const float dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 82));
+#if FGG_HAVE_AVX2
+    const __m128i sc = _mm_loadu_si128((const __m128i *)wb), m4 = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(sc, m4), hi = _mm_and_si128(_mm_srli_epi16(sc, 4), m4);
+    const __m256 dv = _mm256_set1_ps(d), mv = _mm256_set1_ps(dmin);
+    _mm256_storeu_ps(S, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo))));
+    _mm256_storeu_ps(S + 8, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)))));
+    _mm256_storeu_ps(M, _mm256_mul_ps(mv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi))));
+    _mm256_storeu_ps(M + 8, _mm256_mul_ps(mv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)))));
+#else
+    for (int j = 0; j < 16; j++) {
+        S[j] = d * (float)(wb[j] & 15);
+        M[j] = dmin * (float)(wb[j] >> 4);
+    }
+#endif
+}
+
+/* The 256 q of a Q2_K super-block as floats, in value order (value 128h + 32t + l is bits 2t, 2t + 1
+ * of byte 32h + l of the codes), and S, M. */
+static inline void fgg_mm_q2_k_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    fgg_mm_q2_k_sm(wb, S, M);
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 4; t++)
+            for (int l = 0; l < 32; l++) qf[128 * h + 32 * t + l] = (float)((wb[16 + 32 * h + l] >> (2 * t)) & 3);
+}
+
+#if FGG_HAVE_AVX2
+/* Super-blocks b0..b1 of one Q2_K weight row times R <= 4 rows of x (row i's sums per 16 at
+ * xsum + i * xss), added into acc + 16 * i, as fgg_mm_q6_k_regs, then the 16 mins. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           const float *xsum, ptrdiff_t xss, const int R, float *acc)
+{
+    const __m256i three = _mm256_set1_epi8(3);
+    float S[16], M[16];
+    __m256 a[4];
+    for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 84 * b;
+        fgg_mm_prefetch_ahead(wb, 84);
+        fgg_mm_q2_k_sm(wb, S, M);
+        for (int h = 0; h < 2; h++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * h));
+            for (int t = 0; t < 4; t++)  /* sub-blocks 8h + 2t and 8h + 2t + 1 */
+                fgg_mm_pair16(a, R, _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), three),
+                              x + 256 * b + 128 * h + 32 * t, xs, S + 8 * h + 2 * t);
+        }
+        const __m256 m0 = _mm256_loadu_ps(M), m1 = _mm256_loadu_ps(M + 8);
+        for (int i = 0; i < R; i++) {
+            float *mins = acc + 16 * i + 8;
+            const float *xsb = xsum + i * xss + 16 * b;
+            __m256 lanes = _mm256_add_ps(_mm256_loadu_ps(mins), _mm256_mul_ps(m0, _mm256_loadu_ps(xsb)));
+            _mm256_storeu_ps(mins, _mm256_add_ps(lanes, _mm256_mul_ps(m1, _mm256_loadu_ps(xsb + 8))));
+        }
+    }
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
+}
+#endif
+
 /* IQ4_XS (136 bytes: f16 d, 16 high and 4 x 8 low bits of the runs' 6-bit scales ls_j, 128 bytes
  * of nibbles; value i of run j is d * (ls_j - 32) * iq4nl[q], q the low (i < 16) or high nibble of
  * qs[16j + i % 16]): S_j = d * (ls_j - 32) and the table's integers as the q, 8 sub-blocks of 32 and
@@ -3071,7 +3149,7 @@ static inline void fgg_mm_exact_b32_span(const uint8_t *w, ptrdiff_t b0, ptrdiff
         int n = b1 - b < 8 ? (int)(b1 - b) : 8;
         fgg_mm_b32_qf(w + (is_q4 ? 18 : 34) * b, n, is_q4, qf, S);
         for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, NULL, n, 4, x + i * xs + 32 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
+            fgg_mm_sb_rows(qf, S, NULL, 0, n, 4, x + i * xs + 32 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
     }
 }
 
@@ -3322,6 +3400,36 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
     fgg_mm_sse_acc_store(a, R, acc);
 }
 
+/* fgg_mm_q2_k_regs of the AVX2 build, on SSE2: each 32 values two bits of the 32 code bytes. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           const float *xsum, ptrdiff_t xss, const int R, float *acc)
+{
+    const __m128i three = _mm_set1_epi8(3);
+    float S[16], M[16];
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 84 * b;
+        fgg_mm_prefetch_ahead(wb, 84);
+        fgg_mm_q2_k_sm(wb, S, M);
+        for (int h = 0; h < 2; h++) {
+            const __m128i v0 = FGG_MM_SSE_LOAD(wb + 16 + 32 * h), v1 = FGG_MM_SSE_LOAD(wb + 32 + 32 * h);
+            for (int t = 0; t < 4; t++)
+                fgg_mm_sse_run32(a, R, _mm_and_si128(_mm_srli_epi16(v0, 2 * t), three),
+                                 _mm_and_si128(_mm_srli_epi16(v1, 2 * t), three), FGG_MM_SSE_OFF(0),
+                                 x + 256 * b + 128 * h + 32 * t, xs, S + 8 * h + 2 * t, 1);
+        }
+        for (int i = 0; i < R; i++)
+            for (int k = 0; k < 2; k++) {  /* lanes 4k..4k + 3: mins 0-7, then 8-15 */
+                float *mins = acc + 16 * i + 8 + 4 * k;
+                const float *xsb = xsum + i * xss + 16 * b + 4 * k;
+                __m128 lanes = _mm_add_ps(_mm_loadu_ps(mins), _mm_mul_ps(_mm_loadu_ps(M + 4 * k), _mm_loadu_ps(xsb)));
+                _mm_storeu_ps(mins, _mm_add_ps(lanes, _mm_mul_ps(_mm_loadu_ps(M + 8 + 4 * k), _mm_loadu_ps(xsb + 8))));
+            }
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+
 /* fgg_mm_b32_regs of the AVX2 build, on SSE2: Q8_0's int8 as bytes + 128 less 128, Q4_0's
  * nibbles less 8. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
@@ -3379,18 +3487,21 @@ static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const floa
     BODY                                                                                              \
 }
 /* Each type's register kernel for rows i..i + r of x. */
+#define FGG_MM_Q2_K_REGS(r) fgg_mm_q2_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i)
 #define FGG_MM_Q3_K_REGS(r) fgg_mm_q3_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 #define FGG_MM_Q4_K_REGS(r) fgg_mm_q45_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i, 0)
 #define FGG_MM_Q5_K_REGS(r) fgg_mm_q45_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i, 1)
 #define FGG_MM_Q6_K_REGS(r) fgg_mm_q6_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 #define FGG_MM_Q8_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 0)
 #define FGG_MM_Q4_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 1)
+FGG_MM_SPAN(fgg_mm_span_q2_k, FGG_MM_SPAN_BODY(FGG_MM_Q2_K_REGS,
+            fgg_mm_exact_k_span(w, b0, b1, 84, fgg_mm_q2_k_unpack, 16, 16, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q3_k, FGG_MM_SPAN_BODY(FGG_MM_Q3_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q4_k, FGG_MM_SPAN_BODY(FGG_MM_Q4_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, 1, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, 8, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q5_k, FGG_MM_SPAN_BODY(FGG_MM_Q5_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 1, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 8, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q8_0, FGG_MM_SPAN_BODY(FGG_MM_Q8_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0)))

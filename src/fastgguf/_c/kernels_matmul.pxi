@@ -345,6 +345,8 @@ ctypedef void (*_span_fn)(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const 
 cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
     """The float path factored by sub-block (dot.h) for the types that have it: its kernel over a
     span of a row's blocks, adding into carried lanes; else NULL."""
+    if type_id == FGG_TYPE_Q2_K:
+        return <_span_fn>fgg_mm_span_q2_k
     if type_id == FGG_TYPE_Q3_K:
         return <_span_fn>fgg_mm_span_q3_k
     if type_id == FGG_TYPE_Q4_K:
@@ -379,7 +381,7 @@ cdef struct _MMExactJob:
     const float *x
     Py_ssize_t x_stride, m
     const float *xsum
-    Py_ssize_t xsum_stride
+    Py_ssize_t xsum_stride, xsum_len
     float *out
     Py_ssize_t out_stride, n0, n1, wt, xt
 
@@ -401,7 +403,7 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
     while c < job.nb:
         c1 = min(c + job.span_blocks, job.nb)
         width = (c1 - c) * bs
-        sums = width // 32
+        sums = width // job.xsum_len
         if c1 - c == job.nb:  # whole rows of x: read in place
             xp, xs = job.x + b * job.x_stride, job.x_stride
             xsp, xss = NULL, job.xsum_stride
@@ -414,7 +416,7 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
             if job.xsum != NULL:
                 xsp = panel + mt * width
                 for i in range(mt):
-                    memcpy(panel + mt * width + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // 32,
+                    memcpy(panel + mt * width + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // job.xsum_len,
                            sums * sizeof(float))
         if mt == 1 and job.span1 != NULL:
             n = 0
@@ -440,7 +442,7 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     cdef const uint8_t *tile
     cdef Py_ssize_t xt = min(job.m, job.xt)
     cdef Py_ssize_t acc_floats = 16 * xt * job.wt
-    cdef Py_ssize_t panel_floats = (xt * job.span_blocks * fgg_block_size[job.type_id] * 33 // 32
+    cdef Py_ssize_t panel_floats = (xt * job.span_blocks * fgg_block_size[job.type_id] * 17 // 16
                                     if job.span_blocks < job.nb else 0)
     cdef float *qf = <float *>malloc((FGG_MM_QF_FLOATS + acc_floats + panel_floats) * sizeof(float) + 64)
     cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes * job.wt) if job.swap != NULL else NULL
@@ -471,28 +473,41 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     free(swapped)
 
 
+cdef inline int _x_sum_len(int type_id) noexcept nogil:
+    """How many values of x each of its sums covers for a factored type with mins (one sum per
+    sub-block: Q2_K's 16, Q4_K's and Q5_K's 32), else 0: the types without mins read none."""
+    if type_id == FGG_TYPE_Q2_K:
+        return 16
+    if type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K:
+        return 32
+    return 0
+
+
 cdef float *_x_sums(int type_id, const float *x, Py_ssize_t x_stride, Py_ssize_t m, Py_ssize_t k, bint *failed) noexcept nogil:
-    """x's sums per 32 for the factored types with mins (the only ones that read them), else NULL.
+    """x's sums per sub-block (_x_sum_len values) for the factored types with mins, else NULL.
     ``failed`` is set when there is no memory for them."""
-    cdef Py_ssize_t i, xss = k // 32
+    cdef int length = _x_sum_len(type_id)
+    cdef Py_ssize_t i, xss
     cdef float *xsum
     failed[0] = False
-    if type_id != FGG_TYPE_Q4_K and type_id != FGG_TYPE_Q5_K:
+    if length == 0:
         return NULL
+    xss = k // length
     xsum = <float *>malloc(max(1, m * xss) * sizeof(float))
     if xsum == NULL:
         failed[0] = True
         return NULL
     for i in range(m):
-        fgg_mm_xsum32(x + i * x_stride, k, xsum + i * xss)
+        fgg_mm_xsum(x + i * x_stride, k, length, xsum + i * xss)
     return xsum
 
 
 cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, const uint8_t *w,
                           Py_ssize_t row_bytes, Py_ssize_t nb, const float *x, Py_ssize_t x_stride, Py_ssize_t m,
-                          const float *xsum, Py_ssize_t xss, float *out, Py_ssize_t out_stride, Py_ssize_t n0,
+                          const float *xsum, float *out, Py_ssize_t out_stride, Py_ssize_t n0,
                           Py_ssize_t n1, int threads) noexcept nogil:
-    """A job of the factored float path: ``type_id`` is one of the types that have it."""
+    """A job of the factored float path: ``type_id`` is one of the types that have it; ``xsum``
+    its rows of x's sums (_x_sums), or NULL."""
     job.span = _exact_by_sub_block(type_id)
     job.span1 = NULL
     if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
@@ -506,7 +521,8 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     job.x_stride = x_stride
     job.m = m
     job.xsum = xsum
-    job.xsum_stride = xss
+    job.xsum_len = max(1, _x_sum_len(type_id))  # 1 for the types without sums: never read then
+    job.xsum_stride = nb * fgg_block_size[type_id] // job.xsum_len
     job.out = out
     job.out_stride = out_stride
     job.n0 = n0
@@ -547,7 +563,7 @@ cdef int _matmul_exact(fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] 
         xsum = _x_sums(type_id, &x[0, 0], x_stride, m, k, &failed)
     if failed:
         raise MemoryError("no scratch memory for matmul")
-    _fill_exact_job(&job, swap, type_id, &w[0, 0], w.shape[1], nb, &x[0, 0], x_stride, m, xsum, k // 32,
+    _fill_exact_job(&job, swap, type_id, &w[0, 0], w.shape[1], nb, &x[0, 0], x_stride, m, xsum,
                     &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     with nogil:
         fgg_pool_run(_mm_exact_task, &job, job.n_tasks, threads)
@@ -994,7 +1010,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                     elif factored:
                         _fill_exact_job(<_MMExactJob *>(jobs + g * job_bytes), swap, type_id, &w[e, 0, 0],
                                         row_bytes, k // block_size, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
-                                        (xsum + i * (k // 32)) if xsum != NULL else NULL, k // 32,
+                                        (xsum + i * (k // _x_sum_len(type_id))) if xsum != NULL else NULL,
                                         &out[0, 0] + i * out_stride, out_stride, 0, n_rows, group_threads)
                     else:
                         _fill_float_job(<_MMFloatJob *>(jobs + g * job_bytes), row.dequantize, swap, type_id,
