@@ -2768,11 +2768,11 @@ static inline void fgg_mm_q4_k_unpack(const uint8_t *wb, float *qf, float *S, fl
 }
 
 #if FGG_HAVE_AVX2
-/* Bit `bit` (0..7) of each byte of q moved to bit 4, the other bits undefined: 16-bit shifts by at
- * most 4 keep each byte's own bits there. */
-FGG_MM_ALWAYS_INLINE __m256i fgg_mm_bit_to4_256(__m256i q, int bit)
+/* Bit `bit` (0..7) of each byte of q moved to bit `to` (2 or 4), the other bits undefined: 16-bit
+ * shifts by at most `to` up, or down, keep each byte's own bits there. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_mm_bit_to_256(__m256i q, int bit, int to)
 {
-    return bit < 4 ? _mm256_slli_epi16(q, 4 - bit) : bit > 4 ? _mm256_srli_epi16(q, bit - 4) : q;
+    return bit < to ? _mm256_slli_epi16(q, to - bit) : bit > to ? _mm256_srli_epi16(q, bit - to) : q;
 }
 
 /* Super-blocks b0..b1 of one Q4_K weight row (Q5_K with is_q5) times R <= 4 rows of x (row i at
@@ -2799,9 +2799,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
                 /* the 5-bit codes of sub-blocks 2g and 2g + 1 made in bytes, 32 at a time (their
                  * fifth bits: bits 2g and 2g + 1 of qh), then widened 8 at a time */
                 const __m256i v = _mm256_loadu_si256((const __m256i *)qs), b4 = _mm256_set1_epi8(16), l4 = _mm256_set1_epi8(15);
-                const __m256i ul = _mm256_or_si256(_mm256_and_si256(v, l4), _mm256_and_si256(fgg_mm_bit_to4_256(qh, 2 * g), b4));
+                const __m256i ul = _mm256_or_si256(_mm256_and_si256(v, l4), _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g, 4), b4));
                 const __m256i uh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), l4),
-                                                   _mm256_and_si256(fgg_mm_bit_to4_256(qh, 2 * g + 1), b4));
+                                                   _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g + 1, 4), b4));
                 const __m128i part[2][4] = {
                     {_mm256_castsi256_si128(ul), _mm_srli_si128(_mm256_castsi256_si128(ul), 8), _mm256_extracti128_si256(ul, 1),
                      _mm_srli_si128(_mm256_extracti128_si256(ul, 1), 8)},
@@ -2964,22 +2964,27 @@ static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, fl
 
 #if FGG_HAVE_AVX2
 /* Super-blocks b0..b1 of one Q3_K weight row times R <= 4 rows of x, added into acc + 16 * i, as
- * fgg_mm_q6_k_regs. */
+ * fgg_mm_q6_k_regs. The q of sub-blocks 2j, 2j + 1 made in bytes: their 2 low bits less 4 where
+ * bit j of hmask is clear (u - 4 of the integer path's u = low2 | hbit << 2). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                            const int R, float *acc)
 {
+    const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
     float S[16];
     __m256 a[4];
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb = w + 110 * b;
-        fgg_mm_ksb s;
         fgg_mm_prefetch_ahead(wb, 110);
         fgg_mm_q3_k_s(wb, S);
-        fgg_mm_ksb_crumbs(wb + 32, &s);
-        for (int j = 0; j < 8; j++)  /* sub-blocks 2j and 2j + 1 */
-            fgg_mm_pair16(a, R, _mm256_sub_epi8(fgg_mm_q3_k_u(wb, s.u[j], j), _mm256_set1_epi8(4)),
-                          x + 256 * b + 32 * j, xs, S + 2 * j);
+        const __m256i clear = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)wb), _mm256_set1_epi8(-1));
+        const __m256i v[2] = {_mm256_loadu_si256((const __m256i *)(wb + 32)), _mm256_loadu_si256((const __m256i *)(wb + 64))};
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1; unrolled, the shifts are constants */
+            const __m256i low2 = _mm256_and_si256(_mm256_srli_epi16(v[j >> 2], 2 * (j & 3)), three);
+            const __m256i q = _mm256_sub_epi8(low2, _mm256_and_si256(fgg_mm_bit_to_256(clear, j, 2), four));
+            fgg_mm_pair16(a, R, q, x + 256 * b + 32 * j, xs, S + 2 * j);
+        }
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
@@ -3378,23 +3383,28 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
     fgg_mm_sse_acc_store(a, R, acc);
 }
 
-/* fgg_mm_q3_k_regs of the AVX2 build, on SSE2 (u from the integer path's plain C, less 4). */
+/* fgg_mm_q3_k_regs of the AVX2 build, on SSE2: u = low2 | (bit j of hmask) << 2, less 4. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                            const int R, float *acc)
 {
+    const __m128i three = _mm_set1_epi8(3), four = _mm_set1_epi8(4);
     float S[16];
     __m128 a[4][2];
     fgg_mm_sse_acc_load(a, R, acc);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb = w + 110 * b;
-        fgg_mm_ksb s;
         fgg_mm_prefetch_ahead(wb, 110);
         fgg_mm_q3_k_s(wb, S);
-        fgg_mm_ksb_crumbs(wb + 32, &s);
+        const __m128i hm[2] = {FGG_MM_SSE_LOAD(wb), FGG_MM_SSE_LOAD(wb + 16)};
+#pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1 */
-            fgg_mm_w32 u = fgg_mm_q3_k_u(wb, s.u[j], j);
-            fgg_mm_sse_run32(a, R, FGG_MM_SSE_LOAD(u.b), FGG_MM_SSE_LOAD(u.b + 16), FGG_MM_SSE_OFF(4),
-                             x + 256 * b + 32 * j, xs, S + 2 * j, 1);
+            __m128i u[2];
+            for (int k = 0; k < 2; k++) {
+                const __m128i low2 = _mm_and_si128(_mm_srli_epi16(FGG_MM_SSE_LOAD(wb + 32 + 32 * (j >> 2) + 16 * k), 2 * (j & 3)), three);
+                const __m128i hb = j < 2 ? _mm_slli_epi16(hm[k], 2 - j) : j > 2 ? _mm_srli_epi16(hm[k], j - 2) : hm[k];
+                u[k] = _mm_or_si128(low2, _mm_and_si128(hb, four));
+            }
+            fgg_mm_sse_run32(a, R, u[0], u[1], FGG_MM_SSE_OFF(4), x + 256 * b + 32 * j, xs, S + 2 * j, 1);
         }
     }
     fgg_mm_sse_acc_store(a, R, acc);
