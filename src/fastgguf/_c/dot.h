@@ -3076,6 +3076,19 @@ static inline void fgg_mm_iq4_xs_unpack(const uint8_t *wb, float *qf, float *S, 
         }
 }
 
+/* IQ4_NL's table values as floats for each code byte: those of its low and its high nibble (the
+ * portable build's IQ4_XS kernel: SSE2 has no pshufb). Filled once, before any kernel runs
+ * (fgg_mm_init_tables, from the kernels' table set-up with the GIL held). */
+static float fgg_mm_iq4nl_pairs[256][2];
+
+static inline void fgg_mm_init_tables(void)
+{
+    for (int b = 0; b < 256; b++) {
+        fgg_mm_iq4nl_pairs[b][0] = (float)fgg_iq4nl_values[b & 15];
+        fgg_mm_iq4nl_pairs[b][1] = (float)fgg_iq4nl_values[b >> 4];
+    }
+}
+
 #if FGG_HAVE_AVX2
 /* Super-blocks b0..b1 of one IQ4_XS weight row times R <= 4 rows of x, added into acc + 16 * i:
  * each run's values from its 16 bytes by one pshufb per half, converted once for the R rows, and
@@ -3440,6 +3453,34 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
     fgg_mm_sse_acc_store(a, R, acc);
 }
 
+/* fgg_mm_iq4_xs_regs of the AVX2 build, on SSE2: each 4 code bytes' values looked up as float
+ * pairs (fgg_mm_iq4nl_pairs) and sorted into values 4c..4c + 3 (low nibbles) and 16 + 4c.. (high). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                             const int R, float *acc)
+{
+    float S[8];
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 136 * b;
+        fgg_mm_prefetch_ahead(wb, 136);
+        fgg_mm_iq4_xs_s(wb, S);
+        for (int j = 0; j < 8; j++) {
+            const uint8_t *q = wb + 8 + 16 * j;
+            fgg_mm_f8 f[4];  /* values 0-7, 8-15, 16-23, 24-31 */
+            for (int c = 0; c < 4; c++) {  /* bytes 4c..4c + 3 */
+                __m128 p[4];
+                for (int k = 0; k < 4; k++) p[k] = _mm_castpd_ps(_mm_load_sd((const double *)fgg_mm_iq4nl_pairs[q[4 * c + k]]));
+                const __m128 u01 = _mm_unpacklo_ps(p[0], p[1]), u23 = _mm_unpacklo_ps(p[2], p[3]);
+                f[c >> 1].v[c & 1] = _mm_movelh_ps(u01, u23);      /* values 4c..4c + 3 */
+                f[2 + (c >> 1)].v[c & 1] = _mm_movehl_ps(u23, u01);  /* values 16 + 4c.. */
+            }
+            for (int i = 0; i < R; i++) fgg_mm_sse_sub(a[i], f, 4, x + i * xs + 256 * b + 32 * j, S[j]);
+        }
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+
 /* fgg_mm_b32_regs of the AVX2 build, on SSE2: Q8_0's int8 as bytes + 128 less 128, Q4_0's
  * nibbles less 8. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
@@ -3515,13 +3556,9 @@ FGG_MM_SPAN(fgg_mm_span_q5_k, FGG_MM_SPAN_BODY(FGG_MM_Q5_K_REGS,
 FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q8_0, FGG_MM_SPAN_BODY(FGG_MM_Q8_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0)))
-#if FGG_HAVE_AVX2
 #define FGG_MM_IQ4_XS_REGS(r) fgg_mm_iq4_xs_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc)))
-#else /* SSE2 has no pshufb for the table: the values unpacked as floats for every batch */
-FGG_MM_SPAN(fgg_mm_span_iq4_xs, fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc);)
-#endif
 FGG_MM_SPAN(fgg_mm_span_q4_0, FGG_MM_SPAN_BODY(FGG_MM_Q4_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 1)))
 #undef FGG_MM_SPAN
 #undef FGG_MM_SPAN_BODY

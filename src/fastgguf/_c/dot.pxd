@@ -71,6 +71,7 @@ cdef extern from "dot.h" nogil:
     const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0, fgg_mm_gemm_tq1_0, fgg_mm_gemm_iq4_xs, fgg_mm_gemm_iq2_xxs, fgg_mm_gemm_iq3_s
     const fgg_mm_gemm_fn fgg_mm_gemm_iq2_xs, fgg_mm_gemm_iq2_s, fgg_mm_gemm_iq3_xxs, fgg_mm_gemm_iq1_s, fgg_mm_gemm_iq1_m
     enum: FGG_MM_QF_FLOATS
+    void fgg_mm_init_tables()
     enum: FGG_MM_REG_ROWS
     void fgg_mm_xsum(const float *x, Py_ssize_t n, int len, float *sums)
     void fgg_mm_span_q2_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,

@@ -134,6 +134,7 @@ cdef void dot_rows(fgg_kernel_row *rows) noexcept:
     cdef const char *off = getenv(b"FASTGGUF_NO_VNNI")
     _vnni_on = fgg_mm_vnni_usable() != 0 and (off == NULL or off[0] == 0 or (off[0] == c'0' and off[1] == 0))
     _set_int_dots(rows, _vnni_on)
+    fgg_mm_init_tables()
 
 
 def int_dot_isa():
