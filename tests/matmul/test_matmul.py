@@ -104,7 +104,7 @@ def test_float_path_matches_float64_reference(qtype, m, n_blocks):
     np.testing.assert_array_equal(matmul(x[0], raw, qtype), y[0])
 
 
-@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q2_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS, T.IQ2_XXS],
+@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q4_1, T.Q2_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS, T.IQ2_XXS],
                          ids=lambda t: t.name)
 def test_same_bits_for_every_thread_count(qtype, monkeypatch):
     import sys
@@ -192,7 +192,7 @@ def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
     assert status == 0 and answer == b"1"
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
     """1 to 9 rows of x on the factored float path: up to 8 rows the SIMD builds' register kernels,
     4 rows at a time (x read in place, here a slice of a wider array), 9 rows the q unpacked as
@@ -208,7 +208,7 @@ def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
         np.testing.assert_array_equal(matmul(x[:m], raw, qtype, threads=3), alone[:m], err_msg=f"{m} rows")
 
 
-@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 def test_batches_are_tiled_without_changing_bits(qtype, exact):
     """A batch larger than one tile of x rows (and weights larger than one tile of rows, K of
@@ -223,7 +223,7 @@ def test_batches_are_tiled_without_changing_bits(qtype, exact):
     np.testing.assert_array_equal(matmul(x, raw, qtype, exact=exact, threads=3), whole)
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS], ids=lambda t: t.name)
 @pytest.mark.parametrize("m", [1, 2, 37])
 def test_big_endian_blocks_give_the_same_bits(qtype, m):
     """Weights of a big-endian file (each row's fields swapped in the kernel before its products;
@@ -245,7 +245,7 @@ def test_big_endian_blocks_give_the_same_bits(qtype, m):
         np.testing.assert_array_equal(little_out, matmul(x, raw, qtype, threads=1))
 
 
-@pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q8_0, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ3_S], ids=lambda t: t.name)
 def test_same_bits_on_every_cpu_path(qtype):
     rng = np.random.default_rng(int(qtype) + 100)
     n, k = 9, k_for(qtype, 3) + (3 if TYPE_TRAITS[qtype].block_size == 1 else 0)
@@ -257,7 +257,7 @@ def test_same_bits_on_every_cpu_path(qtype):
         out = np.empty((6, n), np.float32)
         kernels.matmul_rows(raw, int(qtype), x, out, 0, n)
         outs.append(out)
-        one = np.empty((1, n), np.float32)  # a single row: the register kernels (AVX2, or SSE2 in the portable build) of Q2_K-Q6_K, Q8_0, Q4_0
+        one = np.empty((1, n), np.float32)  # a single row: the register kernels (AVX2, or SSE2 in the portable build) of Q2_K-Q6_K, IQ4_XS and the per-32 types
         kernels.matmul_rows(raw, int(qtype), x[:1], one, 0, n)
         np.testing.assert_array_equal(one[0], out[0])
     for out in outs[1:]:
@@ -504,7 +504,7 @@ def test_empty_shapes():
         assert y.shape == (2, 2, 4) and not y.any()
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_K, T.F16, T.IQ4_NL], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q4_1, T.Q2_K, T.Q4_K, T.F16, T.IQ4_NL], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 def test_matmul_id_equals_per_expert_matmul(qtype, exact):
     rng = np.random.default_rng(int(qtype) + 7)
@@ -527,7 +527,7 @@ def test_matmul_id_equals_per_expert_matmul(qtype, exact):
         matmul_id(x[:3], raw, ids, qtype)
 
 
-@pytest.mark.parametrize("qtype", [T.Q8_0, T.Q4_K, T.Q6_K, T.IQ4_XS, T.IQ2_S], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q8_0, T.MXFP4, T.Q4_K, T.Q6_K, T.IQ4_XS, T.IQ2_S], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("threads", [1, 2, 5, 64])
 def test_matmul_id_groups_the_experts_without_changing_bits(qtype, exact, threads, monkeypatch):

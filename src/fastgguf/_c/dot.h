@@ -3076,16 +3076,20 @@ static inline void fgg_mm_iq4_xs_unpack(const uint8_t *wb, float *qf, float *S, 
         }
 }
 
-/* IQ4_NL's table values as floats for each code byte: those of its low and its high nibble (the
- * portable build's IQ4_XS kernel: SSE2 has no pshufb). Filled once, before any kernel runs
- * (fgg_mm_init_tables, from the kernels' table set-up with the GIL held). */
-static float fgg_mm_iq4nl_pairs[256][2];
+/* IQ4_NL's and MXFP4's table values as floats for each code byte: those of its low and its high
+ * nibble (the portable build's kernels of IQ4_XS, IQ4_NL and MXFP4: SSE2 has no pshufb). Filled
+ * once, before any kernel runs (fgg_mm_init_tables, from the kernels' table set-up with the GIL
+ * held). */
+typedef float fgg_mm_pairs[256][2];
+static fgg_mm_pairs fgg_mm_iq4nl_pairs, fgg_mm_fp4_pairs;
 
 static inline void fgg_mm_init_tables(void)
 {
     for (int b = 0; b < 256; b++) {
         fgg_mm_iq4nl_pairs[b][0] = (float)fgg_iq4nl_values[b & 15];
         fgg_mm_iq4nl_pairs[b][1] = (float)fgg_iq4nl_values[b >> 4];
+        fgg_mm_fp4_pairs[b][0] = (float)fgg_fp4_values[b & 15];
+        fgg_mm_fp4_pairs[b][1] = (float)fgg_fp4_values[b >> 4];
     }
 }
 
@@ -3125,64 +3129,65 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptr
 }
 #endif
 
-/* Q8_0 (34-byte blocks: f16 d, 32 int8 q; value d * q) and Q4_0 (18-byte blocks: f16 d, 16 bytes
- * of nibbles; value d * (q - 8)): each block a sub-block of 32 with S = d and no min, taken 8
- * blocks (256 values) at a time (fewer at the end of a row). */
-static inline void fgg_mm_b32_qf(const uint8_t *w, int n, int is_q4, float *qf, float *S)
+/* The integer path's per-32 kinds of one run per block (FGG_MM_B_*: Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4,
+ * Q4_1, Q5_1): each block a sub-block of 32 with S = its scale, q its 32 signed values as the
+ * integer path unpacks them (fgg_mm_b_values: Q4_0's nibbles less 8, IQ4_NL's table values, ...)
+ * and, for Q4_1 and Q5_1 (value d * q + m), the min M = -m against x's sum over the block, in min
+ * lane b % 8 (spans start at a multiple of 8 blocks: _mm_exact_rows). Taken 8 blocks (256 values)
+ * at a time (fewer at the end of a row). */
+static inline void fgg_mm_b32_qf(int kind, const uint8_t *w, int n, float *qf, float *S, float *M)
 {
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
     for (int k = 0; k < n; k++) {
-        const uint8_t *blk = w + (is_q4 ? 18 : 34) * k;
-        float *y = qf + 32 * k;
-        S[k] = fgg_half_to_float_scale(fgg_load_u16le(blk));
-#if FGG_HAVE_AVX2
-        __m256i v;
-        if (is_q4) {
-            __m128i b = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
-            v = _mm256_sub_epi8(_mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m4), _mm_and_si128(b, m4)),
-                                _mm256_set1_epi8(8));
-        } else {
-            v = _mm256_loadu_si256((const __m256i *)(blk + 2));
-        }
-        fgg_mm_i8x32_to_f(v, y);
+        const uint8_t *blk = w + bytes * k;
+        S[k] = fgg_mm_b_scale(kind, blk);
+        M[k] = -fgg_mm_b_offset(kind, blk);
+        const fgg_mm_w32 v = fgg_mm_b_values(kind, blk, 0);
+#if defined(FGG_MM_INT_SIMD)
+        fgg_mm_i8x32_to_f(v, qf + 32 * k);
 #else
-        if (is_q4) {
-            for (int j = 0; j < 16; j++) {
-                y[j] = (float)((blk[2 + j] & 15) - 8);
-                y[j + 16] = (float)((blk[2 + j] >> 4) - 8);
-            }
-        } else {
-            for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)blk[2 + j];
-        }
+        for (int l = 0; l < 32; l++) qf[32 * k + l] = (float)v.b[l];
 #endif
     }
 }
 
-/* Blocks b0..b1 of one Q8_0 or Q4_0 weight row times m rows of x, added into acc (16 floats per
- * row, the min lanes untouched), 8 blocks at a time as fgg_mm_exact_k_span does super-blocks. */
-static inline void fgg_mm_exact_b32_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
-                                         int m, float *qf, float *acc, int is_q4)
+/* Min lanes of one row (mins: acc + 16 * i + 8) for blocks b..b + n of a span, b a multiple of 8. */
+static inline void fgg_mm_b32_min_lanes(const float *M, int n, const float *xsum, float *mins)
 {
-    float S[8];
+    for (int k = 0; k < n; k++) mins[k] = mins[k] + M[k] * xsum[k];
+}
+
+/* Blocks b0..b1 (b0 a multiple of 8) of one weight row of a per-32 kind times m rows of x, added
+ * into acc (16 floats per row), 8 blocks at a time as fgg_mm_exact_k_span does super-blocks. */
+static inline void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
+                                         ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
+{
+    float S[8], M[8];
     for (ptrdiff_t b = b0; b < b1; b += 8) {
         int n = b1 - b < 8 ? (int)(b1 - b) : 8;
-        fgg_mm_b32_qf(w + (is_q4 ? 18 : 34) * b, n, is_q4, qf, S);
+        fgg_mm_b32_qf(kind, w + fgg_mm_b_bytes(kind) * b, n, qf, S, M);
         for (int i = 0; i < m; i += 4)
             fgg_mm_sb_rows(qf, S, NULL, 0, n, 4, x + i * xs + 32 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
+        if (fgg_mm_b_has_offset(kind))
+            for (int i = 0; i < m; i++) fgg_mm_b32_min_lanes(M, n, xsum + i * xss + b, acc + 16 * i + 8);
     }
 }
 
 #if FGG_HAVE_AVX2
-/* Blocks b0..b1 of one Q8_0 or Q4_0 weight row times R <= 4 rows of x, added into acc + 16 * i:
- * the q straight from the bytes into registers, the same operations as fgg_mm_exact_b32_span. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
-                                          const int R, float *acc, int is_q4)
+/* Blocks b0..b1 of one weight row of a per-32 kind times R <= 4 rows of x, added into
+ * acc + 16 * i: the q straight from the bytes into registers (Q4_0's nibbles widened before
+ * the offset; the others as the integer path unpacks them), the same operations as
+ * fgg_mm_exact_b32_span. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
+                                          ptrdiff_t xs, const float *xsum, ptrdiff_t xss, const int R, float *acc)
 {
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
     __m256 a[4];
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
-        const uint8_t *blk = w + (is_q4 ? 18 : 34) * b;
+        const uint8_t *blk = w + bytes * b;
         __m256i e[4];
-        if (is_q4) {
+        if (kind == FGG_MM_B_Q4_0) {
             __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
             __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
             const __m256i eight = _mm256_set1_epi32(8);
@@ -3190,17 +3195,28 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdif
             e[1] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), eight);
             e[2] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(hi), eight);
             e[3] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), eight);
-        } else {
+        } else if (kind == FGG_MM_B_Q8_0) {
             for (int c = 0; c < 4; c++) e[c] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c)));
+        } else {
+            const __m256i v = fgg_mm_b_values(kind, blk, 0);
+            const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+            e[0] = _mm256_cvtepi8_epi32(lo);
+            e[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8));
+            e[2] = _mm256_cvtepi8_epi32(hi);
+            e[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8));
         }
         __m256 f[4];
         for (int c = 0; c < 4; c++) f[c] = _mm256_cvtepi32_ps(e[c]);
-        const __m256 d = _mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(blk)));
+        const __m256 d = _mm256_set1_ps(fgg_mm_b_scale(kind, blk));
         for (int i = 0; i < R; i++) {
             const float *xb = x + i * xs + 32 * b;
             __m256 t = _mm256_mul_ps(f[0], _mm256_loadu_ps(xb));
             for (int c = 1; c < 4; c++) t = _mm256_add_ps(t, _mm256_mul_ps(f[c], _mm256_loadu_ps(xb + 8 * c)));
             a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, t));
+        }
+        if (fgg_mm_b_has_offset(kind)) {
+            const float mn = -fgg_mm_b_offset(kind, blk);
+            for (int i = 0; i < R; i++) fgg_mm_b32_min_lanes(&mn, 1, xsum + i * xss + b, acc + 16 * i + 8 + (b & 7));
         }
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
@@ -3453,8 +3469,21 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
     fgg_mm_sse_acc_store(a, R, acc);
 }
 
-/* fgg_mm_iq4_xs_regs of the AVX2 build, on SSE2: each 4 code bytes' values looked up as float
- * pairs (fgg_mm_iq4nl_pairs) and sorted into values 4c..4c + 3 (low nibbles) and 16 + 4c.. (high). */
+/* The 32 table values of 16 code bytes q as floats (values 0-7, 8-15, 16-23, 24-31 in f[0..3]):
+ * each 4 bytes' values looked up as float pairs (fgg_mm_iq4nl_pairs or fgg_mm_fp4_pairs) and
+ * sorted into values 4c..4c + 3 (low nibbles) and 16 + 4c.. (high). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_table_f(const uint8_t *q, const fgg_mm_pairs pairs, fgg_mm_f8 f[4])
+{
+    for (int c = 0; c < 4; c++) {  /* bytes 4c..4c + 3 */
+        __m128 p[4];
+        for (int k = 0; k < 4; k++) p[k] = _mm_castpd_ps(_mm_load_sd((const double *)pairs[q[4 * c + k]]));
+        const __m128 u01 = _mm_unpacklo_ps(p[0], p[1]), u23 = _mm_unpacklo_ps(p[2], p[3]);
+        f[c >> 1].v[c & 1] = _mm_movelh_ps(u01, u23);
+        f[2 + (c >> 1)].v[c & 1] = _mm_movehl_ps(u23, u01);
+    }
+}
+
+/* fgg_mm_iq4_xs_regs of the AVX2 build, on SSE2 (fgg_mm_sse_table_f: SSE2 has no pshufb). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                              const int R, float *acc)
 {
@@ -3466,42 +3495,72 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptr
         fgg_mm_prefetch_ahead(wb, 136);
         fgg_mm_iq4_xs_s(wb, S);
         for (int j = 0; j < 8; j++) {
-            const uint8_t *q = wb + 8 + 16 * j;
-            fgg_mm_f8 f[4];  /* values 0-7, 8-15, 16-23, 24-31 */
-            for (int c = 0; c < 4; c++) {  /* bytes 4c..4c + 3 */
-                __m128 p[4];
-                for (int k = 0; k < 4; k++) p[k] = _mm_castpd_ps(_mm_load_sd((const double *)fgg_mm_iq4nl_pairs[q[4 * c + k]]));
-                const __m128 u01 = _mm_unpacklo_ps(p[0], p[1]), u23 = _mm_unpacklo_ps(p[2], p[3]);
-                f[c >> 1].v[c & 1] = _mm_movelh_ps(u01, u23);      /* values 4c..4c + 3 */
-                f[2 + (c >> 1)].v[c & 1] = _mm_movehl_ps(u23, u01);  /* values 16 + 4c.. */
-            }
+            fgg_mm_f8 f[4];
+            fgg_mm_sse_table_f(wb + 8 + 16 * j, fgg_mm_iq4nl_pairs, f);
             for (int i = 0; i < R; i++) fgg_mm_sse_sub(a[i], f, 4, x + i * xs + 256 * b + 32 * j, S[j]);
         }
     }
     fgg_mm_sse_acc_store(a, R, acc);
 }
 
-/* fgg_mm_b32_regs of the AVX2 build, on SSE2: Q8_0's int8 as bytes + 128 less 128, Q4_0's
- * nibbles less 8. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
-                                          const int R, float *acc, int is_q4)
+/* Bit i of qh as byte i of u[0] (values 0-15) and u[1] (16-31): 16 where it is set, else 0. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_fifth_bits(uint32_t qh, __m128i u[2])
+{
+    const __m128i pick = _mm_set1_epi64x((long long)0x8040201008040201ULL), sixteen = _mm_set1_epi8(16);
+    __m128i v = _mm_cvtsi32_si128((int)qh);
+    v = _mm_unpacklo_epi8(v, v);
+    v = _mm_unpacklo_epi16(v, v);  /* byte k of qh four times, k = 0..3 */
+    const __m128i spread[2] = {_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)};  /* eight times */
+    for (int h = 0; h < 2; h++)
+        u[h] = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread[h], pick), pick), sixteen);
+}
+
+/* fgg_mm_b32_regs of the AVX2 build, on SSE2: the values as bytes u less an offset (Q8_0's
+ * int8 + 128 less 128, Q4_0's nibbles less 8, Q5_0's 5-bit codes less 16), IQ4_NL's and MXFP4's
+ * through their tables (fgg_mm_sse_table_f). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
+                                          ptrdiff_t xs, const float *xsum, ptrdiff_t xss, const int R, float *acc)
 {
     const __m128i low = _mm_set1_epi8(15), bias = _mm_set1_epi8((char)0x80);
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
     __m128 a[4][2];
     fgg_mm_sse_acc_load(a, R, acc);
     for (ptrdiff_t b = b0; b < b1; b++) {
-        const uint8_t *blk = w + (is_q4 ? 18 : 34) * b;
-        const float d = fgg_half_to_float_scale(fgg_load_u16le(blk));
-        __m128i u0, u1;
-        if (is_q4) {
-            __m128i v = FGG_MM_SSE_LOAD(blk + 2);
-            u0 = _mm_and_si128(v, low);
-            u1 = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+        const uint8_t *blk = w + bytes * b;
+        const float d = fgg_mm_b_scale(kind, blk);
+        if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
+            fgg_mm_f8 f[4];
+            if (kind == FGG_MM_B_IQ4_NL)
+                fgg_mm_sse_table_f(blk + 2, fgg_mm_iq4nl_pairs, f);
+            else
+                fgg_mm_sse_table_f(blk + 1, fgg_mm_fp4_pairs, f);
+            for (int i = 0; i < R; i++) fgg_mm_sse_sub(a[i], f, 4, x + i * xs + 32 * b, d);
         } else {
-            u0 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 2), bias);
-            u1 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 18), bias);
+            __m128i u0, u1;
+            float off = 0.0f;
+            if (kind == FGG_MM_B_Q8_0) {
+                u0 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 2), bias);
+                u1 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 18), bias);
+                off = 128.0f;
+            } else {
+                const int q5 = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1;
+                const __m128i v = FGG_MM_SSE_LOAD(blk + (kind == FGG_MM_B_Q4_0 ? 2 : kind == FGG_MM_B_Q4_1 ? 4 : kind == FGG_MM_B_Q5_0 ? 6 : 8));
+                u0 = _mm_and_si128(v, low);
+                u1 = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+                if (q5) {
+                    __m128i h[2];
+                    fgg_mm_sse_fifth_bits(fgg_load_u32le(blk + (kind == FGG_MM_B_Q5_0 ? 2 : 4)), h);
+                    u0 = _mm_or_si128(u0, h[0]);
+                    u1 = _mm_or_si128(u1, h[1]);
+                }
+                off = kind == FGG_MM_B_Q4_0 ? 8.0f : kind == FGG_MM_B_Q5_0 ? 16.0f : 0.0f;
+            }
+            fgg_mm_sse_run32(a, R, u0, u1, FGG_MM_SSE_OFF(off), x + 32 * b, xs, &d, 0);
         }
-        fgg_mm_sse_run32(a, R, u0, u1, FGG_MM_SSE_OFF(is_q4 ? 8 : 128), x + 32 * b, xs, &d, 0);
+        if (fgg_mm_b_has_offset(kind)) {
+            const float mn = -fgg_mm_b_offset(kind, blk);
+            for (int i = 0; i < R; i++) fgg_mm_b32_min_lanes(&mn, 1, xsum + i * xss + b, acc + 16 * i + 8 + (b & 7));
+        }
     }
     fgg_mm_sse_acc_store(a, R, acc);
 }
@@ -3543,8 +3602,7 @@ static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const floa
 #define FGG_MM_Q4_K_REGS(r) fgg_mm_q45_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i, 0)
 #define FGG_MM_Q5_K_REGS(r) fgg_mm_q45_k_regs(w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i, 1)
 #define FGG_MM_Q6_K_REGS(r) fgg_mm_q6_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
-#define FGG_MM_Q8_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 0)
-#define FGG_MM_Q4_0_REGS(r) fgg_mm_b32_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i, 1)
+#define FGG_MM_B32_REGS(r) fgg_mm_b32_regs(kind, w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_q2_k, FGG_MM_SPAN_BODY(FGG_MM_Q2_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 84, fgg_mm_q2_k_unpack, 16, 16, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q3_k, FGG_MM_SPAN_BODY(FGG_MM_Q3_K_REGS,
@@ -3555,11 +3613,21 @@ FGG_MM_SPAN(fgg_mm_span_q5_k, FGG_MM_SPAN_BODY(FGG_MM_Q5_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 8, x, xs, xsum, xss, m, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
-FGG_MM_SPAN(fgg_mm_span_q8_0, FGG_MM_SPAN_BODY(FGG_MM_Q8_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 0)))
 #define FGG_MM_IQ4_XS_REGS(r) fgg_mm_iq4_xs_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc)))
-FGG_MM_SPAN(fgg_mm_span_q4_0, FGG_MM_SPAN_BODY(FGG_MM_Q4_0_REGS, fgg_mm_exact_b32_span(w, b0, b1, x, xs, m, qf, acc, 1)))
+/* The per-32 kinds: one span function per type, each with its kind a constant. */
+#define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \
+    FGG_MM_SPAN(NAME, const int kind = KIND;                                                          \
+                FGG_MM_SPAN_BODY(FGG_MM_B32_REGS, fgg_mm_exact_b32_span(kind, w, b0, b1, x, xs, xsum, xss, m, qf, acc)))
+FGG_MM_B32_SPAN(fgg_mm_span_q8_0, FGG_MM_B_Q8_0)
+FGG_MM_B32_SPAN(fgg_mm_span_q4_0, FGG_MM_B_Q4_0)
+FGG_MM_B32_SPAN(fgg_mm_span_q5_0, FGG_MM_B_Q5_0)
+FGG_MM_B32_SPAN(fgg_mm_span_q4_1, FGG_MM_B_Q4_1)
+FGG_MM_B32_SPAN(fgg_mm_span_q5_1, FGG_MM_B_Q5_1)
+FGG_MM_B32_SPAN(fgg_mm_span_iq4_nl, FGG_MM_B_IQ4_NL)
+FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
+#undef FGG_MM_B32_SPAN
 #undef FGG_MM_SPAN
 #undef FGG_MM_SPAN_BODY
 

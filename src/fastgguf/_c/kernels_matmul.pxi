@@ -362,6 +362,16 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
         return <_span_fn>fgg_mm_span_q4_0
     if type_id == FGG_TYPE_IQ4_XS:
         return <_span_fn>fgg_mm_span_iq4_xs
+    if type_id == FGG_TYPE_Q5_0:
+        return <_span_fn>fgg_mm_span_q5_0
+    if type_id == FGG_TYPE_Q4_1:
+        return <_span_fn>fgg_mm_span_q4_1
+    if type_id == FGG_TYPE_Q5_1:
+        return <_span_fn>fgg_mm_span_q5_1
+    if type_id == FGG_TYPE_IQ4_NL:
+        return <_span_fn>fgg_mm_span_iq4_nl
+    if type_id == FGG_TYPE_MXFP4:
+        return <_span_fn>fgg_mm_span_mxfp4
     return NULL
 
 
@@ -476,10 +486,12 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
 
 cdef inline int _x_sum_len(int type_id) noexcept nogil:
     """How many values of x each of its sums covers for a factored type with mins (one sum per
-    sub-block: Q2_K's 16, Q4_K's and Q5_K's 32), else 0: the types without mins read none."""
+    sub-block: Q2_K's 16; Q4_K's, Q5_K's, Q4_1's and Q5_1's 32), else 0: the types without mins
+    read none."""
     if type_id == FGG_TYPE_Q2_K:
         return 16
-    if type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K:
+    if (type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q4_1
+            or type_id == FGG_TYPE_Q5_1):
         return 32
     return 0
 
