@@ -880,7 +880,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="with --repacked: threads (0: all)")
     parser.add_argument("--int-error", action="store_true",
                         help="relative error of the integer path per type on quantized Gaussian weights")
-    parser.add_argument("--only", default="", help="with --per-weight / --int-error: these types (comma-separated)")
+    parser.add_argument("--only", default="", help="with --types / --per-weight / --int-error / --repacked: these types (comma-separated)")
     parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -916,6 +916,8 @@ def main() -> None:
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
     if args.types:
         types = [t for t in dequant.supported_types() if t not in (T.I8, T.I16, T.I32, T.I64, T.F64, T.Q8_1, T.Q8_K)]
+        if args.only:
+            types = [t for t in types if t.name in args.only.upper().split(",")]
         groups = {t.name: [(t.name, t, 4096, 4096)] for t in types}
     else:
         shapes = model_shapes(args.layers)
