@@ -586,19 +586,38 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_b_scale(int kind, const uint8_t *wb)
     return kind == FGG_MM_B_MXFP4 ? fgg_e8m0_half_f32[wb[0]] : fgg_half_to_float_scale(fgg_load_u16le(wb));
 }
 
+/* Where a block's codes start (its nibbles; Q8_0's bytes), where Q5_0's and Q5_1's 32 fifth bits
+ * are, and the offset taken off Q4_0's and Q5_0's codes (the one-run kinds). */
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_codes_at(int kind)
+{
+    switch (kind) {
+    case FGG_MM_B_MXFP4: return 1;
+    case FGG_MM_B_Q4_1: return 4;
+    case FGG_MM_B_Q5_0: return 6;
+    case FGG_MM_B_Q5_1: return 8;
+    default: return 2;  /* Q8_0, Q4_0, IQ4_NL */
+    }
+}
+
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_fifths_at(int kind) { return kind == FGG_MM_B_Q5_0 ? 2 : 4; }
+
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_code_offset(int kind) { return kind == FGG_MM_B_Q4_0 ? 8 : kind == FGG_MM_B_Q5_0 ? 16 : 0; }
+
 FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int r)
 {
+    const uint8_t *codes = wb + fgg_mm_b_codes_at(kind);
     switch (kind) {
     case FGG_MM_B_Q1_0: return fgg_mm_q1_0_run(wb, r);
     case FGG_MM_B_Q2_0: return fgg_mm_q2_0_run(wb, r);
-    case FGG_MM_B_Q8_0: return fgg_mm_load32(wb + 2);
-    case FGG_MM_B_Q4_0: return fgg_mm_nibbles16(wb + 2, 8);
-    case FGG_MM_B_Q5_0: return fgg_mm_fives32(wb + 6, fgg_load_u32le(wb + 2), 16);
-    case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(wb + 2, fgg_iq4nl_values);
-    case FGG_MM_B_Q4_1: return fgg_mm_nibbles16(wb + 4, 0);
-    case FGG_MM_B_Q5_1: return fgg_mm_fives32(wb + 8, fgg_load_u32le(wb + 4), 0);
+    case FGG_MM_B_Q8_0: return fgg_mm_load32(codes);
+    case FGG_MM_B_Q4_0:
+    case FGG_MM_B_Q4_1: return fgg_mm_nibbles16(codes, fgg_mm_b_code_offset(kind));
+    case FGG_MM_B_Q5_0:
+    case FGG_MM_B_Q5_1:
+        return fgg_mm_fives32(codes, fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)), fgg_mm_b_code_offset(kind));
+    case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(codes, fgg_iq4nl_values);
     case FGG_MM_B_NVFP4: return fgg_mm_nvfp4_run(wb + 4 + 16 * r);
-    default: return fgg_mm_lut16(wb + 1, fgg_fp4_values);
+    default: return fgg_mm_lut16(codes, fgg_fp4_values);
     }
 }
 
@@ -2574,14 +2593,35 @@ static inline void fgg_mm_q4_k_sm(const uint8_t *wb, float S[8], float M[8])
 }
 
 #if FGG_HAVE_AVX2
+/* 32 signed bytes (values 0-15 in lo, 16-31 in hi) as four vectors of 8 floats. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_i8x16x2_to_f8x4(__m128i lo, __m128i hi, __m256 f[4])
+{
+    f[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+    f[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+    f[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+    f[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_i8x32_to_f8x4(__m256i v, __m256 f[4])
+{
+    fgg_mm_i8x16x2_to_f8x4(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1), f);
+}
+
 /* 32 signed bytes as 32 floats at y. */
 static inline void fgg_mm_i8x32_to_f(__m256i v, float *y)
 {
-    __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-    _mm256_storeu_ps(y, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)));
-    _mm256_storeu_ps(y + 8, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))));
-    _mm256_storeu_ps(y + 16, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)));
-    _mm256_storeu_ps(y + 24, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))));
+    __m256 f[4];
+    fgg_mm_i8x32_to_f8x4(v, f);
+    for (int c = 0; c < 4; c++) _mm256_storeu_ps(y + 8 * c, f[c]);
+}
+
+/* A sub-block's 8 lanes t = f[0] * x[0..8] + f[1] * x[8..16] + ... over n vectors of its values,
+ * multiply then add in that order (fgg_mm_sub_t's operations, the values in registers). */
+FGG_MM_ALWAYS_INLINE __m256 fgg_mm_sub_t_f(const __m256 *f, const float *x, int n)
+{
+    __m256 t = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
+    for (int c = 1; c < n; c++) t = _mm256_add_ps(t, _mm256_mul_ps(f[c], _mm256_loadu_ps(x + 8 * c)));
+    return t;
 }
 #endif
 
@@ -2820,15 +2860,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
             }
             const __m256 s0 = _mm256_set1_ps(S[2 * g]), s1 = _mm256_set1_ps(S[2 * g + 1]);
             for (int i = 0; i < R; i++) {
-                const float *x0 = x + i * xs + 256 * b + 64 * g, *x1 = x0 + 32;
-                __m256 t0 = _mm256_mul_ps(lo[0], _mm256_loadu_ps(x0));
-                __m256 t1 = _mm256_mul_ps(hi[0], _mm256_loadu_ps(x1));
-                for (int c = 1; c < 4; c++) {
-                    t0 = _mm256_add_ps(t0, _mm256_mul_ps(lo[c], _mm256_loadu_ps(x0 + 8 * c)));
-                    t1 = _mm256_add_ps(t1, _mm256_mul_ps(hi[c], _mm256_loadu_ps(x1 + 8 * c)));
-                }
-                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, t0));
-                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, t1));
+                const float *x0 = x + i * xs + 256 * b + 64 * g;
+                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, fgg_mm_sub_t_f(lo, x0, 4)));
+                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, fgg_mm_sub_t_f(hi, x0 + 32, 4)));
             }
         }
         const __m256 mv = _mm256_loadu_ps(M);
@@ -2884,18 +2918,12 @@ static inline void fgg_mm_q6_k_unpack(const uint8_t *wb, float *qf, float *S, fl
  * then a + S * t, one sub-block after the other), the values converted once for the R rows. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_pair16(__m256 *a, const int R, __m256i q, const float *x, ptrdiff_t xs, const float *s)
 {
-    __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-    const __m256 f0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), f1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
-    const __m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), f3 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+    __m256 f[4];
+    fgg_mm_i8x32_to_f8x4(q, f);
     const __m256 s0 = _mm256_set1_ps(s[0]), s1 = _mm256_set1_ps(s[1]);
     for (int i = 0; i < R; i++) {
-        const float *xi = x + i * xs;
-        __m256 t0 = _mm256_mul_ps(f0, _mm256_loadu_ps(xi));
-        __m256 t1 = _mm256_mul_ps(f2, _mm256_loadu_ps(xi + 16));
-        t0 = _mm256_add_ps(t0, _mm256_mul_ps(f1, _mm256_loadu_ps(xi + 8)));
-        t1 = _mm256_add_ps(t1, _mm256_mul_ps(f3, _mm256_loadu_ps(xi + 24)));
-        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, t0));
-        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, t1));
+        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, fgg_mm_sub_t_f(f, x + i * xs, 2)));
+        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, fgg_mm_sub_t_f(f + 2, x + i * xs + 16, 2)));
     }
 }
 
@@ -3112,17 +3140,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptr
             const __m128i v = _mm_loadu_si128((const __m128i *)(wb + 8 + 16 * j));
             const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(v, m4));                     /* values 0-15 */
             const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), m4));  /* 16-31 */
-            const __m256 f[4] = {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)),
-                                 _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))),
-                                 _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)),
-                                 _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)))};
+            __m256 f[4];
+            fgg_mm_i8x16x2_to_f8x4(lo, hi, f);
             const __m256 s = _mm256_set1_ps(S[j]);
-            for (int i = 0; i < R; i++) {
-                const float *xj = x + i * xs + 256 * b + 32 * j;
-                __m256 t = _mm256_mul_ps(f[0], _mm256_loadu_ps(xj));
-                for (int c = 1; c < 4; c++) t = _mm256_add_ps(t, _mm256_mul_ps(f[c], _mm256_loadu_ps(xj + 8 * c)));
-                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, t));
-            }
+            for (int i = 0; i < R; i++)
+                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, x + i * xs + 256 * b + 32 * j, 4)));
         }
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
@@ -3186,34 +3208,21 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *blk = w + bytes * b;
-        __m256i e[4];
-        if (kind == FGG_MM_B_Q4_0) {
+        __m256 f[4];
+        if (kind == FGG_MM_B_Q4_0) {  /* the nibbles widened first, then less 8 in int32 */
             __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
             __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
             const __m256i eight = _mm256_set1_epi32(8);
-            e[0] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(lo), eight);
-            e[1] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), eight);
-            e[2] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(hi), eight);
-            e[3] = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), eight);
+            const __m128i part[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+            for (int c = 0; c < 4; c++) f[c] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(part[c]), eight));
         } else if (kind == FGG_MM_B_Q8_0) {
-            for (int c = 0; c < 4; c++) e[c] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c)));
+            for (int c = 0; c < 4; c++)
+                f[c] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c))));
         } else {
-            const __m256i v = fgg_mm_b_values(kind, blk, 0);
-            const __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-            e[0] = _mm256_cvtepi8_epi32(lo);
-            e[1] = _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8));
-            e[2] = _mm256_cvtepi8_epi32(hi);
-            e[3] = _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8));
+            fgg_mm_i8x32_to_f8x4(fgg_mm_b_values(kind, blk, 0), f);
         }
-        __m256 f[4];
-        for (int c = 0; c < 4; c++) f[c] = _mm256_cvtepi32_ps(e[c]);
         const __m256 d = _mm256_set1_ps(fgg_mm_b_scale(kind, blk));
-        for (int i = 0; i < R; i++) {
-            const float *xb = x + i * xs + 32 * b;
-            __m256 t = _mm256_mul_ps(f[0], _mm256_loadu_ps(xb));
-            for (int c = 1; c < 4; c++) t = _mm256_add_ps(t, _mm256_mul_ps(f[c], _mm256_loadu_ps(xb + 8 * c)));
-            a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, t));
-        }
+        for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, fgg_mm_sub_t_f(f, x + i * xs + 32 * b, 4)));
         if (fgg_mm_b_has_offset(kind)) {
             const float mn = -fgg_mm_b_offset(kind, blk);
             for (int i = 0; i < R; i++) fgg_mm_b32_min_lanes(&mn, 1, xsum + i * xss + b, acc + 16 * i + 8 + (b & 7));
@@ -3530,30 +3539,27 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
         const float d = fgg_mm_b_scale(kind, blk);
         if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
             fgg_mm_f8 f[4];
-            if (kind == FGG_MM_B_IQ4_NL)
-                fgg_mm_sse_table_f(blk + 2, fgg_mm_iq4nl_pairs, f);
-            else
-                fgg_mm_sse_table_f(blk + 1, fgg_mm_fp4_pairs, f);
+            fgg_mm_sse_table_f(blk + fgg_mm_b_codes_at(kind), kind == FGG_MM_B_IQ4_NL ? fgg_mm_iq4nl_pairs : fgg_mm_fp4_pairs, f);
             for (int i = 0; i < R; i++) fgg_mm_sse_sub(a[i], f, 4, x + i * xs + 32 * b, d);
         } else {
             __m128i u0, u1;
             float off = 0.0f;
+            const uint8_t *codes = blk + fgg_mm_b_codes_at(kind);
             if (kind == FGG_MM_B_Q8_0) {
-                u0 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 2), bias);
-                u1 = _mm_xor_si128(FGG_MM_SSE_LOAD(blk + 18), bias);
+                u0 = _mm_xor_si128(FGG_MM_SSE_LOAD(codes), bias);
+                u1 = _mm_xor_si128(FGG_MM_SSE_LOAD(codes + 16), bias);
                 off = 128.0f;
             } else {
-                const int q5 = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1;
-                const __m128i v = FGG_MM_SSE_LOAD(blk + (kind == FGG_MM_B_Q4_0 ? 2 : kind == FGG_MM_B_Q4_1 ? 4 : kind == FGG_MM_B_Q5_0 ? 6 : 8));
+                const __m128i v = FGG_MM_SSE_LOAD(codes);
                 u0 = _mm_and_si128(v, low);
                 u1 = _mm_and_si128(_mm_srli_epi16(v, 4), low);
-                if (q5) {
+                if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
                     __m128i h[2];
-                    fgg_mm_sse_fifth_bits(fgg_load_u32le(blk + (kind == FGG_MM_B_Q5_0 ? 2 : 4)), h);
+                    fgg_mm_sse_fifth_bits(fgg_load_u32le(blk + fgg_mm_b_fifths_at(kind)), h);
                     u0 = _mm_or_si128(u0, h[0]);
                     u1 = _mm_or_si128(u1, h[1]);
                 }
-                off = kind == FGG_MM_B_Q4_0 ? 8.0f : kind == FGG_MM_B_Q5_0 ? 16.0f : 0.0f;
+                off = (float)fgg_mm_b_code_offset(kind);
             }
             fgg_mm_sse_run32(a, R, u0, u1, FGG_MM_SSE_OFF(off), x + 32 * b, xs, &d, 0);
         }
