@@ -264,6 +264,69 @@ def test_same_bits_on_every_cpu_path(qtype):
         np.testing.assert_array_equal(out, outs[0])
 
 
+FACTORED_TYPES = (T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K,
+                  T.Q6_K, T.IQ4_XS)
+
+
+def misaligned(a: np.ndarray, offset: int) -> np.ndarray:
+    """A C-contiguous float32 copy of ``a`` whose data starts ``offset`` bytes past a 64-byte boundary."""
+    buf = np.zeros(a.nbytes + 128, np.uint8)
+    start = (-buf.ctypes.data) % 64 + offset
+    out = buf[start:start + a.nbytes].view(np.float32).reshape(a.shape)
+    out[...] = a
+    assert out.ctypes.data % 64 == offset and out.flags.c_contiguous
+    return out
+
+
+@pytest.mark.parametrize("qtype", FACTORED_TYPES, ids=lambda t: t.name)
+def test_x_at_any_address(qtype):
+    # The portable build's factored kernels read x with aligned loads; x at 4, 8 or 12 bytes past a
+    # 16-byte boundary is copied to one first: the same bits on every build, from 1 to 9 rows, and
+    # in matmul_id's grouped kernel.
+    rng = np.random.default_rng(int(qtype) + 900)
+    n, k = 11, k_for(qtype, 8)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((9, k)).astype(np.float32)
+    for path, kernels in dequant.kernel_modules().items():
+        for m in (1, 3, 9):
+            expected = np.empty((m, n), np.float32)
+            kernels.matmul_rows(raw, int(qtype), x[:m], expected, 0, n)
+            for offset in (4, 8, 12):
+                got = np.empty((m, n), np.float32)
+                kernels.matmul_rows(raw, int(qtype), misaligned(x[:m], offset), got, 0, n, False, 0, 2)
+                np.testing.assert_array_equal(got, expected, err_msg=f"{path}, {m} rows, offset {offset}")
+        experts = np.stack([raw, raw[::-1].copy()])
+        bounds, which = np.array([0, 1, 4, 9], np.int64), np.array([1, 0, 1], np.int64)
+        expected = np.empty((9, n), np.float32)
+        kernels.matmul_rows_grouped(experts, int(qtype), x, None, expected, which, bounds, False, 2)
+        got = np.empty((9, n), np.float32)
+        kernels.matmul_rows_grouped(experts, int(qtype), misaligned(x, 4), None, got, which, bounds, False, 2)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{path}, grouped")
+
+
+def test_every_fp16_scale(cpu_path):
+    # Q8_0 blocks whose scale d is each of the 65536 fp16 encodings (zeros, subnormals, inf, NaN
+    # with payloads) and whose value 0 is q = 1: dequantized, a block's value 0 is d, and so is
+    # the exact product with x = (1, 0, ..., 0) (fgg_half_to_float_scale, which takes a short
+    # branch for normal halves where there is no F16C). NaNs compare as NaNs.
+    bits = np.arange(1 << 16, dtype=np.uint32).astype("<u2")
+    blocks = np.zeros((1 << 16, 34), np.uint8)
+    blocks[:, :2] = bits.view(np.uint8).reshape(-1, 2)
+    blocks[:, 2] = 1
+    expected = bits.view(np.float16).astype(np.float32)
+    with np.errstate(all="ignore"):
+        values = dequantize(blocks, T.Q8_0).reshape(-1, 32)
+        x = np.zeros((1, 32), np.float32)
+        x[0, 0] = 1.0
+        product = matmul(x, blocks, T.Q8_0, threads=1)[0]
+    np.testing.assert_array_equal(values[:, 0], expected)
+    finite = np.isfinite(expected)
+    # d times the other values' q = 0 is a zero, or NaN where d is inf or NaN (and so is the product)
+    np.testing.assert_array_equal(np.isnan(values[:, 1:]).all(axis=1), ~finite)
+    np.testing.assert_array_equal(product[finite], expected[finite])  # -0.0 + 0.0 is 0.0: equal
+    np.testing.assert_array_equal(np.isnan(product), ~finite)
+
+
 @pytest.mark.parametrize("qtype", INT_TYPES, ids=lambda t: t.name)
 @pytest.mark.parametrize("m", [1, 8])
 def test_integer_path_error_and_cpu_paths(qtype, m):

@@ -2573,6 +2573,41 @@ static inline void fgg_mm_xsum(const float *x, ptrdiff_t n, int len, float *sums
     }
 }
 
+#if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
+/* SSE2 has no byte-to-int32 widening: a byte u becomes the float u - off as the bits
+ * 0x4B000000 | u (2^23 + u, exact) less 2^23 + off, two unpacks and a subtract per 4 values. */
+typedef struct { __m128 v[2]; } fgg_mm_f8;
+
+/* 8 bytes widened to 16-bit lanes w: values 0-3 (h = 0) or 4-7 (h = 1) as the floats w - off
+ * (off2 = 2^23 + off). */
+FGG_MM_ALWAYS_INLINE __m128 fgg_mm_sse_w_to_f(__m128i w, const int h, __m128 off2)
+{
+    const __m128i e = _mm_set1_epi16(0x4B00);
+    return _mm_sub_ps(_mm_castsi128_ps(h ? _mm_unpackhi_epi16(w, e) : _mm_unpacklo_epi16(w, e)), off2);
+}
+
+/* 16 bytes u as the floats u - off (off2 = 2^23 + off): values 0-7 in f[0], 8-15 in f[1]. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_u8_to_f(__m128i u, __m128 off2, fgg_mm_f8 f[2])
+{
+    const __m128i z = _mm_setzero_si128();
+    const __m128i w[2] = {_mm_unpacklo_epi8(u, z), _mm_unpackhi_epi8(u, z)};
+    for (int h = 0; h < 2; h++) {
+        f[h].v[0] = fgg_mm_sse_w_to_f(w[h], 0, off2);
+        f[h].v[1] = fgg_mm_sse_w_to_f(w[h], 1, off2);
+    }
+}
+
+/* A header's 8 or 16 small scales, bytes u less off, times d: S[j] = d * (u[j] - off) (the
+ * plain C steps: u - off is exact, then one rounded multiply). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_scales(__m128i u, float off, float d, const int n, float *S)
+{
+    fgg_mm_f8 f[2];
+    const __m128 dv = _mm_set1_ps(d);
+    fgg_mm_sse_u8_to_f(u, _mm_set1_ps(8388608.0f + off), f);
+    for (int k = 0; k < n / 4; k++) _mm_storeu_ps(S + 4 * k, _mm_mul_ps(dv, f[k >> 1].v[k & 1]));
+}
+#endif
+
 /* Q4_K super-block header: S = d * scale, M = dmin * min for the 8 sub-blocks (6-bit fields,
  * unpacked as the integer path does it: fgg_mm_k4_scales). */
 static inline void fgg_mm_q4_k_sm(const uint8_t *wb, float S[8], float M[8])
@@ -2584,6 +2619,10 @@ static inline void fgg_mm_q4_k_sm(const uint8_t *wb, float S[8], float M[8])
     __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
     _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b8))));
     _mm256_storeu_ps(M, _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b8, 8)))));
+#elif FGG_HAVE_SSE2
+    const __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
+    fgg_mm_sse_scales(b8, 0.0f, d, 8, S);
+    fgg_mm_sse_scales(_mm_srli_si128(b8, 8), 0.0f, dmin, 8, M);
 #else
     for (int j = 0; j < 8; j++) {
         S[j] = d * (float)((words[j / 4] >> (8 * (j % 4))) & 0xffu);
@@ -2653,6 +2692,8 @@ static inline void fgg_mm_q6_k_s(const uint8_t *wb, float S[16])
     const __m128i sc = _mm_loadu_si128((const __m128i *)(wb + 192));
     _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
     _mm256_storeu_ps(S + 8, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+#elif FGG_HAVE_SSE2
+    fgg_mm_sse_scales(_mm_xor_si128(_mm_loadu_si128((const __m128i *)(wb + 192)), _mm_set1_epi8((char)0x80)), 128.0f, d, 16, S);
 #else
     const int8_t *scales = (const int8_t *)(wb + 192);
     for (int j = 0; j < 16; j++) S[j] = d * (float)scales[j];
@@ -2965,6 +3006,11 @@ static inline void fgg_mm_q3_k_s(const uint8_t *wb, float S[16])
     const __m128i v = _mm_sub_epi8(_mm_and_si128(words, _mm_set1_epi8(63)), _mm_set1_epi8(32));
     _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v))));
     _mm256_storeu_ps(S + 8, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)))));
+#elif FGG_HAVE_SSE2
+    uint32_t w4[4];
+    fgg_mm_q3_k_scale_words(wb, w4);
+    const __m128i words = _mm_setr_epi32((int)w4[0], (int)w4[1], (int)w4[2], (int)w4[3]);
+    fgg_mm_sse_scales(_mm_and_si128(words, _mm_set1_epi8(63)), 32.0f, d, 16, S);
 #else
     int8_t sc[16];
     fgg_mm_q3_k_scales(wb, sc);
@@ -3033,6 +3079,10 @@ static inline void fgg_mm_q2_k_sm(const uint8_t *wb, float S[16], float M[16])
     _mm256_storeu_ps(S + 8, _mm256_mul_ps(dv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)))));
     _mm256_storeu_ps(M, _mm256_mul_ps(mv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi))));
     _mm256_storeu_ps(M + 8, _mm256_mul_ps(mv, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)))));
+#elif FGG_HAVE_SSE2
+    const __m128i sc = _mm_loadu_si128((const __m128i *)wb), m4 = _mm_set1_epi8(15);
+    fgg_mm_sse_scales(_mm_and_si128(sc, m4), 0.0f, d, 16, S);
+    fgg_mm_sse_scales(_mm_and_si128(_mm_srli_epi16(sc, 4), m4), 0.0f, dmin, 16, M);
 #else
     for (int j = 0; j < 16; j++) {
         S[j] = d * (float)(wb[j] & 15);
@@ -3090,7 +3140,22 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
 static inline void fgg_mm_iq4_xs_s(const uint8_t *wb, float S[8])
 {
     const float d = fgg_half_to_float_scale(fgg_load_u16le(wb));
+#if FGG_HAVE_SSE2
+    /* the 6-bit scales u = low nibble j of scales_l | bits 2j, 2j + 1 of scales_h << 4 in bytes
+     * (scales_h's fields moved to the top of 16-bit lanes by multiplies, then down) */
+    const __m128i ls = _mm_cvtsi32_si128((int)fgg_load_u32le(wb + 4)), m4 = _mm_set1_epi8(15);
+    const __m128i nib = _mm_unpacklo_epi8(_mm_and_si128(ls, m4), _mm_and_si128(_mm_srli_epi16(ls, 4), m4));
+    const __m128i hs = _mm_srli_epi16(_mm_mullo_epi16(_mm_set1_epi16((short)fgg_load_u16le(wb + 2)),
+                                                      _mm_setr_epi16(1 << 14, 1 << 12, 1 << 10, 1 << 8, 1 << 6, 1 << 4, 1 << 2, 1)), 14);
+    const __m128i u = _mm_or_si128(nib, _mm_slli_epi16(_mm_packus_epi16(hs, hs), 4));
+#if FGG_HAVE_AVX2
+    _mm256_storeu_ps(S, _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(u), _mm256_set1_epi32(32)))));
+#else
+    fgg_mm_sse_scales(u, 32.0f, d, 8, S);
+#endif
+#else
     for (int j = 0; j < 8; j++) S[j] = d * (float)fgg_mm_iq4_xs_scale(wb, j);
+#endif
 }
 
 static inline void fgg_mm_iq4_xs_unpack(const uint8_t *wb, float *qf, float *S, float *M)
@@ -3287,28 +3352,16 @@ static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
 /* The portable build's register kernels: the AVX2 kernels' float operations on pairs of 4-lane
  * SSE2 vectors (lanes 0-3 and 4-7), in the same order, so the same bits; x86-64 always has SSE2.
- * SSE2 has no byte-to-int32 widening: a byte u becomes the float u - off as the bits
- * 0x4B000000 | u (2^23 + u, exact) less 2^23 + off, two unpacks and a subtract per 4 values. */
-typedef struct { __m128 v[2]; } fgg_mm_f8;
+ * Bytes become floats by fgg_mm_sse_u8_to_f (above). x is read with aligned loads, which SSE
+ * folds into the multiplies: the driver hands these kernels rows of x at 16-byte boundaries. */
 
-/* 16 bytes u as the floats u - off (off2 = 2^23 + off): values 0-7 in f[0], 8-15 in f[1]. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_sse_u8_to_f(__m128i u, __m128 off2, fgg_mm_f8 f[2])
-{
-    const __m128i z = _mm_setzero_si128(), e = _mm_set1_epi16(0x4B00);
-    const __m128i w[2] = {_mm_unpacklo_epi8(u, z), _mm_unpackhi_epi8(u, z)};
-    for (int h = 0; h < 2; h++) {
-        f[h].v[0] = _mm_sub_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(w[h], e)), off2);
-        f[h].v[1] = _mm_sub_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(w[h], e)), off2);
-    }
-}
-
-/* One sub-block of 8 * n values (f) times x: t = f[0] * x[0..8] + f[1] * x[8..16] + ..., then
- * a = a + s * t, lane by lane (fgg_mm_sub_acc's operations). */
+/* One sub-block of 8 * n values (f) times x (16-byte aligned): t = f[0] * x[0..8] + f[1] *
+ * x[8..16] + ..., then a = a + s * t, lane by lane (fgg_mm_sub_acc's operations). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_sub(__m128 a[2], const fgg_mm_f8 *f, const int n, const float *x, float s)
 {
     for (int h = 0; h < 2; h++) {
-        __m128 t = _mm_mul_ps(f[0].v[h], _mm_loadu_ps(x + 4 * h));
-        for (int c = 1; c < n; c++) t = _mm_add_ps(t, _mm_mul_ps(f[c].v[h], _mm_loadu_ps(x + 8 * c + 4 * h)));
+        __m128 t = _mm_mul_ps(f[0].v[h], _mm_load_ps(x + 4 * h));
+        for (int c = 1; c < n; c++) t = _mm_add_ps(t, _mm_mul_ps(f[c].v[h], _mm_load_ps(x + 8 * c + 4 * h)));
         a[h] = _mm_add_ps(a[h], _mm_mul_ps(_mm_set1_ps(s), t));
     }
 }
@@ -3366,19 +3419,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
         fgg_mm_q4_k_sm(wb, S, M);
         for (int g = 0; g < 4; g++) {
             const uint8_t *qs = wb + (is_q5 ? 48 : 16) + 32 * g;
-            __m128i v[2] = {FGG_MM_SSE_LOAD(qs), FGG_MM_SSE_LOAD(qs + 16)}, lo[2], hi[2];
-            for (int k = 0; k < 2; k++) {
-                lo[k] = _mm_and_si128(v[k], low);                     /* sub-block 2g */
-                hi[k] = _mm_and_si128(_mm_srli_epi16(v[k], 4), low);  /* sub-block 2g + 1 */
-                if (is_q5) {  /* their fifth bits: bits 2g and 2g + 1 of qh */
-                    __m128i h = _mm_srli_epi16(FGG_MM_SSE_LOAD(wb + 16 + 16 * k), 2 * g);
-                    lo[k] = _mm_or_si128(lo[k], _mm_slli_epi16(_mm_and_si128(h, one), 4));
-                    hi[k] = _mm_or_si128(hi[k], _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(h, 1), one), 4));
+            for (int j = 0; j < 2; j++) {  /* sub-block 2g + j: the low (j = 0) or high nibbles */
+                __m128i u[2];
+                for (int k = 0; k < 2; k++) {
+                    const __m128i v = FGG_MM_SSE_LOAD(qs + 16 * k);
+                    u[k] = _mm_and_si128(j ? _mm_srli_epi16(v, 4) : v, low);
+                    if (is_q5) {  /* the fifth bits: bit 2g + j of qh */
+                        const __m128i h = _mm_srli_epi16(FGG_MM_SSE_LOAD(wb + 16 + 16 * k), 2 * g + j);
+                        u[k] = _mm_or_si128(u[k], _mm_slli_epi16(_mm_and_si128(h, one), 4));
+                    }
                 }
+                fgg_mm_sse_run32(a, R, u[0], u[1], FGG_MM_SSE_OFF(0), x + 256 * b + 64 * g + 32 * j, xs, S + 2 * g + j, 0);
             }
-            const float *xg = x + 256 * b + 64 * g;
-            fgg_mm_sse_run32(a, R, lo[0], lo[1], FGG_MM_SSE_OFF(0), xg, xs, S + 2 * g, 0);
-            fgg_mm_sse_run32(a, R, hi[0], hi[1], FGG_MM_SSE_OFF(0), xg + 32, xs, S + 2 * g + 1, 0);
         }
         for (int i = 0; i < R; i++)
             for (int h = 0; h < 2; h++) {

@@ -455,10 +455,11 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     cdef Py_ssize_t acc_floats = 16 * xt * job.wt
     cdef Py_ssize_t panel_floats = (xt * job.span_blocks * fgg_block_size[job.type_id] * 17 // 16
                                     if job.span_blocks < job.nb else 0)
-    cdef float *qf = <float *>malloc((FGG_MM_QF_FLOATS + acc_floats + panel_floats) * sizeof(float) + 64)
+    # aligned: the panel's rows of x are read with aligned loads (the portable build's kernels)
+    cdef float *qf = <float *>fgg_aligned_malloc((FGG_MM_QF_FLOATS + acc_floats + panel_floats) * sizeof(float) + 64)
     cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes * job.wt) if job.swap != NULL else NULL
     if qf == NULL or (job.swap != NULL and swapped == NULL):
-        free(qf)
+        fgg_aligned_free(qf)
         free(swapped)
         job.status = -3
         return
@@ -480,8 +481,21 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
                 b = b1
             a = a1
         fgg_guard_leave(&guard)
-    free(qf)
+    fgg_aligned_free(qf)
     free(swapped)
+
+
+cdef const float *_aligned_x(const float *x, Py_ssize_t m, Py_ssize_t k, float **copy) noexcept nogil:
+    """x's m rows of k values (k a multiple of 4) at a 16-byte boundary, as the factored path's
+    kernels read them (aligned loads): x itself, or a copy put in ``copy`` (for the caller to
+    free with fgg_aligned_free); NULL when there is no memory for one."""
+    copy[0] = NULL
+    if (<size_t>x) % 16 == 0:
+        return x
+    copy[0] = <float *>fgg_aligned_malloc(m * k * sizeof(float))
+    if copy[0] != NULL:
+        memcpy(copy[0], x, m * k * sizeof(float))
+    return copy[0]
 
 
 cdef inline int _x_sum_len(int type_id) noexcept nogil:
@@ -568,19 +582,25 @@ cdef int _matmul_exact(fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] 
                        const float[:, ::1] x, float[:, :] out, Py_ssize_t n0, Py_ssize_t n1, Py_ssize_t nb,
                        int threads) except -1:
     """matmul_rows by the factored float path: x's sums per 32 first, then the rows on the pool."""
-    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], x_stride = x.strides[0] // sizeof(float)
-    cdef bint failed
-    cdef float *xsum
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1]
+    cdef bint failed = False
+    cdef float *xsum = NULL
+    cdef float *x_copy
+    cdef const float *xp
     cdef _MMExactJob job
     with nogil:
-        xsum = _x_sums(type_id, &x[0, 0], x_stride, m, k, &failed)
-    if failed:
+        xp = _aligned_x(&x[0, 0], m, k, &x_copy)
+        if xp != NULL:
+            xsum = _x_sums(type_id, xp, k, m, k, &failed)
+    if xp == NULL or failed:
+        fgg_aligned_free(x_copy)
         raise MemoryError("no scratch memory for matmul")
-    _fill_exact_job(&job, swap, type_id, &w[0, 0], w.shape[1], nb, &x[0, 0], x_stride, m, xsum,
+    _fill_exact_job(&job, swap, type_id, &w[0, 0], w.shape[1], nb, xp, k, m, xsum,
                     &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     with nogil:
         fgg_pool_run(_mm_exact_task, &job, job.n_tasks, threads)
     free(xsum)
+    fgg_aligned_free(x_copy)
     return _raise_status(job.status)
 
 
@@ -985,6 +1005,8 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
     cdef int group_threads = 1 if by_group else threads
     cdef bint failed = False
     cdef float *xsum = NULL
+    cdef float *x_copy = NULL
+    cdef const float *xf = NULL  # the factored path's x: at a 16-byte boundary (_aligned_x)
     cdef char *jobs = <char *>calloc(n_groups, job_bytes)
     if jobs == NULL:
         raise MemoryError("no memory for matmul_id's jobs")
@@ -1007,7 +1029,10 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
     try:
         with nogil:
             if factored:
-                xsum = _x_sums(type_id, &x[0, 0], x_stride, m, k, &failed)
+                xf = _aligned_x(&x[0, 0], m, k, &x_copy)
+                failed = xf == NULL
+                if not failed:
+                    xsum = _x_sums(type_id, xf, k, m, k, &failed)
             if not failed:
                 for g in range(n_groups):
                     i = bounds[g]
@@ -1022,7 +1047,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                             xi_at += _xi_bytes(type_id, bounds[g + 1] - i, k // block_size)
                     elif factored:
                         _fill_exact_job(<_MMExactJob *>(jobs + g * job_bytes), swap, type_id, &w[e, 0, 0],
-                                        row_bytes, k // block_size, &x[0, 0] + i * x_stride, x_stride, bounds[g + 1] - i,
+                                        row_bytes, k // block_size, xf + i * k, k, bounds[g + 1] - i,
                                         (xsum + i * (k // _x_sum_len(type_id))) if xsum != NULL else NULL,
                                         &out[0, 0] + i * out_stride, out_stride, 0, n_rows, group_threads)
                     else:
@@ -1045,6 +1070,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
         _raise_status(status)
     finally:
         free(xsum)
+        fgg_aligned_free(x_copy)
         free(jobs)
         fgg_aligned_free(xi)
 
