@@ -372,6 +372,12 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
         return <_span_fn>fgg_mm_span_iq4_nl
     if type_id == FGG_TYPE_MXFP4:
         return <_span_fn>fgg_mm_span_mxfp4
+    if type_id == FGG_TYPE_IQ2_S:
+        return <_span_fn>fgg_mm_span_iq2_s
+    if type_id == FGG_TYPE_IQ3_XXS:
+        return <_span_fn>fgg_mm_span_iq3_xxs
+    if type_id == FGG_TYPE_IQ3_S:
+        return <_span_fn>fgg_mm_span_iq3_s
     return NULL
 
 
