@@ -3859,6 +3859,34 @@ FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS, 8)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S, 8)
 #undef FGG_MM_IQ_SPAN
 
+/* TQ2_0 factored: q = code - 1 (-1, 0 or 1; the codes laid out as Q2_K's, run 4h + t the bits 2t,
+ * 2t + 1 of bytes 32h..32h + 31) and S = d for each of the 8 sub-blocks of 32. */
+static inline void fgg_mm_tq2_0_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    (void)M;
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 64));
+    for (int j = 0; j < 8; j++) S[j] = d;
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 4; t++) {
+            float *q = qf + 128 * h + 32 * t;
+#if defined(FGG_MM_INT_SIMD)
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(wb + 32 * h));
+            fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 2 * t), _mm256_set1_epi8(3)),
+                                              _mm256_set1_epi8(1)), q);
+#elif FGG_HAVE_SSE2
+            for (int k = 0; k < 2; k++) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(wb + 32 * h + 16 * k));
+                fgg_mm_f8 f[2];
+                fgg_mm_sse_u8_to_f(_mm_and_si128(_mm_srli_epi16(v, 2 * t), _mm_set1_epi8(3)), _mm_set1_ps(8388608.0f + 1.0f), f);
+                for (int c = 0; c < 4; c++) _mm_storeu_ps(q + 16 * k + 4 * c, f[c >> 1].v[c & 1]);
+            }
+#else
+            for (int l = 0; l < 32; l++) q[l] = (float)((wb[32 * h + l] >> (2 * t)) & 3) - 1.0f;
+#endif
+        }
+}
+FGG_MM_SPAN(fgg_mm_span_tq2_0, fgg_mm_exact_k_span(w, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc);)
+
 /* The per-32 kinds: one span function per type, each with its kind a constant. */
 #define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \
     FGG_MM_SPAN(NAME, const int kind = KIND;                                                          \
