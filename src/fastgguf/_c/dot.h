@@ -1442,6 +1442,39 @@ static inline fgg_mm_w32 fgg_mm_tq1_0_digits(const uint8_t *wb, int j)
     const __m256i ge171 = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8((char)171)), t);
     /* a true comparison is -1: digit = -(ge86 + ge171) */
     return _mm256_sub_epi8(_mm256_setzero_si256(), _mm256_add_epi8(ge86, ge171));
+#elif FGG_HAVE_SSE2
+    /* the same steps on two 16-byte halves (lo: bytes 0-15 of the run, hi: 16-31); the plain loop
+     * took about 9x the time of TQ2_0's */
+    __m128i c[2], p[2];
+    if (j < 5) {
+        static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+        c[0] = _mm_loadu_si128((const __m128i *)wb);
+        c[1] = _mm_loadu_si128((const __m128i *)(wb + 16));
+        p[0] = p[1] = _mm_set1_epi8((char)pow3[j]);
+    } else {
+        c[0] = c[1] = _mm_loadu_si128((const __m128i *)(wb + 32));
+        if (j == 5) {
+            p[0] = _mm_set1_epi8(1);
+            p[1] = _mm_set1_epi8(3);
+        } else if (j == 6) {
+            p[0] = _mm_set1_epi8(9);
+            p[1] = _mm_set1_epi8(27);
+        } else {
+            p[0] = _mm_set1_epi8(81);
+            c[1] = _mm_set1_epi32((int)fgg_load_u32le(wb + 48));
+            p[1] = _mm_setr_epi8(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+        }
+    }
+    fgg_mm_w32 w;
+    for (int h = 0; h < 2; h++) {
+        const __m128i even = _mm_and_si128(_mm_mullo_epi16(c[h], p[h]), _mm_set1_epi16(0xff));
+        const __m128i odd = _mm_slli_epi16(_mm_mullo_epi16(_mm_srli_epi16(c[h], 8), _mm_srli_epi16(p[h], 8)), 8);
+        const __m128i t = _mm_or_si128(even, odd);
+        const __m128i ge86 = _mm_cmpeq_epi8(_mm_max_epu8(t, _mm_set1_epi8(86)), t);
+        const __m128i ge171 = _mm_cmpeq_epi8(_mm_max_epu8(t, _mm_set1_epi8((char)171)), t);
+        _mm_storeu_si128((__m128i *)(w.b + 16 * h), _mm_sub_epi8(_mm_setzero_si128(), _mm_add_epi8(ge86, ge171)));
+    }
+    return w;
 #else
     fgg_mm_w32 w;
     for (int i = 0; i < 32; i++) {
