@@ -433,6 +433,24 @@ static inline __m256i fgg_mm_bits32(uint32_t bits)
     const __m256i pick = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
     return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), pick), pick);
 }
+
+/* v with the bytes whose bit is set in signs negated. */
+static inline __m256i fgg_mm_signed32(__m256i v, uint32_t signs)
+{
+    const __m256i neg = fgg_mm_bits32(signs);
+    return _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);
+}
+#elif FGG_HAVE_SSE2
+/* fgg_mm_bits32 without pshufb: bit i of bits as byte i of m[0] (i < 16) or m[1], -1 or 0. */
+static inline void fgg_mm_sse_bits32(uint32_t bits, __m128i m[2])
+{
+    const __m128i pick = _mm_set1_epi64x((long long)0x8040201008040201ULL);
+    __m128i v = _mm_cvtsi32_si128((int)bits);
+    v = _mm_unpacklo_epi8(v, v);
+    v = _mm_unpacklo_epi16(v, v);  /* byte k of bits four times, k = 0..3 */
+    const __m128i spread[2] = {_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)};  /* eight times */
+    for (int h = 0; h < 2; h++) m[h] = _mm_cmpeq_epi8(_mm_and_si128(spread[h], pick), pick);
+}
 #endif
 
 static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh, int offset)
@@ -1182,22 +1200,16 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_k_signed(int kind)
 static inline fgg_mm_w32 fgg_mm_grid32(const uint64_t g[4], uint32_t signs)
 {
 #if defined(FGG_MM_INT_SIMD)
-    const __m256i v = _mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]);
-    const __m256i neg = fgg_mm_bits32(signs); /* -1 where negative */
-    return _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);
+    return fgg_mm_signed32(_mm256_set_epi64x((long long)g[3], (long long)g[2], (long long)g[1], (long long)g[0]), signs);
 #elif FGG_HAVE_SSE2
     /* the same steps on two 16-byte halves (byte by byte in plain C: about 40 instructions per
      * value, measured) */
     fgg_mm_w32 w;
-    const __m128i pick = _mm_set1_epi64x((long long)0x8040201008040201ULL);
-    __m128i b = _mm_cvtsi32_si128((int)signs);
-    b = _mm_unpacklo_epi8(b, b);
-    b = _mm_unpacklo_epi16(b, b);  /* byte k of signs four times, k = 0..3 */
-    const __m128i spread[2] = {_mm_unpacklo_epi32(b, b), _mm_unpackhi_epi32(b, b)};  /* eight times */
+    __m128i neg[2];
+    fgg_mm_sse_bits32(signs, neg);
     for (int h = 0; h < 2; h++) {
         const __m128i v = _mm_set_epi64x((long long)g[2 * h + 1], (long long)g[2 * h]);
-        const __m128i neg = _mm_cmpeq_epi8(_mm_and_si128(spread[h], pick), pick);
-        _mm_storeu_si128((__m128i *)(w.b + 16 * h), _mm_sub_epi8(_mm_xor_si128(v, neg), neg));
+        _mm_storeu_si128((__m128i *)(w.b + 16 * h), _mm_sub_epi8(_mm_xor_si128(v, neg[h]), neg[h]));
     }
     return w;
 #else
@@ -1243,13 +1255,6 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_gather_rows4(const uint8_t (*grid)[4], __m25
 FGG_MM_ALWAYS_INLINE __m256i fgg_mm_gather_rows8(const uint8_t (*grid)[8], __m128i idx)
 {
     return _mm256_i32gather_epi64((const long long *)grid, idx, 8);
-}
-
-/* v with the bytes whose bit is set in signs negated (fgg_mm_grid32's sign step). */
-FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_signed32(__m256i v, uint32_t signs)
-{
-    const __m256i neg = fgg_mm_bits32(signs);
-    return _mm256_sub_epi8(_mm256_xor_si256(v, neg), neg);
 }
 
 /* Bit k of b in lane k (k = 0..7) of 8 int32 lanes, times 2^shift. */
@@ -2692,27 +2697,27 @@ static inline void fgg_mm_xsum(const float *x, ptrdiff_t n, int len, float *sums
     }
 }
 
+/* The alignment of x the factored kernels need: the portable build's SSE2 kernels read it with
+ * aligned loads (fgg_mm_sse_sub), the AVX builds' unaligned loads fold anyway. */
+#if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
+#define FGG_MM_X_ALIGN 16
+#else
+#define FGG_MM_X_ALIGN 4
+#endif
+
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
 /* SSE2 has no byte-to-int32 widening: a byte u becomes the float u - off as the bits
  * 0x4B000000 | u (2^23 + u, exact) less 2^23 + off, two unpacks and a subtract per 4 values. */
 typedef struct { __m128 v[2]; } fgg_mm_f8;
 
-/* 8 bytes widened to 16-bit lanes w: values 0-3 (h = 0) or 4-7 (h = 1) as the floats w - off
- * (off2 = 2^23 + off). */
-FGG_MM_ALWAYS_INLINE __m128 fgg_mm_sse_w_to_f(__m128i w, const int h, __m128 off2)
-{
-    const __m128i e = _mm_set1_epi16(0x4B00);
-    return _mm_sub_ps(_mm_castsi128_ps(h ? _mm_unpackhi_epi16(w, e) : _mm_unpacklo_epi16(w, e)), off2);
-}
-
 /* 16 bytes u as the floats u - off (off2 = 2^23 + off): values 0-7 in f[0], 8-15 in f[1]. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_u8_to_f(__m128i u, __m128 off2, fgg_mm_f8 f[2])
 {
-    const __m128i z = _mm_setzero_si128();
+    const __m128i z = _mm_setzero_si128(), e = _mm_set1_epi16(0x4B00);
     const __m128i w[2] = {_mm_unpacklo_epi8(u, z), _mm_unpackhi_epi8(u, z)};
     for (int h = 0; h < 2; h++) {
-        f[h].v[0] = fgg_mm_sse_w_to_f(w[h], 0, off2);
-        f[h].v[1] = fgg_mm_sse_w_to_f(w[h], 1, off2);
+        f[h].v[0] = _mm_sub_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(w[h], e)), off2);
+        f[h].v[1] = _mm_sub_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(w[h], e)), off2);
     }
 }
 
@@ -3701,13 +3706,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptr
 /* Bit i of qh as byte i of u[0] (values 0-15) and u[1] (16-31): 16 where it is set, else 0. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_fifth_bits(uint32_t qh, __m128i u[2])
 {
-    const __m128i pick = _mm_set1_epi64x((long long)0x8040201008040201ULL), sixteen = _mm_set1_epi8(16);
-    __m128i v = _mm_cvtsi32_si128((int)qh);
-    v = _mm_unpacklo_epi8(v, v);
-    v = _mm_unpacklo_epi16(v, v);  /* byte k of qh four times, k = 0..3 */
-    const __m128i spread[2] = {_mm_unpacklo_epi32(v, v), _mm_unpackhi_epi32(v, v)};  /* eight times */
-    for (int h = 0; h < 2; h++)
-        u[h] = _mm_and_si128(_mm_cmpeq_epi8(_mm_and_si128(spread[h], pick), pick), sixteen);
+    fgg_mm_sse_bits32(qh, u);
+    for (int h = 0; h < 2; h++) u[h] = _mm_and_si128(u[h], _mm_set1_epi8(16));
 }
 
 /* fgg_mm_b32_regs of the AVX2 build, on SSE2: the values as bytes u less an offset (Q8_0's
@@ -3808,13 +3808,6 @@ FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
 #define FGG_MM_IQ4_XS_REGS(r) fgg_mm_iq4_xs_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
             fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc)))
-/* IQ3_XXS, IQ3_S and IQ2_S factored as the K-quants: a run's 32 signed integers q as the integer
- * path unpacks them (fgg_mm_iq_run: grid values with their signs) and S = d * scale (d as
- * fgg_mm_iq_d has it) per 32 values, or per 16 for IQ2_S. Their q are unpacked as floats once per
- * super-block for every row of x (no register kernels). Measured against dequantizing first
- * (callgrind, avx2 build, one row): IQ3_S 4.16 -> 2.29 instructions per value, IQ3_XXS 3.06 ->
- * 2.53, IQ2_S 2.94 -> 2.60; IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M took 20-30 % more, so they still
- * dequantize first. */
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
 /* 4 floats a * b (grid values times signs +-1: exact) stored at q. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float *b)
@@ -3855,10 +3848,22 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j
 }
 #endif
 
+/* IQ3_XXS, IQ3_S and IQ2_S factored as the K-quants: a run's 32 signed integers q as the integer
+ * path unpacks them (fgg_mm_iq_run: grid values with their signs) and S = d * scale (d as
+ * fgg_mm_iq_d has it) per 32 values, or per 16 for IQ2_S. Their q are unpacked as floats once per
+ * super-block for every row of x (no register kernels). Measured against dequantizing first
+ * (callgrind, avx2 build, one row): IQ3_S 4.16 -> 2.29 instructions per value, IQ3_XXS 3.06 ->
+ * 2.53, IQ2_S 2.94 -> 2.60; IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M took 20-30 % more, so they still
+ * dequantize first. */
+static inline int fgg_mm_iq_n_sub(int kind)
+{
+    return kind == FGG_MM_K_IQ2_S ? 16 : 8;
+}
+
 FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *qf, float *S)
 {
     const float d = fgg_mm_iq_d(kind, wb);
-    const int per16 = kind == FGG_MM_K_IQ2_S;
+    const int per16 = fgg_mm_iq_n_sub(kind) == 16;
     for (int j = 0; j < 8; j++) {
         int scale[2];
 #if defined(FGG_MM_INT_SIMD)
@@ -3879,17 +3884,17 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
     }
 }
 
-#define FGG_MM_IQ_SPAN(NAME, KIND, N_SUB)                                                             \
+#define FGG_MM_IQ_SPAN(NAME, KIND)                                                                    \
     static inline void NAME##_unpack(const uint8_t *wb, float *qf, float *S, float *M)                \
     {                                                                                                 \
         (void)M;                                                                                      \
         fgg_mm_iq_unpack(KIND, wb, qf, S);                                                            \
     }                                                                                                 \
-    FGG_MM_SPAN(NAME, fgg_mm_exact_k_span(w, b0, b1, fgg_mm_k_bytes(KIND), NAME##_unpack, N_SUB, 0, x, xs, xsum, \
-                                          xss, m, qf, acc);)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq2_s, FGG_MM_K_IQ2_S, 16)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS, 8)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S, 8)
+    FGG_MM_SPAN(NAME, fgg_mm_exact_k_span(w, b0, b1, fgg_mm_k_bytes(KIND), NAME##_unpack, fgg_mm_iq_n_sub(KIND), 0, \
+                                          x, xs, xsum, xss, m, qf, acc);)
+FGG_MM_IQ_SPAN(fgg_mm_span_iq2_s, FGG_MM_K_IQ2_S)
+FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS)
+FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S)
 #undef FGG_MM_IQ_SPAN
 
 /* TQ2_0 factored: q = code - 1 (-1, 0 or 1; the codes laid out as Q2_K's, run 4h + t the bits 2t,

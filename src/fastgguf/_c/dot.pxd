@@ -73,6 +73,7 @@ cdef extern from "dot.h" nogil:
     enum: FGG_MM_QF_FLOATS
     void fgg_mm_init_tables()
     enum: FGG_MM_REG_ROWS
+    enum: FGG_MM_X_ALIGN
     void fgg_mm_xsum(const float *x, Py_ssize_t n, int len, float *sums)
     void fgg_mm_span_q2_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                           const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)

@@ -494,11 +494,12 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
 
 
 cdef const float *_aligned_x(const float *x, Py_ssize_t m, Py_ssize_t k, float **copy) noexcept nogil:
-    """x's m rows of k values (k a multiple of 4) at a 16-byte boundary, as the factored path's
-    kernels read them (aligned loads): x itself, or a copy put in ``copy`` (for the caller to
-    free with fgg_aligned_free); NULL when there is no memory for one."""
+    """x's m rows of k values (k a multiple of 4) at the boundary the factored path's kernels
+    need (FGG_MM_X_ALIGN: 16 bytes for the portable build's aligned loads): x itself, or a copy
+    put in ``copy`` (for the caller to free with fgg_aligned_free); NULL when there is no memory
+    for one."""
     copy[0] = NULL
-    if (<size_t>x) % 16 == 0:
+    if (<size_t>x) % FGG_MM_X_ALIGN == 0:
         return x
     copy[0] = <float *>fgg_aligned_malloc(m * k * sizeof(float))
     if copy[0] != NULL:
@@ -1014,7 +1015,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
     cdef bint failed = False
     cdef float *xsum = NULL
     cdef float *x_copy = NULL
-    cdef const float *xf = NULL  # the factored path's x: at a 16-byte boundary (_aligned_x)
+    cdef const float *xf = NULL  # the factored path's x, aligned for its kernels (_aligned_x)
     cdef char *jobs = <char *>calloc(n_groups, job_bytes)
     if jobs == NULL:
         raise MemoryError("no memory for matmul_id's jobs")
