@@ -3925,6 +3925,31 @@ static inline void fgg_mm_tq2_0_unpack(const uint8_t *wb, float *qf, float *S, f
 }
 FGG_MM_SPAN(fgg_mm_span_tq2_0, fgg_mm_exact_k_span(w, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc);)
 
+/* TQ1_0 factored as TQ2_0: q = digit - 1 and S = d for each 32 values, run j the digits that
+ * fgg_mm_tq1_0_digits gives the integer path. */
+static inline void fgg_mm_tq1_0_unpack(const uint8_t *wb, float *qf, float *S, float *M)
+{
+    (void)M;
+    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 52));
+    for (int j = 0; j < 8; j++) {
+        const fgg_mm_w32 digits = fgg_mm_tq1_0_digits(wb, j);
+        float *q = qf + 32 * j;
+        S[j] = d;
+#if defined(FGG_MM_INT_SIMD)
+        fgg_mm_i8x32_to_f(_mm256_sub_epi8(digits, _mm256_set1_epi8(1)), q);
+#elif FGG_HAVE_SSE2
+        for (int k = 0; k < 2; k++) {
+            fgg_mm_f8 f[2];
+            fgg_mm_sse_u8_to_f(_mm_loadu_si128((const __m128i *)(digits.b + 16 * k)), _mm_set1_ps(8388608.0f + 1.0f), f);
+            for (int c = 0; c < 4; c++) _mm_storeu_ps(q + 16 * k + 4 * c, f[c >> 1].v[c & 1]);
+        }
+#else
+        for (int l = 0; l < 32; l++) q[l] = (float)digits.b[l] - 1.0f;
+#endif
+    }
+}
+FGG_MM_SPAN(fgg_mm_span_tq1_0, fgg_mm_exact_k_span(w, b0, b1, 54, fgg_mm_tq1_0_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc);)
+
 /* The per-32 kinds: one span function per type, each with its kind a constant. */
 #define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \
     FGG_MM_SPAN(NAME, const int kind = KIND;                                                          \

@@ -107,6 +107,8 @@ cdef extern from "dot.h" nogil:
                            const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
     void fgg_mm_span_tq2_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                            const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
+    void fgg_mm_span_tq1_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                           const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
     void fgg_mm_span_iq4_xs(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                             const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
     void fgg_mm_exact_out(const float *acc, int m, float *out, Py_ssize_t os)

@@ -380,6 +380,8 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
         return <_span_fn>fgg_mm_span_iq3_s
     if type_id == FGG_TYPE_TQ2_0:
         return <_span_fn>fgg_mm_span_tq2_0
+    if type_id == FGG_TYPE_TQ1_0:
+        return <_span_fn>fgg_mm_span_tq1_0
     return NULL
 
 
