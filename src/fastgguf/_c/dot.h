@@ -310,6 +310,13 @@ FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_zero(void)
 
 FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
 {
+#if FGG_HAVE_SSE2
+    for (int h = 0; h < 2; h++) {
+        const __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)(l.v + 4 * h))), _mm_set1_ps(f));
+        _mm_storeu_ps(acc.v + 4 * h, _mm_add_ps(_mm_loadu_ps(acc.v + 4 * h), p));
+    }
+    return acc;
+#endif
     for (int k = 0; k < 8; k++) {
         float p = (float)l.v[k] * f;
         acc.v[k] = acc.v[k] + p;
@@ -366,6 +373,12 @@ static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
     __m128i m = _mm_set1_epi8(0x0f);
     __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
     return _mm256_sub_epi8(u, _mm256_set1_epi8((char)offset));
+#elif FGG_HAVE_SSE2
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f), off = _mm_set1_epi8((char)offset);
+    fgg_mm_w32 u;
+    _mm_storeu_si128((__m128i *)u.b, _mm_sub_epi8(_mm_and_si128(v, m), off));
+    _mm_storeu_si128((__m128i *)(u.b + 16), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m), off));
+    return u;
 #else
     fgg_mm_w32 u;
     for (int i = 0; i < 16; i++) {
@@ -403,16 +416,46 @@ static inline fgg_mm_w32 fgg_mm_load32(const uint8_t *p)
 #endif
 }
 
+/* The portable build's 16-entry byte tables (SSE2 has no pshufb): per code byte, the table values
+ * of its low nibble (low byte) and of its high nibble (high byte) as one word. Filled once, before
+ * any kernel runs (fgg_mm_init_tables). */
+typedef uint16_t fgg_mm_words[256];
+static fgg_mm_words fgg_mm_iq4nl_words, fgg_mm_fp4_words;
+
+#if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
+/* The words of 8 code bytes, then their low bytes (the low nibbles' values, codes 0..7) and their
+ * high bytes: lo and hi of 8 words each, in the word's low byte. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_words8(const uint8_t *qs, const fgg_mm_words words, __m128i *lo, __m128i *hi)
+{
+    const __m128i w = _mm_set_epi16((short)words[qs[7]], (short)words[qs[6]], (short)words[qs[5]], (short)words[qs[4]],
+                                    (short)words[qs[3]], (short)words[qs[2]], (short)words[qs[1]], (short)words[qs[0]]);
+    *lo = _mm_and_si128(w, _mm_set1_epi16(0xff));
+    *hi = _mm_srli_epi16(w, 8);
+}
+#endif
+
 /* 16 bytes of nibble pairs through a table of 16 signed values (|v| <= 127), in the order of
- * fgg_mm_nibbles16: the low nibbles' values first, then the high ones'. */
-static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16])
+ * fgg_mm_nibbles16: the low nibbles' values first, then the high ones'. ``words``: the same table
+ * by code byte (fgg_mm_words), for the portable build. */
+static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16], const fgg_mm_words words)
 {
 #if defined(FGG_MM_INT_SIMD)
     __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f);
     __m128i t = _mm_loadu_si128((const __m128i *)lut);
+    (void)words;
     return _mm256_set_m128i(_mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(v, 4), m)),
                             _mm_shuffle_epi8(t, _mm_and_si128(v, m)));
+#elif FGG_HAVE_SSE2
+    (void)lut;
+    __m128i lo0, hi0, lo1, hi1;
+    fgg_mm_sse_words8(qs, words, &lo0, &hi0);
+    fgg_mm_sse_words8(qs + 8, words, &lo1, &hi1);
+    fgg_mm_w32 u;  /* packus keeps the bytes (0..255 in each word) */
+    _mm_storeu_si128((__m128i *)u.b, _mm_packus_epi16(lo0, lo1));
+    _mm_storeu_si128((__m128i *)(u.b + 16), _mm_packus_epi16(hi0, hi1));
+    return u;
 #else
+    (void)words;
     fgg_mm_w32 u;
     for (int i = 0; i < 16; i++) {
         u.b[i] = lut[qs[i] & 15];
@@ -458,6 +501,16 @@ static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh, int offs
 #if defined(FGG_MM_INT_SIMD)
     __m256i high = _mm256_and_si256(fgg_mm_bits32(qh), _mm256_set1_epi8(16));
     return _mm256_sub_epi8(_mm256_or_si256(fgg_mm_nibbles16(qs, 0), high), _mm256_set1_epi8((char)offset));
+#elif FGG_HAVE_SSE2
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f), off = _mm_set1_epi8((char)offset);
+    const __m128i nibbles[2] = {_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m)};
+    __m128i fifth[2];
+    fgg_mm_sse_bits32(qh, fifth);
+    fgg_mm_w32 u;
+    for (int h = 0; h < 2; h++)
+        _mm_storeu_si128((__m128i *)(u.b + 16 * h),
+                         _mm_sub_epi8(_mm_or_si128(nibbles[h], _mm_and_si128(fifth[h], _mm_set1_epi8(16))), off));
+    return u;
 #else
     fgg_mm_w32 u = fgg_mm_nibbles16(qs, 0);
     for (int i = 0; i < 32; i++) u.b[i] = (int8_t)((u.b[i] | (int)(((qh >> i) & 1) << 4)) - offset);
@@ -473,6 +526,12 @@ static inline fgg_mm_w32 fgg_mm_q1_0_run(const uint8_t *wb, int r)
 #if defined(FGG_MM_INT_SIMD)
     const __m256i set = fgg_mm_bits32(bits);
     return _mm256_sub_epi8(_mm256_set1_epi8(-1), _mm256_add_epi8(set, set));  /* a set bit is -1: -1 - 2 (-1) = 1 */
+#elif FGG_HAVE_SSE2
+    __m128i set[2];
+    fgg_mm_sse_bits32(bits, set);
+    fgg_mm_w32 w;
+    for (int h = 0; h < 2; h++) _mm_storeu_si128((__m128i *)(w.b + 16 * h), _mm_sub_epi8(_mm_set1_epi8(-1), _mm_add_epi8(set[h], set[h])));
+    return w;
 #else
     fgg_mm_w32 w;
     for (int i = 0; i < 32; i++) w.b[i] = (int8_t)(((bits >> i) & 1) ? 1 : -1);
@@ -497,6 +556,19 @@ static inline fgg_mm_w32 fgg_mm_q2_0_run(const uint8_t *wb, int r)
     c = _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi16(b, 4), at2));
     c = _mm256_or_si256(c, _mm256_and_si256(_mm256_srli_epi16(b, 6), at3));
     return _mm256_sub_epi8(c, _mm256_set1_epi8(1));
+#elif FGG_HAVE_SSE2
+    /* the same steps on each byte of the run repeated 4 times: bytes 0..3, then 4..7 */
+    const __m128i v = _mm_loadl_epi64((const __m128i *)q), twice = _mm_unpacklo_epi8(v, v);
+    const __m128i b[2] = {_mm_unpacklo_epi16(twice, twice), _mm_unpackhi_epi16(twice, twice)};
+    fgg_mm_w32 w;
+    for (int h = 0; h < 2; h++) {
+        __m128i c = _mm_or_si128(_mm_and_si128(b[h], _mm_set1_epi32(0x00000003)),
+                                 _mm_and_si128(_mm_srli_epi16(b[h], 2), _mm_set1_epi32(0x00000300)));
+        c = _mm_or_si128(c, _mm_and_si128(_mm_srli_epi16(b[h], 4), _mm_set1_epi32(0x00030000)));
+        c = _mm_or_si128(c, _mm_and_si128(_mm_srli_epi16(b[h], 6), _mm_set1_epi32(0x03000000)));
+        _mm_storeu_si128((__m128i *)(w.b + 16 * h), _mm_sub_epi8(c, _mm_set1_epi8(1)));
+    }
+    return w;
 #else
     fgg_mm_w32 w;
     for (int i = 0; i < 32; i++) w.b[i] = (int8_t)(((q[i / 4] >> (2 * (i % 4))) & 3) - 1);
@@ -516,6 +588,14 @@ static inline fgg_mm_w32 fgg_mm_nvfp4_run(const uint8_t *codes)
     const __m128i t = _mm_loadu_si128((const __m128i *)fgg_fp4_values);
     const __m128i lo = _mm_shuffle_epi8(t, _mm_and_si128(v, m)), hi = _mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(v, 4), m));
     return _mm256_set_m128i(_mm_unpackhi_epi64(lo, hi), _mm_unpacklo_epi64(lo, hi));
+#elif FGG_HAVE_SSE2
+    fgg_mm_w32 u;  /* group g: its 8 low nibbles' values, then its 8 high ones' */
+    for (int g = 0; g < 2; g++) {
+        __m128i lo, hi;
+        fgg_mm_sse_words8(codes + 8 * g, fgg_mm_fp4_words, &lo, &hi);
+        _mm_storeu_si128((__m128i *)(u.b + 16 * g), _mm_packus_epi16(lo, hi));
+    }
+    return u;
 #else
     fgg_mm_w32 u;
     for (int g = 0; g < 2; g++)
@@ -546,6 +626,13 @@ static inline fgg_mm_scale2 fgg_mm_scale2_set(float s0, float s1)
 
 static inline fgg_mm_acc fgg_mm_acc_add2(fgg_mm_acc acc, fgg_mm_lanes l, fgg_mm_scale2 s, float dx)
 {
+#if FGG_HAVE_SSE2
+    for (int h = 0; h < 2; h++) {
+        const __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)(l.v + 4 * h))), _mm_set1_ps(s.v[h] * dx));
+        _mm_storeu_ps(acc.v + 4 * h, _mm_add_ps(_mm_loadu_ps(acc.v + 4 * h), p));
+    }
+    return acc;
+#endif
     for (int k = 0; k < 8; k++) {
         float p = (float)l.v[k] * (s.v[k / 4] * dx);
         acc.v[k] = acc.v[k] + p;
@@ -633,9 +720,9 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int
     case FGG_MM_B_Q5_0:
     case FGG_MM_B_Q5_1:
         return fgg_mm_fives32(codes, fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)), fgg_mm_b_code_offset(kind));
-    case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(codes, fgg_iq4nl_values);
+    case FGG_MM_B_IQ4_NL: return fgg_mm_lut16(codes, fgg_iq4nl_values, fgg_mm_iq4nl_words);
     case FGG_MM_B_NVFP4: return fgg_mm_nvfp4_run(wb + 4 + 16 * r);
-    default: return fgg_mm_lut16(codes, fgg_fp4_values);
+    default: return fgg_mm_lut16(codes, fgg_fp4_values, fgg_mm_fp4_words);
     }
 }
 
@@ -1599,7 +1686,7 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
     case FGG_MM_K_IQ1_M: return fgg_mm_iq1_m_run(wb, j);
     case FGG_MM_K_IQ2_XS: return fgg_mm_iq2_xs_run(wb, j);
     case FGG_MM_K_IQ2_S: return fgg_mm_iq2_s_run(wb, j);
-    default: return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values);
+    default: return fgg_mm_lut16(wb + 8 + 16 * j, fgg_iq4nl_values, fgg_mm_iq4nl_words);
     }
 }
 
@@ -1669,7 +1756,14 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack_fields(int kind, const uint8_t *wb, fg
 FGG_MM_ALWAYS_INLINE void fgg_mm_k_unpack(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d, float *dmin)
 {
     fgg_mm_k_unpack_fields(kind, wb, s, d, dmin);
-#if !defined(FGG_MM_INT_SIMD)
+#if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
+    for (int j = 0; j < 8; j++)
+        for (int h = 0; h < 2; h++) {  /* bytes widened to int16 (sign-extended), times the scale */
+            const __m128i v = _mm_loadu_si128((const __m128i *)(s->u[j].b + 16 * h)), sc = _mm_set1_epi16(s->sc[2 * j + h]);
+            _mm_storeu_si128((__m128i *)(s->ws + 32 * j + 16 * h), _mm_mullo_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8), sc));
+            _mm_storeu_si128((__m128i *)(s->ws + 32 * j + 16 * h + 8), _mm_mullo_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8), sc));
+        }
+#elif !defined(FGG_MM_INT_SIMD)
     for (int j = 0; j < 8; j++) {
         int16_t lo = s->sc[2 * j], hi = s->sc[2 * j + 1];
         for (int i = 0; i < 16; i++) s->ws[32 * j + i] = (int16_t)(s->u[j].b[i] * lo);
@@ -3332,6 +3426,8 @@ static inline void fgg_mm_init_tables(void)
         fgg_mm_iq4nl_pairs[b][1] = (float)fgg_iq4nl_values[b >> 4];
         fgg_mm_fp4_pairs[b][0] = (float)fgg_fp4_values[b & 15];
         fgg_mm_fp4_pairs[b][1] = (float)fgg_fp4_values[b >> 4];
+        fgg_mm_iq4nl_words[b] = (uint16_t)((uint8_t)fgg_iq4nl_values[b & 15] | (uint8_t)fgg_iq4nl_values[b >> 4] << 8);
+        fgg_mm_fp4_words[b] = (uint16_t)((uint8_t)fgg_fp4_values[b & 15] | (uint8_t)fgg_fp4_values[b >> 4] << 8);
     }
 }
 
