@@ -1043,24 +1043,112 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_q4_k_avx2(const uint8_t *tile, ptrdiff_t b
     st[1] = accm;
 }
 
-static void fgg_rp_tile_q4_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
-                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
+/* Run `run` (a constant in each call: the shifts take immediates) of the half h of tile block tb
+ * against x's bytes q4: its two groups' totals into *tot, its scales against x's sums bsum into
+ * *otot. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_run_q6_k_avx2(const uint8_t *tb, int h, const int run, const int32_t *q4,
+                                               const int16_t *bsum, __m256i *tot, __m256i *otot)
 {
-    (void)xo;
+    const __m256i lo4 = _mm256_set1_epi8(15), hi2 = _mm256_set1_epi8(0x30), low16 = _mm256_set1_epi32(0xffff);
+    const int P = run >> 1, t = run & 3;
+    __m256i sc[2];
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; half++) {
+        const int g = 2 * run + half;
+        sc[half] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q6_K_SC + 16 * g + 8 * h)));
+        __m256i p[2];
+#pragma GCC unroll 2
+        for (int pair = 0; pair < 2; pair++) {
+            p[pair] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+            for (int k = 4 * half + 2 * pair; k < 4 * half + 2 * pair + 2; k++) {
+                const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q6_K_LO + 64 * (8 * P + k) + 32 * h));
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q6_K_HI + 64 * (8 * (run >> 2) + k) + 32 * h));
+                const __m256i nib = _mm256_and_si256(run & 1 ? _mm256_srli_epi16(c, 4) : c, lo4);
+                const __m256i high = _mm256_and_si256(t == 3 ? _mm256_srli_epi16(q, 2) : _mm256_slli_epi16(q, 4 - 2 * t), hi2);
+                p[pair] = _mm256_add_epi16(p[pair], _mm256_maddubs_epi16(_mm256_or_si256(nib, high), _mm256_set1_epi32(q4[8 * run + k])));
+            }
+        }
+        const __m256i s2 = _mm256_or_si256(_mm256_and_si256(sc[half], low16), _mm256_slli_epi32(sc[half], 16));
+        *tot = _mm256_add_epi32(*tot, _mm256_add_epi32(_mm256_madd_epi16(p[0], s2), _mm256_madd_epi16(p[1], s2)));
+    }
+    /* scales 2 run and 2 run + 1 against x's sums over those 16 values each */
+    const __m256i spair = _mm256_or_si256(_mm256_and_si256(sc[0], low16), _mm256_slli_epi32(sc[1], 16));
+    const int32_t bpair = (int32_t)((uint32_t)(uint16_t)bsum[2 * run] | (uint32_t)(uint16_t)bsum[2 * run + 1] << 16);
+    *otot = _mm256_add_epi32(*otot, _mm256_madd_epi16(spair, _mm256_set1_epi32(bpair)));
+}
+
+/* Q6_K on AVX2: half h (8 weight rows) of a tile against one row of x over super-blocks b0..b1,
+ * acc carried in st. Per group of 16 values (scale g) the 6-bit codes u (low nibble | high bits
+ * << 4, 0..63) times x by maddubs, two groups of 4 added in int16 (|sum| <= 4 * 63 * 127 < 2^15),
+ * madd by the scale into the total; less 32 times x's sums per 16 by the scales (madd of two
+ * scales by two sums); then the row kernel's float step, 8 rows wide. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_span_q6_k_avx2(const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
+                                                const fgg_mm_q8k *x, __m256 *st, int ahead)
+{
+    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
+    __m256 acc = st[0];
+    const uint8_t *tb = tile + b0 * tbb;
+    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
+        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
+            fgg_rp_prefetch(tb, tbb);
+        const fgg_mm_q8k *xb = x + b;
+        const int32_t *q4 = (const int32_t *)(const void *)xb->q;
+        __m256i tot = _mm256_setzero_si256(), otot = _mm256_setzero_si256();
+        fgg_rp_run_q6_k_avx2(tb, h, 0, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q6_k_avx2(tb, h, 1, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q6_k_avx2(tb, h, 2, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q6_k_avx2(tb, h, 3, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q6_k_avx2(tb, h, 4, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q6_k_avx2(tb, h, 5, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q6_k_avx2(tb, h, 6, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q6_k_avx2(tb, h, 7, q4, xb->bsum, &tot, &otot);
+        tot = _mm256_sub_epi32(tot, _mm256_slli_epi32(otot, 5));
+        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 16 * h)));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, _mm256_set1_ps(xb->d))));
+    }
+    st[0] = acc;
+}
+
+/* m rows of x against one tile of a K kind with an AVX2 span (Q4_K, Q6_K), in spans of its
+ * super-blocks; st: per row and half the lanes' float sums and (Q4_K) the mins'. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_tile_k_avx2(int kind, const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
+                                             int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
     const fgg_mm_q8k *x = (const fgg_mm_q8k *)xv;
     __m256 *st = (__m256 *)stv;
-    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
     const ptrdiff_t span = fgg_rp_span_blocks(tbb, 2);
     for (int j = 0; j < 4 * m; j++) st[j] = _mm256_setzero_ps();
     for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
         const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
         for (int i = 0; i < m; i++)
-            for (int h = 0; h < 2 && 8 * h < rows; h++)
-                fgg_rp_span_q4_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
+            for (int h = 0; h < 2 && 8 * h < rows; h++) {
+                if (kind == FGG_RP_Q4_K)
+                    fgg_rp_span_q4_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
+                else
+                    fgg_rp_span_q6_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
+            }
     }
     for (int i = 0; i < m; i++)
-        for (int h = 0; h < 2 && 8 * h < rows; h++)
-            fgg_rp_store_half(out + i * os + 8 * h, _mm256_sub_ps(st[4 * i + 2 * h], st[4 * i + 2 * h + 1]), rows - 8 * h);
+        for (int h = 0; h < 2 && 8 * h < rows; h++) {
+            const __m256 *a = st + 4 * i + 2 * h;
+            fgg_rp_store_half(out + i * os + 8 * h, fgg_rp_k_has_min(kind) ? _mm256_sub_ps(a[0], a[1]) : a[0], rows - 8 * h);
+        }
+}
+
+static void fgg_rp_tile_q4_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
+                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
+    (void)xo;
+    fgg_rp_tile_k_avx2(FGG_RP_Q4_K, tile, nb, xv, xs, m, out, os, rows, stv);
+}
+
+static void fgg_rp_tile_q6_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
+                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
+    (void)xo;
+    fgg_rp_tile_k_avx2(FGG_RP_Q6_K, tile, nb, xv, xs, m, out, os, rows, stv);
 }
 #endif
 
@@ -1102,8 +1190,8 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
     if (fgg_rp_is_k(kind)) {
         *c = 0;
         /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves),
-         * Q6_K, IQ4_XS, Q3_K and Q2_K */
-        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : NULL;
+         * IQ4_XS, Q3_K and Q2_K */
+        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : kind == FGG_RP_Q6_K ? fgg_rp_tile_q6_k_avx2 : NULL;
     }
     *c = fgg_rp_offset_avx2(kind);
     switch (kind) {
