@@ -1043,51 +1043,73 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_q4_k_avx2(const uint8_t *tile, ptrdiff_t b
     st[1] = accm;
 }
 
-/* Run `run` (a constant in each call: the shifts take immediates) of the half h of tile block tb
- * against x's bytes q4: its two groups' totals into *tot, its scales against x's sums bsum into
- * *otot. */
-FGG_MM_ALWAYS_INLINE void fgg_rp_run_q6_k_avx2(const uint8_t *tb, int h, const int run, const int32_t *q4,
-                                               const int16_t *bsum, __m256i *tot, __m256i *otot)
+/* Run `run` (a constant in each call: the shifts take immediates) of the half h of a Q6_K, Q3_K or
+ * Q2_K tile block tb against x's bytes q4: its two groups' totals into *tot, its scales (Q2_K: its
+ * mins) against x's sums bsum into *otot. The codes u (v = u - 32, u - 4, u): Q6_K's nibble | high
+ * bits << 4, Q3_K's 2 bits | third bit << 2, Q2_K's 2 bits. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_run_q36_k_avx2(int kind, const uint8_t *tb, int h, const int run, const int32_t *q4,
+                                                const int16_t *bsum, __m256i *tot, __m256i *otot)
 {
-    const __m256i lo4 = _mm256_set1_epi8(15), hi2 = _mm256_set1_epi8(0x30), low16 = _mm256_set1_epi32(0xffff);
+    const __m256i low16 = _mm256_set1_epi32(0xffff);
     const int P = run >> 1, t = run & 3;
-    __m256i sc[2];
+    __m256i sc[2], mn[2];
 #pragma GCC unroll 2
     for (int half = 0; half < 2; half++) {
         const int g = 2 * run + half;
-        sc[half] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q6_K_SC + 16 * g + 8 * h)));
+        if (kind == FGG_RP_Q2_K) {  /* scale in the low nibble, min in the high one */
+            const __m256i sm = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q2_K_SC + 16 * g + 8 * h)));
+            sc[half] = _mm256_and_si256(sm, _mm256_set1_epi32(15));
+            mn[half] = _mm256_srli_epi32(sm, 4);
+        } else {
+            const ptrdiff_t at = kind == FGG_RP_Q6_K ? FGG_RP_Q6_K_SC : FGG_RP_Q3_K_SC;
+            sc[half] = mn[half] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(tb + at + 16 * g + 8 * h)));
+        }
         __m256i p[2];
 #pragma GCC unroll 2
         for (int pair = 0; pair < 2; pair++) {
             p[pair] = _mm256_setzero_si256();
 #pragma GCC unroll 2
             for (int k = 4 * half + 2 * pair; k < 4 * half + 2 * pair + 2; k++) {
-                const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q6_K_LO + 64 * (8 * P + k) + 32 * h));
-                const __m256i q = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q6_K_HI + 64 * (8 * (run >> 2) + k) + 32 * h));
-                const __m256i nib = _mm256_and_si256(run & 1 ? _mm256_srli_epi16(c, 4) : c, lo4);
-                const __m256i high = _mm256_and_si256(t == 3 ? _mm256_srli_epi16(q, 2) : _mm256_slli_epi16(q, 4 - 2 * t), hi2);
-                p[pair] = _mm256_add_epi16(p[pair], _mm256_maddubs_epi16(_mm256_or_si256(nib, high), _mm256_set1_epi32(q4[8 * run + k])));
+                __m256i u;
+                if (kind == FGG_RP_Q6_K) {
+                    const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q6_K_LO + 64 * (8 * P + k) + 32 * h));
+                    const __m256i q = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q6_K_HI + 64 * (8 * (run >> 2) + k) + 32 * h));
+                    const __m256i nib = _mm256_and_si256(run & 1 ? _mm256_srli_epi16(c, 4) : c, _mm256_set1_epi8(15));
+                    u = _mm256_or_si256(nib, _mm256_and_si256(t == 3 ? _mm256_srli_epi16(q, 2) : _mm256_slli_epi16(q, 4 - 2 * t),
+                                                              _mm256_set1_epi8(0x30)));
+                } else if (kind == FGG_RP_Q2_K) {
+                    const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q2_K_QS + 64 * (8 * (run >> 2) + k) + 32 * h));
+                    u = _mm256_and_si256(_mm256_srli_epi16(c, 2 * t), _mm256_set1_epi8(3));
+                } else {
+                    const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q3_K_QS + 64 * (8 * (run >> 2) + k) + 32 * h));
+                    const __m256i m = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q3_K_HM + 64 * k + 32 * h));
+                    const __m256i two = _mm256_and_si256(_mm256_srli_epi16(c, 2 * t), _mm256_set1_epi8(3));
+                    u = _mm256_or_si256(two, _mm256_and_si256(run >= 2 ? _mm256_srli_epi16(m, run - 2) : _mm256_slli_epi16(m, 2 - run),
+                                                              _mm256_set1_epi8(4)));
+                }
+                p[pair] = _mm256_add_epi16(p[pair], _mm256_maddubs_epi16(u, _mm256_set1_epi32(q4[8 * run + k])));
             }
         }
         const __m256i s2 = _mm256_or_si256(_mm256_and_si256(sc[half], low16), _mm256_slli_epi32(sc[half], 16));
         *tot = _mm256_add_epi32(*tot, _mm256_add_epi32(_mm256_madd_epi16(p[0], s2), _mm256_madd_epi16(p[1], s2)));
     }
-    /* scales 2 run and 2 run + 1 against x's sums over those 16 values each */
-    const __m256i spair = _mm256_or_si256(_mm256_and_si256(sc[0], low16), _mm256_slli_epi32(sc[1], 16));
+    /* scales (mins) 2 run and 2 run + 1 against x's sums over those 16 values each */
+    const __m256i spair = _mm256_or_si256(_mm256_and_si256(mn[0], low16), _mm256_slli_epi32(mn[1], 16));
     const int32_t bpair = (int32_t)((uint32_t)(uint16_t)bsum[2 * run] | (uint32_t)(uint16_t)bsum[2 * run + 1] << 16);
     *otot = _mm256_add_epi32(*otot, _mm256_madd_epi16(spair, _mm256_set1_epi32(bpair)));
 }
 
-/* Q6_K on AVX2: half h (8 weight rows) of a tile against one row of x over super-blocks b0..b1,
- * acc carried in st. Per group of 16 values (scale g) the 6-bit codes u (low nibble | high bits
- * << 4, 0..63) times x by maddubs, two groups of 4 added in int16 (|sum| <= 4 * 63 * 127 < 2^15),
- * madd by the scale into the total; less 32 times x's sums per 16 by the scales (madd of two
- * scales by two sums); then the row kernel's float step, 8 rows wide. */
-FGG_MM_ALWAYS_INLINE void fgg_rp_span_q6_k_avx2(const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
-                                                const fgg_mm_q8k *x, __m256 *st, int ahead)
+/* Q6_K, Q3_K and Q2_K on AVX2: half h (8 weight rows) of a tile against one row of x over
+ * super-blocks b0..b1, acc (and Q2_K's accm) carried in st. Per group of 16 values (scale g) the
+ * codes u times x by maddubs, two groups of 4 added in int16 (|sum| <= 4 * 63 * 127 < 2^15), madd
+ * by the scale into the total; the offset (32, 4) times x's sums per 16 by the scales taken off
+ * it (Q2_K: its mins times the sums, a total of their own; madd of two by two); then the row
+ * kernel's float steps, 8 rows wide. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_span_q36_k_avx2(int kind, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
+                                                 const fgg_mm_q8k *x, __m256 *st, int ahead)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * 210;
-    __m256 acc = st[0];
+    const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
+    __m256 acc = st[0], accm = st[1];
     const uint8_t *tb = tile + b0 * tbb;
     for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
         if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
@@ -1095,22 +1117,28 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_q6_k_avx2(const uint8_t *tile, ptrdiff_t b
         const fgg_mm_q8k *xb = x + b;
         const int32_t *q4 = (const int32_t *)(const void *)xb->q;
         __m256i tot = _mm256_setzero_si256(), otot = _mm256_setzero_si256();
-        fgg_rp_run_q6_k_avx2(tb, h, 0, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q6_k_avx2(tb, h, 1, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q6_k_avx2(tb, h, 2, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q6_k_avx2(tb, h, 3, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q6_k_avx2(tb, h, 4, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q6_k_avx2(tb, h, 5, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q6_k_avx2(tb, h, 6, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q6_k_avx2(tb, h, 7, q4, xb->bsum, &tot, &otot);
-        tot = _mm256_sub_epi32(tot, _mm256_slli_epi32(otot, 5));
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 0, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 1, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 2, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 3, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 4, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 5, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 6, q4, xb->bsum, &tot, &otot);
+        fgg_rp_run_q36_k_avx2(kind, tb, h, 7, q4, xb->bsum, &tot, &otot);
+        const __m256 xd = _mm256_set1_ps(xb->d);
+        if (kind != FGG_RP_Q2_K) tot = _mm256_sub_epi32(tot, _mm256_slli_epi32(otot, kind == FGG_RP_Q6_K ? 5 : 2));
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 16 * h)));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, _mm256_set1_ps(xb->d))));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, xd)));
+        if (kind == FGG_RP_Q2_K) {
+            const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 32 + 16 * h)));
+            accm = _mm256_add_ps(accm, _mm256_mul_ps(_mm256_cvtepi32_ps(otot), _mm256_mul_ps(mw, xd)));
+        }
     }
     st[0] = acc;
+    st[1] = accm;
 }
 
-/* m rows of x against one tile of a K kind with an AVX2 span (Q4_K, Q6_K), in spans of its
+/* m rows of x against one tile of a K kind with an AVX2 span (Q4_K, Q6_K, Q3_K, Q2_K), in spans of its
  * super-blocks; st: per row and half the lanes' float sums and (Q4_K) the mins'. */
 FGG_MM_ALWAYS_INLINE void fgg_rp_tile_k_avx2(int kind, const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
                                              int m, float *out, ptrdiff_t os, int rows, void *stv)
@@ -1127,7 +1155,7 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_tile_k_avx2(int kind, const uint8_t *tile, ptrd
                 if (kind == FGG_RP_Q4_K)
                     fgg_rp_span_q4_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
                 else
-                    fgg_rp_span_q6_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
+                    fgg_rp_span_q36_k_avx2(kind, tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
             }
     }
     for (int i = 0; i < m; i++)
@@ -1149,6 +1177,20 @@ static void fgg_rp_tile_q6_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void 
 {
     (void)xo;
     fgg_rp_tile_k_avx2(FGG_RP_Q6_K, tile, nb, xv, xs, m, out, os, rows, stv);
+}
+
+static void fgg_rp_tile_q3_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
+                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
+    (void)xo;
+    fgg_rp_tile_k_avx2(FGG_RP_Q3_K, tile, nb, xv, xs, m, out, os, rows, stv);
+}
+
+static void fgg_rp_tile_q2_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
+                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
+{
+    (void)xo;
+    fgg_rp_tile_k_avx2(FGG_RP_Q2_K, tile, nb, xv, xs, m, out, os, rows, stv);
 }
 #endif
 
@@ -1189,9 +1231,15 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
 #if defined(FGG_MM_INT_SIMD)
     if (fgg_rp_is_k(kind)) {
         *c = 0;
-        /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves),
-         * IQ4_XS, Q3_K and Q2_K */
-        return kind == FGG_RP_Q4_K ? fgg_rp_tile_q4_k_avx2 : kind == FGG_RP_Q6_K ? fgg_rp_tile_q6_k_avx2 : NULL;
+        /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves)
+         * and IQ4_XS */
+        switch (kind) {
+        case FGG_RP_Q4_K: return fgg_rp_tile_q4_k_avx2;
+        case FGG_RP_Q6_K: return fgg_rp_tile_q6_k_avx2;
+        case FGG_RP_Q3_K: return fgg_rp_tile_q3_k_avx2;
+        case FGG_RP_Q2_K: return fgg_rp_tile_q2_k_avx2;
+        default: return NULL;
+        }
     }
     *c = fgg_rp_offset_avx2(kind);
     switch (kind) {
