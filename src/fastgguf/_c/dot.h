@@ -308,14 +308,23 @@ FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_zero(void)
     return a;
 }
 
-FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
-{
 #if FGG_HAVE_SSE2
+/* acc[k] + (float)l[k] * f[k / 4] in two vectors of 4 lanes (the loops' operations below) */
+FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_sse_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f0, float f1)
+{
+    const float f[2] = {f0, f1};
     for (int h = 0; h < 2; h++) {
-        const __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)(l.v + 4 * h))), _mm_set1_ps(f));
+        const __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)(l.v + 4 * h))), _mm_set1_ps(f[h]));
         _mm_storeu_ps(acc.v + 4 * h, _mm_add_ps(_mm_loadu_ps(acc.v + 4 * h), p));
     }
     return acc;
+}
+#endif
+
+FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
+{
+#if FGG_HAVE_SSE2
+    return fgg_mm_sse_acc_add(acc, l, f, f);
 #endif
     for (int k = 0; k < 8; k++) {
         float p = (float)l.v[k] * f;
@@ -365,6 +374,16 @@ static inline float fgg_mm_kacc_add(float acc, fgg_mm_lanes l, float f)
     return acc + p;
 }
 
+#if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
+/* 16 bytes of nibble pairs split: n[0] the low nibbles, n[1] the high ones. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_nibbles(const uint8_t *qs, __m128i n[2])
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f);
+    n[0] = _mm_and_si128(v, m);
+    n[1] = _mm_and_si128(_mm_srli_epi16(v, 4), m);
+}
+#endif
+
 /* 16 bytes of nibble pairs, minus ``offset``: low nibbles are values 0..15, high nibbles 16..31. */
 static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
 {
@@ -374,10 +393,10 @@ static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
     __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
     return _mm256_sub_epi8(u, _mm256_set1_epi8((char)offset));
 #elif FGG_HAVE_SSE2
-    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f), off = _mm_set1_epi8((char)offset);
+    __m128i n[2];
+    fgg_mm_sse_nibbles(qs, n);
     fgg_mm_w32 u;
-    _mm_storeu_si128((__m128i *)u.b, _mm_sub_epi8(_mm_and_si128(v, m), off));
-    _mm_storeu_si128((__m128i *)(u.b + 16), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m), off));
+    for (int h = 0; h < 2; h++) _mm_storeu_si128((__m128i *)(u.b + 16 * h), _mm_sub_epi8(n[h], _mm_set1_epi8((char)offset)));
     return u;
 #else
     fgg_mm_w32 u;
@@ -502,14 +521,13 @@ static inline fgg_mm_w32 fgg_mm_fives32(const uint8_t *qs, uint32_t qh, int offs
     __m256i high = _mm256_and_si256(fgg_mm_bits32(qh), _mm256_set1_epi8(16));
     return _mm256_sub_epi8(_mm256_or_si256(fgg_mm_nibbles16(qs, 0), high), _mm256_set1_epi8((char)offset));
 #elif FGG_HAVE_SSE2
-    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f), off = _mm_set1_epi8((char)offset);
-    const __m128i nibbles[2] = {_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m)};
-    __m128i fifth[2];
+    __m128i n[2], fifth[2];
+    fgg_mm_sse_nibbles(qs, n);
     fgg_mm_sse_bits32(qh, fifth);
     fgg_mm_w32 u;
     for (int h = 0; h < 2; h++)
         _mm_storeu_si128((__m128i *)(u.b + 16 * h),
-                         _mm_sub_epi8(_mm_or_si128(nibbles[h], _mm_and_si128(fifth[h], _mm_set1_epi8(16))), off));
+                         _mm_sub_epi8(_mm_or_si128(n[h], _mm_and_si128(fifth[h], _mm_set1_epi8(16))), _mm_set1_epi8((char)offset)));
     return u;
 #else
     fgg_mm_w32 u = fgg_mm_nibbles16(qs, 0);
@@ -627,11 +645,7 @@ static inline fgg_mm_scale2 fgg_mm_scale2_set(float s0, float s1)
 static inline fgg_mm_acc fgg_mm_acc_add2(fgg_mm_acc acc, fgg_mm_lanes l, fgg_mm_scale2 s, float dx)
 {
 #if FGG_HAVE_SSE2
-    for (int h = 0; h < 2; h++) {
-        const __m128 p = _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)(l.v + 4 * h))), _mm_set1_ps(s.v[h] * dx));
-        _mm_storeu_ps(acc.v + 4 * h, _mm_add_ps(_mm_loadu_ps(acc.v + 4 * h), p));
-    }
-    return acc;
+    return fgg_mm_sse_acc_add(acc, l, s.v[0] * dx, s.v[1] * dx);
 #endif
     for (int k = 0; k < 8; k++) {
         float p = (float)l.v[k] * (s.v[k / 4] * dx);
@@ -2835,6 +2849,14 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_scales(__m128i u, float off, float d, const
     fgg_mm_sse_u8_to_f(u, _mm_set1_ps(8388608.0f + off), f);
     for (int k = 0; k < n / 4; k++) _mm_storeu_ps(S + 4 * k, _mm_mul_ps(dv, f[k >> 1].v[k & 1]));
 }
+
+/* 16 small codes u (bytes) as the floats u - off at q (q[i] = u[i] - off, exact). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_codes_to_f(__m128i u, float off, float *q)
+{
+    fgg_mm_f8 f[2];
+    fgg_mm_sse_u8_to_f(u, _mm_set1_ps(8388608.0f + off), f);
+    for (int c = 0; c < 4; c++) _mm_storeu_ps(q + 4 * c, f[c >> 1].v[c & 1]);
+}
 #endif
 
 /* Q4_K super-block header: S = d * scale, M = dmin * min for the 8 sub-blocks (6-bit fields,
@@ -4010,9 +4032,7 @@ static inline void fgg_mm_tq2_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #elif FGG_HAVE_SSE2
             for (int k = 0; k < 2; k++) {
                 const __m128i v = _mm_loadu_si128((const __m128i *)(wb + 32 * h + 16 * k));
-                fgg_mm_f8 f[2];
-                fgg_mm_sse_u8_to_f(_mm_and_si128(_mm_srli_epi16(v, 2 * t), _mm_set1_epi8(3)), _mm_set1_ps(8388608.0f + 1.0f), f);
-                for (int c = 0; c < 4; c++) _mm_storeu_ps(q + 16 * k + 4 * c, f[c >> 1].v[c & 1]);
+                fgg_mm_sse_codes_to_f(_mm_and_si128(_mm_srli_epi16(v, 2 * t), _mm_set1_epi8(3)), 1.0f, q + 16 * k);
             }
 #else
             for (int l = 0; l < 32; l++) q[l] = (float)((wb[32 * h + l] >> (2 * t)) & 3) - 1.0f;
@@ -4034,11 +4054,7 @@ static inline void fgg_mm_tq1_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #if defined(FGG_MM_INT_SIMD)
         fgg_mm_i8x32_to_f(_mm256_sub_epi8(digits, _mm256_set1_epi8(1)), q);
 #elif FGG_HAVE_SSE2
-        for (int k = 0; k < 2; k++) {
-            fgg_mm_f8 f[2];
-            fgg_mm_sse_u8_to_f(_mm_loadu_si128((const __m128i *)(digits.b + 16 * k)), _mm_set1_ps(8388608.0f + 1.0f), f);
-            for (int c = 0; c < 4; c++) _mm_storeu_ps(q + 16 * k + 4 * c, f[c >> 1].v[c & 1]);
-        }
+        for (int k = 0; k < 2; k++) fgg_mm_sse_codes_to_f(_mm_loadu_si128((const __m128i *)(digits.b + 16 * k)), 1.0f, q + 16 * k);
 #else
         for (int l = 0; l < 32; l++) q[l] = (float)digits.b[l] - 1.0f;
 #endif
