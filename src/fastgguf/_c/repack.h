@@ -1138,8 +1138,8 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_q36_k_avx2(int kind, const uint8_t *tile, 
     st[1] = accm;
 }
 
-/* m rows of x against one tile of a K kind with an AVX2 span (Q4_K, Q6_K, Q3_K, Q2_K), in spans of its
- * super-blocks; st: per row and half the lanes' float sums and (Q4_K) the mins'. */
+/* m rows of x against one tile of a K kind with an AVX2 span (Q4_K, Q6_K, Q3_K, Q2_K), in spans
+ * of its super-blocks; st: per row and half the lanes' float sums and (Q4_K, Q2_K) the mins'. */
 FGG_MM_ALWAYS_INLINE void fgg_rp_tile_k_avx2(int kind, const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
                                              int m, float *out, ptrdiff_t os, int rows, void *stv)
 {
@@ -1165,33 +1165,18 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_tile_k_avx2(int kind, const uint8_t *tile, ptrd
         }
 }
 
-static void fgg_rp_tile_q4_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
-                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
-{
-    (void)xo;
-    fgg_rp_tile_k_avx2(FGG_RP_Q4_K, tile, nb, xv, xs, m, out, os, rows, stv);
+#define FGG_RP_TILE_K_AVX2(NAME, KIND)                                                                \
+static void NAME(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,   \
+                 int m, float *out, ptrdiff_t os, int rows, void *stv)                                \
+{                                                                                                     \
+    (void)xo;                                                                                         \
+    fgg_rp_tile_k_avx2(KIND, tile, nb, xv, xs, m, out, os, rows, stv);                                \
 }
-
-static void fgg_rp_tile_q6_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
-                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
-{
-    (void)xo;
-    fgg_rp_tile_k_avx2(FGG_RP_Q6_K, tile, nb, xv, xs, m, out, os, rows, stv);
-}
-
-static void fgg_rp_tile_q3_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
-                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
-{
-    (void)xo;
-    fgg_rp_tile_k_avx2(FGG_RP_Q3_K, tile, nb, xv, xs, m, out, os, rows, stv);
-}
-
-static void fgg_rp_tile_q2_k_avx2(const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs, const int32_t *xo,
-                                  int m, float *out, ptrdiff_t os, int rows, void *stv)
-{
-    (void)xo;
-    fgg_rp_tile_k_avx2(FGG_RP_Q2_K, tile, nb, xv, xs, m, out, os, rows, stv);
-}
+FGG_RP_TILE_K_AVX2(fgg_rp_tile_q4_k_avx2, FGG_RP_Q4_K)
+FGG_RP_TILE_K_AVX2(fgg_rp_tile_q6_k_avx2, FGG_RP_Q6_K)
+FGG_RP_TILE_K_AVX2(fgg_rp_tile_q3_k_avx2, FGG_RP_Q3_K)
+FGG_RP_TILE_K_AVX2(fgg_rp_tile_q2_k_avx2, FGG_RP_Q2_K)
+#undef FGG_RP_TILE_K_AVX2
 #endif
 
 
