@@ -550,21 +550,22 @@ def table_main(args) -> None:
     repro = f"PYTHONPATH=src python benchmarks/bench_matmul.py --table --layers {args.layers}" + (
         " --every-row-head" if args.every_row_head else "")
     llama_ms = None
-    if args.llama_cpp:
+    if args.llama_cpp or args.ftype:  # a llama GGUF file's weights (without --llama-cpp: no llama.cpp run)
+        ftype = args.ftype or "Q4_K_M"
         os.makedirs(args.dir, exist_ok=True)
-        q_path = os.path.join(args.dir, f"llama-{args.layers}l-{args.ftype.lower()}.gguf")
+        q_path = os.path.join(args.dir, f"llama-{args.layers}l-{ftype.lower()}.gguf")
         if not os.path.exists(q_path):
             f16 = write_llama_f16(os.path.join(args.dir, f"llama-{args.layers}l-f16.gguf"), args.layers)
-            quantize_file(f16, q_path, args.ftype)
+            quantize_file(f16, q_path, ftype)
             os.remove(f16)
-        print(f"{q_path}: {os.path.getsize(q_path) / 1e6:.0f} MB, {args.ftype} by fastgguf quantize")
+        print(f"{q_path}: {os.path.getsize(q_path) / 1e6:.0f} MB, {ftype} by fastgguf quantize")
         model = model_from_file(q_path)
-        repro += f" --llama-cpp {args.llama_cpp} --dir {args.dir}" + (
-            f" --ftype {args.ftype}" if args.ftype != "Q4_K_M" else "")
-        if not args.no_llama_run:
+        repro += (f" --llama-cpp {args.llama_cpp}" if args.llama_cpp else "") + f" --dir {args.dir}" + (
+            f" --ftype {ftype}" if ftype != "Q4_K_M" else "")
+        if args.llama_cpp and not args.no_llama_run:
             llama_ms = llama_bench(args.llama_cpp, q_path, batches)
             if not args.no_backend_ops:
-                backend_ops(args.llama_cpp, types=_BACKEND_OPS_TYPES.get(args.ftype, ("q4_K", "q6_K")), cpu=cpus[0])
+                backend_ops(args.llama_cpp, types=_BACKEND_OPS_TYPES.get(ftype, ("q4_K", "q6_K")), cpu=cpus[0])
     else:
         model = build_model(model_shapes(args.layers))
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
@@ -863,8 +864,10 @@ def main() -> None:
                         help="--table: the output head times every row of x too (the sweep of tables before 2026-11-26)")
     parser.add_argument("--no-backend-ops", action="store_true",
                         help="with --llama-cpp: skip test-backend-ops' per-op comparison (about 4 min here)")
-    parser.add_argument("--ftype", default="Q4_K_M",
-                        help="with --llama-cpp: the file type fastgguf quantize writes the model in (default Q4_K_M)")
+    parser.add_argument("--ftype", default=None,
+                        help="--table / --llama-cpp: sweep the model as a llama GGUF of this file type (written by "
+                             "fastgguf quantize, kept in --dir; with --llama-cpp the default is Q4_K_M); without "
+                             "--llama-cpp, llama.cpp does not run")
     parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
     parser.add_argument("--breakdown", action="store_true",
                         help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
