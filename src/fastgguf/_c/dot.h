@@ -1709,6 +1709,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_iq(int kind, const uint8_t *wb, fgg_mm_ksb 
     int8_t sc[16];
     const int16_t bs[16] = {0};
     *d = fgg_mm_iq_d(kind, wb);
+#if !defined(FGG_MM_INT_SIMD)
+#pragma GCC unroll 8 /* the portable build: the scales' shifts by j then take immediates */
+#endif
     for (int j = 0; j < 8; j++) {
         int scale[2];
         fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
