@@ -997,50 +997,34 @@ FGG_RP_TILE_AVX2(fgg_rp_tile_iq4_nl_avx2, FGG_MM_B_IQ4_NL)
 FGG_RP_TILE_AVX2(fgg_rp_tile_mxfp4_avx2, FGG_MM_B_MXFP4)
 #undef FGG_RP_TILE_AVX2
 
-/* Q4_K on AVX2: half h (8 weight rows) of a tile against one row of x over super-blocks b0..b1,
- * acc and accm carried in st. Per sub-block maddubs of the codes with x's 4 bytes per group, the 8
- * groups' int16 sums added in int16 (|sum| <= 8 * 2 * 15 * 127 < 2^15), madd by the scale into
- * the total; the mins' total by vpmulld; then the row kernel's two float steps, 8 rows wide. */
-FGG_MM_ALWAYS_INLINE void fgg_rp_span_q4_k_avx2(const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
-                                                const fgg_mm_q8k *x, __m256 *st, int ahead)
+/* Q4_K on AVX2: half h (8 weight rows) of tile block tb against x's super-block xb, the integer
+ * totals added into *tot and the mins' into *mtot. Per sub-block maddubs of the codes with x's 4
+ * bytes per group, the 8 groups' int16 sums added in int16 (|sum| <= 8 * 2 * 15 * 127 < 2^15),
+ * madd by the scale into the total; the mins' total by vpmulld. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_totals_q4_k_avx2(const uint8_t *tb, int h, const fgg_mm_q8k *xb, __m256i *tot,
+                                                  __m256i *mtot)
 {
-    const ptrdiff_t tbb = FGG_RP_ROWS * 148;
     const __m256i lo4 = _mm256_set1_epi8(15);
-    __m256 acc = st[0], accm = st[1];
-    const uint8_t *tb = tile + b0 * tbb;
-    for (ptrdiff_t b = b0; b < b1; b++, tb += tbb) {
-        if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
-            fgg_rp_prefetch(tb, tbb);
-        const fgg_mm_q8k *xb = x + b;
-        const int32_t *q4 = (const int32_t *)(const void *)xb->q;
-        __m256i tot = _mm256_setzero_si256(), mtot = _mm256_setzero_si256();
-        for (int p = 0; p < 4; p++) {
-            __m256i plo = _mm256_setzero_si256(), phi = _mm256_setzero_si256();
-            for (int k = 0; k < 8; k++) {
-                const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q4_K_QS + 64 * (8 * p + k) + 32 * h));
-                plo = _mm256_add_epi16(plo, _mm256_maddubs_epi16(_mm256_and_si256(c, lo4), _mm256_set1_epi32(q4[16 * p + k])));
-                phi = _mm256_add_epi16(phi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(c, 4), lo4),
-                                                                 _mm256_set1_epi32(q4[16 * p + 8 + k])));
-            }
-            /* each row's scale in both int16 halves of its lane */
-            const __m256i s0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 8 * h)));
-            const __m256i s1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 16 + 8 * h)));
-            tot = _mm256_add_epi32(tot, _mm256_add_epi32(_mm256_madd_epi16(plo, _mm256_or_si256(s0, _mm256_slli_epi32(s0, 16))),
-                                                         _mm256_madd_epi16(phi, _mm256_or_si256(s1, _mm256_slli_epi32(s1, 16)))));
-            const __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 8 * h)));
-            const __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 16 + 8 * h)));
-            mtot = _mm256_add_epi32(mtot, _mm256_add_epi32(
-                _mm256_mullo_epi32(m0, _mm256_set1_epi32(xb->bsum[4 * p] + xb->bsum[4 * p + 1])),
-                _mm256_mullo_epi32(m1, _mm256_set1_epi32(xb->bsum[4 * p + 2] + xb->bsum[4 * p + 3]))));
+    const int32_t *q4 = (const int32_t *)(const void *)xb->q;
+    for (int p = 0; p < 4; p++) {
+        __m256i plo = _mm256_setzero_si256(), phi = _mm256_setzero_si256();
+        for (int k = 0; k < 8; k++) {
+            const __m256i c = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_Q4_K_QS + 64 * (8 * p + k) + 32 * h));
+            plo = _mm256_add_epi16(plo, _mm256_maddubs_epi16(_mm256_and_si256(c, lo4), _mm256_set1_epi32(q4[16 * p + k])));
+            phi = _mm256_add_epi16(phi, _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(c, 4), lo4),
+                                                             _mm256_set1_epi32(q4[16 * p + 8 + k])));
         }
-        const __m256 xd = _mm256_set1_ps(xb->d);
-        const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 16 * h)));
-        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 32 + 16 * h)));
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, xd)));
-        accm = _mm256_add_ps(accm, _mm256_mul_ps(_mm256_cvtepi32_ps(mtot), _mm256_mul_ps(mw, xd)));
+        /* each row's scale in both int16 halves of its lane */
+        const __m256i s0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 8 * h)));
+        const __m256i s1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_SC + 32 * p + 16 + 8 * h)));
+        *tot = _mm256_add_epi32(*tot, _mm256_add_epi32(_mm256_madd_epi16(plo, _mm256_or_si256(s0, _mm256_slli_epi32(s0, 16))),
+                                                     _mm256_madd_epi16(phi, _mm256_or_si256(s1, _mm256_slli_epi32(s1, 16)))));
+        const __m256i m0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 8 * h)));
+        const __m256i m1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_Q4_K_MN + 32 * p + 16 + 8 * h)));
+        *mtot = _mm256_add_epi32(*mtot, _mm256_add_epi32(
+            _mm256_mullo_epi32(m0, _mm256_set1_epi32(xb->bsum[4 * p] + xb->bsum[4 * p + 1])),
+            _mm256_mullo_epi32(m1, _mm256_set1_epi32(xb->bsum[4 * p + 2] + xb->bsum[4 * p + 3]))));
     }
-    st[0] = acc;
-    st[1] = accm;
 }
 
 /* Run `run` (a constant in each call: the shifts take immediates) of the half h of a Q6_K, Q3_K or
@@ -1099,14 +1083,15 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_run_q36_k_avx2(int kind, const uint8_t *tb, int
     *otot = _mm256_add_epi32(*otot, _mm256_madd_epi16(spair, _mm256_set1_epi32(bpair)));
 }
 
-/* Q6_K, Q3_K and Q2_K on AVX2: half h (8 weight rows) of a tile against one row of x over
- * super-blocks b0..b1, acc (and Q2_K's accm) carried in st. Per group of 16 values (scale g) the
- * codes u times x by maddubs, two groups of 4 added in int16 (|sum| <= 4 * 63 * 127 < 2^15), madd
- * by the scale into the total; the offset (32, 4) times x's sums per 16 by the scales taken off
- * it (Q2_K: its mins times the sums, a total of their own; madd of two by two); then the row
- * kernel's float steps, 8 rows wide. */
-FGG_MM_ALWAYS_INLINE void fgg_rp_span_q36_k_avx2(int kind, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
-                                                 const fgg_mm_q8k *x, __m256 *st, int ahead)
+/* A K kind on AVX2: half h (8 weight rows) of a tile against one row of x over super-blocks
+ * b0..b1, acc (and the mins' accm) carried in st. Per super-block the integer totals (Q4_K:
+ * fgg_rp_totals_q4_k_avx2; Q6_K, Q3_K, Q2_K: fgg_rp_run_q36_k_avx2 per run, per group of 16
+ * values the codes times x by maddubs, two groups of 4 added in int16 (|sum| <= 4 * 63 * 127 <
+ * 2^15), madd by the scale; the offset (32, 4) times x's sums per 16 by the scales taken off, or
+ * Q2_K's mins times the sums as a total of their own), then the row kernels' float steps, 8 rows
+ * wide. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_span_k_avx2(int kind, const uint8_t *tile, ptrdiff_t b0, ptrdiff_t b1, int h,
+                                             const fgg_mm_q8k *x, __m256 *st, int ahead)
 {
     const ptrdiff_t tbb = FGG_RP_ROWS * fgg_rp_block_bytes(kind);
     __m256 acc = st[0], accm = st[1];
@@ -1115,23 +1100,27 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_q36_k_avx2(int kind, const uint8_t *tile, 
         if (ahead) /* the first pass over a tile reads it from memory: ask for it early */
             fgg_rp_prefetch(tb, tbb);
         const fgg_mm_q8k *xb = x + b;
-        const int32_t *q4 = (const int32_t *)(const void *)xb->q;
-        __m256i tot = _mm256_setzero_si256(), otot = _mm256_setzero_si256();
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 0, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 1, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 2, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 3, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 4, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 5, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 6, q4, xb->bsum, &tot, &otot);
-        fgg_rp_run_q36_k_avx2(kind, tb, h, 7, q4, xb->bsum, &tot, &otot);
+        __m256i tot = _mm256_setzero_si256(), mtot = _mm256_setzero_si256();
+        if (kind == FGG_RP_Q4_K) {
+            fgg_rp_totals_q4_k_avx2(tb, h, xb, &tot, &mtot);
+        } else {
+            const int32_t *q4 = (const int32_t *)(const void *)xb->q;
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 0, q4, xb->bsum, &tot, &mtot);
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 1, q4, xb->bsum, &tot, &mtot);
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 2, q4, xb->bsum, &tot, &mtot);
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 3, q4, xb->bsum, &tot, &mtot);
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 4, q4, xb->bsum, &tot, &mtot);
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 5, q4, xb->bsum, &tot, &mtot);
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 6, q4, xb->bsum, &tot, &mtot);
+            fgg_rp_run_q36_k_avx2(kind, tb, h, 7, q4, xb->bsum, &tot, &mtot);
+            if (!fgg_rp_k_has_min(kind)) tot = _mm256_sub_epi32(tot, _mm256_slli_epi32(mtot, kind == FGG_RP_Q6_K ? 5 : 2));
+        }
         const __m256 xd = _mm256_set1_ps(xb->d);
-        if (kind != FGG_RP_Q2_K) tot = _mm256_sub_epi32(tot, _mm256_slli_epi32(otot, kind == FGG_RP_Q6_K ? 5 : 2));
         const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 16 * h)));
         acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, xd)));
-        if (kind == FGG_RP_Q2_K) {
+        if (fgg_rp_k_has_min(kind)) {
             const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tb + 32 + 16 * h)));
-            accm = _mm256_add_ps(accm, _mm256_mul_ps(_mm256_cvtepi32_ps(otot), _mm256_mul_ps(mw, xd)));
+            accm = _mm256_add_ps(accm, _mm256_mul_ps(_mm256_cvtepi32_ps(mtot), _mm256_mul_ps(mw, xd)));
         }
     }
     st[0] = acc;
@@ -1151,12 +1140,8 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_tile_k_avx2(int kind, const uint8_t *tile, ptrd
     for (ptrdiff_t b0 = 0; b0 < nb; b0 += span) {
         const ptrdiff_t b1 = b0 + span < nb ? b0 + span : nb;
         for (int i = 0; i < m; i++)
-            for (int h = 0; h < 2 && 8 * h < rows; h++) {
-                if (kind == FGG_RP_Q4_K)
-                    fgg_rp_span_q4_k_avx2(tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
-                else
-                    fgg_rp_span_q36_k_avx2(kind, tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
-            }
+            for (int h = 0; h < 2 && 8 * h < rows; h++)
+                fgg_rp_span_k_avx2(kind, tile, b0, b1, h, x + i * xs, st + 4 * i + 2 * h, i == 0 && h == 0);
     }
     for (int i = 0; i < m; i++)
         for (int h = 0; h < 2 && 8 * h < rows; h++) {
