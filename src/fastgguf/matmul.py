@@ -41,6 +41,7 @@ Two paths:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -220,30 +221,32 @@ def _check_kernel(kernels: Any, qtype: GGMLType, swapped: bool) -> None:
         raise NotImplementedError(f"big-endian {qtype.name} weights are not supported")
 
 
-def _use_int(kernels: Any, qtype: GGMLType, k: int, exact: bool, swapped: bool) -> bool:
-    if exact or swapped or not kernels.has_int_dot(int(qtype)):
-        return False
-    return k % kernels.int_x_layout(int(qtype))[0] == 0
-
-
-def _run_rows(kernels, raw2d, qtype, x2d, xq, out2d, n_threads, swapped, round_to: int = 0) -> None:
+def _run_rows(kernels, raw2d, type_id: int, x2d, xq, out2d, n_threads, swapped, round_to: int = 0) -> None:
     """Fill out2d (M, N) = x2d @ W.T, output rows split over threads.
 
     Where the build has its own worker threads (POSIX), one call hands them the whole range: a
     hand-off to Python's pool costs as much as a small product. Elsewhere the range is split here
-    and the pieces run on :func:`fastgguf._backend.run_chunks`.
+    and the pieces run on :func:`fastgguf._backend.run_chunks`. Called once per weight of a model
+    (a product of one row takes a few microseconds), so it builds no closures.
     """
     n_rows = raw2d.shape[0]
     work = raw2d.nbytes * max(1, x2d.shape[0])
     n_chunks = max(1, min(n_threads, n_rows, work // _MIN_WORK_PER_THREAD))
+    whole = n_chunks == 1 or kernels.has_thread_pool()
+    tasks: list[Callable[[], Any]]
     if xq is not None:
-        def product(a: int, b: int, threads: int) -> None:
-            kernels.matmul_rows_int(raw2d, int(qtype), xq, out2d, a, b, threads)
+        if whole:
+            kernels.matmul_rows_int(raw2d, type_id, xq, out2d, 0, n_rows, n_chunks)
+            return
+        tasks = [partial(kernels.matmul_rows_int, raw2d, type_id, xq, out2d, a, b, 1)
+                 for a, b in _dequant._even_parts(n_rows, n_chunks)]
     else:
-        def product(a: int, b: int, threads: int) -> None:
-            kernels.matmul_rows(raw2d, int(qtype), x2d, out2d, a, b, swapped, round_to, threads)
-    _backend.run_split(kernels, n_chunks, partial(product, 0, n_rows),
-                       lambda: [partial(product, a, b, 1) for a, b in _dequant._even_parts(n_rows, n_chunks)])
+        if whole:
+            kernels.matmul_rows(raw2d, type_id, x2d, out2d, 0, n_rows, swapped, round_to, n_chunks)
+            return
+        tasks = [partial(kernels.matmul_rows, raw2d, type_id, x2d, out2d, a, b, swapped, round_to, 1)
+                 for a, b in _dequant._even_parts(n_rows, n_chunks)]
+    _backend.run_chunks(tasks)
 
 
 def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
@@ -257,10 +260,16 @@ def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
     return x2d, vector
 
 
-def _quantize_x(kernels, x2d: np.ndarray, qtype: GGMLType) -> np.ndarray:
-    """x rounded to int8 blocks in the layout the type's integer dot takes (per 32 or per 256)."""
-    values, block_bytes = kernels.int_x_layout(int(qtype))
-    xq = np.empty((x2d.shape[0], x2d.shape[1] // values * block_bytes), dtype=np.uint8)
+def _quantized_x(kernels, type_id: int, x2d: np.ndarray, exact: bool, swapped: bool) -> np.ndarray | None:
+    """x rounded to int8 blocks in the layout the type's integer dot takes (per 32 or per 256), or
+    None where the float path runs (``exact``, byte-swapped weights, no integer dot, K not whole blocks)."""
+    if exact or swapped or not kernels.has_int_dot(type_id):
+        return None
+    values, block_bytes = kernels.int_x_layout(type_id)
+    m, k = x2d.shape
+    if k % values:
+        return None
+    xq = np.empty((m, k // values * block_bytes), dtype=np.uint8)
     (kernels.quantize_x8k if values == 256 else kernels.quantize_x8)(x2d, xq)
     return xq
 
@@ -339,14 +348,15 @@ def matmul(
     if result.size == 0:
         return result
     out2d = result.reshape(x2d.shape[0], n)
-    xq = _quantize_x(kernels, x2d, qtype) if _use_int(kernels, qtype, k, exact, swapped) else None
+    type_id = int(qtype)
+    xq = _quantized_x(kernels, type_id, x2d, exact, swapped)
     tiles = _tiles_for(kernels, packed, qtype, x2d.shape[0]) if xq is not None else None
     if tiles is not None:
         work = tiles.nbytes * x2d.shape[0]
-        kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out2d,
+        kernels.matmul_repacked_int(tiles, type_id, n, xq, out2d,
                                     max(1, min(n_threads, work // _MIN_WORK_PER_THREAD)))
         return result
-    _run_rows(kernels, raw, qtype, x2d, xq, out2d, n_threads, swapped, round_to)
+    _run_rows(kernels, raw, type_id, x2d, xq, out2d, n_threads, swapped, round_to)
     return result
 
 
@@ -429,22 +439,22 @@ def matmul_id(
     flat_ids = index.reshape(-1)
     flat_x = xf.reshape(t * used, k)  # not -1: K may be 0
     flat_out = result.reshape(-1, n)
-    use_int = _use_int(kernels, qtype, k, exact, swapped)
+    type_id = int(qtype)
     if kernels.has_thread_pool() or n_threads == 1:
         # the (token, slot) rows sorted by expert, and every expert's product in one kernel call
         order = np.argsort(flat_ids, kind="stable")
         experts, starts = np.unique(flat_ids[order], return_index=True)
         x_sorted = np.ascontiguousarray(flat_x[order])
         out_sorted = np.empty((order.size, n), dtype=np.float32)
-        xq = _quantize_x(kernels, x_sorted, qtype) if use_int else None
+        xq = _quantized_x(kernels, type_id, x_sorted, exact, swapped)
         bounds = np.append(starts, order.size).astype(np.int64)
         tiles = _tiles_for(kernels, packed, qtype, int(np.diff(bounds).max())) if xq is not None else None
         if tiles is not None:
-            kernels.matmul_repacked_int(tiles, int(qtype), n, xq, out_sorted, n_threads,
+            kernels.matmul_repacked_int(tiles, type_id, n, xq, out_sorted, n_threads,
                                         experts=experts.astype(np.int64), bounds=bounds)
             flat_out[order] = out_sorted
             return result
-        kernels.matmul_rows_grouped(np.ascontiguousarray(raw), int(qtype), x_sorted, xq, out_sorted,
+        kernels.matmul_rows_grouped(np.ascontiguousarray(raw), type_id, x_sorted, xq, out_sorted,
                                     experts.astype(np.int64), bounds, swapped, n_threads)
         flat_out[order] = out_sorted
         return result
@@ -452,8 +462,8 @@ def matmul_id(
         sel = np.nonzero(flat_ids == e)[0]
         xe = np.ascontiguousarray(flat_x[sel])
         oe = np.empty((sel.size, n), dtype=np.float32)
-        xq = _quantize_x(kernels, xe, qtype) if use_int else None
-        _run_rows(kernels, raw[int(e)], qtype, xe, xq, oe, n_threads, swapped)
+        xq = _quantized_x(kernels, type_id, xe, exact, swapped)
+        _run_rows(kernels, raw[int(e)], type_id, xe, xq, oe, n_threads, swapped)
         flat_out[sel] = oe
     return result
 

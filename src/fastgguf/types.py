@@ -221,6 +221,8 @@ def resolve_type(type_: Any) -> GGMLType:
     ValueError
         An unknown or removed id, or an unknown name.
     """
+    if isinstance(type_, GGMLType):  # the common case, and GGMLType(member) costs an enum call
+        return type_
     if isinstance(type_, str):
         try:
             return GGMLType[type_.upper()]
