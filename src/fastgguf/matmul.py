@@ -67,7 +67,7 @@ _MIN_WORK_PER_THREAD = 1 << 17
 #: 1.3-1.4x at 12-24, 1.0x at 32-64. "avx2" (one row of x at a time: its 16 registers hold one
 #: row's accumulators), one thread: 1.17-1.59x at 1 row, 0.86-1.26x at 2-8.
 _REPACKED_MAX_ROWS = {"vnni": 12, "avx2": 1}
-#: The K kinds ("vnni"; Q4_K's "avx2" kernel takes one row): Q4_K 1.8-2.2x at 1-8 rows, 1.35x at
+#: The K kinds ("vnni"; their "avx2" kernels take one row): Q4_K 1.8-2.2x at 1-8 rows, 1.35x at
 #: 24; Q5_K 1.3-1.6x at 1-8, 1.2-1.3x at 12, 1.0x at 16-24; Q6_K 1.07-1.15x at 1-8 rows (it streams
 #: at 15.6 GB/s at 1 row), 0.97x at 12, 0.72x at 24; IQ4_XS 1.8-2.7x at 1-12, 1.5-1.8x at 16-32,
 #: 1.15-1.25x at 48-128, 1.10x at 256, 1.01x at 512 (its batch kernel unpacks a table per byte);
@@ -129,11 +129,10 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``, about
     2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.4x for Q8_0, 1.1-1.7x at 4 to 12 rows
     (2 threads, 4096 x 14336); Q4_K 1.5-2.2x at 1 to 8 rows, 1.3-1.4x up to 24; Q5_K (VNNI only)
-    1.3-1.6x up to 8 rows, 1.2x up to 12; Q6_K (VNNI only) 1.05-1.15x up to 8 rows; IQ4_XS (VNNI
-    only) 1.8-2.7x up to 12 rows, 1.1-1.8x up to 256; Q3_K and Q2_K (VNNI only) 1.2-1.6x up to 6
-    rows, 1.05-1.25x at 8.
+    1.3-1.6x up to 8 rows, 1.2x up to 12; Q6_K 1.05-1.15x up to 8 rows; IQ4_XS 1.8-2.7x up to 12
+    rows, 1.1-1.8x up to 256; Q3_K and Q2_K 1.2-1.6x up to 6 rows, 1.05-1.25x at 8 (VNNI).
     Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of
-    ``x`` (8 weight rows per vector; 1.1-1.6x at one row; none for the other K-quants and IQ4_XS).
+    ``x`` (8 weight rows per vector; 1.1-1.6x at one row, IQ4_XS 1.35-1.55x; none for Q5_K).
     Types with a layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K, Q6_K, Q3_K, Q4_K and
     Q5_K (whose scales take 4 more bytes per super-block, unpacked) and IQ4_XS (2 more): every
     weight of a Q2_K to Q6_K ftype or IQ4_XS file. For other types, in the portable build

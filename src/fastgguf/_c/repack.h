@@ -1027,6 +1027,32 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_totals_q4_k_avx2(const uint8_t *tb, int h, cons
     }
 }
 
+/* IQ4_XS on AVX2: half h of tile block tb against x's super-block xb, into *tot. Per group the
+ * codes through the table to values v (|v| <= 127), |v| times x with v's sign moved onto x by
+ * maddubs (|sum| <= 2 * 127 * 127 < 2^15), then madd by the run's scale: the run's 8 groups are
+ * added in int32. */
+FGG_MM_ALWAYS_INLINE void fgg_rp_totals_iq4_xs_avx2(const uint8_t *tb, int h, const fgg_mm_q8k *xb, __m256i *tot)
+{
+    const __m256i lo4 = _mm256_set1_epi8(15), low16 = _mm256_set1_epi32(0xffff);
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)fgg_iq4nl_values));
+    const int32_t *q4 = (const int32_t *)(const void *)xb->q;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(tb + FGG_RP_IQ4_XS_SC + 16 * j + 8 * h)));
+        const __m256i s2 = _mm256_or_si256(_mm256_and_si256(sc, low16), _mm256_slli_epi32(sc, 16));
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(tb + FGG_RP_IQ4_XS_QS + 64 * (4 * j + c) + 32 * h));
+            const __m256i vl = _mm256_shuffle_epi8(table, _mm256_and_si256(b, lo4));
+            const __m256i vh = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(b, 4), lo4));
+            const __m256i xl = _mm256_set1_epi32(q4[8 * j + c]), xh = _mm256_set1_epi32(q4[8 * j + 4 + c]);
+            const __m256i pl = _mm256_maddubs_epi16(_mm256_sign_epi8(vl, vl), _mm256_sign_epi8(xl, vl));
+            const __m256i ph = _mm256_maddubs_epi16(_mm256_sign_epi8(vh, vh), _mm256_sign_epi8(xh, vh));
+            *tot = _mm256_add_epi32(*tot, _mm256_add_epi32(_mm256_madd_epi16(pl, s2), _mm256_madd_epi16(ph, s2)));
+        }
+    }
+}
+
 /* Run `run` (a constant in each call: the shifts take immediates) of the half h of a Q6_K, Q3_K or
  * Q2_K tile block tb against x's bytes q4: its two groups' totals into *tot, its scales (Q2_K: its
  * mins) against x's sums bsum into *otot. The codes u (v = u - 32, u - 4, u): Q6_K's nibble | high
@@ -1085,7 +1111,7 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_run_q36_k_avx2(int kind, const uint8_t *tb, int
 
 /* A K kind on AVX2: half h (8 weight rows) of a tile against one row of x over super-blocks
  * b0..b1, acc (and the mins' accm) carried in st. Per super-block the integer totals (Q4_K:
- * fgg_rp_totals_q4_k_avx2; Q6_K, Q3_K, Q2_K: fgg_rp_run_q36_k_avx2 per run, per group of 16
+ * fgg_rp_totals_q4_k_avx2; IQ4_XS: fgg_rp_totals_iq4_xs_avx2; Q6_K, Q3_K, Q2_K: fgg_rp_run_q36_k_avx2 per run, per group of 16
  * values the codes times x by maddubs, two groups of 4 added in int16 (|sum| <= 4 * 63 * 127 <
  * 2^15), madd by the scale; the offset (32, 4) times x's sums per 16 by the scales taken off, or
  * Q2_K's mins times the sums as a total of their own), then the row kernels' float steps, 8 rows
@@ -1103,6 +1129,8 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_k_avx2(int kind, const uint8_t *tile, ptrd
         __m256i tot = _mm256_setzero_si256(), mtot = _mm256_setzero_si256();
         if (kind == FGG_RP_Q4_K) {
             fgg_rp_totals_q4_k_avx2(tb, h, xb, &tot, &mtot);
+        } else if (kind == FGG_RP_IQ4_XS) {
+            fgg_rp_totals_iq4_xs_avx2(tb, h, xb, &tot);
         } else {
             const int32_t *q4 = (const int32_t *)(const void *)xb->q;
             fgg_rp_run_q36_k_avx2(kind, tb, h, 0, q4, xb->bsum, &tot, &mtot);
@@ -1127,7 +1155,7 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_k_avx2(int kind, const uint8_t *tile, ptrd
     st[1] = accm;
 }
 
-/* m rows of x against one tile of a K kind with an AVX2 span (Q4_K, Q6_K, Q3_K, Q2_K), in spans
+/* m rows of x against one tile of a K kind with an AVX2 span (Q4_K, Q6_K, Q3_K, Q2_K, IQ4_XS), in spans
  * of its super-blocks; st: per row and half the lanes' float sums and (Q4_K, Q2_K) the mins'. */
 FGG_MM_ALWAYS_INLINE void fgg_rp_tile_k_avx2(int kind, const uint8_t *tile, ptrdiff_t nb, const void *xv, ptrdiff_t xs,
                                              int m, float *out, ptrdiff_t os, int rows, void *stv)
@@ -1161,6 +1189,7 @@ FGG_RP_TILE_K_AVX2(fgg_rp_tile_q4_k_avx2, FGG_RP_Q4_K)
 FGG_RP_TILE_K_AVX2(fgg_rp_tile_q6_k_avx2, FGG_RP_Q6_K)
 FGG_RP_TILE_K_AVX2(fgg_rp_tile_q3_k_avx2, FGG_RP_Q3_K)
 FGG_RP_TILE_K_AVX2(fgg_rp_tile_q2_k_avx2, FGG_RP_Q2_K)
+FGG_RP_TILE_K_AVX2(fgg_rp_tile_iq4_xs_avx2, FGG_RP_IQ4_XS)
 #undef FGG_RP_TILE_K_AVX2
 #endif
 
@@ -1201,13 +1230,13 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
 #if defined(FGG_MM_INT_SIMD)
     if (fgg_rp_is_k(kind)) {
         *c = 0;
-        /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves)
-         * and IQ4_XS */
+        /* none for Q5_K (level with its row kernels: the fifth bits cost what the layout saves) */
         switch (kind) {
         case FGG_RP_Q4_K: return fgg_rp_tile_q4_k_avx2;
         case FGG_RP_Q6_K: return fgg_rp_tile_q6_k_avx2;
         case FGG_RP_Q3_K: return fgg_rp_tile_q3_k_avx2;
         case FGG_RP_Q2_K: return fgg_rp_tile_q2_k_avx2;
+        case FGG_RP_IQ4_XS: return fgg_rp_tile_iq4_xs_avx2;
         default: return NULL;
         }
     }
