@@ -41,7 +41,6 @@ Two paths:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -231,21 +230,15 @@ def _run_rows(kernels, raw2d, type_id: int, x2d, xq, out2d, n_threads, swapped, 
     n_rows = raw2d.shape[0]
     work = raw2d.nbytes * max(1, x2d.shape[0])
     n_chunks = max(1, min(n_threads, n_rows, work // _MIN_WORK_PER_THREAD))
-    whole = n_chunks == 1 or kernels.has_thread_pool()
-    tasks: list[Callable[[], Any]]
+    tail: tuple[Any, ...]
     if xq is not None:
-        if whole:
-            kernels.matmul_rows_int(raw2d, type_id, xq, out2d, 0, n_rows, n_chunks)
-            return
-        tasks = [partial(kernels.matmul_rows_int, raw2d, type_id, xq, out2d, a, b, 1)
-                 for a, b in _dequant._even_parts(n_rows, n_chunks)]
+        kernel, head, tail = kernels.matmul_rows_int, (raw2d, type_id, xq, out2d), ()
     else:
-        if whole:
-            kernels.matmul_rows(raw2d, type_id, x2d, out2d, 0, n_rows, swapped, round_to, n_chunks)
-            return
-        tasks = [partial(kernels.matmul_rows, raw2d, type_id, x2d, out2d, a, b, swapped, round_to, 1)
-                 for a, b in _dequant._even_parts(n_rows, n_chunks)]
-    _backend.run_chunks(tasks)
+        kernel, head, tail = kernels.matmul_rows, (raw2d, type_id, x2d, out2d), (swapped, round_to)
+    if n_chunks == 1 or kernels.has_thread_pool():
+        kernel(*head, 0, n_rows, *tail, n_chunks)
+    else:
+        _backend.run_chunks([partial(kernel, *head, a, b, *tail, 1) for a, b in _dequant._even_parts(n_rows, n_chunks)])
 
 
 def _prepare_x(x: Any, k: int) -> tuple[np.ndarray, bool]:
