@@ -469,6 +469,12 @@ def _backend_ops_rows(cases, exact_up_to: int) -> list[dict]:
     return rows
 
 
+#: After a call, OpenBLAS's worker threads spin waiting for the next one (for about 0.1 s or more)
+#: before they sleep: timed right after numpy, the next path shared the cores with them (the exact
+#: path's batch-1 sweep measured 23.5-26 ms after numpy, 15.0 ms alone, 2-core AMD EPYC). Waited out.
+_BLAS_SPIN_S = 1.0
+
+
 def timed(fn, rounds: int, budget: float = 20.0) -> float:
     """Best of ``rounds`` after a warm-up, fewer rounds when one takes long (a total of about
     ``budget`` s; a warm-up longer than that is the measurement)."""
@@ -484,6 +490,8 @@ def timed(fn, rounds: int, budget: float = 20.0) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
 
 
 def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] | None, repro: str,
@@ -510,6 +518,7 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
                 for cpu in (["-"] if path == "numpy" else cpus):
                     if path == "numpy":
                         t = t_np = timed(partial(sweep_numpy, dense, xs, last_head), rounds)
+                        time.sleep(_BLAS_SPIN_S)
                     elif path == "repacked":
                         _backend.set_cpu_path(cpu)
                         t = timed(partial(sweep_repacked, repacked_model(model), xs, last_head=last_head), rounds)
@@ -942,6 +951,7 @@ def main() -> None:
         for batch in (1, 8):
             xs = inputs(model, batch)
             t_np = best_of(partial(sweep_numpy, dense, xs), args.rounds)
+            time.sleep(_BLAS_SPIN_S)
             cols = partial(_cols, t_np=t_np, q_bytes=q_bytes)
             t_f = best_of(partial(sweep_fastgguf, model, xs, True), args.rounds)
             t_m = best_of(partial(sweep_int, model, xs, False), args.rounds)
