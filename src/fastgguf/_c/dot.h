@@ -3596,10 +3596,12 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q8_0_w_regs(const uint8_t *w, ptrdiff_t row_byt
     for (int r = 0; r < NW; r++) _mm256_storeu_ps(acc + r * acc_stride, a[r]);
 }
 
-/* Blocks b0..b1 of nw (1 to 4) Q8_0 weight rows times one row of x (fgg_mm_q8_0_w_regs). */
+/* Blocks b0..b1 of nw (1 to 4) Q8_0 weight rows times one row of x (fgg_mm_q8_0_w_regs); xsum
+ * unused (Q8_0 has no offset). */
 static inline void fgg_mm_span1_q8_0(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
-                                     const float *x, float *acc, ptrdiff_t acc_stride)
+                                     const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
 {
+    (void)xsum;
     switch (nw) {
     case 4: fgg_mm_q8_0_w_regs(w, row_bytes, 4, b0, b1, x, acc, acc_stride); break;
     case 3: fgg_mm_q8_0_w_regs(w, row_bytes, 3, b0, b1, x, acc, acc_stride); break;
@@ -3610,13 +3612,99 @@ static inline void fgg_mm_span1_q8_0(const uint8_t *w, ptrdiff_t row_bytes, int 
 #define FGG_MM_HAVE_SPAN1 1
 #else
 #define FGG_MM_HAVE_SPAN1 0
-/* Never called (FGG_MM_HAVE_SPAN1 is 0): names for the Cython code. */
-static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
-                                      const float *x, float *acc, ptrdiff_t acc_stride)
+#endif
+
+#if FGG_HAVE_AVX512
+/* One row of x times two Q4_K weight rows w0, w1 (super-blocks b0..b1) on 512-bit vectors: row
+ * w0's 8 lanes in the low half, w1's in the high half, x's 8 values broadcast to both. Each row
+ * gets fgg_mm_q45_k_regs' operations in its order (t = q * x over 8 lanes, a + S * t per
+ * sub-block, the mins' lanes + M * xsum per super-block), so the same bits; a 512-bit multiply
+ * or add does both rows' (on CPUs with full-width AVX-512 units, twice the work per instruction). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q4_k_pair512(const uint8_t *w0, const uint8_t *w1, ptrdiff_t b0, ptrdiff_t b1,
+                                              const float *x, const float *xsum, float *acc0, float *acc1)
 {
-    (void)w, (void)row_bytes, (void)nw, (void)b0, (void)b1, (void)x, (void)acc, (void)acc_stride;
+    __m512 a = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0)), _mm256_loadu_ps(acc1), 1);
+    __m512 am = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0 + 8)), _mm256_loadu_ps(acc1 + 8), 1);
+    const __m512i low = _mm512_set1_epi32(15);
+    const __m512i half = _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0);  /* w1's scales from 8 on */
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb0 = w0 + 144 * b, *wb1 = w1 + 144 * b;
+        /* the next pair's blocks at this place: the pair walks two rows side by side, so 1 KiB
+         * ahead (fgg_mm_prefetch_ahead) would run into the rows being read */
+        fgg_mm_prefetch_ahead(wb0 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 144);
+        fgg_mm_prefetch_ahead(wb1 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 144);
+        /* fgg_mm_q4_k_sm for both rows in one vector each: S = d * scale, M = dmin * min (w0's 8
+         * sub-blocks, then w1's), the same products */
+        uint32_t k0[4], k1[4];
+        fgg_mm_k4_scales(wb0 + 4, k0);
+        fgg_mm_k4_scales(wb1 + 4, k1);
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_setr_epi32((int)k0[0], (int)k0[1], (int)k1[0], (int)k1[1]));
+        const __m512i mn = _mm512_cvtepu8_epi32(_mm_setr_epi32((int)k0[2], (int)k0[3], (int)k1[2], (int)k1[3]));
+        const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(wb0))),
+                                            _mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(wb1))), 1);
+        const __m512 dmin = _mm512_insertf32x8(_mm512_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(wb0 + 2))),
+                                               _mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(wb1 + 2))), 1);
+        const __m512 sv = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)), mv = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mn));
+        for (int g = 0; g < 4; g++) {
+            const uint8_t *qs0 = wb0 + 16 + 32 * g, *qs1 = wb1 + 16 + 32 * g;
+            const float *x0 = x + 256 * b + 64 * g;
+            __m512 lo[4], hi[4];
+            for (int c = 0; c < 4; c++) {
+                const __m128i pair = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(qs0 + 8 * c)),
+                                                        _mm_loadl_epi64((const __m128i *)(qs1 + 8 * c)));
+                const __m512i e = _mm512_cvtepu8_epi32(pair);
+                lo[c] = _mm512_cvtepi32_ps(_mm512_and_si512(e, low));  /* sub-block 2g */
+                hi[c] = _mm512_cvtepi32_ps(_mm512_srli_epi32(e, 4));   /* sub-block 2g + 1 */
+            }
+            __m512 tl = _mm512_mul_ps(lo[0], _mm512_broadcast_f32x8(_mm256_loadu_ps(x0)));
+            __m512 th = _mm512_mul_ps(hi[0], _mm512_broadcast_f32x8(_mm256_loadu_ps(x0 + 32)));
+            for (int c = 1; c < 4; c++) {
+                tl = _mm512_add_ps(tl, _mm512_mul_ps(lo[c], _mm512_broadcast_f32x8(_mm256_loadu_ps(x0 + 8 * c))));
+                th = _mm512_add_ps(th, _mm512_mul_ps(hi[c], _mm512_broadcast_f32x8(_mm256_loadu_ps(x0 + 32 + 8 * c))));
+            }
+            /* S[2g] of each row across its half, then S[2g + 1] */
+            const __m512 s0 = _mm512_permutexvar_ps(_mm512_add_epi32(half, _mm512_set1_epi32(2 * g)), sv);
+            const __m512 s1 = _mm512_permutexvar_ps(_mm512_add_epi32(half, _mm512_set1_epi32(2 * g + 1)), sv);
+            a = _mm512_add_ps(a, _mm512_mul_ps(s0, tl));
+            a = _mm512_add_ps(a, _mm512_mul_ps(s1, th));
+        }
+        am = _mm512_add_ps(am, _mm512_mul_ps(mv, _mm512_broadcast_f32x8(_mm256_loadu_ps(xsum + 8 * b))));
+    }
+    _mm256_storeu_ps(acc0, _mm512_castps512_ps256(a));
+    _mm256_storeu_ps(acc1, _mm512_extractf32x8_ps(a, 1));
+    _mm256_storeu_ps(acc0 + 8, _mm512_castps512_ps256(am));
+    _mm256_storeu_ps(acc1 + 8, _mm512_extractf32x8_ps(am, 1));
 }
+
+/* Blocks b0..b1 of nw (1 to 4) Q4_K weight rows times one row of x (its sums per 32 at xsum):
+ * pairs of rows by fgg_mm_q4_k_pair512, a last odd one by fgg_mm_q45_k_regs. */
+static inline void fgg_mm_span1_q4_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
+                                     const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
+{
+    int r = 0;
+    for (; r + 2 <= nw; r += 2)
+        fgg_mm_q4_k_pair512(w + r * row_bytes, w + (r + 1) * row_bytes, b0, b1, x, xsum, acc + r * acc_stride,
+                            acc + (r + 1) * acc_stride);
+    if (r < nw) fgg_mm_q45_k_regs(w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride, 0);
+}
+#define FGG_MM_HAVE_SPAN1_Q4_K 1
+#else
+#define FGG_MM_HAVE_SPAN1_Q4_K 0
+#endif
+
+#if !FGG_MM_HAVE_SPAN1 || !FGG_MM_HAVE_SPAN1_Q4_K
+/* Never called (FGG_MM_HAVE_SPAN1 or FGG_MM_HAVE_SPAN1_Q4_K is 0): names for the Cython code. */
+static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
+                                      const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
+{
+    (void)w, (void)row_bytes, (void)nw, (void)b0, (void)b1, (void)x, (void)xsum, (void)acc, (void)acc_stride;
+}
+#endif
+#if !FGG_MM_HAVE_SPAN1
 #define fgg_mm_span1_q8_0 fgg_mm_span1_never
+#endif
+#if !FGG_MM_HAVE_SPAN1_Q4_K
+#define fgg_mm_span1_q4_k fgg_mm_span1_never
 #endif
 
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2

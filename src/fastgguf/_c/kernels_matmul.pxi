@@ -386,14 +386,14 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
 
 
 ctypedef void (*_span1_fn)(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
-                           const float *x, float *acc, Py_ssize_t acc_stride) noexcept nogil
+                           const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride) noexcept nogil
 
 
 cdef struct _MMExactJob:
     int n_tasks
     int status
     _span_fn span
-    _span1_fn span1  # one row of x against up to 4 weight rows at a time (Q8_0), or NULL
+    _span1_fn span1  # one row of x against up to 4 weight rows at a time (Q8_0; Q4_K in the avx512 build), or NULL
     Py_ssize_t span_blocks
     fgg_byteswap_fn swap
     int type_id
@@ -443,7 +443,7 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
             n = 0
             while n < a1 - a:
                 job.span1(tile + n * job.row_bytes + c * ts, job.row_bytes, <int>min(4, a1 - a - n), 0, c1 - c, xp,
-                          acc + n * lanes, lanes)
+                          xsp, acc + n * lanes, lanes)
                 n += 4
         else:
             for n in range(a1 - a):
@@ -550,6 +550,8 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     job.span1 = NULL
     if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
         job.span1 = <_span1_fn>fgg_mm_span1_q8_0
+    if FGG_MM_HAVE_SPAN1_Q4_K and type_id == FGG_TYPE_Q4_K:
+        job.span1 = <_span1_fn>fgg_mm_span1_q4_k
     job.swap = swap
     job.type_id = type_id
     job.w = w
