@@ -3676,16 +3676,84 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q4_k_pair512(const uint8_t *w0, const uint8_t *
     _mm256_storeu_ps(acc1 + 8, _mm512_extractf32x8_ps(am, 1));
 }
 
-/* Blocks b0..b1 of nw (1 to 4) Q4_K weight rows times one row of x (its sums per 32 at xsum):
- * pairs of rows by fgg_mm_q4_k_pair512, a last odd one by fgg_mm_q45_k_regs. */
+/* Q6_K's 16 scales times d in one vector (fgg_mm_q6_k_s's products). */
+FGG_MM_ALWAYS_INLINE __m512 fgg_mm_q6_k_s512(const uint8_t *wb)
+{
+    const __m512 d = _mm512_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(wb + 208)));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(wb + 192)))));
+}
+
+/* One row of x times two Q6_K weight rows w0, w1 as fgg_mm_q4_k_pair512: each row gets
+ * fgg_mm_q6_k_regs' operations in its order (per pair of sub-blocks of 16, fgg_mm_pair16's). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_pair512(const uint8_t *w0, const uint8_t *w1, ptrdiff_t b0, ptrdiff_t b1,
+                                              const float *x, float *acc0, float *acc1)
+{
+    __m512 a = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0)), _mm256_loadu_ps(acc1), 1);
+    const __m512i second = _mm512_set_epi32(16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb0 = w0 + 210 * b, *wb1 = w1 + 210 * b;
+        fgg_mm_prefetch_ahead(wb0 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 210);  /* the next pair's */
+        fgg_mm_prefetch_ahead(wb1 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 210);
+        const __m512 sv0 = fgg_mm_q6_k_s512(wb0), sv1 = fgg_mm_q6_k_s512(wb1);
+        for (int h = 0; h < 2; h++) {
+            __m256i q0[4], q1[4];
+            fgg_mm_q6_k_half(wb0, h, q0);
+            fgg_mm_q6_k_half(wb1, h, q1);
+            for (int c = 0; c < 4; c++) {  /* sub-blocks j = 8h + 2c and j + 1 */
+                const float *xc = x + 256 * b + 128 * h + 32 * c;
+                const __m128i l0 = _mm256_castsi256_si128(q0[c]), l1 = _mm256_castsi256_si128(q1[c]);
+                const __m128i u0 = _mm256_extracti128_si256(q0[c], 1), u1 = _mm256_extracti128_si256(q1[c], 1);
+                const __m512 f0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(l0, l1)));
+                const __m512 f1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpackhi_epi64(l0, l1)));
+                const __m512 f2 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpacklo_epi64(u0, u1)));
+                const __m512 f3 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_unpackhi_epi64(u0, u1)));
+                const int j = 8 * h + 2 * c;
+                const __m512 s0 = _mm512_permutex2var_ps(sv0, _mm512_add_epi32(second, _mm512_set1_epi32(j)), sv1);
+                const __m512 s1 = _mm512_permutex2var_ps(sv0, _mm512_add_epi32(second, _mm512_set1_epi32(j + 1)), sv1);
+                const __m512 t0 = _mm512_add_ps(_mm512_mul_ps(f0, _mm512_broadcast_f32x8(_mm256_loadu_ps(xc))),
+                                                _mm512_mul_ps(f1, _mm512_broadcast_f32x8(_mm256_loadu_ps(xc + 8))));
+                const __m512 t1 = _mm512_add_ps(_mm512_mul_ps(f2, _mm512_broadcast_f32x8(_mm256_loadu_ps(xc + 16))),
+                                                _mm512_mul_ps(f3, _mm512_broadcast_f32x8(_mm256_loadu_ps(xc + 24))));
+                a = _mm512_add_ps(a, _mm512_mul_ps(s0, t0));
+                a = _mm512_add_ps(a, _mm512_mul_ps(s1, t1));
+            }
+        }
+    }
+    _mm256_storeu_ps(acc0, _mm512_castps512_ps256(a));
+    _mm256_storeu_ps(acc1, _mm512_extractf32x8_ps(a, 1));
+}
+
+/* Blocks b0..b1 of nw (1 to 4) Q4_K (or, is_q6, Q6_K) weight rows times one row of x (Q4_K's sums
+ * per 32 at xsum): pairs of rows on 512-bit vectors, a last odd row by the AVX2 register kernel. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_span1_pairs(const int is_q6, const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,
+                                             ptrdiff_t b1, const float *x, const float *xsum, float *acc,
+                                             ptrdiff_t acc_stride)
+{
+    int r = 0;
+    for (; r + 2 <= nw; r += 2) {
+        const uint8_t *w0 = w + r * row_bytes, *w1 = w0 + row_bytes;
+        if (is_q6)
+            fgg_mm_q6_k_pair512(w0, w1, b0, b1, x, acc + r * acc_stride, acc + (r + 1) * acc_stride);
+        else
+            fgg_mm_q4_k_pair512(w0, w1, b0, b1, x, xsum, acc + r * acc_stride, acc + (r + 1) * acc_stride);
+    }
+    if (r == nw) return;
+    if (is_q6)
+        fgg_mm_q6_k_regs(w + r * row_bytes, b0, b1, x, 0, 1, acc + r * acc_stride);
+    else
+        fgg_mm_q45_k_regs(w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride, 0);
+}
+
 static inline void fgg_mm_span1_q4_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
                                      const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
 {
-    int r = 0;
-    for (; r + 2 <= nw; r += 2)
-        fgg_mm_q4_k_pair512(w + r * row_bytes, w + (r + 1) * row_bytes, b0, b1, x, xsum, acc + r * acc_stride,
-                            acc + (r + 1) * acc_stride);
-    if (r < nw) fgg_mm_q45_k_regs(w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride, 0);
+    fgg_mm_span1_pairs(0, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
+}
+
+static inline void fgg_mm_span1_q6_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
+                                     const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
+{
+    fgg_mm_span1_pairs(1, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
 }
 #define FGG_MM_HAVE_SPAN1_Q4_K 1
 #else
@@ -3705,6 +3773,7 @@ static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int
 #endif
 #if !FGG_MM_HAVE_SPAN1_Q4_K
 #define fgg_mm_span1_q4_k fgg_mm_span1_never
+#define fgg_mm_span1_q6_k fgg_mm_span1_never
 #endif
 
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2

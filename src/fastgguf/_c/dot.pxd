@@ -118,4 +118,6 @@ cdef extern from "dot.h" nogil:
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
     void fgg_mm_span1_q4_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_q6_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
     enum: FGG_MM_INT_SIMD_BUILD
