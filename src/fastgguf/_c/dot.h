@@ -3620,19 +3620,20 @@ static inline void fgg_mm_span1_q8_0(const uint8_t *w, ptrdiff_t row_bytes, int 
  * gets fgg_mm_q45_k_regs' operations in its order (t = q * x over 8 lanes, a + S * t per
  * sub-block, the mins' lanes + M * xsum per super-block), so the same bits; a 512-bit multiply
  * or add does both rows' (on CPUs with full-width AVX-512 units, twice the work per instruction). */
-FGG_MM_ALWAYS_INLINE void fgg_mm_q4_k_pair512(const uint8_t *w0, const uint8_t *w1, ptrdiff_t b0, ptrdiff_t b1,
-                                              const float *x, const float *xsum, float *acc0, float *acc1)
+FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_pair512(const uint8_t *w0, const uint8_t *w1, ptrdiff_t b0, ptrdiff_t b1,
+                                               const float *x, const float *xsum, float *acc0, float *acc1, const int is_q5)
 {
+    const ptrdiff_t sb_bytes = is_q5 ? 176 : 144;
     __m512 a = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0)), _mm256_loadu_ps(acc1), 1);
     __m512 am = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0 + 8)), _mm256_loadu_ps(acc1 + 8), 1);
     const __m512i low = _mm512_set1_epi32(15);
     const __m512i half = _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0);  /* w1's scales from 8 on */
     for (ptrdiff_t b = b0; b < b1; b++) {
-        const uint8_t *wb0 = w0 + 144 * b, *wb1 = w1 + 144 * b;
+        const uint8_t *wb0 = w0 + sb_bytes * b, *wb1 = w1 + sb_bytes * b;
         /* the next pair's blocks at this place: the pair walks two rows side by side, so 1 KiB
          * ahead (fgg_mm_prefetch_ahead) would run into the rows being read */
-        fgg_mm_prefetch_ahead(wb0 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 144);
-        fgg_mm_prefetch_ahead(wb1 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 144);
+        fgg_mm_prefetch_ahead(wb0 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, sb_bytes);
+        fgg_mm_prefetch_ahead(wb1 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, sb_bytes);
         /* fgg_mm_q4_k_sm for both rows in one vector each: S = d * scale, M = dmin * min (w0's 8
          * sub-blocks, then w1's), the same products */
         uint32_t k0[4], k1[4];
@@ -3645,16 +3646,41 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q4_k_pair512(const uint8_t *w0, const uint8_t *
         const __m512 dmin = _mm512_insertf32x8(_mm512_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(wb0 + 2))),
                                                _mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(wb1 + 2))), 1);
         const __m512 sv = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc)), mv = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(mn));
+        const __m256i qh0 = is_q5 ? _mm256_loadu_si256((const __m256i *)(wb0 + 16)) : _mm256_setzero_si256();
+        const __m256i qh1 = is_q5 ? _mm256_loadu_si256((const __m256i *)(wb1 + 16)) : _mm256_setzero_si256();
         for (int g = 0; g < 4; g++) {
-            const uint8_t *qs0 = wb0 + 16 + 32 * g, *qs1 = wb1 + 16 + 32 * g;
+            const uint8_t *qs0 = wb0 + (is_q5 ? 48 : 16) + 32 * g, *qs1 = wb1 + (is_q5 ? 48 : 16) + 32 * g;
             const float *x0 = x + 256 * b + 64 * g;
             __m512 lo[4], hi[4];
-            for (int c = 0; c < 4; c++) {
-                const __m128i pair = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(qs0 + 8 * c)),
-                                                        _mm_loadl_epi64((const __m128i *)(qs1 + 8 * c)));
-                const __m512i e = _mm512_cvtepu8_epi32(pair);
-                lo[c] = _mm512_cvtepi32_ps(_mm512_and_si512(e, low));  /* sub-block 2g */
-                hi[c] = _mm512_cvtepi32_ps(_mm512_srli_epi32(e, 4));   /* sub-block 2g + 1 */
+            if (is_q5) {
+                /* each row's 5-bit codes of sub-blocks 2g and 2g + 1 in bytes (fgg_mm_q45_k_regs'),
+                 * then 8 of each row's widened together */
+                const __m256i l4 = _mm256_set1_epi8(15), b4 = _mm256_set1_epi8(16);
+                const __m256i v0 = _mm256_loadu_si256((const __m256i *)qs0), v1 = _mm256_loadu_si256((const __m256i *)qs1);
+                const __m256i u[2][2] = {
+                    {_mm256_or_si256(_mm256_and_si256(v0, l4), _mm256_and_si256(fgg_mm_bit_to_256(qh0, 2 * g, 4), b4)),
+                     _mm256_or_si256(_mm256_and_si256(v1, l4), _mm256_and_si256(fgg_mm_bit_to_256(qh1, 2 * g, 4), b4))},
+                    {_mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v0, 4), l4),
+                                     _mm256_and_si256(fgg_mm_bit_to_256(qh0, 2 * g + 1, 4), b4)),
+                     _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v1, 4), l4),
+                                     _mm256_and_si256(fgg_mm_bit_to_256(qh1, 2 * g + 1, 4), b4))}};
+                __m512 *f[2] = {lo, hi};
+                for (int t = 0; t < 2; t++) {
+                    const __m128i a0 = _mm256_castsi256_si128(u[t][0]), a1 = _mm256_castsi256_si128(u[t][1]);
+                    const __m128i h0 = _mm256_extracti128_si256(u[t][0], 1), h1 = _mm256_extracti128_si256(u[t][1], 1);
+                    f[t][0] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(a0, a1)));
+                    f[t][1] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi64(a0, a1)));
+                    f[t][2] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi64(h0, h1)));
+                    f[t][3] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpackhi_epi64(h0, h1)));
+                }
+            } else {
+                for (int c = 0; c < 4; c++) {
+                    const __m128i pair = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(qs0 + 8 * c)),
+                                                            _mm_loadl_epi64((const __m128i *)(qs1 + 8 * c)));
+                    const __m512i e = _mm512_cvtepu8_epi32(pair);
+                    lo[c] = _mm512_cvtepi32_ps(_mm512_and_si512(e, low));  /* sub-block 2g */
+                    hi[c] = _mm512_cvtepi32_ps(_mm512_srli_epi32(e, 4));   /* sub-block 2g + 1 */
+                }
             }
             __m512 tl = _mm512_mul_ps(lo[0], _mm512_broadcast_f32x8(_mm256_loadu_ps(x0)));
             __m512 th = _mm512_mul_ps(hi[0], _mm512_broadcast_f32x8(_mm256_loadu_ps(x0 + 32)));
@@ -3683,7 +3709,7 @@ FGG_MM_ALWAYS_INLINE __m512 fgg_mm_q6_k_s512(const uint8_t *wb)
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(wb + 192)))));
 }
 
-/* One row of x times two Q6_K weight rows w0, w1 as fgg_mm_q4_k_pair512: each row gets
+/* One row of x times two Q6_K weight rows w0, w1 as fgg_mm_q45_k_pair512: each row gets
  * fgg_mm_q6_k_regs' operations in its order (per pair of sub-blocks of 16, fgg_mm_pair16's). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_pair512(const uint8_t *w0, const uint8_t *w1, ptrdiff_t b0, ptrdiff_t b1,
                                               const float *x, float *acc0, float *acc1)
@@ -3723,45 +3749,53 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_pair512(const uint8_t *w0, const uint8_t *
     _mm256_storeu_ps(acc1, _mm512_extractf32x8_ps(a, 1));
 }
 
-/* Blocks b0..b1 of nw (1 to 4) Q4_K (or, is_q6, Q6_K) weight rows times one row of x (Q4_K's sums
- * per 32 at xsum): pairs of rows on 512-bit vectors, a last odd row by the AVX2 register kernel. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_span1_pairs(const int is_q6, const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,
+/* Blocks b0..b1 of nw (1 to 4) Q4_K, Q5_K or Q6_K (type_id) weight rows times one row of x (Q4_K's
+ * and Q5_K's sums per 32 at xsum): pairs of rows on 512-bit vectors, a last odd row by the AVX2
+ * register kernel. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_span1_pairs(const int type_id, const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,
                                              ptrdiff_t b1, const float *x, const float *xsum, float *acc,
                                              ptrdiff_t acc_stride)
 {
+    const int is_q6 = type_id == FGG_TYPE_Q6_K, is_q5 = type_id == FGG_TYPE_Q5_K;
     int r = 0;
     for (; r + 2 <= nw; r += 2) {
         const uint8_t *w0 = w + r * row_bytes, *w1 = w0 + row_bytes;
         if (is_q6)
             fgg_mm_q6_k_pair512(w0, w1, b0, b1, x, acc + r * acc_stride, acc + (r + 1) * acc_stride);
         else
-            fgg_mm_q4_k_pair512(w0, w1, b0, b1, x, xsum, acc + r * acc_stride, acc + (r + 1) * acc_stride);
+            fgg_mm_q45_k_pair512(w0, w1, b0, b1, x, xsum, acc + r * acc_stride, acc + (r + 1) * acc_stride, is_q5);
     }
     if (r == nw) return;
     if (is_q6)
         fgg_mm_q6_k_regs(w + r * row_bytes, b0, b1, x, 0, 1, acc + r * acc_stride);
     else
-        fgg_mm_q45_k_regs(w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride, 0);
+        fgg_mm_q45_k_regs(w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride, is_q5);
 }
 
 static inline void fgg_mm_span1_q4_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
                                      const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
 {
-    fgg_mm_span1_pairs(0, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
+    fgg_mm_span1_pairs(FGG_TYPE_Q4_K, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
+}
+
+static inline void fgg_mm_span1_q5_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
+                                     const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
+{
+    fgg_mm_span1_pairs(FGG_TYPE_Q5_K, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
 }
 
 static inline void fgg_mm_span1_q6_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
                                      const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
 {
-    fgg_mm_span1_pairs(1, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
+    fgg_mm_span1_pairs(FGG_TYPE_Q6_K, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
 }
-#define FGG_MM_HAVE_SPAN1_Q4_K 1
+#define FGG_MM_HAVE_SPAN1_PAIRS 1
 #else
-#define FGG_MM_HAVE_SPAN1_Q4_K 0
+#define FGG_MM_HAVE_SPAN1_PAIRS 0
 #endif
 
-#if !FGG_MM_HAVE_SPAN1 || !FGG_MM_HAVE_SPAN1_Q4_K
-/* Never called (FGG_MM_HAVE_SPAN1 or FGG_MM_HAVE_SPAN1_Q4_K is 0): names for the Cython code. */
+#if !FGG_MM_HAVE_SPAN1 || !FGG_MM_HAVE_SPAN1_PAIRS
+/* Never called (FGG_MM_HAVE_SPAN1 or FGG_MM_HAVE_SPAN1_PAIRS is 0): names for the Cython code. */
 static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
                                       const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
 {
@@ -3771,8 +3805,9 @@ static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int
 #if !FGG_MM_HAVE_SPAN1
 #define fgg_mm_span1_q8_0 fgg_mm_span1_never
 #endif
-#if !FGG_MM_HAVE_SPAN1_Q4_K
+#if !FGG_MM_HAVE_SPAN1_PAIRS
 #define fgg_mm_span1_q4_k fgg_mm_span1_never
+#define fgg_mm_span1_q5_k fgg_mm_span1_never
 #define fgg_mm_span1_q6_k fgg_mm_span1_never
 #endif
 

@@ -113,10 +113,12 @@ cdef extern from "dot.h" nogil:
                             const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc)
     void fgg_mm_exact_out(const float *acc, int m, float *out, Py_ssize_t os)
     enum: FGG_MM_HAVE_SPAN1
-    enum: FGG_MM_HAVE_SPAN1_Q4_K
+    enum: FGG_MM_HAVE_SPAN1_PAIRS
     void fgg_mm_span1_q8_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
     void fgg_mm_span1_q4_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_q5_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
     void fgg_mm_span1_q6_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)

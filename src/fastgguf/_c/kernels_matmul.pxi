@@ -393,7 +393,7 @@ cdef struct _MMExactJob:
     int n_tasks
     int status
     _span_fn span
-    _span1_fn span1  # one row of x against up to 4 weight rows at a time (Q8_0; Q4_K, Q6_K in the avx512 build), or NULL
+    _span1_fn span1  # one row of x against up to 4 weight rows at a time (Q8_0; Q4_K, Q5_K, Q6_K in the avx512 build), or NULL
     Py_ssize_t span_blocks
     fgg_byteswap_fn swap
     int type_id
@@ -550,9 +550,11 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     job.span1 = NULL
     if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
         job.span1 = <_span1_fn>fgg_mm_span1_q8_0
-    if FGG_MM_HAVE_SPAN1_Q4_K and type_id == FGG_TYPE_Q4_K:
+    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q4_K:
         job.span1 = <_span1_fn>fgg_mm_span1_q4_k
-    if FGG_MM_HAVE_SPAN1_Q4_K and type_id == FGG_TYPE_Q6_K:
+    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q5_K:
+        job.span1 = <_span1_fn>fgg_mm_span1_q5_k
+    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q6_K:
         job.span1 = <_span1_fn>fgg_mm_span1_q6_k
     job.swap = swap
     job.type_id = type_id
