@@ -146,15 +146,18 @@ static inline float fgg_mm_lanes_sum(const float *acc)
  * from memory, and the single-row kernels are quick enough for the hardware prefetcher, which
  * stops at each 4 KiB page, to leave them waiting (about 10-15 % of a model's batch 1 sweep). */
 #define FGG_MM_PREFETCH_AHEAD 1024
-static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n)
+/* Ask for the cache lines of the n bytes at p (a hint: p may lie past the data). */
+static inline void fgg_mm_prefetch(const uint8_t *p, ptrdiff_t n)
 {
 #if defined(__GNUC__) || defined(__clang__)
-    for (ptrdiff_t o = 0; o < n; o += 64) __builtin_prefetch(p + FGG_MM_PREFETCH_AHEAD + o);
+    for (ptrdiff_t o = 0; o < n; o += 64) __builtin_prefetch(p + o);
 #else
     (void)p;
     (void)n;
 #endif
 }
+
+static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n) { fgg_mm_prefetch(p + FGG_MM_PREFETCH_AHEAD, n); }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
@@ -3632,8 +3635,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_pair512(const uint8_t *w0, const uint8_t 
         const uint8_t *wb0 = w0 + sb_bytes * b, *wb1 = w1 + sb_bytes * b;
         /* the next pair's blocks at this place: the pair walks two rows side by side, so 1 KiB
          * ahead (fgg_mm_prefetch_ahead) would run into the rows being read */
-        fgg_mm_prefetch_ahead(wb0 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, sb_bytes);
-        fgg_mm_prefetch_ahead(wb1 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, sb_bytes);
+        fgg_mm_prefetch(wb0 + 2 * (w1 - w0), sb_bytes);
+        fgg_mm_prefetch(wb1 + 2 * (w1 - w0), sb_bytes);
         /* fgg_mm_q4_k_sm for both rows in one vector each: S = d * scale, M = dmin * min (w0's 8
          * sub-blocks, then w1's), the same products */
         uint32_t k0[4], k1[4];
@@ -3718,8 +3721,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_pair512(const uint8_t *w0, const uint8_t *
     const __m512i second = _mm512_set_epi32(16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb0 = w0 + 210 * b, *wb1 = w1 + 210 * b;
-        fgg_mm_prefetch_ahead(wb0 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 210);  /* the next pair's */
-        fgg_mm_prefetch_ahead(wb1 + 2 * (w1 - w0) - FGG_MM_PREFETCH_AHEAD, 210);
+        fgg_mm_prefetch(wb0 + 2 * (w1 - w0), 210);  /* the next pair's */
+        fgg_mm_prefetch(wb1 + 2 * (w1 - w0), 210);
         const __m512 sv0 = fgg_mm_q6_k_s512(wb0), sv1 = fgg_mm_q6_k_s512(wb1);
         for (int h = 0; h < 2; h++) {
             __m256i q0[4], q1[4];
