@@ -3599,12 +3599,59 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q8_0_w_regs(const uint8_t *w, ptrdiff_t row_byt
     for (int r = 0; r < NW; r++) _mm256_storeu_ps(acc + r * acc_stride, a[r]);
 }
 
-/* Blocks b0..b1 of nw (1 to 4) Q8_0 weight rows times one row of x (fgg_mm_q8_0_w_regs); xsum
- * unused (Q8_0 has no offset). */
+#if FGG_HAVE_AVX512
+/* fgg_mm_q8_0_w_regs for NP (1 or 2) pairs of weight rows on 512-bit vectors: rows 2p and 2p + 1
+ * in the halves of one vector, x's 8 values broadcast to both; each row's operations in its order. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q8_0_w_pairs512(const uint8_t *w, ptrdiff_t row_bytes, const int NP, ptrdiff_t b0,
+                                                 ptrdiff_t b1, const float *x, float *acc, ptrdiff_t acc_stride)
+{
+    __m512 a[2];
+    for (int p = 0; p < NP; p++)
+        a[p] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc + 2 * p * acc_stride)),
+                                  _mm256_loadu_ps(acc + (2 * p + 1) * acc_stride), 1);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const float *xb = x + 32 * b;
+        __m512 xv[4];
+        for (int c = 0; c < 4; c++) xv[c] = _mm512_broadcast_f32x8(_mm256_loadu_ps(xb + 8 * c));
+        for (int p = 0; p < NP; p++) {
+            const uint8_t *blk0 = w + 2 * p * row_bytes + 34 * b, *blk1 = blk0 + row_bytes;
+            fgg_mm_prefetch_ahead(blk0, 34);
+            fgg_mm_prefetch_ahead(blk1, 34);
+            const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(blk0))),
+                                                _mm256_set1_ps(fgg_half_to_float_scale(fgg_load_u16le(blk1))), 1);
+            __m512 t = _mm512_setzero_ps();
+            for (int c = 0; c < 4; c++) {
+                const __m128i q = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(blk0 + 2 + 8 * c)),
+                                                     _mm_loadl_epi64((const __m128i *)(blk1 + 2 + 8 * c)));
+                const __m512 prod = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), xv[c]);
+                t = c ? _mm512_add_ps(t, prod) : prod;
+            }
+            a[p] = _mm512_add_ps(a[p], _mm512_mul_ps(d, t));
+        }
+    }
+    for (int p = 0; p < NP; p++) {
+        _mm256_storeu_ps(acc + 2 * p * acc_stride, _mm512_castps512_ps256(a[p]));
+        _mm256_storeu_ps(acc + (2 * p + 1) * acc_stride, _mm512_extractf32x8_ps(a[p], 1));
+    }
+}
+#endif
+
+/* Blocks b0..b1 of nw (1 to 4) Q8_0 weight rows times one row of x (fgg_mm_q8_0_w_regs; in the
+ * avx512 build its pairs of rows by fgg_mm_q8_0_w_pairs512); xsum unused (Q8_0 has no offset). */
 static inline void fgg_mm_span1_q8_0(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
                                      const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
 {
     (void)xsum;
+#if FGG_HAVE_AVX512
+    if (nw >= 2) {  /* the pair count a constant in each call */
+        if (nw == 4)
+            fgg_mm_q8_0_w_pairs512(w, row_bytes, 2, b0, b1, x, acc, acc_stride);
+        else
+            fgg_mm_q8_0_w_pairs512(w, row_bytes, 1, b0, b1, x, acc, acc_stride);
+        if (nw == 3) fgg_mm_q8_0_w_regs(w + 2 * row_bytes, row_bytes, 1, b0, b1, x, acc + 2 * acc_stride, acc_stride);
+        return;
+    }
+#endif
     switch (nw) {
     case 4: fgg_mm_q8_0_w_regs(w, row_bytes, 4, b0, b1, x, acc, acc_stride); break;
     case 3: fgg_mm_q8_0_w_regs(w, row_bytes, 3, b0, b1, x, acc, acc_stride); break;
