@@ -492,8 +492,6 @@ def timed(fn, rounds: int, budget: float = 20.0) -> float:
     return best
 
 
-
-
 def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] | None, repro: str,
           last_head: bool = True) -> list[dict]:
     """Time a sweep per batch x path x CPU build and print the table (markdown); the rows as dicts.

@@ -3822,23 +3822,16 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_span1_pairs(const int type_id, const uint8_t *w
         fgg_mm_q45_k_regs(w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride, is_q5);
 }
 
-static inline void fgg_mm_span1_q4_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
-                                     const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
-{
-    fgg_mm_span1_pairs(FGG_TYPE_Q4_K, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
+#define FGG_MM_SPAN1_PAIRS(NAME, TYPE)                                                                \
+static inline void NAME(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,        \
+                        const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)              \
+{                                                                                                     \
+    fgg_mm_span1_pairs(TYPE, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);                     \
 }
-
-static inline void fgg_mm_span1_q5_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
-                                     const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
-{
-    fgg_mm_span1_pairs(FGG_TYPE_Q5_K, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
-}
-
-static inline void fgg_mm_span1_q6_k(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
-                                     const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
-{
-    fgg_mm_span1_pairs(FGG_TYPE_Q6_K, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);
-}
+FGG_MM_SPAN1_PAIRS(fgg_mm_span1_q4_k, FGG_TYPE_Q4_K)
+FGG_MM_SPAN1_PAIRS(fgg_mm_span1_q5_k, FGG_TYPE_Q5_K)
+FGG_MM_SPAN1_PAIRS(fgg_mm_span1_q6_k, FGG_TYPE_Q6_K)
+#undef FGG_MM_SPAN1_PAIRS
 #define FGG_MM_HAVE_SPAN1_PAIRS 1
 #else
 #define FGG_MM_HAVE_SPAN1_PAIRS 0

@@ -389,11 +389,25 @@ ctypedef void (*_span1_fn)(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ss
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride) noexcept nogil
 
 
+cdef _span1_fn _span1_for(int type_id) noexcept nogil:
+    """The kernel of one row of x against up to 4 weight rows at a time, where this build has
+    one for ``type_id`` (Q8_0; Q4_K, Q5_K, Q6_K in the avx512 build), else NULL."""
+    if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
+        return <_span1_fn>fgg_mm_span1_q8_0
+    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q4_K:
+        return <_span1_fn>fgg_mm_span1_q4_k
+    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q5_K:
+        return <_span1_fn>fgg_mm_span1_q5_k
+    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q6_K:
+        return <_span1_fn>fgg_mm_span1_q6_k
+    return NULL
+
+
 cdef struct _MMExactJob:
     int n_tasks
     int status
     _span_fn span
-    _span1_fn span1  # one row of x against up to 4 weight rows at a time (Q8_0; Q4_K, Q5_K, Q6_K in the avx512 build), or NULL
+    _span1_fn span1  # one row of x against up to 4 weight rows at a time (_span1_for), or NULL
     Py_ssize_t span_blocks
     fgg_byteswap_fn swap
     int type_id
@@ -547,15 +561,7 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     """A job of the factored float path: ``type_id`` is one of the types that have it; ``xsum``
     its rows of x's sums (_x_sums), or NULL."""
     job.span = _exact_by_sub_block(type_id)
-    job.span1 = NULL
-    if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
-        job.span1 = <_span1_fn>fgg_mm_span1_q8_0
-    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q4_K:
-        job.span1 = <_span1_fn>fgg_mm_span1_q4_k
-    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q5_K:
-        job.span1 = <_span1_fn>fgg_mm_span1_q5_k
-    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q6_K:
-        job.span1 = <_span1_fn>fgg_mm_span1_q6_k
+    job.span1 = _span1_for(type_id)
     job.swap = swap
     job.type_id = type_id
     job.w = w
