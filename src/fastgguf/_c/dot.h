@@ -144,8 +144,10 @@ static inline float fgg_mm_lanes_sum(const float *acc)
 
 /* Ask for the cache lines of the block ``ahead`` bytes past p (n bytes): a row's blocks stream
  * from memory, and the single-row kernels are quick enough for the hardware prefetcher, which
- * stops at each 4 KiB page, to leave them waiting (about 10-15 % of a model's batch 1 sweep). */
-#define FGG_MM_PREFETCH_AHEAD 1024
+ * stops at each 4 KiB page, to leave them waiting (about 10-15 % of a model's batch 1 sweep).
+ * 4 KiB ahead: on a Zen 5 VM, 65536 x 4096 Q4_K from memory, one row of x, 2 threads, the integer
+ * path read 33 GB/s at 512 bytes ahead, 39 at 1 KiB, 43-44 at 4 KiB, and no more at 8 KiB. */
+#define FGG_MM_PREFETCH_AHEAD 4096
 /* Ask for the cache lines of the n bytes at p (a hint: p may lie past the data). */
 static inline void fgg_mm_prefetch(const uint8_t *p, ptrdiff_t n)
 {
@@ -1028,6 +1030,21 @@ static inline void fgg_mm_k4_scales(const uint8_t *s, uint32_t out[4])
     out[3] = ((s2 >> 4) & 0x0f0f0f0fu) | (((s1 >> 6) & 0x03030303u) << 4);
 }
 
+#if defined(FGG_MM_INT_SIMD)
+/* fgg_mm_k4_scales's four words in one vector, from the 16 bytes at s (12 of scales, then 4 of
+ * the block's other bytes). */
+FGG_MM_ALWAYS_INLINE __m128i fgg_mm_k4_scales128(const uint8_t *s)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)s); /* s0 s1 s2 - */
+    /* s0 & 0x3f.., s2 & 0x0f.., s1 & 0x3f.., (s2 >> 4) & 0x0f.. */
+    const __m128i a = _mm_and_si128(_mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+    /* the top 2 bits of s0's and s1's bytes, as bits 4-5 of words 1 and 3 */
+    const __m128i b = _mm_and_si128(_mm_srli_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0)), 2),
+                                    _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+    return _mm_or_si128(a, b);
+}
+#endif
 
 /* Q3_K's sixteen 6-bit scales (12 bytes at wb + 96) as four little-endian words, a byte each
  * (scale g in byte g & 3 of word g >> 2), before the offset of 32. */
@@ -1052,9 +1069,7 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_k_scales(int kind, const uint8_t *wb, __m256
     __m128i lo8, hi8;
     __m256i bs;
     if (kind == FGG_MM_K4 || kind == FGG_MM_K5) { /* a scale and a min per 32: each word twice */
-        uint32_t words[4];
-        fgg_mm_k4_scales(wb + 4, words);
-        __m128i b8 = _mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]);
+        __m128i b8 = fgg_mm_k4_scales128(wb + 4);
         __m128i sc8 = _mm_cvtepu8_epi16(b8), mn8 = _mm_cvtepu8_epi16(_mm_srli_si128(b8, 8));
         lo8 = _mm_unpacklo_epi16(sc8, sc8);
         hi8 = _mm_unpackhi_epi16(sc8, sc8);
@@ -1849,6 +1864,38 @@ static inline __m128 fgg_mm_kacc2_add(__m128 acc2, __m256i l, __m256i lm, __m128
     return _mm_add_ps(acc2, _mm_mul_ps(_mm_cvtepi32_ps(s), f2));
 }
 
+/* The end of a super-block in fgg_mm_rown_k for one row of x (xb): the bsum term
+ * (fgg_mm_ksb_bsum) and the float steps. l: the integer lanes; bs: fgg_mm_k_scales's. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k_add(int kind, const uint8_t *wb, const fgg_mm_q8k *xb, __m256i l, __m256i bs,
+                                            float *a, __m128 *a2)
+{
+    __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsum), bs);
+    if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
+        const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
+        const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
+        *a = fgg_mm_kacc_add(*a, _mm256_sub_epi32(l, bt), d * xb->d);
+    } else { /* mins: their own lanes, subtracted at the end; d and dmin side by side */
+        const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0; /* both halves in one conversion (F16C's) */
+        const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)fgg_load_u32le(wb + at)));
+        *a2 = fgg_mm_kacc2_add(*a2, l, bt, _mm_mul_ps(dd, _mm_set1_ps(xb->d)));
+    }
+}
+
+/* fgg_mm_rown_k's results: with mins, each row's total less its mins' total. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k_out(int kind, int NR, const float a[4], const __m128 a2[4], float *out,
+                                            ptrdiff_t os)
+{
+    for (int i = 0; i < NR; i++) {
+        if (fgg_mm_k_has_min(kind)) {
+            float t[4];
+            _mm_storeu_ps(t, a2[i]);
+            out[i * os] = t[0] - t[1];
+        } else {
+            out[i * os] = a[i];
+        }
+    }
+}
+
 /* NR (1 to 4, a constant) rows of x (row i at x + i * xs) at once: each sub-block's unpacked bytes
  * and scales, in registers, meet the NR rows before the next is unpacked. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k(int kind, int NR, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
@@ -1932,32 +1979,131 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k(int kind, int NR, const uint8_t *w, ptrd
                 }
             }
         }
-        /* the bsum term (fgg_mm_ksb_bsum) and the float steps, row by row */
-        for (int i = 0; i < NR; i++) {
-            const fgg_mm_q8k *xb = x + i * xs + b;
-            __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsum), bs);
-            if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
-                const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
-                const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
-                a[i] = fgg_mm_kacc_add(a[i], _mm256_sub_epi32(l[i], bt), d * xb->d);
-            } else { /* mins: their own lanes, subtracted at the end; d and dmin side by side */
-                const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0;
-                const __m128 dd = _mm_setr_ps(fgg_half_to_float_scale(fgg_load_u16le(wb + at)),
-                                              fgg_half_to_float_scale(fgg_load_u16le(wb + at + 2)), 0.0f, 0.0f);
-                a2[i] = fgg_mm_kacc2_add(a2[i], l[i], bt, _mm_mul_ps(dd, _mm_set1_ps(xb->d)));
+        for (int i = 0; i < NR; i++) fgg_mm_rown_k_add(kind, wb, x + i * xs + b, l[i], bs, &a[i], &a2[i]);
+    }
+    fgg_mm_rown_k_out(kind, NR, a, a2, out, os);
+}
+
+#if defined(__AVX512BW__)
+/* fgg_mm_rown_k for Q2_K to Q6_K on 512-bit vectors (the avx512 build): sub-blocks 2p and 2p + 1
+ * side by side, met by x's 64 bytes at 64p in one maddubs. Each super-block's integer total and
+ * its float steps are fgg_mm_rown_k's, so the bits are the same. */
+FGG_MM_ALWAYS_INLINE int fgg_mm_k512(int kind) { return kind >= FGG_MM_K2 && kind <= FGG_MM_K6; }
+
+/* Word k of a 128-bit lane into all of lane k (pairs 0 and 2 of a half), or word 4 + k (1, 3). */
+static const int8_t fgg_mm_pair_pick[2][64] = {
+#define FGG_MM_W(k) 2 * (k), 2 * (k) + 1, 2 * (k), 2 * (k) + 1, 2 * (k), 2 * (k) + 1, 2 * (k), 2 * (k) + 1, \
+                    2 * (k), 2 * (k) + 1, 2 * (k), 2 * (k) + 1, 2 * (k), 2 * (k) + 1, 2 * (k), 2 * (k) + 1
+    {FGG_MM_W(0), FGG_MM_W(1), FGG_MM_W(2), FGG_MM_W(3)},
+    {FGG_MM_W(4), FGG_MM_W(5), FGG_MM_W(6), FGG_MM_W(7)},
+#undef FGG_MM_W
+};
+
+/* Q4_K's min bytes 8..15 (fgg_mm_k4_scales) as the words of x's 16 sums per 16 (two per min). */
+static const int8_t fgg_mm_k4_min_pick[32] = {
+    8, -128, 8, -128, 9, -128, 9, -128, 10, -128, 10, -128, 11, -128, 11, -128,
+    12, -128, 12, -128, 13, -128, 13, -128, 14, -128, 14, -128, 15, -128, 15, -128,
+};
+
+/* 256 bits in both halves. */
+FGG_MM_ALWAYS_INLINE __m512i fgg_mm_both_halves(const uint8_t *p)
+{
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+
+/* A vector of bytes: lo in the low half, hi in the high half. */
+FGG_MM_ALWAYS_INLINE __m512i fgg_mm_halves8(int lo, int hi)
+{
+    return _mm512_inserti64x4(_mm512_set1_epi8((char)lo), _mm256_set1_epi8((char)hi), 1);
+}
+
+/* The same of words (shift counts). */
+FGG_MM_ALWAYS_INLINE __m512i fgg_mm_halves16(int lo, int hi)
+{
+    return _mm512_inserti64x4(_mm512_set1_epi16((short)lo), _mm256_set1_epi16((short)hi), 1);
+}
+
+/* The bytes q of sub-blocks 2p (low half) and 2p + 1 (high half) of super-block wb, p = 0..3:
+ * fgg_mm_rown_k's u, two at a time. */
+FGG_MM_ALWAYS_INLINE __m512i fgg_mm_k512_u(int kind, const uint8_t *wb, int p)
+{
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    if (kind == FGG_MM_K4 || kind == FGG_MM_K5) {
+        /* 64 bytes of nibbles: low ones sub-blocks 4G and 4G + 2, high ones 4G + 1 and 4G + 3 */
+        const __m512i v = _mm512_loadu_si512((const void *)(wb + (kind == FGG_MM_K5 ? 48 : 16) + 64 * (p >> 1)));
+        const __m512i lo = _mm512_and_si512(v, m4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+        __m512i u = (p & 1) ? _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2))
+                            : _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+        if (kind == FGG_MM_K5) { /* bit j of qh[k]: the fifth bit of value k of sub-block j */
+            const __mmask64 k = _mm512_test_epi8_mask(fgg_mm_both_halves(wb + 16), fgg_mm_halves8(1 << (2 * p), 2 << (2 * p)));
+            u = _mm512_mask_add_epi8(u, k, u, _mm512_set1_epi8(16));
+        }
+        return u;
+    }
+    if (kind == FGG_MM_K6) { /* half h = p / 2: low 4 bits from ql[64h..], high 2 from qh[32h..] */
+        const __m512i l = _mm512_loadu_si512((const void *)(wb + 64 * (p >> 1)));
+        const __m512i h = fgg_mm_both_halves(wb + 128 + 32 * (p >> 1)), m30 = _mm512_set1_epi8(0x30);
+        if (p & 1) /* sub-blocks 4h + 2, 4h + 3: high nibbles, qh bits 4-5 and 6-7 */
+            return _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                   _mm512_and_si512(_mm512_srlv_epi16(h, fgg_mm_halves16(0, 2)), m30));
+        return _mm512_or_si512(_mm512_and_si512(l, m4), /* 4h, 4h + 1: low nibbles, qh bits 0-1 and 2-3 */
+                               _mm512_and_si512(_mm512_sllv_epi16(h, fgg_mm_halves16(4, 2)), m30));
+    }
+    /* Q2_K, Q3_K: sub-block 4h + t is bits 2t, 2t + 1 of the 32 bytes at q + 32h */
+    const uint8_t *q = wb + (kind == FGG_MM_K2 ? 16 : 32) + 32 * (p >> 1);
+    const __m512i shifts = (p & 1) ? fgg_mm_halves16(4, 6) : fgg_mm_halves16(0, 2);
+    __m512i u = _mm512_and_si512(_mm512_srlv_epi16(fgg_mm_both_halves(q), shifts), _mm512_set1_epi8(3));
+    if (kind == FGG_MM_K3) { /* hmask bit j of byte k: 4 more for value k of sub-block j */
+        const __mmask64 k = _mm512_test_epi8_mask(fgg_mm_both_halves(wb), fgg_mm_halves8(1 << (2 * p), 2 << (2 * p)));
+        u = _mm512_mask_add_epi8(u, k, u, _mm512_set1_epi8(4));
+    }
+    return u;
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k512(int kind, int NR, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
+                                           ptrdiff_t xs, float *out, ptrdiff_t os)
+{
+    const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
+    const __m512i pick0 = _mm512_loadu_si512((const void *)fgg_mm_pair_pick[0]);
+    const __m512i pick1 = _mm512_loadu_si512((const void *)fgg_mm_pair_pick[1]);
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    __m128 a2[4];
+    for (int i = 0; i < NR; i++) a2[i] = _mm_setzero_ps();
+    for (ptrdiff_t b = 0; b < nsb; b++) {
+        const uint8_t *wb = w + b * bytes;
+        __m256i lo, hi, bs;
+        __m512i l[4], sl, sh, sc8;
+        for (int i = 0; i < NR; i++) l[i] = _mm512_setzero_si512();
+        if (kind == FGG_MM_K4 || kind == FGG_MM_K5) { /* the 8 scale and 8 min bytes, widened by pshufb */
+            const __m128i b8 = fgg_mm_k4_scales128(wb + 4);
+            bs = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(b8), _mm256_loadu_si256((const __m256i *)fgg_mm_k4_min_pick));
+            sc8 = _mm512_broadcast_i32x4(b8);
+        } else {
+            bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
+            /* lo's and hi's 8 words in all four lanes: pair p's scales are lane k's word 4 (p & 1) + k */
+            sl = _mm512_broadcast_i32x4(_mm256_castsi256_si128(lo));
+            sh = _mm512_broadcast_i32x4(_mm256_castsi256_si128(hi));
+        }
+        fgg_mm_prefetch_ahead(wb, bytes);
+        for (int p = 0; p < 4; p++) {
+            const __m512i u = fgg_mm_k512_u(kind, wb, p);
+            /* Q4_K, Q5_K: scale byte 2p in the low half's words, 2p + 1 in the high half's */
+            const __m512i sc = kind == FGG_MM_K4 || kind == FGG_MM_K5
+                ? _mm512_shuffle_epi8(sc8, fgg_mm_halves16(0x8000 | (2 * p), 0x8000 | (2 * p + 1)))
+                : _mm512_shuffle_epi8(p < 2 ? sl : sh, (p & 1) ? pick1 : pick0);
+            for (int i = 0; i < NR; i++) {
+                const __m512i xq = _mm512_loadu_si512((const void *)(x[i * xs + b].q + 64 * p));
+                l[i] = _mm512_add_epi32(l[i], _mm512_madd_epi16(_mm512_maddubs_epi16(u, xq), sc));
             }
         }
-    }
-    for (int i = 0; i < NR; i++) {
-        if (fgg_mm_k_has_min(kind)) {
-            float t[4];
-            _mm_storeu_ps(t, a2[i]);
-            out[i * os] = t[0] - t[1];
-        } else {
-            out[i * os] = a[i];
+        for (int i = 0; i < NR; i++) {
+            const __m256i l8 = _mm256_add_epi32(_mm512_castsi512_si256(l[i]), _mm512_extracti64x4_epi64(l[i], 1));
+            fgg_mm_rown_k_add(kind, wb, x + i * xs + b, l8, bs, &a[i], &a2[i]);
         }
     }
+    fgg_mm_rown_k_out(kind, NR, a, a2, out, os);
 }
+#endif
 #endif
 
 /* One weight row of Q<kind>_K against m rows of x: per super-block and row, the lanes times
@@ -1995,9 +2141,16 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_iq(int kind, int NR, const uint8_t *w, ptr
 FGG_MM_ALWAYS_INLINE void fgg_mm_rown(int kind, int nr, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_q8k *x,
                                       ptrdiff_t xs, float *out, ptrdiff_t os)
 {
+#if defined(__AVX512BW__)
+#define FGG_MM_ROWN(N)                                                                                \
+    (fgg_mm_k_signed(kind) ? fgg_mm_rown_iq(kind, N, w, nsb, x, xs, out, os)                          \
+     : fgg_mm_k512(kind)   ? fgg_mm_rown_k512(kind, N, w, nsb, x, xs, out, os)                        \
+                           : fgg_mm_rown_k(kind, N, w, nsb, x, xs, out, os))
+#else
 #define FGG_MM_ROWN(N)                                                                                \
     (fgg_mm_k_signed(kind) ? fgg_mm_rown_iq(kind, N, w, nsb, x, xs, out, os)                          \
                            : fgg_mm_rown_k(kind, N, w, nsb, x, xs, out, os))
+#endif
     switch (nr) {
     case 4: FGG_MM_ROWN(4); break;
     case 3: FGG_MM_ROWN(3); break;
