@@ -1137,16 +1137,17 @@ static inline void fgg_mm_ksb_q4_k(const uint8_t *wb, fgg_mm_ksb *s) { fgg_mm_ks
  * at 64h, its high 2 from the 32 bytes at 128 + 32h). */
 static inline void fgg_mm_q6_k_half_u(const uint8_t *wb, int h, __m256i u[4])
 {
-    const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(0x03);
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
     __m256i l0 = _mm256_loadu_si256((const __m256i *)(wb + 64 * h));
     __m256i l1 = _mm256_loadu_si256((const __m256i *)(wb + 64 * h + 32));
     __m256i hv = _mm256_loadu_si256((const __m256i *)(wb + 128 + 32 * h));
-    u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hv, m2), 4));
-    u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 2), m2), 4));
-    u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 4), m2), 4));
+    /* each pair of high bits moved to bits 4-5 of its byte (16-bit shifts: the mask drops what
+     * crosses from the neighbouring byte) */
+    u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 4), m30));
+    u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hv, 2), m30));
+    u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hv, m30));
     u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                           _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hv, 6), m2), 4));
+                           _mm256_and_si256(_mm256_srli_epi16(hv, 2), m30));
 }
 #endif
 
@@ -1864,6 +1865,12 @@ static inline __m128 fgg_mm_kacc2_add(__m128 acc2, __m256i l, __m256i lm, __m128
     return _mm_add_ps(acc2, _mm_mul_ps(_mm_cvtepi32_ps(s), f2));
 }
 
+/* Q4_K's min bytes 8..15 (fgg_mm_k4_scales) as the words of x's 16 sums per 16 (two per min). */
+static const int8_t fgg_mm_k4_min_pick[32] = {
+    8, -128, 8, -128, 9, -128, 9, -128, 10, -128, 10, -128, 11, -128, 11, -128,
+    12, -128, 12, -128, 13, -128, 13, -128, 14, -128, 14, -128, 15, -128, 15, -128,
+};
+
 /* The end of a super-block in fgg_mm_rown_k for one row of x (xb): the bsum term
  * (fgg_mm_ksb_bsum) and the float steps. l: the integer lanes; bs: fgg_mm_k_scales's. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k_add(int kind, const uint8_t *wb, const fgg_mm_q8k *xb, __m256i l, __m256i bs,
@@ -1913,7 +1920,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k(int kind, int NR, const uint8_t *w, ptrd
             xq[i] = x[i * xs + b].q;
             l[i] = _mm256_setzero_si256();
         }
-        const __m256i bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
+        __m256i bs, b8;
+        if (kind == FGG_MM_K4 || kind == FGG_MM_K5) { /* the 16 scale and min bytes, widened by pshufb */
+            b8 = _mm256_broadcastsi128_si256(fgg_mm_k4_scales128(wb + 4));
+            bs = _mm256_shuffle_epi8(b8, _mm256_loadu_si256((const __m256i *)fgg_mm_k4_min_pick));
+        } else {
+            bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
+        }
         fgg_mm_prefetch_ahead(wb, bytes);
         if (kind == FGG_MM_K_TQ1_0) { /* scales all 1: the products add up in int16 (|sum| <= 8 * 2 * 2 * 127) */
             __m256i p16[4];
@@ -1966,12 +1979,12 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k(int kind, int NR, const uint8_t *w, ptrd
                 fgg_mm_nibbles32(wb + (kind == FGG_MM_K5 ? 48 : 16) + 32 * g, &u[0], &u[1]);
                 for (int t = 0; t < 2; t++) {
                     const int j = 2 * g + t;
-                    if (kind == FGG_MM_K5) { /* bit j of qh[k]: the fifth bit of value k */
-                        __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 16));
-                        u[t] = _mm256_or_si256(u[t], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, j),
-                                                                                         _mm256_set1_epi8(1)), 4));
+                    if (kind == FGG_MM_K5) { /* bit j of qh[k]: the fifth bit of value k, moved to bit 4 */
+                        const __m256i qh = _mm256_loadu_si256((const __m256i *)(wb + 16));
+                        const __m256i at4 = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+                        u[t] = _mm256_or_si256(u[t], _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
                     }
-                    const __m256i sc = fgg_mm_sub_scale(lo, hi, j);
+                    const __m256i sc = _mm256_shuffle_epi8(b8, _mm256_set1_epi16((short)(0x8000 | j))); /* byte j */
                     for (int i = 0; i < NR; i++) {
                         __m256i p = _mm256_maddubs_epi16(u[t], _mm256_loadu_si256((const __m256i *)(xq[i] + 32 * j)));
                         l[i] = _mm256_add_epi32(l[i], _mm256_madd_epi16(p, sc));
@@ -1997,12 +2010,6 @@ static const int8_t fgg_mm_pair_pick[2][64] = {
     {FGG_MM_W(0), FGG_MM_W(1), FGG_MM_W(2), FGG_MM_W(3)},
     {FGG_MM_W(4), FGG_MM_W(5), FGG_MM_W(6), FGG_MM_W(7)},
 #undef FGG_MM_W
-};
-
-/* Q4_K's min bytes 8..15 (fgg_mm_k4_scales) as the words of x's 16 sums per 16 (two per min). */
-static const int8_t fgg_mm_k4_min_pick[32] = {
-    8, -128, 8, -128, 9, -128, 9, -128, 10, -128, 10, -128, 11, -128, 11, -128,
-    12, -128, 12, -128, 13, -128, 13, -128, 14, -128, 14, -128, 15, -128, 15, -128,
 };
 
 /* 256 bits in both halves. */
