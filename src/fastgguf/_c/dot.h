@@ -793,60 +793,94 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_
 }
 
 #if defined(FGG_MM_INT_SIMD) && defined(__AVX512BW__)
-/* fgg_mm_rown_b for Q4_0 on 512-bit vectors (the avx512 build): blocks b and b + 1 side by side,
- * each laid out as fgg_mm_rown_b lays one block in 256 bits, so each gets the same 8 integer
- * lanes; their float steps (fgg_mm_acc_add) then run in block order, so the bits are the same.
- * AVX-512 has no vpsignb: the codes u (v = u - 8) meet x unsigned, less 8 times x (exact in
- * int16: |pair| <= 2 * 15 * 128). */
-FGG_MM_ALWAYS_INLINE void fgg_mm_rown_q4_0_512(int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs,
-                                               float *out, ptrdiff_t os)
+/* fgg_mm_rown_b on 512-bit vectors (the avx512 build) for the kinds whose values are codes u less
+ * a constant c (Q4_0 8, Q5_0 16, MXFP4's table + 12, Q4_1 and Q5_1 0): blocks b and b + 1 side by
+ * side, each laid out as fgg_mm_rown_b lays one block in 256 bits, so each gets the same 8 integer
+ * lanes; their float steps (fgg_mm_acc_add, the offsets' off + m * s) then run in block order, so
+ * the bits are the same. AVX-512 has no vpsignb: u meets x unsigned, less c times x (exact in
+ * int16: |pair| <= 2 * 31 * 128). */
+FGG_MM_ALWAYS_INLINE int fgg_mm_b512(int kind)
 {
-    const __m512i m4 = _mm512_set1_epi8(15), eight = _mm512_set1_epi8(8), ones = _mm512_set1_epi16(1);
+    return kind == FGG_MM_B_Q4_0 || kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1 ||
+           kind == FGG_MM_B_MXFP4;
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_rown_b512(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
+                                           ptrdiff_t xs, float *out, ptrdiff_t os)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int at = fgg_mm_b_codes_at(kind), fifths = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1;
+    const int c = kind == FGG_MM_B_MXFP4 ? 12 : fgg_mm_b_code_offset(kind);
+    const __m512i m4 = _mm512_set1_epi8(15), cv = _mm512_set1_epi8((char)c), ones = _mm512_set1_epi16(1);
     /* 128-bit lanes: block b's nibbles twice, then b + 1's; the copies at odd lanes shifted by 4 */
     const __m512i twice = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
     const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i fp4 = _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)fgg_fp4_values)), cv);
     fgg_mm_acc acc[4];
-    for (int i = 0; i < NR; i++) acc[i] = fgg_mm_acc_zero();
+    float off[4];
+    for (int i = 0; i < NR; i++) {
+        acc[i] = fgg_mm_acc_zero();
+        off[i] = 0.0f;
+    }
     ptrdiff_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-        const uint8_t *wb = w + 18 * b;
-        fgg_mm_prefetch_ahead(wb, 36);
-        const __m256i n2 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb + 2))),
-                                                   _mm_loadu_si128((const __m128i *)(wb + 20)), 1);
-        const __m512i u = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi64(twice, _mm512_castsi256_si512(n2)), shift), m4);
+        const uint8_t *wb = w + bytes * b;
+        fgg_mm_prefetch_ahead(wb, 2 * bytes);
+        const __m256i n2 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb + at))),
+                                                   _mm_loadu_si128((const __m128i *)(wb + bytes + at)), 1);
+        __m512i u = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi64(twice, _mm512_castsi256_si512(n2)), shift), m4);
+        if (fifths) /* value i's fifth bit: bit i of the block's qh, so byte i of the pair: bit i of both */
+            u = _mm512_mask_add_epi8(u, (__mmask64)fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)) |
+                                            (__mmask64)fgg_load_u32le(wb + bytes + fgg_mm_b_fifths_at(kind)) << 32,
+                                     u, _mm512_set1_epi8(16));
+        else if (kind == FGG_MM_B_MXFP4)
+            u = _mm512_shuffle_epi8(fp4, u);
         /* both blocks' d, each in its half */
-        const __m128i dh = _mm_insert_epi16(_mm_cvtsi32_si128(fgg_load_u16le(wb)), fgg_load_u16le(wb + 18), 1);
-        const __m512 d2 = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
+        __m512 d2;
+        if (kind == FGG_MM_B_MXFP4) {
+            d2 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(fgg_mm_b_scale(kind, wb))),
+                                    _mm256_set1_ps(fgg_mm_b_scale(kind, wb + bytes)), 1);
+        } else {
+            const __m128i dh = _mm_insert_epi16(_mm_cvtsi32_si128(fgg_load_u16le(wb)), fgg_load_u16le(wb + bytes), 1);
+            d2 = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
+        }
         for (int i = 0; i < NR; i++) {
             const fgg_mm_q8 *xb = x + i * xs + b;
             const __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].q)),
                                                   _mm256_loadu_si256((const __m256i *)xb[1].q), 1);
-            const __m512i p = _mm512_sub_epi16(_mm512_maddubs_epi16(u, xq), _mm512_maddubs_epi16(eight, xq));
+            __m512i p = _mm512_maddubs_epi16(u, xq);
+            if (c) p = _mm512_sub_epi16(p, _mm512_maddubs_epi16(cv, xq));
             const __m512 xd = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(xb[0].d)), _mm256_set1_ps(xb[1].d), 1);
             /* lanes * (d * d_x), as fgg_mm_acc_add: block b's, then b + 1's */
             const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(p, ones)), _mm512_mul_ps(d2, xd));
             acc[i] = _mm256_add_ps(acc[i], _mm512_castps512_ps256(t));
             acc[i] = _mm256_add_ps(acc[i], _mm512_extractf32x8_ps(t, 1));
+            if (fgg_mm_b_has_offset(kind)) {
+                off[i] = off[i] + fgg_mm_b_offset(kind, wb) * xb[0].s;
+                off[i] = off[i] + fgg_mm_b_offset(kind, wb + bytes) * xb[1].s;
+            }
         }
     }
     if (b < nb) { /* an odd last block, as fgg_mm_rown_b */
-        const uint8_t *wb = w + 18 * b;
-        const fgg_mm_w32 q = fgg_mm_b_values(FGG_MM_B_Q4_0, wb, 0);
-        const float d = fgg_mm_b_scale(FGG_MM_B_Q4_0, wb);
+        const uint8_t *wb = w + bytes * b;
+        const fgg_mm_w32 q = fgg_mm_b_values(kind, wb, 0);
+        const float d = fgg_mm_b_scale(kind, wb);
         for (int i = 0; i < NR; i++) {
             const fgg_mm_q8 *xb = x + i * xs + b;
             acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
+            if (fgg_mm_b_has_offset(kind)) off[i] = off[i] + fgg_mm_b_offset(kind, wb) * xb->s;
         }
     }
-    for (int i = 0; i < NR; i++) out[i * os] = fgg_mm_acc_sum(acc[i]);
+    for (int i = 0; i < NR; i++)
+        out[i * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
 }
-#define FGG_MM_ROWN_Q4_0_512(N)                                                                       \
-    if (kind == FGG_MM_B_Q4_0) {                                                                      \
-        fgg_mm_rown_q4_0_512(N, w, nb, xr, xs, o, os);                                               \
+#define FGG_MM_ROWN_B512(N)                                                                           \
+    if (fgg_mm_b512(kind)) {                                                                          \
+        fgg_mm_rown_b512(kind, N, w, nb, xr, xs, o, os);                                             \
         break;                                                                                        \
     }
 #else
-#define FGG_MM_ROWN_Q4_0_512(N)
+#define FGG_MM_ROWN_B512(N)
 #endif
 
 /* m rows of x 8 at a time, then the rest up to 4 at a time, each count a constant. */
@@ -860,10 +894,10 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, co
         const fgg_mm_q8 *xr = x + r0 * xs;                                                            \
         float *o = out + r0 * os;                                                                     \
         switch (m - r0 < 4 ? m - r0 : 4) {                                                            \
-        case 4: FGG_MM_ROWN_Q4_0_512(4) ROWN(kind, 4, w, nb, xr, xs, o, os); break;                   \
-        case 3: FGG_MM_ROWN_Q4_0_512(3) ROWN(kind, 3, w, nb, xr, xs, o, os); break;                   \
-        case 2: FGG_MM_ROWN_Q4_0_512(2) ROWN(kind, 2, w, nb, xr, xs, o, os); break;                   \
-        default: FGG_MM_ROWN_Q4_0_512(1) ROWN(kind, 1, w, nb, xr, xs, o, os); break;                  \
+        case 4: FGG_MM_ROWN_B512(4) ROWN(kind, 4, w, nb, xr, xs, o, os); break;                   \
+        case 3: FGG_MM_ROWN_B512(3) ROWN(kind, 3, w, nb, xr, xs, o, os); break;                   \
+        case 2: FGG_MM_ROWN_B512(2) ROWN(kind, 2, w, nb, xr, xs, o, os); break;                   \
+        default: FGG_MM_ROWN_B512(1) ROWN(kind, 1, w, nb, xr, xs, o, os); break;                  \
         }                                                                                             \
     }                                                                                                 \
 }
