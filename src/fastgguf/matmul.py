@@ -22,8 +22,8 @@ Two paths:
   float path): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
   with every row in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in
   the avx512 build where the CPU has it, unless ``FASTGGUF_NO_VNNI=1``; below 8 rows of ``x`` the
-  avx512 build's Q2_K-Q6_K row kernels, and its Q4_0 one at one row, take two sub-blocks or
-  blocks per 512-bit ``maddubs``; every build does the same
+  avx512 build's Q2_K-Q6_K row kernels, and at one row its Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
+  ones, take two sub-blocks or blocks per 512-bit ``maddubs``; every build does the same
   integer and float operations, so gives the same bits, for every thread count). For Q1_0, Q2_0,
   Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4 and NVFP4 ``x`` has one float scale per 32 values
   and their sum (Q4_1's and Q5_1's offsets are taken against it), as their weights (IQ4_NL's and
