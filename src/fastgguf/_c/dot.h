@@ -393,9 +393,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_nibbles(const uint8_t *qs, __m128i n[2])
 static inline fgg_mm_w32 fgg_mm_nibbles16(const uint8_t *qs, int offset)
 {
 #if defined(FGG_MM_INT_SIMD)
-    __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    __m128i m = _mm_set1_epi8(0x0f);
-    __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
+    /* the 16 bytes in both lanes, the high lane's shifted by 4 */
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)qs));
+    const __m256i u = _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
     return _mm256_sub_epi8(u, _mm256_set1_epi8((char)offset));
 #elif FGG_HAVE_SSE2
     __m128i n[2];
