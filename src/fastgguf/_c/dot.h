@@ -844,6 +844,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_b512(int kind, int NR, const uint8_t *w, p
             const __m128i dh = _mm_insert_epi16(_mm_cvtsi32_si128(fgg_load_u16le(wb)), fgg_load_u16le(wb + bytes), 1);
             d2 = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
         }
+        const float mn0 = fgg_mm_b_offset(kind, wb), mn1 = fgg_mm_b_offset(kind, wb + bytes);
         for (int i = 0; i < NR; i++) {
             const fgg_mm_q8 *xb = x + i * xs + b;
             const __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].q)),
@@ -856,24 +857,25 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_b512(int kind, int NR, const uint8_t *w, p
             acc[i] = _mm256_add_ps(acc[i], _mm512_castps512_ps256(t));
             acc[i] = _mm256_add_ps(acc[i], _mm512_extractf32x8_ps(t, 1));
             if (fgg_mm_b_has_offset(kind)) {
-                off[i] = off[i] + fgg_mm_b_offset(kind, wb) * xb[0].s;
-                off[i] = off[i] + fgg_mm_b_offset(kind, wb + bytes) * xb[1].s;
+                off[i] = off[i] + mn0 * xb[0].s;
+                off[i] = off[i] + mn1 * xb[1].s;
             }
         }
     }
     if (b < nb) { /* an odd last block, as fgg_mm_rown_b */
         const uint8_t *wb = w + bytes * b;
         const fgg_mm_w32 q = fgg_mm_b_values(kind, wb, 0);
-        const float d = fgg_mm_b_scale(kind, wb);
+        const float d = fgg_mm_b_scale(kind, wb), mn = fgg_mm_b_offset(kind, wb);
         for (int i = 0; i < NR; i++) {
             const fgg_mm_q8 *xb = x + i * xs + b;
             acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
-            if (fgg_mm_b_has_offset(kind)) off[i] = off[i] + fgg_mm_b_offset(kind, wb) * xb->s;
+            if (fgg_mm_b_has_offset(kind)) off[i] = off[i] + mn * xb->s;
         }
     }
     for (int i = 0; i < NR; i++)
         out[i * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
 }
+/* A prefix for FGG_MM_ROWS_B's cases of up to 4 rows of x: those kinds take fgg_mm_rown_b512. */
 #define FGG_MM_ROWN_B512(N)                                                                           \
     if (fgg_mm_b512(kind)) {                                                                          \
         fgg_mm_rown_b512(kind, N, w, nb, xr, xs, o, os);                                             \
@@ -894,10 +896,10 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, co
         const fgg_mm_q8 *xr = x + r0 * xs;                                                            \
         float *o = out + r0 * os;                                                                     \
         switch (m - r0 < 4 ? m - r0 : 4) {                                                            \
-        case 4: FGG_MM_ROWN_B512(4) ROWN(kind, 4, w, nb, xr, xs, o, os); break;                   \
-        case 3: FGG_MM_ROWN_B512(3) ROWN(kind, 3, w, nb, xr, xs, o, os); break;                   \
-        case 2: FGG_MM_ROWN_B512(2) ROWN(kind, 2, w, nb, xr, xs, o, os); break;                   \
-        default: FGG_MM_ROWN_B512(1) ROWN(kind, 1, w, nb, xr, xs, o, os); break;                  \
+        case 4: FGG_MM_ROWN_B512(4) ROWN(kind, 4, w, nb, xr, xs, o, os); break;                       \
+        case 3: FGG_MM_ROWN_B512(3) ROWN(kind, 3, w, nb, xr, xs, o, os); break;                       \
+        case 2: FGG_MM_ROWN_B512(2) ROWN(kind, 2, w, nb, xr, xs, o, os); break;                       \
+        default: FGG_MM_ROWN_B512(1) ROWN(kind, 1, w, nb, xr, xs, o, os); break;                      \
         }                                                                                             \
     }                                                                                                 \
 }
@@ -1150,6 +1152,18 @@ static inline void fgg_mm_q3_k_scale_words(const uint8_t *wb, uint32_t words[4])
 }
 
 #if defined(FGG_MM_INT_SIMD)
+/* Q4_K's min bytes 8..15 (fgg_mm_k4_scales) as the words of x's 16 sums per 16 (two per min). */
+static const int8_t fgg_mm_k4_min_pick[32] = {
+    8, -128, 8, -128, 9, -128, 9, -128, 10, -128, 10, -128, 11, -128, 11, -128,
+    12, -128, 12, -128, 13, -128, 13, -128, 14, -128, 14, -128, 15, -128, 15, -128,
+};
+
+/* Q4_K's and Q5_K's bs (see fgg_mm_k_scales) from fgg_mm_k4_scales128's bytes in both lanes. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_mm_k4_bs(__m256i b8)
+{
+    return _mm256_shuffle_epi8(b8, _mm256_loadu_si256((const __m256i *)fgg_mm_k4_min_pick));
+}
+
 /* The int16 scales of super-block wb of an unsigned kind (Q2_K .. Q6_K, the ternary types) as
  * fgg_mm_sub_scale takes them: lo the words of sub-blocks 0-3, hi those of 4-7 (word 2j scales
  * the first 16 values of sub-block j, 2j + 1 the next 16), each 16 bytes in both lanes; returned:
@@ -1161,10 +1175,10 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_k_scales(int kind, const uint8_t *wb, __m256
     __m256i bs;
     if (kind == FGG_MM_K4 || kind == FGG_MM_K5) { /* a scale and a min per 32: each word twice */
         __m128i b8 = fgg_mm_k4_scales128(wb + 4);
-        __m128i sc8 = _mm_cvtepu8_epi16(b8), mn8 = _mm_cvtepu8_epi16(_mm_srli_si128(b8, 8));
+        __m128i sc8 = _mm_cvtepu8_epi16(b8);
         lo8 = _mm_unpacklo_epi16(sc8, sc8);
         hi8 = _mm_unpackhi_epi16(sc8, sc8);
-        bs = _mm256_set_m128i(_mm_unpackhi_epi16(mn8, mn8), _mm_unpacklo_epi16(mn8, mn8));
+        bs = fgg_mm_k4_bs(_mm256_broadcastsi128_si256(b8));
     } else {
         __m128i sv; /* an int8 scale per 16 */
         if (kind == FGG_MM_K2) { /* low nibbles the scales, high nibbles the mins */
@@ -1956,12 +1970,6 @@ static inline __m128 fgg_mm_kacc2_add(__m128 acc2, __m256i l, __m256i lm, __m128
     return _mm_add_ps(acc2, _mm_mul_ps(_mm_cvtepi32_ps(s), f2));
 }
 
-/* Q4_K's min bytes 8..15 (fgg_mm_k4_scales) as the words of x's 16 sums per 16 (two per min). */
-static const int8_t fgg_mm_k4_min_pick[32] = {
-    8, -128, 8, -128, 9, -128, 9, -128, 10, -128, 10, -128, 11, -128, 11, -128,
-    12, -128, 12, -128, 13, -128, 13, -128, 14, -128, 14, -128, 15, -128, 15, -128,
-};
-
 /* The end of a super-block in fgg_mm_rown_k for one row of x (xb): the bsum term
  * (fgg_mm_ksb_bsum) and the float steps. l: the integer lanes; bs: fgg_mm_k_scales's. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k_add(int kind, const uint8_t *wb, const fgg_mm_q8k *xb, __m256i l, __m256i bs,
@@ -2014,7 +2022,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k(int kind, int NR, const uint8_t *w, ptrd
         __m256i bs, b8;
         if (kind == FGG_MM_K4 || kind == FGG_MM_K5) { /* the 16 scale and min bytes, widened by pshufb */
             b8 = _mm256_broadcastsi128_si256(fgg_mm_k4_scales128(wb + 4));
-            bs = _mm256_shuffle_epi8(b8, _mm256_loadu_si256((const __m256i *)fgg_mm_k4_min_pick));
+            bs = fgg_mm_k4_bs(b8);
         } else {
             bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
         }
@@ -2174,7 +2182,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k512(int kind, int NR, const uint8_t *w, p
         for (int i = 0; i < NR; i++) l[i] = _mm512_setzero_si512();
         if (kind == FGG_MM_K4 || kind == FGG_MM_K5) { /* the 8 scale and 8 min bytes, widened by pshufb */
             const __m128i b8 = fgg_mm_k4_scales128(wb + 4);
-            bs = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(b8), _mm256_loadu_si256((const __m256i *)fgg_mm_k4_min_pick));
+            bs = fgg_mm_k4_bs(_mm256_broadcastsi128_si256(b8));
             sc8 = _mm512_broadcast_i32x4(b8);
         } else {
             bs = fgg_mm_k_scales(kind, wb, &lo, &hi);
