@@ -283,7 +283,7 @@ cdef void _fill_float_job(_MMFloatJob *job, fgg_dequantize_fn kernel, fgg_bytesw
     job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
     job.xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
     job.round_to = round_to
-    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.n_tasks = _split_tasks(n1 - n0, job.wt, threads)
     job.status = 0
 
 
@@ -291,21 +291,6 @@ cdef inline void _task_rows(Py_ssize_t n0, Py_ssize_t n1, int task, int n_tasks,
     _task_span(n1 - n0, 1, task, n_tasks, a, b)
     a[0] += n0
     b[0] += n0
-
-
-cdef int _tasks_for(Py_ssize_t n_rows, Py_ssize_t tile_rows, int threads) noexcept nogil:
-    """One task per tile of weight rows (claimed dynamically: a slow thread takes fewer), at least
-    one per thread."""
-    cdef Py_ssize_t tiles = (n_rows + tile_rows - 1) // tile_rows
-    if threads <= 1:
-        return 1
-    if tiles < threads:
-        tiles = threads
-    if tiles > n_rows:
-        tiles = n_rows
-    if tiles > 0x10000:
-        tiles = 0x10000
-    return <int>tiles
 
 
 cdef void _mm_float_task(void *ctx, int task) noexcept nogil:
@@ -589,7 +574,7 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
         job.xt = min(m, _MM_SPAN_X_ROWS)
         job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256
                                  // fgg_block_size[type_id])
-    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.n_tasks = _split_tasks(n1 - n0, job.wt, threads)
     job.status = 0
 
 
@@ -851,7 +836,7 @@ cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, 
     job.tile = _gemm_tile(row_panel_bytes)
     job.panel_bytes = job.tile * row_panel_bytes
     fgg_mm_batch_x_fill(per32, job.x, job.xs, job.m, job.nb, xi)
-    job.n_tasks = _tasks_for(job.n1 - job.n0, job.tile, threads)
+    job.n_tasks = _split_tasks(job.n1 - job.n0, job.tile, threads)
 
 
 def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t[:, ::1] xq not None,
@@ -938,7 +923,7 @@ cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, const uint8_t *w, Py_ssiz
     job.n1 = n1
     job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
     job.xt = _tile_rows(_MM_X_TILE, x_row_bytes, 8)
-    job.n_tasks = _tasks_for(n1 - n0, job.wt, threads)
+    job.n_tasks = _split_tasks(n1 - n0, job.wt, threads)
     job.status = 0
 
 
