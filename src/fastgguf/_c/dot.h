@@ -805,88 +805,155 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_b512(int kind)
            kind == FGG_MM_B_MXFP4;
 }
 
-FGG_MM_ALWAYS_INLINE void fgg_mm_rown_b512(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
-                                           ptrdiff_t xs, float *out, ptrdiff_t os)
+/* The 8 int32 lanes of each block of a pair, u * x less c * x, by maddubs and madd: x's share
+ * (fgg_mm_b512_cx, maddubs(c, x)) made once per row of x, whatever the weight rows. */
+FGG_MM_ALWAYS_INLINE __m512i fgg_mm_b512_cx(__m512i xq, __m512i cv, int c)
 {
-    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
-    const int at = fgg_mm_b_codes_at(kind), fifths = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1;
-    const int c = kind == FGG_MM_B_MXFP4 ? 12 : fgg_mm_b_code_offset(kind);
-    const __m512i m4 = _mm512_set1_epi8(15), cv = _mm512_set1_epi8((char)c), ones = _mm512_set1_epi16(1);
-    /* 128-bit lanes: block b's nibbles twice, then b + 1's; the copies at odd lanes shifted by 4 */
-    const __m512i twice = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4);
-    const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-    const __m512i fp4 = _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)fgg_fp4_values)), cv);
-    fgg_mm_acc acc[4];
-    float off[4];
-    for (int i = 0; i < NR; i++) {
-        acc[i] = fgg_mm_acc_zero();
-        off[i] = 0.0f;
-    }
-    ptrdiff_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const uint8_t *wb = w + bytes * b;
-        fgg_mm_prefetch_ahead(wb, 2 * bytes);
-        const __m256i n2 = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb + at))),
-                                                   _mm_loadu_si128((const __m128i *)(wb + bytes + at)), 1);
-        __m512i u = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi64(twice, _mm512_castsi256_si512(n2)), shift), m4);
-        if (fifths) /* value i's fifth bit: bit i of the block's qh, so byte i of the pair: bit i of both */
-            u = _mm512_mask_add_epi8(u, (__mmask64)fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)) |
-                                            (__mmask64)fgg_load_u32le(wb + bytes + fgg_mm_b_fifths_at(kind)) << 32,
-                                     u, _mm512_set1_epi8(16));
-        else if (kind == FGG_MM_B_MXFP4)
-            u = _mm512_shuffle_epi8(fp4, u);
-        /* both blocks' d, each in its half */
-        __m512 d2;
-        if (kind == FGG_MM_B_MXFP4) {
-            d2 = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(fgg_mm_b_scale(kind, wb))),
-                                    _mm256_set1_ps(fgg_mm_b_scale(kind, wb + bytes)), 1);
-        } else {
-            const __m128i dh = _mm_insert_epi16(_mm_cvtsi32_si128(fgg_load_u16le(wb)), fgg_load_u16le(wb + bytes), 1);
-            d2 = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));
-        }
-        const float mn0 = fgg_mm_b_offset(kind, wb), mn1 = fgg_mm_b_offset(kind, wb + bytes);
-        for (int i = 0; i < NR; i++) {
-            const fgg_mm_q8 *xb = x + i * xs + b;
-            const __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].q)),
-                                                  _mm256_loadu_si256((const __m256i *)xb[1].q), 1);
-            __m512i p = _mm512_maddubs_epi16(u, xq);
-            if (c) p = _mm512_sub_epi16(p, _mm512_maddubs_epi16(cv, xq));
-            const __m512 xd = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(xb[0].d)), _mm256_set1_ps(xb[1].d), 1);
-            /* lanes * (d * d_x), as fgg_mm_acc_add: block b's, then b + 1's */
-            const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(p, ones)), _mm512_mul_ps(d2, xd));
-            acc[i] = _mm256_add_ps(acc[i], _mm512_castps512_ps256(t));
-            acc[i] = _mm256_add_ps(acc[i], _mm512_extractf32x8_ps(t, 1));
-            if (fgg_mm_b_has_offset(kind)) {
-                off[i] = off[i] + mn0 * xb[0].s;
-                off[i] = off[i] + mn1 * xb[1].s;
-            }
-        }
-    }
-    if (b < nb) { /* an odd last block, as fgg_mm_rown_b */
-        const uint8_t *wb = w + bytes * b;
-        const fgg_mm_w32 q = fgg_mm_b_values(kind, wb, 0);
-        const float d = fgg_mm_b_scale(kind, wb), mn = fgg_mm_b_offset(kind, wb);
-        for (int i = 0; i < NR; i++) {
-            const fgg_mm_q8 *xb = x + i * xs + b;
-            acc[i] = fgg_mm_acc_add(acc[i], fgg_mm_dot(q, xb->q), d * xb->d);
-            if (fgg_mm_b_has_offset(kind)) off[i] = off[i] + mn * xb->s;
-        }
-    }
-    for (int i = 0; i < NR; i++)
-        out[i * os] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[i]) + off[i] : fgg_mm_acc_sum(acc[i]);
+    return c ? _mm512_maddubs_epi16(cv, xq) : _mm512_setzero_si512();
 }
-/* A prefix for FGG_MM_ROWS_B's cases of up to 4 rows of x: those kinds take fgg_mm_rown_b512. */
-#define FGG_MM_ROWN_B512(N)                                                                           \
+
+FGG_MM_ALWAYS_INLINE __m512i fgg_mm_b512_lanes(__m512i u, __m512i xq, __m512i cx, int c)
+{
+    const __m512i p = _mm512_maddubs_epi16(u, xq);
+    return _mm512_madd_epi16(c ? _mm512_sub_epi16(p, cx) : p, _mm512_set1_epi16(1));
+}
+
+/* Words a..a+7 twice (the low 256 bits), then b..b+7 twice: an index for vpermw. */
+FGG_MM_ALWAYS_INLINE __m512i fgg_mm_b512_words(int a, int b)
+{
+    const __m512i i8 = _mm512_broadcast_i64x4(_mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7));
+    return _mm512_add_epi16(i8, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16((short)a)),
+                                                   _mm256_set1_epi16((short)b), 1));
+}
+
+/* NW (1 or 2) weight rows, w and the row after it (nb blocks each), against NR (1 to 4) rows of x:
+ * out[i * os + j] for x row i and weight row j. Two weight rows share x's loads and its share of
+ * the lanes, and their float steps are two chains. The kinds of even block size (all but MXFP4)
+ * load a pair of blocks in one masked load and take its nibbles and both d by word permutes;
+ * MXFP4 (17 bytes) joins two loads. One body, two lane functions (CX, LANES): maddubs here,
+ * vpdpbusd in the VNNI kernels. */
+#define FGG_MM_ROWN_B512_FN(NAME, ATTR, CX, LANES)                                                    \
+FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, int NW, const uint8_t *w, ptrdiff_t nb,         \
+                                    const fgg_mm_q8 *x, ptrdiff_t xs, float *out, ptrdiff_t os)       \
+{                                                                                                     \
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind), row_bytes = bytes * nb;                             \
+    const int at = fgg_mm_b_codes_at(kind), fifths = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1;  \
+    const int c = kind == FGG_MM_B_MXFP4 ? 12 : fgg_mm_b_code_offset(kind), words = bytes % 2 == 0;   \
+    const __m512i m4 = _mm512_set1_epi8(15), cv = _mm512_set1_epi8((char)c);                          \
+    /* 128-bit lanes: block b's nibbles twice, then b + 1's; the copies at odd lanes shifted by 4 */  \
+    const __m512i twice = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4); \
+    const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);        \
+    const __m512i code_words = fgg_mm_b512_words(at / 2, (int)(bytes + at) / 2);                      \
+    const __m512i d_words = _mm512_zextsi256_si512(                                                   \
+        _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_set1_epi16((short)(bytes / 2)), 1));     \
+    const __mmask64 pair = ((__mmask64)1 << (2 * bytes)) - 1;                                         \
+    const __m512i fp4 = _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)fgg_fp4_values)), cv); \
+    fgg_mm_acc acc[2][4];                                                                             \
+    float off[2][4];                                                                                  \
+    for (int j = 0; j < NW; j++)                                                                      \
+        for (int i = 0; i < NR; i++) {                                                                \
+            acc[j][i] = fgg_mm_acc_zero();                                                            \
+            off[j][i] = 0.0f;                                                                         \
+        }                                                                                             \
+    ptrdiff_t b = 0;                                                                                  \
+    for (; b + 2 <= nb; b += 2) {                                                                     \
+        __m512i u[2];                                                                                 \
+        __m512 d2[2]; /* both blocks' d, each in its half */                                          \
+        float mn[2][2];                                                                               \
+        if (NW == 1)                                                                                  \
+            fgg_mm_prefetch_ahead(w + bytes * b, 2 * bytes);                                          \
+        else /* the next pair of rows, at the pace of this pair */                                   \
+            fgg_mm_prefetch(w + 2 * row_bytes + 2 * bytes * b, 4 * bytes);                            \
+        for (int j = 0; j < NW; j++) {                                                                \
+            const uint8_t *wb = w + j * row_bytes + bytes * b;                                        \
+            if (words) {                                                                              \
+                const __m512i v = _mm512_maskz_loadu_epi8(pair, wb);                                  \
+                u[j] = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi16(code_words, v), shift), m4); \
+                d2[j] = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(d_words, v))); \
+            } else {                                                                                  \
+                const __m256i n2 = _mm256_inserti128_si256(                                           \
+                    _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb + at))),              \
+                    _mm_loadu_si128((const __m128i *)(wb + bytes + at)), 1);                          \
+                u[j] = _mm512_and_si512(                                                              \
+                    _mm512_srlv_epi64(_mm512_permutexvar_epi64(twice, _mm512_castsi256_si512(n2)), shift), m4); \
+                if (kind == FGG_MM_B_MXFP4)                                                           \
+                    d2[j] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(fgg_mm_b_scale(kind, wb))), \
+                                               _mm256_set1_ps(fgg_mm_b_scale(kind, wb + bytes)), 1);  \
+                else {                                                                                \
+                    const __m128i dh = _mm_insert_epi16(_mm_cvtsi32_si128(fgg_load_u16le(wb)),        \
+                                                        fgg_load_u16le(wb + bytes), 1);               \
+                    d2[j] = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));  \
+                }                                                                                     \
+            }                                                                                         \
+            if (fifths) /* value i's fifth bit: bit i of the block's qh, so byte i of the pair: bit i of both */ \
+                u[j] = _mm512_mask_add_epi8(u[j], (__mmask64)fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)) | \
+                                                  (__mmask64)fgg_load_u32le(wb + bytes + fgg_mm_b_fifths_at(kind)) << 32, \
+                                            u[j], _mm512_set1_epi8(16));                              \
+            else if (kind == FGG_MM_B_MXFP4)                                                          \
+                u[j] = _mm512_shuffle_epi8(fp4, u[j]);                                                \
+            mn[j][0] = fgg_mm_b_offset(kind, wb);                                                     \
+            mn[j][1] = fgg_mm_b_offset(kind, wb + bytes);                                             \
+        }                                                                                             \
+        for (int i = 0; i < NR; i++) {                                                                \
+            const fgg_mm_q8 *xb = x + i * xs + b;                                                     \
+            const __m512i xq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)xb[0].q)), \
+                                                  _mm256_loadu_si256((const __m256i *)xb[1].q), 1);   \
+            const __m512 xd = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(xb[0].d)), _mm256_set1_ps(xb[1].d), 1); \
+            const __m512i cx = CX(xq, cv, c);                                                         \
+            for (int j = 0; j < NW; j++) {                                                            \
+                /* lanes * (d * d_x), as fgg_mm_acc_add: block b's, then b + 1's */                   \
+                const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(LANES(u[j], xq, cx, c)), _mm512_mul_ps(d2[j], xd)); \
+                acc[j][i] = _mm256_add_ps(acc[j][i], _mm512_castps512_ps256(t));                     \
+                acc[j][i] = _mm256_add_ps(acc[j][i], _mm512_extractf32x8_ps(t, 1));                  \
+                if (fgg_mm_b_has_offset(kind)) {                                                      \
+                    off[j][i] = off[j][i] + mn[j][0] * xb[0].s;                                       \
+                    off[j][i] = off[j][i] + mn[j][1] * xb[1].s;                                       \
+                }                                                                                     \
+            }                                                                                         \
+        }                                                                                             \
+    }                                                                                                 \
+    for (int j = 0; j < NW; j++) {                                                                    \
+        if (b < nb) { /* an odd last block, as fgg_mm_rown_b */                                       \
+            const uint8_t *wb = w + j * row_bytes + bytes * b;                                        \
+            const fgg_mm_w32 q = fgg_mm_b_values(kind, wb, 0);                                        \
+            const float d = fgg_mm_b_scale(kind, wb), m1 = fgg_mm_b_offset(kind, wb);                 \
+            for (int i = 0; i < NR; i++) {                                                            \
+                const fgg_mm_q8 *xb = x + i * xs + b;                                                 \
+                acc[j][i] = fgg_mm_acc_add(acc[j][i], fgg_mm_dot(q, xb->q), d * xb->d);               \
+                if (fgg_mm_b_has_offset(kind)) off[j][i] = off[j][i] + m1 * xb->s;                    \
+            }                                                                                         \
+        }                                                                                             \
+        for (int i = 0; i < NR; i++)                                                                  \
+            out[i * os + j] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[j][i]) + off[j][i]       \
+                                                        : fgg_mm_acc_sum(acc[j][i]);                  \
+    }                                                                                                 \
+}
+FGG_MM_ROWN_B512_FN(fgg_mm_rown_b512, , fgg_mm_b512_cx, fgg_mm_b512_lanes)
+
+/* Two weight rows (w and the row after it) of a kind fgg_mm_b512 takes against m (1 to 4) rows
+ * of x: out[i * os] and out[i * os + 1], each as the one-row kernel gives it. */
+#define FGG_MM_ROWS2_B512(ATTR, NAME, ROWN512, KIND)                                                  \
+ATTR void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, int m, float *out, ptrdiff_t os) \
+{                                                                                                     \
+    switch (m) {                                                                                      \
+    case 1: ROWN512(KIND, 1, 2, w, nb, x, xs, out, os); break;                                        \
+    case 2: ROWN512(KIND, 2, 2, w, nb, x, xs, out, os); break;                                        \
+    case 3: ROWN512(KIND, 3, 2, w, nb, x, xs, out, os); break;                                        \
+    default: ROWN512(KIND, 4, 2, w, nb, x, xs, out, os); break;                                       \
+    }                                                                                                 \
+}
+/* A prefix for FGG_MM_ROWS_B's cases of up to 4 rows of x: those kinds take ROWN512 (one weight row). */
+#define FGG_MM_ROWN_B512(ROWN512, N)                                                                  \
     if (fgg_mm_b512(kind)) {                                                                          \
-        fgg_mm_rown_b512(kind, N, w, nb, xr, xs, o, os);                                             \
+        ROWN512(kind, N, 1, w, nb, xr, xs, o, os);                                                    \
         break;                                                                                        \
     }
 #else
-#define FGG_MM_ROWN_B512(N)
+#define FGG_MM_ROWN_B512(ROWN512, N)
 #endif
 
 /* m rows of x 8 at a time, then the rest up to 4 at a time, each count a constant. */
-#define FGG_MM_ROWS_B(ROWS, ROWN, ATTR)                                                               \
+#define FGG_MM_ROWS_B(ROWS, ROWN, ROWN512, ATTR)                                                      \
 FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, \
                                     int m, float *out, ptrdiff_t os)                                  \
 {                                                                                                     \
@@ -896,16 +963,16 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWS(int kind, const uint8_t *w, ptrdiff_t nb, co
         const fgg_mm_q8 *xr = x + r0 * xs;                                                            \
         float *o = out + r0 * os;                                                                     \
         switch (m - r0 < 4 ? m - r0 : 4) {                                                            \
-        case 4: FGG_MM_ROWN_B512(4) ROWN(kind, 4, w, nb, xr, xs, o, os); break;                       \
-        case 3: FGG_MM_ROWN_B512(3) ROWN(kind, 3, w, nb, xr, xs, o, os); break;                       \
-        case 2: FGG_MM_ROWN_B512(2) ROWN(kind, 2, w, nb, xr, xs, o, os); break;                       \
-        default: FGG_MM_ROWN_B512(1) ROWN(kind, 1, w, nb, xr, xs, o, os); break;                      \
+        case 4: FGG_MM_ROWN_B512(ROWN512, 4) ROWN(kind, 4, w, nb, xr, xs, o, os); break;              \
+        case 3: FGG_MM_ROWN_B512(ROWN512, 3) ROWN(kind, 3, w, nb, xr, xs, o, os); break;              \
+        case 2: FGG_MM_ROWN_B512(ROWN512, 2) ROWN(kind, 2, w, nb, xr, xs, o, os); break;              \
+        default: FGG_MM_ROWN_B512(ROWN512, 1) ROWN(kind, 1, w, nb, xr, xs, o, os); break;             \
         }                                                                                             \
     }                                                                                                 \
 }
 FGG_MM_ROWN_B(fgg_mm_rown_b, , fgg_mm_dot)
 #if defined(FGG_MM_INT_SIMD)
-FGG_MM_ROWS_B(fgg_mm_rows_b, fgg_mm_rown_b, )
+FGG_MM_ROWS_B(fgg_mm_rows_b, fgg_mm_rown_b, fgg_mm_rown_b512, )
 #else
 /* The portable build: 8 rows of x at a time, the count a variable (constant counts took 1.6-2x
  * the time at 2 and 3 rows in this build); one row with the count a constant. */
@@ -933,6 +1000,21 @@ FGG_MM_B_ROWS(fgg_mm_rows_q1_0, FGG_MM_B_Q1_0)
 FGG_MM_B_ROWS(fgg_mm_rows_q2_0, FGG_MM_B_Q2_0)
 FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
 #undef FGG_MM_B_ROWS
+
+/* Two weight rows at a time (fgg_mm_rown_b512 with NW = 2) for Q4_0, Q4_1 and MXFP4 (the Q5
+ * kinds measured no faster; kernels_matmul.pxi's INT_ROWS2): the avx512 build; elsewhere
+ * FGG_MM_HAVE_ROWS2 is 0 and the names stand for the one-row kernels, never called as such. */
+#if defined(FGG_MM_INT_SIMD) && defined(__AVX512BW__)
+#define FGG_MM_HAVE_ROWS2 1
+FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_0, fgg_mm_rown_b512, FGG_MM_B_Q4_0)
+FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_1, fgg_mm_rown_b512, FGG_MM_B_Q4_1)
+FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_mxfp4, fgg_mm_rown_b512, FGG_MM_B_MXFP4)
+#else
+#define FGG_MM_HAVE_ROWS2 0
+#define fgg_mm_rows2_q4_0 fgg_mm_rows_q4_0
+#define fgg_mm_rows2_q4_1 fgg_mm_rows_q4_1
+#define fgg_mm_rows2_mxfp4 fgg_mm_rows_mxfp4
+#endif
 
 /* ------------------------------------------------------------------------------------------ */
 /* K-quants (Q2_K to Q6_K) and the 256-value IQ types with grids or tables: x per 256          */
@@ -2670,7 +2752,23 @@ static inline FGG_MM_VNNI __m256i fgg_mm_v1_dot(__m256i w, const int8_t *xq)
 
 /* The per-32 types with vpdpbusd in place of maddubs and madd: the same lanes. */
 FGG_MM_ROWN_B(fgg_mm_rown_b_vnni, FGG_MM_VNNI, fgg_mm_v1_dot)
-FGG_MM_ROWS_B(fgg_mm_rows_b_vnni, fgg_mm_rown_b_vnni, FGG_MM_VNNI)
+/* fgg_mm_rown_b512's lanes by vpdpbusd: x's share (c * x) once per row of x, u * x less it per
+ * weight row. */
+static inline FGG_MM_VNNI __m512i fgg_mm_b512_cx_vnni(__m512i xq, __m512i cv, int c)
+{
+    return c ? _mm512_dpbusd_epi32(_mm512_setzero_si512(), cv, xq) : _mm512_setzero_si512();
+}
+
+static inline FGG_MM_VNNI __m512i fgg_mm_b512_lanes_vnni(__m512i u, __m512i xq, __m512i cx, int c)
+{
+    const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xq);
+    return c ? _mm512_sub_epi32(p, cx) : p;
+}
+FGG_MM_ROWN_B512_FN(fgg_mm_rown_b512_vnni, FGG_MM_VNNI, fgg_mm_b512_cx_vnni, fgg_mm_b512_lanes_vnni)
+FGG_MM_ROWS2_B512(static FGG_MM_VNNI, fgg_mm_rows2_q4_0_vnni, fgg_mm_rown_b512_vnni, FGG_MM_B_Q4_0)
+FGG_MM_ROWS2_B512(static FGG_MM_VNNI, fgg_mm_rows2_q4_1_vnni, fgg_mm_rown_b512_vnni, FGG_MM_B_Q4_1)
+FGG_MM_ROWS2_B512(static FGG_MM_VNNI, fgg_mm_rows2_mxfp4_vnni, fgg_mm_rown_b512_vnni, FGG_MM_B_MXFP4)
+FGG_MM_ROWS_B(fgg_mm_rows_b_vnni, fgg_mm_rown_b_vnni, fgg_mm_rown_b512_vnni, FGG_MM_VNNI)
 #define FGG_MM_B_ROWS_VNNI(NAME, KIND) FGG_MM_NAMED_ROWS(static FGG_MM_VNNI, NAME, fgg_mm_q8, fgg_mm_rows_b_vnni, KIND)
 FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q8_0_vnni, FGG_MM_B_Q8_0)
 FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q4_0_vnni, FGG_MM_B_Q4_0)
@@ -2975,6 +3073,9 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #define fgg_mm_rows_mxfp4_vnni fgg_mm_rows_mxfp4
 #define fgg_mm_rows_q4_1_vnni fgg_mm_rows_q4_1
 #define fgg_mm_rows_q5_1_vnni fgg_mm_rows_q5_1
+#define fgg_mm_rows2_q4_0_vnni fgg_mm_rows2_q4_0
+#define fgg_mm_rows2_q4_1_vnni fgg_mm_rows2_q4_1
+#define fgg_mm_rows2_mxfp4_vnni fgg_mm_rows2_mxfp4
 static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
                                      const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)
 {

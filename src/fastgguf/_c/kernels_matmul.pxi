@@ -54,6 +54,16 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
 # Beside the table (set with the dot column): the batch kernel of a K kind or (VNNI) a per-32 type, taken from
 # _gemm_min_rows(type_id) rows of x (lanes are rows of x; weight rows unpacked once per task), or NULL.
 cdef fgg_mm_gemm_fn INT_BATCH[FGG_TYPE_LIMIT]
+# Also beside it: a kernel of two weight rows at a time (the next row right after the first) for up
+# to _ROWS2_MAX_X rows of x, or NULL. The avx512 build's Q4_0, Q4_1 and MXFP4 (fgg_mm_rown_b512):
+# two rows share x's loads and its part of the lanes. One thread, 8192 x 4096, one row of x (VNNI),
+# ms: Q4_0 0.86 -> 0.70, Q4_1 0.98 -> 0.87, MXFP4 0.85 -> 0.72; 2 and 4 rows (maddubs) 4-11 % less.
+# From memory (2 threads) only with the next pair of rows prefetched at the pair's pace: each row
+# prefetching 4 KiB ahead of itself read 33-37 GB/s, against 40 one row at a time and 47 so.
+# Q5_0 and Q5_1 (their fifth bits by mask registers) measured the same or slower.
+cdef fgg_dot_fn INT_ROWS2[FGG_TYPE_LIMIT]
+cdef enum:
+    _ROWS2_MAX_X = 4
 
 
 cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn maddubs_kernel, bint vnni) noexcept:
@@ -88,6 +98,11 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     cdef int t
     for t in range(FGG_TYPE_LIMIT):
         INT_BATCH[t] = NULL
+        INT_ROWS2[t] = NULL
+    if FGG_MM_HAVE_ROWS2:
+        INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>(fgg_mm_rows2_q4_0_vnni if vnni else fgg_mm_rows2_q4_0)
+        INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>(fgg_mm_rows2_q4_1_vnni if vnni else fgg_mm_rows2_q4_1)
+        INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_vnni if vnni else fgg_mm_rows2_mxfp4)
     _set_batch(FGG_TYPE_Q2_K, fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q2_k, vnni)
     _set_batch(FGG_TYPE_Q3_K, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q3_k, vnni)
     _set_batch(FGG_TYPE_Q4_K, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q4_k, vnni)
@@ -716,6 +731,7 @@ cdef struct _MMIntJob:
     int n_tasks
     int status
     fgg_dot_fn fn
+    fgg_dot_fn fn2  # two weight rows at a time (INT_ROWS2), or NULL
     fgg_mm_gemm_fn gemm  # the batch kernel (with xi, tile, panel_bytes), or NULL: fn a weight row at a time
     const void *xi
     Py_ssize_t tile
@@ -757,9 +773,16 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
         b = 0
         while b < job.m:
             b1 = min(b + job.xt, job.m)
-            for n in range(a, a1):
+            n = a
+            if job.fn2 != NULL and b1 - b <= _ROWS2_MAX_X:
+                while n + 2 <= a1:
+                    job.fn2(job.w + n * job.row_bytes, job.nb, job.x + b * job.x_row_bytes, job.xs, <int>(b1 - b),
+                            job.out + b * job.out_stride + n, job.out_stride)
+                    n += 2
+            while n < a1:
                 job.fn(job.w + n * job.row_bytes, job.nb, job.x + b * job.x_row_bytes, job.xs, <int>(b1 - b),
                        job.out + b * job.out_stride + n, job.out_stride)
+                n += 1
             b = b1
         a = a1
     fgg_guard_leave(&guard)
@@ -884,7 +907,7 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
                 out[i, n] = 0.0
         return
     cdef _MMIntJob job
-    _fill_int_job(&job, fn, &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], xq.shape[1] // x_bytes, m,
+    _fill_int_job(&job, fn, INT_ROWS2[type_id], &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], xq.shape[1] // x_bytes, m,
                   &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
     cdef char *xi = NULL
@@ -902,10 +925,11 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     _raise_status(job.status)
 
 
-cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t nb,
+cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, fgg_dot_fn fn2, const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t nb,
                         const uint8_t *x, Py_ssize_t x_row_bytes, Py_ssize_t xs, Py_ssize_t m, float *out,
                         Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1, int threads) noexcept nogil:
     job.fn = fn
+    job.fn2 = fn2
     job.gemm = NULL
     job.xi = NULL
     job.tile = 0
@@ -1046,7 +1070,7 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                     i = bounds[g]
                     e = experts[g]
                     if integer:
-                        _fill_int_job(<_MMIntJob *>(jobs + g * job_bytes), row.dot, &w[e, 0, 0], row_bytes,
+                        _fill_int_job(<_MMIntJob *>(jobs + g * job_bytes), row.dot, INT_ROWS2[type_id], &w[e, 0, 0], row_bytes,
                                       k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
                                       bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
                                       group_threads)
