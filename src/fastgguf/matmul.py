@@ -62,31 +62,40 @@ __all__ = ["RepackedWeight", "matmul", "matmul_id", "repack", "take_rows"]
 #: but 1 MiB here did not make a whole model's sweep measurably faster (README), so it stays at 128 KiB.
 _MIN_WORK_PER_THREAD = 1 << 17
 
-#: Rows of x (per weight) up to which a repacked weight's tile kernel runs, per tile kernel (beyond:
-#: the original blocks and their kernels). 2 threads, 4096 x 14336, tiles against the original
-#: blocks, alternating calls (``bench_matmul.py --repacked``): "vnni" Q4_0 2.1x at 1-2 rows, 1.7x
-#: at 4, 1.2-1.3x at 8-12, 1.0x at 16; Q8_0 1.4x at 1-2, 1.1x at 8-12; Q4_K 1.5-2.2x at 1-8 rows,
-#: 1.3-1.4x at 12-24, 1.0x at 32-64. "avx2" (one row of x at a time: its 16 registers hold one
-#: row's accumulators), one thread: 1.17-1.59x at 1 row, 0.86-1.26x at 2-8.
-_REPACKED_MAX_ROWS = {"vnni": 12, "avx2": 1}
-#: The K kinds ("vnni"; their "avx2" kernels take one row): Q4_K 1.8-2.2x at 1-8 rows, 1.35x at
-#: 24; Q5_K 1.3-1.6x at 1-8, 1.2-1.3x at 12, 1.0x at 16-24; Q6_K 1.07-1.15x at 1-8 rows (it streams
-#: at 15.6 GB/s at 1 row), 0.97x at 12, 0.72x at 24; IQ4_XS 1.8-2.7x at 1-12, 1.5-1.8x at 16-32,
-#: 1.15-1.25x at 48-128, 1.10x at 256, 1.01x at 512 (its batch kernel unpacks a table per byte);
-#: Q3_K 1.3-1.6x at 1-6, 1.05-1.10x at 8, 0.92x at 12; Q2_K 1.2-1.6x at 1-8, 0.99x at 12.
-_REPACKED_MAX_ROWS_K = {GGMLType.Q4_K: 24, GGMLType.Q5_K: 12, GGMLType.Q6_K: 8, GGMLType.IQ4_XS: 256,
-                        GGMLType.Q3_K: 8, GGMLType.Q2_K: 8}
+#: Rows of x (per weight) for which a repacked weight's products run on its tiles: (first, last) per
+#: tile kernel ("vnni": AVX-512 VNNI; "avx2": one row of x at a time) and type, the rest of the
+#: per-32 types by _TILE_ROWS_PER32; None: never (such weights are not repacked for that kernel).
+#: Other counts read the original blocks with their own kernels. Measured with the row kernels'
+#: long tasks (2 threads, 20-30 weights of 5632 x 2048 from memory, tiles and original blocks
+#: alternating, ms per sweep, Zen 5 VM; ``M=m sweepbw``-style loop around ``matmul``), tiles against
+#: the original blocks: "vnni" Q4_K level at 1 row, 1.33x at 2, 1.84-1.86x at 4-8, 1.06-1.16x at
+#: 16-24; Q5_K 1.2-1.7x at 2-8, 1.10x at 12; Q6_K level at 1, 4 and 8 rows, 0.89x at 2; Q8_0 0.96x
+#: at 1, level at 2, 0.57-0.76x at 4-12; Q4_0 and IQ4_NL 1.4x at 2, 1.19x at 3, 0.78-0.90x at 4-12;
+#: Q3_K 1.5x at 1, 0.90-0.97x at 2-8; Q2_K 1.5x at 1, 2.0x at 2, level at 4-8; IQ4_XS 2.9x at 2,
+#: 3.9x at 8, 1.6x at 32, 1.15x at 128. "avx2" (one row), GB/s: Q4_K 47 / 39-42, Q6_K 46-52 /
+#: 40-42, Q8_0 46-51 / 43-46 (the original blocks faster); Q2_K level; Q3_K, IQ4_XS, IQ4_NL,
+#: Q4_0-Q5_1 and MXFP4 1.1-1.4x.
+_TILE_ROWS: dict[str, dict[GGMLType, tuple[int, int] | None]] = {
+    "vnni": {GGMLType.Q4_K: (2, 24), GGMLType.Q5_K: (1, 12), GGMLType.Q6_K: None, GGMLType.Q8_0: None,
+             GGMLType.IQ4_XS: (1, 256), GGMLType.Q3_K: (1, 1), GGMLType.Q2_K: (1, 2)},
+    "avx2": {GGMLType.Q4_K: None, GGMLType.Q6_K: None, GGMLType.Q8_0: None},
+}
+_TILE_ROWS_PER32 = {"vnni": (1, 3), "avx2": (1, 1)}
+
+
+def _tile_rows(kernel: str | None, qtype: GGMLType) -> tuple[int, int] | None:
+    """(first, last) rows of x a product of ``qtype`` takes on tiles for tile kernel ``kernel``, or None."""
+    if kernel is None:
+        return None
+    return _TILE_ROWS[kernel].get(qtype, _TILE_ROWS_PER32[kernel])
 
 
 def _tiles_for(kernels: Any, packed: RepackedWeight | None, qtype: GGMLType, rows: int) -> np.ndarray | None:
     """``packed``'s tiles if a product of ``rows`` rows of x (per weight) runs on them, else None."""
     if packed is None or packed.tiles is None:
         return None
-    kernel = kernels.repacked_kernel(int(qtype))
-    if kernel is None:
-        return None
-    limit = _REPACKED_MAX_ROWS[kernel] if kernel == "avx2" else _REPACKED_MAX_ROWS_K.get(qtype, _REPACKED_MAX_ROWS[kernel])
-    return packed.tiles if rows <= limit else None
+    span = _tile_rows(kernels.repacked_kernel(int(qtype)), qtype)
+    return packed.tiles if span is not None and span[0] <= rows <= span[1] else None
 
 
 class RepackedWeight:
@@ -128,16 +137,16 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     The blocks of 16 weight rows are interleaved 4 bytes at a time (the same bytes per row as the
     original), so that one AVX-512 VNNI instruction makes 4 products for 16 weight rows and the
     float steps run 16 rows wide: ggml's load-time repacking, in a layout of fastgguf's own. Then
-    ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``, about
-    2x as fast at 1 and 2 rows of ``x`` for Q4_0 and IQ4_NL, 1.4x for Q8_0, 1.1-1.7x at 4 to 12 rows
-    (2 threads, 4096 x 14336); Q4_K 1.5-2.2x at 1 to 8 rows, 1.3-1.4x up to 24; Q5_K (VNNI only)
-    1.3-1.6x up to 8 rows, 1.2x up to 12; Q6_K 1.05-1.15x up to 8 rows; IQ4_XS 1.8-2.7x up to 12
-    rows, 1.1-1.8x up to 256; Q3_K and Q2_K 1.2-1.6x up to 6 rows, 1.05-1.25x at 8 (VNNI).
-    Without VNNI (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of
-    ``x`` (8 weight rows per vector; 1.1-1.6x at one row, IQ4_XS 1.35-1.55x; none for Q5_K).
-    Types with a layout: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K, Q6_K, Q3_K, Q4_K and
-    Q5_K (whose scales take 4 more bytes per super-block, unpacked) and IQ4_XS (2 more): every
-    weight of a Q2_K to Q6_K ftype or IQ4_XS file. For other types, in the portable build
+    ``matmul(x, repack(W), exact=False)`` gives the same bits as ``matmul(x, W, exact=False)``. The
+    tiles take the row counts where they were measured faster than the original blocks' kernels
+    (2 threads, weights from memory, Zen 5): with VNNI Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4 at
+    1-3 rows of ``x`` (1.2-1.4x at 2-3), Q4_K at 2-24 (1.3-1.9x up to 8), Q5_K 1-12 (1.1-1.7x),
+    IQ4_XS 1-256 (1.15-3.9x), Q3_K at 1 and Q2_K at 1-2 (1.5-2x). Without VNNI (the avx2 build, or
+    ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of ``x`` (8 weight rows per vector;
+    1.1-1.4x) for Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K and IQ4_XS. Q6_K and Q8_0, and
+    Q4_K without VNNI, are left as they are: their own row kernels read memory as fast or faster
+    (their layouts, like Q5_K's, stay in the kernels). Q4_K's and Q5_K's scales take 4 more bytes
+    per super-block in the tiles, unpacked, IQ4_XS's 2 more. For other types, in the portable build
     and for big-endian data nothing is copied and the products read the original blocks, so any
     weight can be passed.
 
@@ -165,7 +174,7 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     _check_kernel(kernels, qtype, swapped)
     n_threads = _backend.resolve_threads(threads)
     tiles = None
-    if not swapped and kernels.repacked_kernel(int(qtype)) is not None:
+    if not swapped and _tile_rows(kernels.repacked_kernel(int(qtype)), qtype) is not None:
         rows = kernels.repack_tile_rows()
         experts = raw.reshape(-1, *raw.shape[-2:])
         n_tiles = (shape[-2] + rows - 1) // rows
@@ -288,8 +297,8 @@ def matmul(
     weight : TensorInfo, numpy.ndarray or RepackedWeight
         A 2-D tensor of shape ``(N, K)`` from :func:`fastgguf.open`, or a C-contiguous uint8 array
         of shape ``(N, row_bytes)`` holding N rows of ``type`` blocks, or either made ready by
-        :func:`repack` (the integer path then runs on its tiles up to 12 rows of ``x`` with
-        AVX-512 VNNI, 24 for Q4_K, 8 for Q2_K, Q3_K and Q6_K, 256 for IQ4_XS, at one row without).
+        :func:`repack` (the integer path then runs on its tiles for the rows of ``x`` :func:`repack`
+        names, e.g. 1-3 rows for Q4_0 and 2-24 for Q4_K with AVX-512 VNNI, one row without).
     type : GGMLType, int or str, optional
         Tensor type of a raw ``weight``; required then, optional (must agree) for a TensorInfo.
     out : numpy.ndarray, optional
@@ -386,8 +395,8 @@ def matmul_id(
     weights : TensorInfo, numpy.ndarray or RepackedWeight
         3-D expert weights ``(E, N, K)`` as a TensorInfo, or a uint8 array ``(E, N, row_bytes)``,
         or either made ready by :func:`repack` (the integer path runs on its tiles when no expert
-        has more rows of ``x`` in the call than the tile kernel takes: 12 with VNNI (Q4_K 24; Q2_K,
-        Q3_K, Q6_K 8; IQ4_XS 256), 1 without).
+        has more rows of ``x`` in the call than the tiles take, as :func:`repack` says: e.g. 3 with
+        VNNI for Q4_0, 24 for Q4_K, 256 for IQ4_XS; 1 without).
     ids : array_like of int
         ``(T, E_used)`` expert indices in ``[0, E)``.
     type, out, threads, exact

@@ -19,6 +19,16 @@ REPACK_TYPES = (T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q4_
 K_BYTES = {T.Q4_K: (144, 148), T.Q5_K: (176, 180), T.Q6_K: (210, 210), T.IQ4_XS: (136, 138), T.Q3_K: (110, 114),
            T.Q2_K: (84, 84)}
 TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_NL: 18, T.MXFP4: 17}
+#: The rows of x (first, last) for which matmul runs a repacked weight on its tiles, per tile kernel
+#: (the rest of the per-32 types: PER32_TILE_ROWS); None: such weights are not repacked.
+TILE_ROWS = {"vnni": {T.Q4_K: (2, 24), T.Q5_K: (1, 12), T.Q6_K: None, T.Q8_0: None, T.IQ4_XS: (1, 256),
+                      T.Q3_K: (1, 1), T.Q2_K: (1, 2)},
+             "avx2": {T.Q4_K: None, T.Q6_K: None, T.Q8_0: None}}
+PER32_TILE_ROWS = {"vnni": (1, 3), "avx2": (1, 1)}
+
+
+def tile_rows(kernel, qtype):
+    return None if kernel is None else TILE_ROWS[kernel].get(qtype, PER32_TILE_ROWS[kernel])
 
 
 def _tiles(kernels, raw: np.ndarray, qtype: GGMLType) -> np.ndarray:
@@ -166,11 +176,12 @@ def test_repack_api_same_bits(qtype):
     raw = random_weights(qtype, n, k, rng)
     rw = repack(raw, qtype)
     assert isinstance(rw, RepackedWeight) and rw.type == qtype and rw.shape == (n, k)
-    assert rw.repacked == (fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype)) is not None)
+    kernel = fastgguf.dequant.kernel_modules()[fastgguf.cpu_path()].repacked_kernel(int(qtype))
+    assert rw.repacked == (tile_rows(kernel, qtype) is not None)
     row_bytes = raw.shape[1] // K_BYTES[qtype][0] * K_BYTES[qtype][1] if qtype in K_BYTES else raw.shape[1]
     assert rw.nbytes == (48 * row_bytes if rw.repacked else 0)
     wide = (100, 257) if qtype == T.IQ4_XS else ()  # IQ4_XS takes the tiles up to 256 rows
-    for m in (1, 2, 5, 9, 12, 13, 20, 25) + wide:  # up to 12 (Q4_K 24; Q2_K, Q3_K, Q6_K 8) the tiles
+    for m in (1, 2, 5, 9, 12, 13, 20, 25) + wide:  # the tiles' rows (TILE_ROWS) and beyond
         x = rng.standard_normal((m, k)).astype(np.float32)
         for threads in (1, 2):
             assert_same_bits(matmul(x, rw, exact=False, threads=threads), matmul(x, raw, qtype, exact=False))
@@ -182,6 +193,26 @@ def test_repack_api_same_bits(qtype):
     assert matmul(x3, rw, exact=False, out=out) is out
     assert_same_bits(out, matmul(x3, raw, qtype, exact=False))
     assert "RepackedWeight" in repr(rw) and qtype.name in repr(rw)
+
+
+@pytest.mark.parametrize("qtype", REPACK_TYPES, ids=lambda t: t.name)
+def test_which_products_run_on_the_tiles(qtype, monkeypatch):
+    # the tiles take the rows of x where they were measured faster than the original blocks
+    # (matmul.py's _TILE_ROWS), the original blocks the rest; the same bits either way
+    rng = np.random.default_rng([int(qtype), 11])
+    n, k = 32, 256 * 2
+    raw = random_weights(qtype, n, k, rng)
+    rw = repack(raw, qtype)
+    kernels = fastgguf._backend.kernels()
+    span = tile_rows(kernels.repacked_kernel(int(qtype)), qtype)
+    calls = []
+    real = kernels.matmul_repacked_int
+    monkeypatch.setattr(kernels, "matmul_repacked_int", lambda *a, **kw: (calls.append(a[1]), real(*a, **kw)))
+    for m in (1, 2, 3, 4, 9, 13, 25):
+        calls.clear()
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        assert_same_bits(matmul(x, rw, exact=False), matmul(x, raw, qtype, exact=False))
+        assert bool(calls) == (span is not None and span[0] <= m <= span[1]), (m, span, calls)
 
 
 def test_repack_of_a_tensor_and_other_types(tmp_path):
@@ -316,7 +347,8 @@ def test_grouped_tiles_same_bits(qtype):
 
 @pytest.mark.parametrize("tokens", [1, 4, 40])
 def test_matmul_id_on_repacked_experts(tokens):
-    # 40 tokens x 2 of 4 experts: groups beyond 12 rows, so the original blocks
+    # 1 and 4 tokens: groups of a few rows (the tiles where they take them); 40 tokens x 2 of 4 experts:
+    # groups beyond the tiles' rows, so the original blocks
     rng = np.random.default_rng(tokens)
     n_exp, n, k = 4, 30, 32 * 6
     raw = np.stack([random_weights(T.MXFP4, n, k, rng) for _ in range(n_exp)])
