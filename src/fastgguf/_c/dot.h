@@ -1001,16 +1001,93 @@ FGG_MM_B_ROWS(fgg_mm_rows_q2_0, FGG_MM_B_Q2_0)
 FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
 #undef FGG_MM_B_ROWS
 
-/* Two weight rows at a time (fgg_mm_rown_b512 with NW = 2) for Q4_0, Q4_1 and MXFP4 (the Q5
- * kinds measured no faster; kernels_matmul.pxi's INT_ROWS2): the avx512 build; elsewhere
- * FGG_MM_HAVE_ROWS2 is 0 and the names stand for the one-row kernels, never called as such. */
+/* Two weight rows at a time (kernels_matmul.pxi's INT_ROWS2): the avx512 build by fgg_mm_rown_b512
+ * with NW = 2 for Q4_0, Q4_1 and MXFP4 (the Q5 kinds measured no faster there), the avx2 build by
+ * fgg_mm_rown2_b_avx2 for those and Q5_0, Q5_1 (FGG_MM_HAVE_ROWS2_Q5). In the portable build
+ * FGG_MM_HAVE_ROWS2 is 0; names a build lacks stand for the one-row kernels, never called as such. */
 #if defined(FGG_MM_INT_SIMD) && defined(__AVX512BW__)
 #define FGG_MM_HAVE_ROWS2 1
+#define FGG_MM_HAVE_ROWS2_Q5 0
+#define fgg_mm_rows2_q5_0 fgg_mm_rows_q5_0
+#define fgg_mm_rows2_q5_1 fgg_mm_rows_q5_1
 FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_0, fgg_mm_rown_b512, FGG_MM_B_Q4_0)
 FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_1, fgg_mm_rown_b512, FGG_MM_B_Q4_1)
 FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_mxfp4, fgg_mm_rown_b512, FGG_MM_B_MXFP4)
+#elif defined(FGG_MM_INT_SIMD)
+/* The avx2 build: two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0, Q5_1 or MXFP4
+ * against NR (1 or 2) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u meet x unsigned and x's share
+ * c * x (maddubs(c, x), once per row of x) is taken off: the same int16 pair sums as the sign
+ * trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes; each row's float steps are
+ * fgg_mm_rown_b's. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_rown2_b_avx2(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
+                                              ptrdiff_t xs, float *out, ptrdiff_t os)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind), row_bytes = bytes * nb;
+    const int c = kind == FGG_MM_B_MXFP4 ? 12 : fgg_mm_b_code_offset(kind);
+    const __m256i cv = _mm256_set1_epi8((char)c), ones = _mm256_set1_epi16(1);
+    const __m256i fp4 = _mm256_broadcastsi128_si256(
+        _mm_add_epi8(_mm_loadu_si128((const __m128i *)fgg_fp4_values), _mm_set1_epi8(12)));
+    fgg_mm_acc acc[2][2];
+    float off[2][2];
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < NR; i++) {
+            acc[j][i] = fgg_mm_acc_zero();
+            off[j][i] = 0.0f;
+        }
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        fgg_mm_prefetch(w + 2 * row_bytes + 2 * bytes * b, 2 * bytes); /* the next pair of rows, at this pair's pace */
+        __m256i u[2];
+        float d[2], mn[2];
+        for (int j = 0; j < 2; j++) {
+            const uint8_t *wb = w + j * row_bytes + bytes * b;
+            u[j] = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1
+                       ? fgg_mm_fives32(wb + fgg_mm_b_codes_at(kind), fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)), 0)
+                       : fgg_mm_nibbles16(wb + fgg_mm_b_codes_at(kind), 0);
+            if (kind == FGG_MM_B_MXFP4) u[j] = _mm256_shuffle_epi8(fp4, u[j]);
+            d[j] = fgg_mm_b_scale(kind, wb);
+            mn[j] = fgg_mm_b_offset(kind, wb);
+        }
+        for (int i = 0; i < NR; i++) {
+            const fgg_mm_q8 *xb = x + i * xs + b;
+            const __m256i xq = _mm256_loadu_si256((const __m256i *)xb->q);
+            const __m256i cx = c ? _mm256_maddubs_epi16(cv, xq) : _mm256_setzero_si256();
+            for (int j = 0; j < 2; j++) {
+                const __m256i p = _mm256_maddubs_epi16(u[j], xq);
+                const __m256i lanes = _mm256_madd_epi16(c ? _mm256_sub_epi16(p, cx) : p, ones);
+                acc[j][i] = fgg_mm_acc_add(acc[j][i], lanes, d[j] * xb->d);
+                if (fgg_mm_b_has_offset(kind)) off[j][i] = off[j][i] + mn[j] * xb->s;
+            }
+        }
+    }
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < NR; i++)
+            out[i * os + j] = fgg_mm_b_has_offset(kind) ? fgg_mm_acc_sum(acc[j][i]) + off[j][i] : fgg_mm_acc_sum(acc[j][i]);
+}
+
+/* m (1 to 4) rows of x, two at a time (16 registers hold two rows' accumulators for two weight rows). */
+#define FGG_MM_ROWS2_B_AVX2(NAME, KIND)                                                               \
+static inline void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, int m, float *out, ptrdiff_t os) \
+{                                                                                                     \
+    for (int r0 = 0; r0 < m; r0 += 2) {                                                               \
+        if (m - r0 >= 2)                                                                              \
+            fgg_mm_rown2_b_avx2(KIND, 2, w, nb, x + r0 * xs, xs, out + r0 * os, os);                  \
+        else                                                                                          \
+            fgg_mm_rown2_b_avx2(KIND, 1, w, nb, x + r0 * xs, xs, out + r0 * os, os);                  \
+    }                                                                                                 \
+}
+#define FGG_MM_HAVE_ROWS2 1
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q4_0, FGG_MM_B_Q4_0)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q4_1, FGG_MM_B_Q4_1)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_mxfp4, FGG_MM_B_MXFP4)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_0, FGG_MM_B_Q5_0)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_1, FGG_MM_B_Q5_1)
+#define FGG_MM_HAVE_ROWS2_Q5 1
+#undef FGG_MM_ROWS2_B_AVX2
 #else
 #define FGG_MM_HAVE_ROWS2 0
+#define FGG_MM_HAVE_ROWS2_Q5 0
+#define fgg_mm_rows2_q5_0 fgg_mm_rows_q5_0
+#define fgg_mm_rows2_q5_1 fgg_mm_rows_q5_1
 #define fgg_mm_rows2_q4_0 fgg_mm_rows_q4_0
 #define fgg_mm_rows2_q4_1 fgg_mm_rows_q4_1
 #define fgg_mm_rows2_mxfp4 fgg_mm_rows_mxfp4

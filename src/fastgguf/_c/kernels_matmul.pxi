@@ -55,12 +55,14 @@ cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ss
 # _gemm_min_rows(type_id) rows of x (lanes are rows of x; weight rows unpacked once per task), or NULL.
 cdef fgg_mm_gemm_fn INT_BATCH[FGG_TYPE_LIMIT]
 # Also beside it: a kernel of two weight rows at a time (the next row right after the first) for up
-# to _ROWS2_MAX_X rows of x, or NULL. The avx512 build's Q4_0, Q4_1 and MXFP4 (fgg_mm_rown_b512):
-# two rows share x's loads and its part of the lanes. One thread, 8192 x 4096, one row of x (VNNI),
-# ms: Q4_0 0.86 -> 0.70, Q4_1 0.98 -> 0.87, MXFP4 0.85 -> 0.72; 2 and 4 rows (maddubs) 4-11 % less.
-# From memory (2 threads) only with the next pair of rows prefetched at the pair's pace: each row
-# prefetching 4 KiB ahead of itself read 33-37 GB/s, against 40 one row at a time and 47 so.
-# Q5_0 and Q5_1 (their fifth bits by mask registers) measured the same or slower.
+# to _ROWS2_MAX_X rows of x, or NULL. The two rows share x's loads and its part of the lanes, and
+# their float steps are two chains; the next pair of rows is prefetched at the pair's pace (each row
+# prefetching 4 KiB ahead of itself read memory slower than one row at a time: 33-37 GB/s against
+# 40, 2 threads). One thread, 8192 x 4096, one row of x, ms. avx512 build (fgg_mm_rown_b512,
+# VNNI): Q4_0 0.86 -> 0.70, Q4_1 0.98 -> 0.87, MXFP4 0.85 -> 0.72, 2-4 rows (maddubs) 4-11 % less;
+# Q5_0 and Q5_1 (fifth bits by mask registers) the same or slower, so not there. avx2 build
+# (fgg_mm_rown2_b_avx2): Q4_0 1.10 -> 0.91, Q4_1 1.30 -> 1.11, MXFP4 1.20 -> 0.90, Q5_0 1.58 ->
+# 1.37, Q5_1 1.80 -> 1.53; 2 rows 1.11-1.21x, 4 rows 1.03-1.07x.
 cdef fgg_dot_fn INT_ROWS2[FGG_TYPE_LIMIT]
 cdef enum:
     _ROWS2_MAX_X = 4
@@ -103,6 +105,9 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
         INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>(fgg_mm_rows2_q4_0_vnni if vnni else fgg_mm_rows2_q4_0)
         INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>(fgg_mm_rows2_q4_1_vnni if vnni else fgg_mm_rows2_q4_1)
         INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_vnni if vnni else fgg_mm_rows2_mxfp4)
+    if FGG_MM_HAVE_ROWS2_Q5:
+        INT_ROWS2[FGG_TYPE_Q5_0] = <fgg_dot_fn>fgg_mm_rows2_q5_0
+        INT_ROWS2[FGG_TYPE_Q5_1] = <fgg_dot_fn>fgg_mm_rows2_q5_1
     _set_batch(FGG_TYPE_Q2_K, fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q2_k, vnni)
     _set_batch(FGG_TYPE_Q3_K, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q3_k, vnni)
     _set_batch(FGG_TYPE_Q4_K, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q4_k, vnni)
