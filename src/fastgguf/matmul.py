@@ -74,11 +74,13 @@ _MIN_WORK_PER_THREAD = 1 << 17
 #: Q3_K 1.5x at 1, 0.90-0.97x at 2-8; Q2_K 1.5x at 1, 2.0x at 2, level at 4-8; IQ4_XS 2.9x at 2,
 #: 3.9x at 8, 1.6x at 32, 1.15x at 128. "avx2" (one row), GB/s: Q4_K 47 / 39-42, Q6_K 46-52 /
 #: 40-42, Q8_0 46-51 / 43-46, MXFP4 38 / 34 (with its two-row kernel; the original blocks faster);
-#: Q2_K and Q4_0 level; Q3_K, IQ4_XS, IQ4_NL, Q4_1, Q5_0 and Q5_1 1.14-1.4x.
+#: Q4_0 (two-row kernel) 38-39 / 39-40, but the Q4_0 model file's sweep 6.4-6.6 / 6.9-7.5 ms;
+#: Q2_K level; Q3_K, IQ4_XS, IQ4_NL, Q4_1, Q5_0 and Q5_1 1.14-1.4x.
 _TILE_ROWS: dict[str, dict[GGMLType, tuple[int, int] | None]] = {
     "vnni": {GGMLType.Q4_K: (2, 24), GGMLType.Q5_K: (1, 12), GGMLType.Q6_K: None, GGMLType.Q8_0: None,
              GGMLType.IQ4_XS: (1, 256), GGMLType.Q3_K: (1, 1), GGMLType.Q2_K: (1, 2)},
-    "avx2": {GGMLType.Q4_K: None, GGMLType.Q6_K: None, GGMLType.Q8_0: None, GGMLType.MXFP4: None},
+    "avx2": {GGMLType.Q4_K: None, GGMLType.Q6_K: None, GGMLType.Q8_0: None, GGMLType.MXFP4: None,
+             GGMLType.Q4_0: None},
 }
 _TILE_ROWS_PER32 = {"vnni": (1, 3), "avx2": (1, 1)}
 
@@ -143,8 +145,8 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     1-3 rows of ``x`` (1.2-1.4x at 2-3), Q4_K at 2-24 (1.3-1.9x up to 8), Q5_K 1-12 (1.1-1.7x),
     IQ4_XS 1-256 (1.15-3.9x), Q3_K at 1 and Q2_K at 1-2 (1.5-2x). Without VNNI (the avx2 build, or
     ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of ``x`` (8 weight rows per vector;
-    level to 1.4x) for Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS. Q6_K and Q8_0, and Q4_K
-    and MXFP4 without VNNI, are left as they are: their own row kernels read memory as fast or faster
+    level to 1.4x) for Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS. Q6_K and Q8_0, and Q4_K,
+    Q4_0 and MXFP4 without VNNI, are left as they are: their own row kernels read memory as fast or faster
     (their layouts, like Q5_K's, stay in the kernels). Q4_K's and Q5_K's scales take 4 more bytes
     per super-block in the tiles, unpacked, IQ4_XS's 2 more. For other types, in the portable build
     and for big-endian data nothing is copied and the products read the original blocks, so any

@@ -23,7 +23,7 @@ TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_
 #: (the rest of the per-32 types: PER32_TILE_ROWS); None: such weights are not repacked.
 TILE_ROWS = {"vnni": {T.Q4_K: (2, 24), T.Q5_K: (1, 12), T.Q6_K: None, T.Q8_0: None, T.IQ4_XS: (1, 256),
                       T.Q3_K: (1, 1), T.Q2_K: (1, 2)},
-             "avx2": {T.Q4_K: None, T.Q6_K: None, T.Q8_0: None, T.MXFP4: None}}
+             "avx2": {T.Q4_K: None, T.Q6_K: None, T.Q8_0: None, T.MXFP4: None, T.Q4_0: None}}
 PER32_TILE_ROWS = {"vnni": (1, 3), "avx2": (1, 1)}
 
 
@@ -245,7 +245,7 @@ def test_tile_kernel_follows_the_build_in_use():
     expected = matmul(x, raw, T.Q4_0, exact=False)
     kernels = dequant.kernel_modules()[fastgguf.cpu_path()]
     rw = repack(raw, T.Q4_0)
-    assert rw.repacked == (kernels.repacked_kernel(int(T.Q4_0)) is not None)
+    assert rw.repacked == (tile_rows(kernels.repacked_kernel(int(T.Q4_0)), T.Q4_0) is not None)
     before = kernels._set_vnni(False)
     try:
         assert kernels.repacked_kernel(int(T.Q4_0)) in (None, "avx2")
