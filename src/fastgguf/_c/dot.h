@@ -842,7 +842,6 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, int NW, const uint8_t *w, 
     const __m512i m4 = _mm512_set1_epi8(15), cv = _mm512_set1_epi8((char)c);                          \
     /* 128-bit lanes: block b's nibbles twice, then b + 1's; the copies at odd lanes shifted by 4 */  \
     const __m512i twice = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4); \
-    const __m512i halves = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);        \
     const __m512i code_words = fgg_mm_b512_words(at / 2, (int)(bytes + at) / 2);                      \
     const __m512i d_words = _mm512_zextsi256_si512(                                                   \
         _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_set1_epi16((short)(bytes / 2)), 1));     \
@@ -870,20 +869,14 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, int NW, const uint8_t *w, 
                 const __m512i v = _mm512_maskz_loadu_epi8(pair, wb);                                  \
                 u[j] = _mm512_and_si512(_mm512_srlv_epi64(_mm512_permutexvar_epi16(code_words, v), shift), m4); \
                 d2[j] = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(d_words, v))); \
-            } else {                                                                                  \
+            } else { /* MXFP4 */                                                                      \
                 const __m256i n2 = _mm256_inserti128_si256(                                           \
                     _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(wb + at))),              \
                     _mm_loadu_si128((const __m128i *)(wb + bytes + at)), 1);                          \
                 u[j] = _mm512_and_si512(                                                              \
                     _mm512_srlv_epi64(_mm512_permutexvar_epi64(twice, _mm512_castsi256_si512(n2)), shift), m4); \
-                if (kind == FGG_MM_B_MXFP4)                                                           \
-                    d2[j] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(fgg_mm_b_scale(kind, wb))), \
-                                               _mm256_set1_ps(fgg_mm_b_scale(kind, wb + bytes)), 1);  \
-                else {                                                                                \
-                    const __m128i dh = _mm_insert_epi16(_mm_cvtsi32_si128(fgg_load_u16le(wb)),        \
-                                                        fgg_load_u16le(wb + bytes), 1);               \
-                    d2[j] = _mm512_permutexvar_ps(halves, _mm512_castps128_ps512(_mm_cvtph_ps(dh)));  \
-                }                                                                                     \
+                d2[j] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(fgg_mm_b_scale(kind, wb))), \
+                                           _mm256_set1_ps(fgg_mm_b_scale(kind, wb + bytes)), 1);      \
             }                                                                                         \
             if (fifths) /* value i's fifth bit: bit i of the block's qh, so byte i of the pair: bit i of both */ \
                 u[j] = _mm512_mask_add_epi8(u[j], (__mmask64)fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)) | \

@@ -303,7 +303,7 @@ cdef void _fill_float_job(_MMFloatJob *job, fgg_dequantize_fn kernel, fgg_bytesw
     job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
     job.xt = _tile_rows(_MM_X_TILE, k * sizeof(float), 8)
     job.round_to = round_to
-    job.n_tasks = _split_tasks(n1 - n0, job.wt, threads)
+    job.n_tasks = _row_tasks(n1 - n0, job.wt, threads)
     job.status = 0
 
 
@@ -311,6 +311,16 @@ cdef inline void _task_rows(Py_ssize_t n0, Py_ssize_t n1, int task, int n_tasks,
     _task_span(n1 - n0, 1, task, n_tasks, a, b)
     a[0] += n0
     b[0] += n0
+
+
+cdef int _row_tasks(Py_ssize_t n_rows, Py_ssize_t tile_rows, int threads) noexcept nogil:
+    """Tasks for ``n_rows`` weight rows on ``threads`` threads: a few long ones (_split_tasks: up to
+    _TASKS_PER_THREAD per thread, each at least a tile of rows), at least one per thread while
+    there are rows."""
+    cdef int tasks = _split_tasks(n_rows, tile_rows, threads)
+    if tasks < threads and tasks < n_rows:
+        tasks = <int>min(<Py_ssize_t>threads, n_rows)
+    return tasks
 
 
 cdef void _mm_float_task(void *ctx, int task) noexcept nogil:
@@ -594,7 +604,7 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
         job.xt = min(m, _MM_SPAN_X_ROWS)
         job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256
                                  // fgg_block_size[type_id])
-    job.n_tasks = _split_tasks(n1 - n0, job.wt, threads)
+    job.n_tasks = _row_tasks(n1 - n0, job.wt, threads)
     job.status = 0
 
 
@@ -864,7 +874,7 @@ cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, 
     job.tile = _gemm_tile(row_panel_bytes)
     job.panel_bytes = job.tile * row_panel_bytes
     fgg_mm_batch_x_fill(per32, job.x, job.xs, job.m, job.nb, xi)
-    job.n_tasks = _split_tasks(job.n1 - job.n0, job.tile, threads)
+    job.n_tasks = _row_tasks(job.n1 - job.n0, job.tile, threads)
 
 
 def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t[:, ::1] xq not None,
@@ -912,8 +922,8 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
                 out[i, n] = 0.0
         return
     cdef _MMIntJob job
-    _fill_int_job(&job, fn, INT_ROWS2[type_id], &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], xq.shape[1] // x_bytes, m,
-                  &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
+    _fill_int_job(&job, fn, INT_ROWS2[type_id], &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1],
+                  xq.shape[1] // x_bytes, m, &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
     cdef char *xi = NULL
     if gemm != NULL and m >= _gemm_min_rows(type_id):
@@ -930,8 +940,8 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
     _raise_status(job.status)
 
 
-cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, fgg_dot_fn fn2, const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t nb,
-                        const uint8_t *x, Py_ssize_t x_row_bytes, Py_ssize_t xs, Py_ssize_t m, float *out,
+cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, fgg_dot_fn fn2, const uint8_t *w, Py_ssize_t row_bytes,
+                        Py_ssize_t nb, const uint8_t *x, Py_ssize_t x_row_bytes, Py_ssize_t xs, Py_ssize_t m, float *out,
                         Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1, int threads) noexcept nogil:
     job.fn = fn
     job.fn2 = fn2
@@ -952,7 +962,7 @@ cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, fgg_dot_fn fn2, const uin
     job.n1 = n1
     job.wt = _tile_rows(_MM_W_TILE, row_bytes, 1)
     job.xt = _tile_rows(_MM_X_TILE, x_row_bytes, 8)
-    job.n_tasks = _split_tasks(n1 - n0, job.wt, threads)
+    job.n_tasks = _row_tasks(n1 - n0, job.wt, threads)
     job.status = 0
 
 
@@ -1075,8 +1085,8 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                     i = bounds[g]
                     e = experts[g]
                     if integer:
-                        _fill_int_job(<_MMIntJob *>(jobs + g * job_bytes), row.dot, INT_ROWS2[type_id], &w[e, 0, 0], row_bytes,
-                                      k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
+                        _fill_int_job(<_MMIntJob *>(jobs + g * job_bytes), row.dot, INT_ROWS2[type_id], &w[e, 0, 0],
+                                      row_bytes, k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
                                       bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
                                       group_threads)
                         if xi != NULL and bounds[g + 1] - i >= _gemm_min_rows(type_id):
