@@ -146,9 +146,9 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     IQ4_XS 1-256 (1.15-3.9x), Q3_K at 1 and Q2_K at 1-2 (1.5-2x). Without VNNI (the avx2 build, or
     ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of ``x`` (8 weight rows per vector;
     level to 1.4x) for Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS. Q6_K and Q8_0, and Q4_K,
-    Q4_0 and MXFP4 without VNNI, are left as they are: their own row kernels read memory as fast or faster
-    (their layouts, like Q5_K's, stay in the kernels). Q4_K's and Q5_K's scales take 4 more bytes
-    per super-block in the tiles, unpacked, IQ4_XS's 2 more. For other types, in the portable build
+    Q4_0 and MXFP4 without VNNI, are left as they are: their own row kernels read memory as fast
+    or faster (their layouts, like Q5_K's, stay in the kernels). Q4_K's and Q5_K's scales take 4
+    more bytes per super-block in the tiles, unpacked, IQ4_XS's 2 more. For other types, in the portable build
     and for big-endian data nothing is copied and the products read the original blocks, so any
     weight can be passed.
 

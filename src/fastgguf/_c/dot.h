@@ -727,6 +727,18 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_b_fifths_at(int kind) { return kind == FGG_MM_B_
 
 FGG_MM_ALWAYS_INLINE int fgg_mm_b_code_offset(int kind) { return kind == FGG_MM_B_Q4_0 ? 8 : kind == FGG_MM_B_Q5_0 ? 16 : 0; }
 
+/* c for the kernels that meet x with unsigned codes u, values v = u - c: Q4_0 8, Q5_0 16, MXFP4 12
+ * (its table + 12, fgg_mm_fp4_unsigned), else 0 (Q4_1, Q5_1; Q8_0 and IQ4_NL keep their signs). */
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_unsigned_offset(int kind) { return kind == FGG_MM_B_MXFP4 ? 12 : fgg_mm_b_code_offset(kind); }
+
+#if defined(FGG_MM_INT_SIMD)
+/* MXFP4's value table plus 12 (0..24): its codes' unsigned values by pshufb. */
+static inline __m128i fgg_mm_fp4_unsigned(void)
+{
+    return _mm_add_epi8(_mm_loadu_si128((const __m128i *)fgg_fp4_values), _mm_set1_epi8(12));
+}
+#endif
+
 FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int r)
 {
     const uint8_t *codes = wb + fgg_mm_b_codes_at(kind);
@@ -838,7 +850,7 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, int NW, const uint8_t *w, 
 {                                                                                                     \
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind), row_bytes = bytes * nb;                             \
     const int at = fgg_mm_b_codes_at(kind), fifths = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1;  \
-    const int c = kind == FGG_MM_B_MXFP4 ? 12 : fgg_mm_b_code_offset(kind), words = bytes % 2 == 0;   \
+    const int c = fgg_mm_b_unsigned_offset(kind), words = bytes % 2 == 0;                             \
     const __m512i m4 = _mm512_set1_epi8(15), cv = _mm512_set1_epi8((char)c);                          \
     /* 128-bit lanes: block b's nibbles twice, then b + 1's; the copies at odd lanes shifted by 4 */  \
     const __m512i twice = _mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), shift = _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4); \
@@ -846,7 +858,7 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, int NW, const uint8_t *w, 
     const __m512i d_words = _mm512_zextsi256_si512(                                                   \
         _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_set1_epi16((short)(bytes / 2)), 1));     \
     const __mmask64 pair = ((__mmask64)1 << (2 * bytes)) - 1;                                         \
-    const __m512i fp4 = _mm512_add_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)fgg_fp4_values)), cv); \
+    const __m512i fp4 = _mm512_broadcast_i32x4(fgg_mm_fp4_unsigned());                                 \
     fgg_mm_acc acc[2][4];                                                                             \
     float off[2][4];                                                                                  \
     for (int j = 0; j < NW; j++)                                                                      \
@@ -1008,18 +1020,17 @@ FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_1, fgg_mm_rown_b512, FGG_MM_B_Q
 FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_mxfp4, fgg_mm_rown_b512, FGG_MM_B_MXFP4)
 #elif defined(FGG_MM_INT_SIMD)
 /* The avx2 build: two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0, Q5_1 or MXFP4
- * against NR (1 or 2) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u meet x unsigned and x's share
- * c * x (maddubs(c, x), once per row of x) is taken off: the same int16 pair sums as the sign
- * trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes; each row's float steps are
- * fgg_mm_rown_b's. */
+ * against NR (1 or 2) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u meet x
+ * unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same int16
+ * pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes; each
+ * row's float steps are fgg_mm_rown_b's. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rown2_b_avx2(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
                                               ptrdiff_t xs, float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind), row_bytes = bytes * nb;
-    const int c = kind == FGG_MM_B_MXFP4 ? 12 : fgg_mm_b_code_offset(kind);
+    const int c = fgg_mm_b_unsigned_offset(kind);
     const __m256i cv = _mm256_set1_epi8((char)c), ones = _mm256_set1_epi16(1);
-    const __m256i fp4 = _mm256_broadcastsi128_si256(
-        _mm_add_epi8(_mm_loadu_si128((const __m128i *)fgg_fp4_values), _mm_set1_epi8(12)));
+    const __m256i fp4 = _mm256_broadcastsi128_si256(fgg_mm_fp4_unsigned());
     fgg_mm_acc acc[2][2];
     float off[2][2];
     for (int j = 0; j < 2; j++)

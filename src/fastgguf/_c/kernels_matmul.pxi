@@ -1086,8 +1086,8 @@ def matmul_rows_grouped(const uint8_t[:, :, ::1] w not None, int type_id, const 
                     e = experts[g]
                     if integer:
                         _fill_int_job(<_MMIntJob *>(jobs + g * job_bytes), row.dot, INT_ROWS2[type_id], &w[e, 0, 0],
-                                      row_bytes, k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1], xq.shape[1] // x_bytes,
-                                      bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
+                                      row_bytes, k // block_size, &xq[0, 0] + i * xq.shape[1], xq.shape[1],
+                                      xq.shape[1] // x_bytes, bounds[g + 1] - i, &out[0, 0] + i * out_stride, out_stride, 0, n_rows,
                                       group_threads)
                         if xi != NULL and bounds[g + 1] - i >= _gemm_min_rows(type_id):
                             _use_gemm(<_MMIntJob *>(jobs + g * job_bytes), type_id, gemm, xi + xi_at, group_threads)

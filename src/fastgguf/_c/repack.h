@@ -872,16 +872,7 @@ typedef void (*fgg_rp_tile_fn)(const uint8_t *tile, ptrdiff_t nb, const void *x,
  * of x at a time (16 vector registers: the 8 accumulators and the group at hand). maddubs makes
  * the 4 products of group k in two int16 sums, madd adds them: the codes u (v = u - c) of Q4_0,
  * Q5_0, Q4_1, Q5_1 and MXFP4 (its table + 12) times x, |v| times x with v's sign moved onto x for
- * Q8_0 and IQ4_NL (c = 0; |v| <= 128, so no int16 sum saturates). */
-static inline int fgg_rp_offset_avx2(int kind)
-{
-    switch (kind) {
-    case FGG_MM_B_Q4_0: return 8;
-    case FGG_MM_B_Q5_0: return 16;
-    case FGG_MM_B_MXFP4: return 12;
-    default: return 0;  /* Q4_1, Q5_1; Q8_0 and IQ4_NL by their signs */
-    }
-}
+ * Q8_0 and IQ4_NL (c = 0, fgg_mm_b_unsigned_offset; |v| <= 128, so no int16 sum saturates). */
 
 /* The first n (1 to 8) floats of s to out: a half tile's outputs (a last tile may hold fewer rows). */
 static inline void fgg_rp_store_half(float *out, __m256 s, int n)
@@ -916,8 +907,7 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_rp_group8(int kind, const uint8_t *tb, int h, i
     } else if (kind == FGG_MM_B_IQ4_NL) {
         u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)fgg_iq4nl_values)), u);
     } else if (kind == FGG_MM_B_MXFP4) {
-        const __m128i t = _mm_add_epi8(_mm_loadu_si128((const __m128i *)fgg_fp4_values), _mm_set1_epi8(12));
-        u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(t), u);
+        u = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(fgg_mm_fp4_unsigned()), u);
     }
     return u;
 }
@@ -928,7 +918,7 @@ FGG_MM_ALWAYS_INLINE void fgg_rp_span_avx2(int kind, const uint8_t *tile, ptrdif
                                            const fgg_mm_q8 *x, const int32_t *xo, __m256 *st, int ahead)
 {
     const ptrdiff_t tbb = FGG_RP_ROWS * fgg_mm_b_bytes(kind);
-    const int sgn = kind == FGG_MM_B_Q8_0 || kind == FGG_MM_B_IQ4_NL, c = fgg_rp_offset_avx2(kind);
+    const int sgn = kind == FGG_MM_B_Q8_0 || kind == FGG_MM_B_IQ4_NL, c = fgg_mm_b_unsigned_offset(kind);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[8], off = st[8];
     for (int k = 0; k < 8; k++) acc[k] = st[k];
@@ -1240,7 +1230,7 @@ static inline fgg_rp_tile_fn fgg_rp_tile_kernel(int type_id, int vnni, int *c)
         default: return NULL;
         }
     }
-    *c = fgg_rp_offset_avx2(kind);
+    *c = fgg_mm_b_unsigned_offset(kind);
     switch (kind) {
     case FGG_MM_B_Q8_0: return fgg_rp_tile_q8_0_avx2;
     case FGG_MM_B_Q4_0: return fgg_rp_tile_q4_0_avx2;
