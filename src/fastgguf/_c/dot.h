@@ -3975,10 +3975,18 @@ static inline void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t b
 }
 
 #if FGG_HAVE_AVX2
+/* fgg_mm_b_scale in 8 lanes; an f16 scale broadcast as f16 and then converted (one instruction
+ * fewer than converting it first; the same float). */
+FGG_MM_ALWAYS_INLINE __m256 fgg_mm_b_scale8(int kind, const uint8_t *wb)
+{
+    if (kind == FGG_MM_B_MXFP4) return _mm256_set1_ps(fgg_mm_b_scale(kind, wb));
+    return _mm256_cvtph_ps(_mm_set1_epi16((short)fgg_load_u16le(wb)));
+}
+
 /* Blocks b0..b1 of one weight row of a per-32 kind times R <= 4 rows of x, added into
- * acc + 16 * i: the q straight from the bytes into registers (Q4_0's nibbles widened before
- * the offset; the others as the integer path unpacks them), the same operations as
- * fgg_mm_exact_b32_span. */
+ * acc + 16 * i: the q straight from the bytes into registers (Q4_0's and Q4_1's bytes widened
+ * before the nibbles are split; the others as the integer path unpacks them), the same operations
+ * as fgg_mm_exact_b32_span. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
                                           ptrdiff_t xs, const float *xsum, ptrdiff_t xss, const int R, float *acc)
 {
@@ -3988,19 +3996,24 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *blk = w + bytes * b;
         __m256 f[4];
-        if (kind == FGG_MM_B_Q4_0) {  /* the nibbles widened first, then less 8 in int32 */
-            __m128i v = _mm_loadu_si128((const __m128i *)(blk + 2)), m4 = _mm_set1_epi8(15);
-            __m128i lo = _mm_and_si128(v, m4), hi = _mm_and_si128(_mm_srli_epi16(v, 4), m4);
-            const __m256i eight = _mm256_set1_epi32(8);
-            const __m128i part[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
-            for (int c = 0; c < 4; c++) f[c] = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(part[c]), eight));
+        if (kind == FGG_MM_B_Q4_0 || kind == FGG_MM_B_Q4_1) {
+            /* 8 code bytes widened to int32 straight from memory: their low nibbles by a mask, their
+             * high nibbles by a shift (no mask: a byte's high nibble is all that is left), then Q4_0's
+             * 8 taken off in int32 (fewer operations than widening the nibbles) */
+            const uint8_t *codes = blk + fgg_mm_b_codes_at(kind);
+            const __m256i e0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
+            const __m256i e1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + 8)));
+            const __m256i m4 = _mm256_set1_epi32(15), c = _mm256_set1_epi32(fgg_mm_b_code_offset(kind));
+            const __m256i q[4] = {_mm256_and_si256(e0, m4), _mm256_and_si256(e1, m4), _mm256_srli_epi32(e0, 4),
+                                  _mm256_srli_epi32(e1, 4)};
+            for (int k = 0; k < 4; k++) f[k] = _mm256_cvtepi32_ps(kind == FGG_MM_B_Q4_0 ? _mm256_sub_epi32(q[k], c) : q[k]);
         } else if (kind == FGG_MM_B_Q8_0) {
             for (int c = 0; c < 4; c++)
                 f[c] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c))));
         } else {
             fgg_mm_i8x32_to_f8x4(fgg_mm_b_values(kind, blk, 0), f);
         }
-        const __m256 d = _mm256_set1_ps(fgg_mm_b_scale(kind, blk));
+        const __m256 d = fgg_mm_b_scale8(kind, blk);
         for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, fgg_mm_sub_t_f(f, x + i * xs + 32 * b, 4)));
         if (fgg_mm_b_has_offset(kind)) {
             const float mn = -fgg_mm_b_offset(kind, blk);
@@ -4240,6 +4253,79 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_pair512(const uint8_t *w0, const uint8_t *
     _mm256_storeu_ps(acc1, _mm512_extractf32x8_ps(a, 1));
 }
 
+/* The f16 numbers at h0 and h1 as floats, h0's in the low 8 lanes and h1's in the high 8. */
+FGG_MM_ALWAYS_INLINE __m512 fgg_mm_half_pair512(const uint8_t *h0, const uint8_t *h1)
+{
+    const __m128i v0 = _mm_set1_epi16((short)fgg_load_u16le(h0)), v1 = _mm_set1_epi16((short)fgg_load_u16le(h1));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(v0), v1, 1));
+}
+
+/* A per-32 kind's value of each code 0-15 as floats, as fgg_mm_b_values gives it (Q5_0's and
+ * Q5_1's for codes with the fifth bit clear, or with it set: high). */
+FGG_MM_ALWAYS_INLINE __m512 fgg_mm_b_table512(int kind, int high)
+{
+    if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
+        const int8_t *values = kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values;
+        return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)values)));
+    }
+    const __m512i codes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    return _mm512_cvtepi32_ps(_mm512_add_epi32(codes, _mm512_set1_epi32(16 * high - fgg_mm_b_code_offset(kind))));
+}
+
+/* One row of x times two weight rows w0, w1 of a per-32 kind other than Q8_0 (blocks b0..b1) on
+ * 512-bit vectors, as fgg_mm_q45_k_pair512: each row gets fgg_mm_b32_regs' operations in its order
+ * (t = q * x over 8 lanes, a + d * t per block, Q4_1's and Q5_1's min lane b % 8 + M * xsum). A
+ * value comes from its code by vpermps on a 16-float table, which reads only an index's low 4 bits:
+ * the low nibble needs no mask. Q5_0's and Q5_1's codes with the fifth bit set take the high
+ * table's value, the bits as a lane mask. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_b32_pair512(const int kind, const uint8_t *w0, const uint8_t *w1, ptrdiff_t b0,
+                                             ptrdiff_t b1, const float *x, const float *xsum, float *acc0, float *acc1)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int at = fgg_mm_b_codes_at(kind), has_fifths = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1;
+    const __m512 table = fgg_mm_b_table512(kind, 0), table_high = fgg_mm_b_table512(kind, 1);
+    const __m512 sign = _mm512_set1_ps(-0.0f);
+    __m512 a = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0)), _mm256_loadu_ps(acc1), 1);
+    __m512 am = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0 + 8)), _mm256_loadu_ps(acc1 + 8), 1);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *blk0 = w0 + bytes * b, *blk1 = w1 + bytes * b;
+        fgg_mm_prefetch(blk0 + 2 * (w1 - w0), bytes);  /* the next pair's, as fgg_mm_q45_k_pair512 */
+        fgg_mm_prefetch(blk1 + 2 * (w1 - w0), bytes);
+        /* each row's 16 code bytes as int32; then bytes 0-7 of both rows, and bytes 8-15 */
+        const __m512i e0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk0 + at)));
+        const __m512i e1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk1 + at)));
+        const __m512i p[2] = {_mm512_shuffle_i64x2(e0, e1, 0x44), _mm512_shuffle_i64x2(e0, e1, 0xEE)};
+        /* the codes of values 0-7 and 8-15 (low nibbles), 16-23 and 24-31 (high nibbles) */
+        const __m512i idx[4] = {p[0], p[1], _mm512_srli_epi32(p[0], 4), _mm512_srli_epi32(p[1], 4)};
+        __m512 f[4];
+        for (int c = 0; c < 4; c++) f[c] = _mm512_permutexvar_ps(idx[c], table);
+        if (has_fifths) {  /* the fifth bits of values 8c..8c + 7 of row 0, then of row 1 */
+            const int fa = fgg_mm_b_fifths_at(kind);
+            const uint64_t bits = _pdep_u64(fgg_load_u32le(blk0 + fa), 0x00FF00FF00FF00FFull) |
+                                  _pdep_u64(fgg_load_u32le(blk1 + fa), 0xFF00FF00FF00FF00ull);
+            for (int c = 0; c < 4; c++) f[c] = _mm512_mask_permutexvar_ps(f[c], (__mmask16)(bits >> 16 * c), idx[c], table_high);
+        }
+        const float *xb = x + 32 * b;
+        __m512 t = _mm512_mul_ps(f[0], _mm512_broadcast_f32x8(_mm256_loadu_ps(xb)));
+        for (int c = 1; c < 4; c++) t = _mm512_add_ps(t, _mm512_mul_ps(f[c], _mm512_broadcast_f32x8(_mm256_loadu_ps(xb + 8 * c))));
+        __m512 d;
+        if (kind == FGG_MM_B_MXFP4)
+            d = _mm512_insertf32x8(_mm512_set1_ps(fgg_e8m0_half_f32[blk0[0]]), _mm256_set1_ps(fgg_e8m0_half_f32[blk1[0]]), 1);
+        else
+            d = fgg_mm_half_pair512(blk0, blk1);
+        a = _mm512_add_ps(a, _mm512_mul_ps(d, t));
+        if (fgg_mm_b_has_offset(kind)) {
+            const __m512 mv = _mm512_xor_ps(fgg_mm_half_pair512(blk0 + 2, blk1 + 2), sign);  /* M = -m */
+            const __mmask16 lane = (__mmask16)(0x0101u << (b & 7));
+            am = _mm512_mask_add_ps(am, lane, am, _mm512_mul_ps(mv, _mm512_set1_ps(xsum[b])));
+        }
+    }
+    _mm256_storeu_ps(acc0, _mm512_castps512_ps256(a));
+    _mm256_storeu_ps(acc1, _mm512_extractf32x8_ps(a, 1));
+    _mm256_storeu_ps(acc0 + 8, _mm512_castps512_ps256(am));
+    _mm256_storeu_ps(acc1 + 8, _mm512_extractf32x8_ps(am, 1));
+}
+
 /* Blocks b0..b1 of nw (1 to 4) Q4_K, Q5_K or Q6_K (type_id) weight rows times one row of x (Q4_K's
  * and Q5_K's sums per 32 at xsum): pairs of rows on 512-bit vectors, a last odd row by the AVX2
  * register kernel. */
@@ -4262,6 +4348,33 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_span1_pairs(const int type_id, const uint8_t *w
     else
         fgg_mm_q45_k_regs(w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride, is_q5);
 }
+
+/* Blocks b0..b1 of nw (1 to 4) weight rows of a per-32 kind other than Q8_0 times one row of x
+ * (its sums per 32 at xsum): pairs of rows by fgg_mm_b32_pair512, a last odd row by
+ * fgg_mm_b32_regs. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_span1_b32(const int kind, const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,
+                                           ptrdiff_t b1, const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)
+{
+    int r = 0;
+    for (; r + 2 <= nw; r += 2)
+        fgg_mm_b32_pair512(kind, w + r * row_bytes, w + (r + 1) * row_bytes, b0, b1, x, xsum, acc + r * acc_stride,
+                           acc + (r + 1) * acc_stride);
+    if (r < nw) fgg_mm_b32_regs(kind, w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride);
+}
+
+#define FGG_MM_SPAN1_B32(NAME, KIND)                                                                  \
+static inline void NAME(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,        \
+                        const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)              \
+{                                                                                                     \
+    fgg_mm_span1_b32(KIND, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);                       \
+}
+FGG_MM_SPAN1_B32(fgg_mm_span1_q4_0, FGG_MM_B_Q4_0)
+FGG_MM_SPAN1_B32(fgg_mm_span1_q4_1, FGG_MM_B_Q4_1)
+FGG_MM_SPAN1_B32(fgg_mm_span1_q5_0, FGG_MM_B_Q5_0)
+FGG_MM_SPAN1_B32(fgg_mm_span1_q5_1, FGG_MM_B_Q5_1)
+FGG_MM_SPAN1_B32(fgg_mm_span1_iq4_nl, FGG_MM_B_IQ4_NL)
+FGG_MM_SPAN1_B32(fgg_mm_span1_mxfp4, FGG_MM_B_MXFP4)
+#undef FGG_MM_SPAN1_B32
 
 #define FGG_MM_SPAN1_PAIRS(NAME, TYPE)                                                                \
 static inline void NAME(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,        \
@@ -4293,6 +4406,12 @@ static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int
 #define fgg_mm_span1_q4_k fgg_mm_span1_never
 #define fgg_mm_span1_q5_k fgg_mm_span1_never
 #define fgg_mm_span1_q6_k fgg_mm_span1_never
+#define fgg_mm_span1_q4_0 fgg_mm_span1_never
+#define fgg_mm_span1_q4_1 fgg_mm_span1_never
+#define fgg_mm_span1_q5_0 fgg_mm_span1_never
+#define fgg_mm_span1_q5_1 fgg_mm_span1_never
+#define fgg_mm_span1_iq4_nl fgg_mm_span1_never
+#define fgg_mm_span1_mxfp4 fgg_mm_span1_never
 #endif
 
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2

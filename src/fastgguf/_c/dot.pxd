@@ -132,4 +132,16 @@ cdef extern from "dot.h" nogil:
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
     void fgg_mm_span1_q6_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_q4_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_q4_1(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_q5_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_q5_1(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_iq4_nl(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                             const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span1_mxfp4(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
     enum: FGG_MM_INT_SIMD_BUILD

@@ -406,15 +406,30 @@ ctypedef void (*_span1_fn)(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ss
 
 cdef _span1_fn _span1_for(int type_id) noexcept nogil:
     """The kernel of one row of x against up to 4 weight rows at a time, where this build has
-    one for ``type_id`` (Q8_0; Q4_K, Q5_K, Q6_K in the avx512 build), else NULL."""
+    one for ``type_id`` (Q8_0; Q4_K, Q5_K, Q6_K and the other per-32 types in the avx512 build),
+    else NULL."""
     if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
         return <_span1_fn>fgg_mm_span1_q8_0
-    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q4_K:
+    if not FGG_MM_HAVE_SPAN1_PAIRS:
+        return NULL
+    if type_id == FGG_TYPE_Q4_K:
         return <_span1_fn>fgg_mm_span1_q4_k
-    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q5_K:
+    if type_id == FGG_TYPE_Q5_K:
         return <_span1_fn>fgg_mm_span1_q5_k
-    if FGG_MM_HAVE_SPAN1_PAIRS and type_id == FGG_TYPE_Q6_K:
+    if type_id == FGG_TYPE_Q6_K:
         return <_span1_fn>fgg_mm_span1_q6_k
+    if type_id == FGG_TYPE_Q4_0:
+        return <_span1_fn>fgg_mm_span1_q4_0
+    if type_id == FGG_TYPE_Q4_1:
+        return <_span1_fn>fgg_mm_span1_q4_1
+    if type_id == FGG_TYPE_Q5_0:
+        return <_span1_fn>fgg_mm_span1_q5_0
+    if type_id == FGG_TYPE_Q5_1:
+        return <_span1_fn>fgg_mm_span1_q5_1
+    if type_id == FGG_TYPE_IQ4_NL:
+        return <_span1_fn>fgg_mm_span1_iq4_nl
+    if type_id == FGG_TYPE_MXFP4:
+        return <_span1_fn>fgg_mm_span1_mxfp4
     return NULL
 
 
