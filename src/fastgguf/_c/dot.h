@@ -3995,6 +3995,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *blk = w + bytes * b;
+        fgg_mm_prefetch_ahead(blk, bytes);
         __m256 f[4];
         if (kind == FGG_MM_B_Q4_0 || kind == FGG_MM_B_Q4_1) {
             /* 8 code bytes widened to int32 straight from memory: their low nibbles by a mask, their
@@ -4119,6 +4120,14 @@ static inline void fgg_mm_span1_q8_0(const uint8_t *w, ptrdiff_t row_bytes, int 
 #endif
 
 #if FGG_HAVE_AVX512
+/* The exact path's pair kernels walk two weight rows side by side, a whole span of one pair and
+ * then of the next (fgg_mm_span1_pairs, fgg_mm_span1_b32: 4 rows a call), so a block is prefetched
+ * at the same place in the rows this many rows on: a fixed distance ahead of each row
+ * (fgg_mm_prefetch_ahead) would run into the rows being read. */
+#ifndef FGG_MM_PAIR_PREFETCH_ROWS
+#define FGG_MM_PAIR_PREFETCH_ROWS 4
+#endif
+
 /* One row of x times two Q4_K weight rows w0, w1 (super-blocks b0..b1) on 512-bit vectors: row
  * w0's 8 lanes in the low half, w1's in the high half, x's 8 values broadcast to both. Each row
  * gets fgg_mm_q45_k_regs' operations in its order (t = q * x over 8 lanes, a + S * t per
@@ -4134,10 +4143,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_pair512(const uint8_t *w0, const uint8_t 
     const __m512i half = _mm512_set_epi32(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0);  /* w1's scales from 8 on */
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb0 = w0 + sb_bytes * b, *wb1 = w1 + sb_bytes * b;
-        /* the next pair's blocks at this place: the pair walks two rows side by side, so 1 KiB
-         * ahead (fgg_mm_prefetch_ahead) would run into the rows being read */
-        fgg_mm_prefetch(wb0 + 2 * (w1 - w0), sb_bytes);
-        fgg_mm_prefetch(wb1 + 2 * (w1 - w0), sb_bytes);
+        fgg_mm_prefetch(wb0 + FGG_MM_PAIR_PREFETCH_ROWS * (w1 - w0), sb_bytes);
+        fgg_mm_prefetch(wb1 + FGG_MM_PAIR_PREFETCH_ROWS * (w1 - w0), sb_bytes);
         /* fgg_mm_q4_k_sm for both rows in one vector each: S = d * scale, M = dmin * min (w0's 8
          * sub-blocks, then w1's), the same products */
         uint32_t k0[4], k1[4];
@@ -4222,8 +4229,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_pair512(const uint8_t *w0, const uint8_t *
     const __m512i second = _mm512_set_epi32(16, 16, 16, 16, 16, 16, 16, 16, 0, 0, 0, 0, 0, 0, 0, 0);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb0 = w0 + 210 * b, *wb1 = w1 + 210 * b;
-        fgg_mm_prefetch(wb0 + 2 * (w1 - w0), 210);  /* the next pair's */
-        fgg_mm_prefetch(wb1 + 2 * (w1 - w0), 210);
+        fgg_mm_prefetch(wb0 + FGG_MM_PAIR_PREFETCH_ROWS * (w1 - w0), 210);
+        fgg_mm_prefetch(wb1 + FGG_MM_PAIR_PREFETCH_ROWS * (w1 - w0), 210);
         const __m512 sv0 = fgg_mm_q6_k_s512(wb0), sv1 = fgg_mm_q6_k_s512(wb1);
         for (int h = 0; h < 2; h++) {
             __m256i q0[4], q1[4];
@@ -4289,8 +4296,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_pair512(const int kind, const uint8_t *w0, 
     __m512 am = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc0 + 8)), _mm256_loadu_ps(acc1 + 8), 1);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *blk0 = w0 + bytes * b, *blk1 = w1 + bytes * b;
-        fgg_mm_prefetch(blk0 + 2 * (w1 - w0), bytes);  /* the next pair's, as fgg_mm_q45_k_pair512 */
-        fgg_mm_prefetch(blk1 + 2 * (w1 - w0), bytes);
+        fgg_mm_prefetch(blk0 + FGG_MM_PAIR_PREFETCH_ROWS * (w1 - w0), bytes);
+        fgg_mm_prefetch(blk1 + FGG_MM_PAIR_PREFETCH_ROWS * (w1 - w0), bytes);
         /* each row's 16 code bytes as int32; then bytes 0-7 of both rows, and bytes 8-15 */
         const __m512i e0 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk0 + at)));
         const __m512i e1 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk1 + at)));
