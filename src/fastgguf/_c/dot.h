@@ -3512,6 +3512,94 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
     fgg_mm_min_lanes(M, n_min, xsum, xss, r, acc);
 }
 
+/* Rows of x one call of fgg_mm_sb_group takes: 4 (fgg_mm_sb_rows), or with pairs 8 (up to 4 pairs
+ * in registers, each broadcast of q met by all of them). */
+#define FGG_MM_PAIRS_MAX 4
+#define FGG_MM_GROUP_ROWS(pairs) ((pairs) ? 2 * FGG_MM_PAIRS_MAX : 4)
+
+#if FGG_HAVE_AVX512
+/* fgg_mm_sb_rows without the mins for P (1 to FGG_MM_PAIRS_MAX) pairs of rows of x from a panel of pairs
+ * (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second row missing with odd: rows 2p
+ * and 2p + 1 in the halves of one 512-bit vector, each 8 values of q broadcast to both. Each row
+ * gets fgg_mm_sb_rows' operations in its order (the same bits); one 512-bit multiply or add does
+ * two rows' (on CPUs with full-width AVX-512 units, twice the work per instruction), and x's pairs
+ * come in whole vectors. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sb_pairs(const float *qf, const float *S, int n_sub, int n8, const float *xp,
+                                          ptrdiff_t ps, const int P, const int odd, float *acc)
+{
+    const int len = 8 * n8;
+    __m512 a[FGG_MM_PAIRS_MAX];
+    for (int p = 0; p < P; p++) {
+        const __m256 second = odd && p == P - 1 ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 32 * p + 16);
+        a[p] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc + 32 * p)), second, 1);
+    }
+    for (int j = 0; j < n_sub; j++) {
+        __m512 t[FGG_MM_PAIRS_MAX];
+        for (int c = 0; c < n8; c++) {
+            const __m512 q = _mm512_broadcast_f32x8(_mm256_loadu_ps(qf + len * j + 8 * c));
+            for (int p = 0; p < P; p++) {
+                const __m512 prod = _mm512_mul_ps(q, _mm512_loadu_ps(xp + p * ps + 2 * (len * j + 8 * c)));
+                t[p] = c ? _mm512_add_ps(t[p], prod) : prod;
+            }
+        }
+        const __m512 s = _mm512_set1_ps(S[j]);
+        for (int p = 0; p < P; p++) a[p] = _mm512_add_ps(a[p], _mm512_mul_ps(s, t[p]));
+    }
+    for (int p = 0; p < P; p++) {
+        _mm256_storeu_ps(acc + 32 * p, _mm512_castps512_ps256(a[p]));
+        if (!(odd && p == P - 1)) _mm256_storeu_ps(acc + 32 * p + 16, _mm512_extractf32x8_ps(a[p], 1));
+    }
+}
+#endif
+
+/* Rows i..i + r (r <= FGG_MM_GROUP_ROWS(pairs)) of x from value v on against one unpacked
+ * super-block (or 8 blocks):
+ * fgg_mm_sb_rows on x's rows as they are (row i at x + i * xs), or with pairs (the avx512 build)
+ * fgg_mm_sb_pairs on a panel of pairs (fgg_mm_pair_panel, xs floats from one pair to the next). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sb_group(const float *qf, const float *S, const float *M, int n_min, int n_sub, int n8,
+                                          const float *x, ptrdiff_t xs, int pairs, int i, ptrdiff_t v,
+                                          const float *xsum, ptrdiff_t xss, int r, float *acc)
+{
+#if FGG_HAVE_AVX512
+    if (pairs) {
+        const float *xp = x + (i / 2) * xs + 2 * v;
+        switch (r) {  /* the pair count a constant in each call */
+        case 8: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 4, 0, acc); break;
+        case 7: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 4, 1, acc); break;
+        case 6: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 3, 0, acc); break;
+        case 5: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 3, 1, acc); break;
+        case 4: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 2, 0, acc); break;
+        case 3: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 2, 1, acc); break;
+        case 2: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 1, 0, acc); break;
+        default: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 1, 1, acc); break;
+        }
+        fgg_mm_min_lanes(M, n_min, xsum, xss, r, acc);
+        return;
+    }
+#endif
+    (void)pairs;
+    fgg_mm_sb_rows(qf, S, M, n_min, n_sub, n8, x + i * xs + v, xs, xsum, xss, r, acc);
+}
+
+/* Whether this build's spans take x as a panel of pairs (pairs = 1; fgg_mm_sb_group). */
+#define FGG_MM_HAVE_PAIRS FGG_HAVE_AVX512
+
+/* Rows 0..m of x (row i at x + i * xs, values 0..width, width a multiple of 8) as a panel of pairs
+ * for fgg_mm_sb_pairs: values 8k..8k + 8 of rows 2p and 2p + 1 side by side at
+ * panel + 2 * width * p + 16 * k, a missing last row's as zeros. */
+static inline void fgg_mm_pair_panel(const float *x, ptrdiff_t xs, int m, ptrdiff_t width, float *panel)
+{
+    for (int i = 0; i < m + (m & 1); i++) {
+        float *dst = panel + 2 * width * (i / 2) + 8 * (i & 1);
+        for (ptrdiff_t k = 0; k < width; k += 8) {
+            if (i < m)
+                memcpy(dst + 2 * k, x + i * xs + k, 8 * sizeof(float));
+            else
+                memset(dst + 2 * k, 0, 8 * sizeof(float));
+        }
+    }
+}
+
 /* A K-quant super-block unpacked for the factored path: its q as floats (qf), its scales S and,
  * for types with a min, its 8 or 16 mins M (else M is left alone). */
 typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *M);
@@ -3522,16 +3610,16 @@ typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *
  * (xsum + i * xss). Added into acc (16 floats per row: 8 lanes, then 8 min lanes); qf:
  * FGG_MM_QF_FLOATS floats. A row's products are the same whatever spans its super-blocks are
  * walked in, so a batch can be walked a few super-blocks at a time for all of a tile's rows. */
-static inline void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t sb_bytes,
+FGG_MM_ALWAYS_INLINE void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t sb_bytes,
                                        fgg_mm_qf_unpack unpack, int n_sub, int n_min, const float *x, ptrdiff_t xs,
-                                       const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
+                                       const float *xsum, ptrdiff_t xss, int m, int pairs, float *qf, float *acc)
 {
     float S[16], M[16];
     for (ptrdiff_t b = b0; b < b1; b++) {
         unpack(w + sb_bytes * b, qf, S, M);
-        for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, M, n_min, n_sub, 32 / n_sub, x + i * xs + 256 * b, xs,
-                           n_min ? xsum + i * xss + n_min * b : NULL, xss, m - i < 4 ? m - i : 4, acc + 16 * i);
+        for (int i = 0, g = FGG_MM_GROUP_ROWS(pairs); i < m; i += g)
+            fgg_mm_sb_group(qf, S, M, n_min, n_sub, 32 / n_sub, x, xs, pairs, i, 256 * b,
+                            n_min ? xsum + i * xss + n_min * b : NULL, xss, m - i < g ? m - i : g, acc + 16 * i);
     }
 }
 
@@ -3960,15 +4048,16 @@ static inline void fgg_mm_b32_min_lanes(const float *M, int n, const float *xsum
 
 /* Blocks b0..b1 (b0 a multiple of 8) of one weight row of a per-32 kind times m rows of x, added
  * into acc (16 floats per row), 8 blocks at a time as fgg_mm_exact_k_span does super-blocks. */
-static inline void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
-                                         ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)
+FGG_MM_ALWAYS_INLINE void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
+                                         ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, int pairs, float *qf,
+                                         float *acc)
 {
     float S[8], M[8];
     for (ptrdiff_t b = b0; b < b1; b += 8) {
         int n = b1 - b < 8 ? (int)(b1 - b) : 8;
         fgg_mm_b32_qf(kind, w + fgg_mm_b_bytes(kind) * b, n, qf, S, M);
-        for (int i = 0; i < m; i += 4)
-            fgg_mm_sb_rows(qf, S, NULL, 0, n, 4, x + i * xs + 32 * b, xs, NULL, 0, m - i < 4 ? m - i : 4, acc + 16 * i);
+        for (int i = 0, g = FGG_MM_GROUP_ROWS(pairs); i < m; i += g)
+            fgg_mm_sb_group(qf, S, NULL, 0, n, 4, x, xs, pairs, i, 32 * b, NULL, 0, m - i < g ? m - i : g, acc + 16 * i);
         if (fgg_mm_b_has_offset(kind))
             for (int i = 0; i < m; i++) fgg_mm_b32_min_lanes(M, n, xsum + i * xss + b, acc + 16 * i + 8);
     }
@@ -4693,7 +4782,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
 #if FGG_HAVE_SSE2
 #define FGG_MM_REG_ROWS 8
 #define FGG_MM_SPAN_BODY(REGS, UNPACKED)                                                              \
-    if (m <= FGG_MM_REG_ROWS) {                                                                       \
+    if (m <= FGG_MM_REG_ROWS && !pairs) {                                                             \
         FGG_MM_BY_4_ROWS(m, REGS)                                                                     \
         return;                                                                                       \
     }                                                                                                 \
@@ -4704,7 +4793,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
 #endif
 #define FGG_MM_SPAN(NAME, BODY)                                                                       \
 static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,    \
-                        const float *xsum, ptrdiff_t xss, int m, float *qf, float *acc)               \
+                        const float *xsum, ptrdiff_t xss, int m, int pairs, float *qf, float *acc)    \
 {                                                                                                     \
     (void)xsum;                                                                                       \
     (void)xss;                                                                                        \
@@ -4719,18 +4808,18 @@ static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const floa
 #define FGG_MM_Q6_K_REGS(r) fgg_mm_q6_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 #define FGG_MM_B32_REGS(r) fgg_mm_b32_regs(kind, w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_q2_k, FGG_MM_SPAN_BODY(FGG_MM_Q2_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 84, fgg_mm_q2_k_unpack, 16, 16, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 84, fgg_mm_q2_k_unpack, 16, 16, x, xs, xsum, xss, m, pairs, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q3_k, FGG_MM_SPAN_BODY(FGG_MM_Q3_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, 0, x, xs, xsum, xss, m, pairs, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q4_k, FGG_MM_SPAN_BODY(FGG_MM_Q4_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, 8, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, 8, x, xs, xsum, xss, m, pairs, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q5_k, FGG_MM_SPAN_BODY(FGG_MM_Q5_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 8, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 8, x, xs, xsum, xss, m, pairs, qf, acc)))
 FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, pairs, qf, acc)))
 #define FGG_MM_IQ4_XS_REGS(r) fgg_mm_iq4_xs_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc)))
+            fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc)))
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
 /* 4 floats a * b (grid values times signs +-1: exact) stored at q. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float *b)
@@ -4814,7 +4903,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
         fgg_mm_iq_unpack(KIND, wb, qf, S);                                                            \
     }                                                                                                 \
     FGG_MM_SPAN(NAME, fgg_mm_exact_k_span(w, b0, b1, fgg_mm_k_bytes(KIND), NAME##_unpack, fgg_mm_iq_n_sub(KIND), 0, \
-                                          x, xs, xsum, xss, m, qf, acc);)
+                                          x, xs, xsum, xss, m, pairs, qf, acc);)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq2_s, FGG_MM_K_IQ2_S)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S)
@@ -4844,7 +4933,7 @@ static inline void fgg_mm_tq2_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #endif
         }
 }
-FGG_MM_SPAN(fgg_mm_span_tq2_0, fgg_mm_exact_k_span(w, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc);)
+FGG_MM_SPAN(fgg_mm_span_tq2_0, fgg_mm_exact_k_span(w, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc);)
 
 /* TQ1_0 factored as TQ2_0: q = digit - 1 and S = d for each 32 values, run j the digits that
  * fgg_mm_tq1_0_digits gives the integer path. */
@@ -4865,12 +4954,12 @@ static inline void fgg_mm_tq1_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #endif
     }
 }
-FGG_MM_SPAN(fgg_mm_span_tq1_0, fgg_mm_exact_k_span(w, b0, b1, 54, fgg_mm_tq1_0_unpack, 8, 0, x, xs, xsum, xss, m, qf, acc);)
+FGG_MM_SPAN(fgg_mm_span_tq1_0, fgg_mm_exact_k_span(w, b0, b1, 54, fgg_mm_tq1_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc);)
 
 /* The per-32 kinds: one span function per type, each with its kind a constant. */
 #define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \
     FGG_MM_SPAN(NAME, const int kind = KIND;                                                          \
-                FGG_MM_SPAN_BODY(FGG_MM_B32_REGS, fgg_mm_exact_b32_span(kind, w, b0, b1, x, xs, xsum, xss, m, qf, acc)))
+                FGG_MM_SPAN_BODY(FGG_MM_B32_REGS, fgg_mm_exact_b32_span(kind, w, b0, b1, x, xs, xsum, xss, m, pairs, qf, acc)))
 FGG_MM_B32_SPAN(fgg_mm_span_q8_0, FGG_MM_B_Q8_0)
 FGG_MM_B32_SPAN(fgg_mm_span_q4_0, FGG_MM_B_Q4_0)
 FGG_MM_B32_SPAN(fgg_mm_span_q5_0, FGG_MM_B_Q5_0)

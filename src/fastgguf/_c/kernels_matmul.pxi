@@ -40,7 +40,7 @@ cdef enum:
     # The factored float path walks a batch's tile a span of blocks at a time (_mm_exact_rows):
     # the span's columns of _MM_SPAN_X_ROWS rows of x (about _MM_SPAN_BYTES, whole multiples of
     # 256 values, at least one block) stay in L1 while every weight row of the tile meets them.
-    _MM_SPAN_X_ROWS = 16
+    _MM_SPAN_X_ROWS = 32
     _MM_SPAN_BYTES = 16 * 1024
     _MM_SPAN_W_ROWS = 64
 
@@ -355,7 +355,7 @@ cdef void _mm_float_task(void *ctx, int task) noexcept nogil:
 
 
 ctypedef void (*_span_fn)(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, float *qf, float *acc) noexcept nogil
+                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc) noexcept nogil
 
 
 cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
@@ -433,6 +433,12 @@ cdef _span1_fn _span1_for(int type_id) noexcept nogil:
     return NULL
 
 
+cdef inline int _exact_pairs(Py_ssize_t mt) noexcept nogil:
+    """Whether the factored path takes mt rows of x as a panel of pairs (fgg_mm_pair_panel): in
+    the avx512 build, above the register kernels' rows."""
+    return FGG_MM_HAVE_PAIRS and mt > FGG_MM_REG_ROWS
+
+
 cdef struct _MMExactJob:
     int n_tasks
     int status
@@ -462,6 +468,9 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
     cdef Py_ssize_t lanes = 16 * mt, width, sums, xs, xss
     cdef const float *xp
     cdef const float *xsp
+    # the avx512 build's spans take more rows than its register kernels as a panel of pairs
+    cdef int pairs = _exact_pairs(mt)
+    cdef Py_ssize_t panel_rows = mt + (mt & 1) if pairs else mt
     for n in range(lanes * (a1 - a)):
         acc[n] = 0.0
     c = 0
@@ -469,19 +478,24 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
         c1 = min(c + job.span_blocks, job.nb)
         width = (c1 - c) * bs
         sums = width // job.xsum_len
-        if c1 - c == job.nb:  # whole rows of x: read in place
+        if c1 - c == job.nb and not pairs:  # whole rows of x: read in place
             xp, xs = job.x + b * job.x_stride, job.x_stride
             xsp, xss = NULL, job.xsum_stride
             if job.xsum != NULL:
                 xsp = job.xsum + b * job.xsum_stride
         else:
-            for i in range(mt):
-                memcpy(panel + i * width, job.x + (b + i) * job.x_stride + c * bs, width * sizeof(float))
-            xp, xs, xsp, xss = panel, width, NULL, sums
-            if job.xsum != NULL:
-                xsp = panel + mt * width
+            if pairs:
+                fgg_mm_pair_panel(job.x + b * job.x_stride + c * bs, job.x_stride, <int>mt, width, panel)
+                xs = 2 * width
+            else:
                 for i in range(mt):
-                    memcpy(panel + mt * width + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // job.xsum_len,
+                    memcpy(panel + i * width, job.x + (b + i) * job.x_stride + c * bs, width * sizeof(float))
+                xs = width
+            xp, xsp, xss = panel, NULL, sums
+            if job.xsum != NULL:
+                xsp = panel + panel_rows * width
+                for i in range(mt):
+                    memcpy(panel + panel_rows * width + i * sums, job.xsum + (b + i) * job.xsum_stride + c * bs // job.xsum_len,
                            sums * sizeof(float))
         if mt == 1 and job.span1 != NULL:
             n = 0
@@ -491,7 +505,8 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
                 n += 4
         else:
             for n in range(a1 - a):
-                job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, xp, xs, xsp, xss, <int>mt, qf, acc + n * lanes)
+                job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, xp, xs, xsp, xss, <int>mt, pairs, qf,
+                         acc + n * lanes)
         c = c1
     for n in range(a1 - a):
         fgg_mm_exact_out(acc + n * lanes, <int>mt, job.out + b * job.out_stride + a + n, job.out_stride)
@@ -507,8 +522,9 @@ cdef void _mm_exact_task(void *ctx, int task) noexcept nogil:
     cdef const uint8_t *tile
     cdef Py_ssize_t xt = min(job.m, job.xt)
     cdef Py_ssize_t acc_floats = 16 * xt * job.wt
-    cdef Py_ssize_t panel_floats = (xt * job.span_blocks * fgg_block_size[job.type_id] * 17 // 16
-                                    if job.span_blocks < job.nb else 0)
+    # the rows of x a span at a time (and a row of zeros for an odd count in pairs), then their sums
+    cdef Py_ssize_t panel_floats = ((xt + 1) * job.span_blocks * fgg_block_size[job.type_id] * 17 // 16
+                                    if job.span_blocks < job.nb or _exact_pairs(xt) else 0)
     # aligned: the panel's rows of x are read with aligned loads (the portable build's kernels)
     cdef float *qf = <float *>fgg_aligned_malloc((FGG_MM_QF_FLOATS + acc_floats + panel_floats) * sizeof(float) + 64)
     cdef uint8_t *swapped = <uint8_t *>malloc(job.row_bytes * job.wt) if job.swap != NULL else NULL
@@ -617,8 +633,8 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     else:
         # _MM_SPAN_X_ROWS rows of x at a time, each span _MM_SPAN_BYTES of them (_mm_exact_rows)
         job.xt = min(m, _MM_SPAN_X_ROWS)
-        job.span_blocks = max(1, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256
-                                 // fgg_block_size[type_id])
+        job.span_blocks = max(256, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256) \
+                          // fgg_block_size[type_id]
     job.n_tasks = _row_tasks(n1 - n0, job.wt, threads)
     job.status = 0
 
