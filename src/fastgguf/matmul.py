@@ -16,8 +16,9 @@ Two paths:
   of dequantizing
   (``S * sum(q * x) - M * sum(x)``, the small integers ``q`` exact as floats): fewer float
   operations per weight, the same guarantees, and a row of ``x`` gets the same bits whatever
-  batch it comes in. For one row of ``x`` the avx512 build runs Q4_K, Q5_K, Q6_K and Q8_0 weight
-  rows in pairs, each row's 8 lanes in one half of a 512-bit vector (the same operations per row).
+  batch it comes in. For one row of ``x`` the avx512 build runs Q4_K, Q5_K, Q6_K and the per-32
+  types' weight rows in pairs, each row's 8 lanes in one half of a 512-bit vector, and above 8
+  rows of ``x`` it takes the rows of ``x`` in pairs the same way (the same operations per row).
 * the integer path (``exact=False``, every quantized weight type; the float types stay on the
   float path): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied
   with every row in integers (AVX2 ``maddubs`` in the SIMD builds, AVX-512 VNNI ``vpdpbusd`` in
