@@ -3518,12 +3518,12 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
 #define FGG_MM_GROUP_ROWS(pairs) ((pairs) ? 2 * FGG_MM_PAIRS_MAX : 4)
 
 #if FGG_HAVE_AVX512
-/* fgg_mm_sb_rows without the mins for P (1 to FGG_MM_PAIRS_MAX) pairs of rows of x from a panel of pairs
- * (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second row missing with odd: rows 2p
- * and 2p + 1 in the halves of one 512-bit vector, each 8 values of q broadcast to both. Each row
- * gets fgg_mm_sb_rows' operations in its order (the same bits); one 512-bit multiply or add does
- * two rows' (on CPUs with full-width AVX-512 units, twice the work per instruction), and x's pairs
- * come in whole vectors. */
+/* fgg_mm_sb_rows without the mins for P (1 to FGG_MM_PAIRS_MAX) pairs of rows of x from a panel
+ * of pairs (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second row missing with
+ * odd: rows 2p and 2p + 1 in the halves of one 512-bit vector, each 8 values of q broadcast to
+ * both. Each row gets fgg_mm_sb_rows' operations in its order (the same bits); one 512-bit
+ * multiply or add does two rows' (on CPUs with full-width AVX-512 units, twice the work per
+ * instruction), and x's pairs come in whole vectors. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sb_pairs(const float *qf, const float *S, int n_sub, int n8, const float *xp,
                                           ptrdiff_t ps, const int P, const int odd, float *acc)
 {
@@ -3553,9 +3553,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sb_pairs(const float *qf, const float *S, int n
 #endif
 
 /* Rows i..i + r (r <= FGG_MM_GROUP_ROWS(pairs)) of x from value v on against one unpacked
- * super-block (or 8 blocks):
- * fgg_mm_sb_rows on x's rows as they are (row i at x + i * xs), or with pairs (the avx512 build)
- * fgg_mm_sb_pairs on a panel of pairs (fgg_mm_pair_panel, xs floats from one pair to the next). */
+ * super-block (or 8 blocks): fgg_mm_sb_rows on x's rows as they are (row i at x + i * xs), or with
+ * pairs (the avx512 build) fgg_mm_sb_pairs on a panel of pairs (fgg_mm_pair_panel, xs floats from
+ * one pair to the next). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sb_group(const float *qf, const float *S, const float *M, int n_min, int n_sub, int n8,
                                           const float *x, ptrdiff_t xs, int pairs, int i, ptrdiff_t v,
                                           const float *xsum, ptrdiff_t xss, int r, float *acc)
@@ -3609,10 +3609,14 @@ typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *
  * super-block; n_min (0, or n_sub: 8 or 16) mins, taken against x's sums per sub-block
  * (xsum + i * xss). Added into acc (16 floats per row: 8 lanes, then 8 min lanes); qf:
  * FGG_MM_QF_FLOATS floats. A row's products are the same whatever spans its super-blocks are
- * walked in, so a batch can be walked a few super-blocks at a time for all of a tile's rows. */
+ * walked in, so a batch can be walked a few super-blocks at a time for all of a tile's rows. With
+ * pairs, x is a panel of pairs (fgg_mm_sb_group). Always inlined: each type's span then has its
+ * unpacker and sub-block counts as constants (one shared copy called the unpacker through a
+ * pointer, and the pairs kernel ran no faster for Q4_K and Q5_K). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t sb_bytes,
-                                       fgg_mm_qf_unpack unpack, int n_sub, int n_min, const float *x, ptrdiff_t xs,
-                                       const float *xsum, ptrdiff_t xss, int m, int pairs, float *qf, float *acc)
+                                              fgg_mm_qf_unpack unpack, int n_sub, int n_min, const float *x,
+                                              ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, int pairs,
+                                              float *qf, float *acc)
 {
     float S[16], M[16];
     for (ptrdiff_t b = b0; b < b1; b++) {
@@ -4048,9 +4052,9 @@ static inline void fgg_mm_b32_min_lanes(const float *M, int n, const float *xsum
 
 /* Blocks b0..b1 (b0 a multiple of 8) of one weight row of a per-32 kind times m rows of x, added
  * into acc (16 floats per row), 8 blocks at a time as fgg_mm_exact_k_span does super-blocks. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
-                                         ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, int pairs, float *qf,
-                                         float *acc)
+FGG_MM_ALWAYS_INLINE void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1,
+                                                const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m,
+                                                int pairs, float *qf, float *acc)
 {
     float S[8], M[8];
     for (ptrdiff_t b = b0; b < b1; b += 8) {
