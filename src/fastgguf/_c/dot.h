@@ -4217,9 +4217,7 @@ static inline void fgg_mm_span1_q8_0(const uint8_t *w, ptrdiff_t row_bytes, int 
  * then of the next (fgg_mm_span1_pairs, fgg_mm_span1_b32: 4 rows a call), so a block is prefetched
  * at the same place in the rows this many rows on: a fixed distance ahead of each row
  * (fgg_mm_prefetch_ahead) would run into the rows being read. */
-#ifndef FGG_MM_PAIR_PREFETCH_ROWS
 #define FGG_MM_PAIR_PREFETCH_ROWS 4
-#endif
 
 /* One row of x times two Q4_K weight rows w0, w1 (super-blocks b0..b1) on 512-bit vectors: row
  * w0's 8 lanes in the low half, w1's in the high half, x's 8 values broadcast to both. Each row
@@ -4462,30 +4460,24 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_span1_b32(const int kind, const uint8_t *w, ptr
     if (r < nw) fgg_mm_b32_regs(kind, w + r * row_bytes, b0, b1, x, 0, xsum, 0, 1, acc + r * acc_stride);
 }
 
-#define FGG_MM_SPAN1_B32(NAME, KIND)                                                                  \
+/* Each type's one-row kernel for the Cython code: SPAN1 (fgg_mm_span1_pairs or fgg_mm_span1_b32)
+ * with its type or kind as a constant. */
+#define FGG_MM_SPAN1(NAME, SPAN1, KIND)                                                               \
 static inline void NAME(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,        \
                         const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)              \
 {                                                                                                     \
-    fgg_mm_span1_b32(KIND, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);                       \
+    SPAN1(KIND, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);                                  \
 }
-FGG_MM_SPAN1_B32(fgg_mm_span1_q4_0, FGG_MM_B_Q4_0)
-FGG_MM_SPAN1_B32(fgg_mm_span1_q4_1, FGG_MM_B_Q4_1)
-FGG_MM_SPAN1_B32(fgg_mm_span1_q5_0, FGG_MM_B_Q5_0)
-FGG_MM_SPAN1_B32(fgg_mm_span1_q5_1, FGG_MM_B_Q5_1)
-FGG_MM_SPAN1_B32(fgg_mm_span1_iq4_nl, FGG_MM_B_IQ4_NL)
-FGG_MM_SPAN1_B32(fgg_mm_span1_mxfp4, FGG_MM_B_MXFP4)
-#undef FGG_MM_SPAN1_B32
-
-#define FGG_MM_SPAN1_PAIRS(NAME, TYPE)                                                                \
-static inline void NAME(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,        \
-                        const float *x, const float *xsum, float *acc, ptrdiff_t acc_stride)              \
-{                                                                                                     \
-    fgg_mm_span1_pairs(TYPE, w, row_bytes, nw, b0, b1, x, xsum, acc, acc_stride);                     \
-}
-FGG_MM_SPAN1_PAIRS(fgg_mm_span1_q4_k, FGG_TYPE_Q4_K)
-FGG_MM_SPAN1_PAIRS(fgg_mm_span1_q5_k, FGG_TYPE_Q5_K)
-FGG_MM_SPAN1_PAIRS(fgg_mm_span1_q6_k, FGG_TYPE_Q6_K)
-#undef FGG_MM_SPAN1_PAIRS
+FGG_MM_SPAN1(fgg_mm_span1_q4_k, fgg_mm_span1_pairs, FGG_TYPE_Q4_K)
+FGG_MM_SPAN1(fgg_mm_span1_q5_k, fgg_mm_span1_pairs, FGG_TYPE_Q5_K)
+FGG_MM_SPAN1(fgg_mm_span1_q6_k, fgg_mm_span1_pairs, FGG_TYPE_Q6_K)
+FGG_MM_SPAN1(fgg_mm_span1_q4_0, fgg_mm_span1_b32, FGG_MM_B_Q4_0)
+FGG_MM_SPAN1(fgg_mm_span1_q4_1, fgg_mm_span1_b32, FGG_MM_B_Q4_1)
+FGG_MM_SPAN1(fgg_mm_span1_q5_0, fgg_mm_span1_b32, FGG_MM_B_Q5_0)
+FGG_MM_SPAN1(fgg_mm_span1_q5_1, fgg_mm_span1_b32, FGG_MM_B_Q5_1)
+FGG_MM_SPAN1(fgg_mm_span1_iq4_nl, fgg_mm_span1_b32, FGG_MM_B_IQ4_NL)
+FGG_MM_SPAN1(fgg_mm_span1_mxfp4, fgg_mm_span1_b32, FGG_MM_B_MXFP4)
+#undef FGG_MM_SPAN1
 #define FGG_MM_HAVE_SPAN1_PAIRS 1
 #else
 #define FGG_MM_HAVE_SPAN1_PAIRS 0
