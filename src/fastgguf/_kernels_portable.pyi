@@ -137,6 +137,17 @@ def vnni_usable() -> bool:
 def _set_vnni(on: bool) -> bool:
     """Use the VNNI integer kernels or not (tests and benchmarks); returns the previous state."""
 
+def avx512_full_width() -> bool:
+    """Whether the CPU runs 512-bit vector operations whole (not AMD Zen 4)."""
+
+def one_row_kernels(type_id: int) -> tuple[str, str]:
+    """(exact, integer) kernels of one row of x: ``"pairs"``, ``"q8_0"`` or ``""``; ``"512"``,
+    ``"256"`` or ``""`` (two weight rows at a time, or one)."""
+
+def _set_wide(on: bool) -> bool:
+    """Use the avx512 build's two-weight-rows-per-vector kernels or the 256-bit ones (tests and
+    benchmarks); returns the previous state."""
+
 def _set_batch_min_rows(m: int) -> int:
     """Take the batch kernel from ``m`` rows of x (0: the instruction set's own count; tests and
     benchmarks); returns the previous setting."""

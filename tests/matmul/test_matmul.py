@@ -481,6 +481,92 @@ def test_vnni_switch_and_detection():
     assert not dequant.kernel_modules()["portable"].vnni_usable()
 
 
+#: The types whose one-row kernels the avx512 build chooses by CPU width (_set_wide).
+WIDTH_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL, T.Q4_K, T.Q5_K, T.Q6_K)
+
+
+@pytest.mark.parametrize("qtype", WIDTH_TYPES, ids=lambda t: t.name)
+@pytest.mark.parametrize("exact", [True, False])
+def test_kernels_for_split_512_bit_operations_keep_the_bits(qtype, exact):
+    """The avx512 build's kernels for a CPU that runs 512-bit operations whole and for one that
+    splits them (Zen 4: the 256-bit register kernels on the exact path, the avx2 build's two-row
+    integer kernels) give the portable build's bits: 1 to 5 rows of x (pairs of rows of x and an
+    odd one), 37 weight rows (18 pairs and one alone), 70 blocks or 3 super-blocks."""
+    modules = dequant.kernel_modules()
+    if "avx512" not in dequant.available_cpu_paths():
+        pytest.skip("the avx512 build does not run here")
+    kernels, portable = modules["avx512"], modules["portable"]
+    rng = np.random.default_rng([int(qtype), 29])
+    n, k = 37, k_for(qtype, 70 if TYPE_TRAITS[qtype].block_size == 32 else 3)
+    raw = random_weights(qtype, n, k, rng)
+
+    def product(module, x):
+        out = np.empty((x.shape[0], n), np.float32)
+        if exact:
+            module.matmul_rows(raw, int(qtype), x, out, 0, n)
+        else:
+            module.matmul_rows_int(raw, int(qtype), quantized_x(module, x, qtype), out, 0, n)
+        return out
+
+    for m in (1, 2, 3, 5):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        x[:, ::32] *= 50.0
+        expected = product(portable, x)
+        for wide in (True, False):
+            before = kernels._set_wide(wide)
+            try:
+                np.testing.assert_array_equal(product(kernels, x), expected, err_msg=f"wide={wide} m={m}")
+            finally:
+                kernels._set_wide(before)
+
+
+def test_kernels_chosen_by_cpu_width():
+    """Which one-row kernels run: the avx512 build's pairs of weight rows per 512-bit vector on
+    CPUs that run 512-bit operations whole; where they are split, the 256-bit register kernels for
+    Q4_K, Q5_K, Q6_K, Q4_0 and Q4_1 (pairs still for Q5_0, Q5_1, IQ4_NL, MXFP4) and the 256-bit
+    two-row integer kernels; the avx2 build has only the latter, the portable build neither."""
+    modules = dequant.kernel_modules()
+    for path in dequant.available_cpu_paths():
+        kernels = modules[path]
+        for wide in (True, False):
+            before = kernels._set_wide(wide)
+            try:
+                for qtype in WIDTH_TYPES + (T.Q8_0, T.Q2_K):
+                    exact, integer = kernels.one_row_kernels(int(qtype))
+                    per32 = qtype in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4)
+                    if path == "avx512":
+                        pairs = qtype in WIDTH_TYPES and (wide or qtype in (T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL))
+                        assert exact == ("q8_0" if qtype == T.Q8_0 else "pairs" if pairs else ""), (qtype, wide)
+                        wide_rows2 = qtype in (T.Q4_0, T.Q4_1, T.MXFP4)
+                        assert integer == ("" if not per32 else "256" if not wide else "512" if wide_rows2 else ""), (
+                            qtype, wide)
+                    elif path == "avx2":
+                        assert (exact, integer) == ("q8_0" if qtype == T.Q8_0 else "", "256" if per32 else "")
+                    else:
+                        assert (exact, integer) == ("", "")
+            finally:
+                kernels._set_wide(before)
+
+
+def test_cpu_width_detection():
+    """avx512_full_width reads cpuid: false only on AMD's family 0x19 (Zen 4, the AVX-512 CPUs that
+    split 512-bit operations), checked against /proc/cpuinfo; every build answers the same."""
+    kernels = dequant.kernel_modules()["portable"]
+    answers = {dequant.kernel_modules()[path].avx512_full_width() for path in dequant.available_cpu_paths()}
+    assert answers == {kernels.avx512_full_width()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        pytest.skip("no /proc/cpuinfo to check against")
+    fields = dict(line.split(":", 1) for line in info.split("\n\n")[0].splitlines() if ":" in line)
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    if "vendor_id" not in fields or "cpu family" not in fields:
+        pytest.skip("not an x86 /proc/cpuinfo")
+    zen4 = fields["vendor_id"] == "AuthenticAMD" and int(fields["cpu family"]) == 0x19
+    assert kernels.avx512_full_width() == (not zen4)
+
+
 @pytest.mark.parametrize("qtype", [T.F16, T.BF16, T.F32], ids=lambda t: t.name)
 def test_integer_path_falls_back_to_float_for_other_types(qtype):
     rng = np.random.default_rng(3)

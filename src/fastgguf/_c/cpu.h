@@ -38,3 +38,25 @@ static int fgg_cpu_has_avx512_vnni(void) {
 static int fgg_cpu_has_avx512_vnni(void) { return 0; }
 #endif
 #endif
+/* Whether the CPU runs a 512-bit vector operation whole (Intel's AVX-512 cores, AMD Zen 5) rather
+ * than as two 256-bit halves (AMD Zen 4, cpuid family 0x19, the only AVX-512 CPUs that split them):
+ * there the kernels that pack two weight rows into one 512-bit vector cost more than the 256-bit
+ * ones they replace. Not a cpuid feature bit: the vendor and family tell it. */
+#ifndef FGG_CPU_WIDTH_H
+#define FGG_CPU_WIDTH_H
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+static int fgg_cpu_avx512_full_width(void) {
+    unsigned int a, b, c, d, family;
+    if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u)  /* "Auth" of "AuthenticAMD" */
+        return 1;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 1;
+    family = (a >> 8) & 0xfu;
+    if (family == 0xfu)
+        family += (a >> 20) & 0xffu;
+    return family != 0x19u;
+}
+#else
+static int fgg_cpu_avx512_full_width(void) { return 1; }
+#endif
+#endif

@@ -1008,18 +1008,14 @@ FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
 
 /* Two weight rows at a time (kernels_matmul.pxi's INT_ROWS2): the avx512 build by fgg_mm_rown_b512
  * with NW = 2 for Q4_0, Q4_1 and MXFP4 (the Q5 kinds measured no faster there), the avx2 build by
- * fgg_mm_rown2_b_avx2 for those and Q5_0, Q5_1 (FGG_MM_HAVE_ROWS2_Q5). In the portable build
- * FGG_MM_HAVE_ROWS2 is 0; names a build lacks stand for the one-row kernels, never called as such. */
-#if defined(FGG_MM_INT_SIMD) && defined(__AVX512BW__)
-#define FGG_MM_HAVE_ROWS2 1
-#define FGG_MM_HAVE_ROWS2_Q5 0
-#define fgg_mm_rows2_q5_0 fgg_mm_rows_q5_0
-#define fgg_mm_rows2_q5_1 fgg_mm_rows_q5_1
-FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_0, fgg_mm_rown_b512, FGG_MM_B_Q4_0)
-FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_1, fgg_mm_rown_b512, FGG_MM_B_Q4_1)
-FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_mxfp4, fgg_mm_rown_b512, FGG_MM_B_MXFP4)
-#elif defined(FGG_MM_INT_SIMD)
-/* The avx2 build: two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0, Q5_1 or MXFP4
+ * fgg_mm_rown2_b_avx2 for those and Q5_0, Q5_1 (FGG_MM_HAVE_ROWS2_Q5); the avx512 build has the
+ * latter too, as fgg_mm_rows2_*_256, for CPUs that split 512-bit operations in halves (Zen 4: Q4_0
+ * from memory, 2 threads, 24.4 GB/s by fgg_mm_rown_b512, 29.1 by fgg_mm_rown2_b_avx2). In the
+ * portable build FGG_MM_HAVE_ROWS2 is 0; names a build lacks stand for the one-row kernels (or the
+ * build's own two-row ones), never called as such. */
+#if defined(FGG_MM_INT_SIMD)
+/* 256-bit vectors (the avx2 build, and the avx512 build on CPUs that split 512-bit operations:
+ * kernels_matmul.pxi's _wide_on): two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0, Q5_1 or MXFP4
  * against NR (1 or 2) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u meet x
  * unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same int16
  * pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes; each
@@ -1079,6 +1075,21 @@ static inline void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrd
             fgg_mm_rown2_b_avx2(KIND, 1, w, nb, x + r0 * xs, xs, out + r0 * os, os);                  \
     }                                                                                                 \
 }
+#endif
+#if defined(FGG_MM_INT_SIMD) && defined(__AVX512BW__)
+#define FGG_MM_HAVE_ROWS2 1
+#define FGG_MM_HAVE_ROWS2_Q5 0
+#define fgg_mm_rows2_q5_0 fgg_mm_rows_q5_0
+#define fgg_mm_rows2_q5_1 fgg_mm_rows_q5_1
+FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_0, fgg_mm_rown_b512, FGG_MM_B_Q4_0)
+FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_1, fgg_mm_rown_b512, FGG_MM_B_Q4_1)
+FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_mxfp4, fgg_mm_rown_b512, FGG_MM_B_MXFP4)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q4_0_256, FGG_MM_B_Q4_0)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q4_1_256, FGG_MM_B_Q4_1)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_mxfp4_256, FGG_MM_B_MXFP4)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_0_256, FGG_MM_B_Q5_0)
+FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_1_256, FGG_MM_B_Q5_1)
+#elif defined(FGG_MM_INT_SIMD)
 #define FGG_MM_HAVE_ROWS2 1
 FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q4_0, FGG_MM_B_Q4_0)
 FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q4_1, FGG_MM_B_Q4_1)
@@ -1086,7 +1097,11 @@ FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_mxfp4, FGG_MM_B_MXFP4)
 FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_1, FGG_MM_B_Q5_1)
 #define FGG_MM_HAVE_ROWS2_Q5 1
-#undef FGG_MM_ROWS2_B_AVX2
+#define fgg_mm_rows2_q4_0_256 fgg_mm_rows2_q4_0
+#define fgg_mm_rows2_q4_1_256 fgg_mm_rows2_q4_1
+#define fgg_mm_rows2_mxfp4_256 fgg_mm_rows2_mxfp4
+#define fgg_mm_rows2_q5_0_256 fgg_mm_rows2_q5_0
+#define fgg_mm_rows2_q5_1_256 fgg_mm_rows2_q5_1
 #else
 #define FGG_MM_HAVE_ROWS2 0
 #define FGG_MM_HAVE_ROWS2_Q5 0
@@ -1095,7 +1110,14 @@ FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_1, FGG_MM_B_Q5_1)
 #define fgg_mm_rows2_q4_0 fgg_mm_rows_q4_0
 #define fgg_mm_rows2_q4_1 fgg_mm_rows_q4_1
 #define fgg_mm_rows2_mxfp4 fgg_mm_rows_mxfp4
+#define fgg_mm_rows2_q4_0_256 fgg_mm_rows2_q4_0
+#define fgg_mm_rows2_q4_1_256 fgg_mm_rows2_q4_1
+#define fgg_mm_rows2_mxfp4_256 fgg_mm_rows2_mxfp4
+#define fgg_mm_rows2_q5_0_256 fgg_mm_rows2_q5_0
+#define fgg_mm_rows2_q5_1_256 fgg_mm_rows2_q5_1
 #endif
+#undef FGG_MM_ROWS2_B_AVX2
+
 
 /* ------------------------------------------------------------------------------------------ */
 /* K-quants (Q2_K to Q6_K) and the 256-value IQ types with grids or tables: x per 256          */

@@ -108,7 +108,14 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     for t in range(FGG_TYPE_LIMIT):
         INT_BATCH[t] = NULL
         INT_ROWS2[t] = NULL
-    if FGG_MM_HAVE_ROWS2:
+    if FGG_MM_HAVE_ROWS2 and FGG_MM_HAVE_PAIRS and not _wide_on:
+        # the avx512 build on a CPU that splits 512-bit operations: the avx2 build's two-row kernels
+        INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>fgg_mm_rows2_q4_0_256
+        INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>fgg_mm_rows2_q4_1_256
+        INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>fgg_mm_rows2_mxfp4_256
+        INT_ROWS2[FGG_TYPE_Q5_0] = <fgg_dot_fn>fgg_mm_rows2_q5_0_256
+        INT_ROWS2[FGG_TYPE_Q5_1] = <fgg_dot_fn>fgg_mm_rows2_q5_1_256
+    elif FGG_MM_HAVE_ROWS2:
         INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>(fgg_mm_rows2_q4_0_vnni if vnni else fgg_mm_rows2_q4_0)
         INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>(fgg_mm_rows2_q4_1_vnni if vnni else fgg_mm_rows2_q4_1)
         INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_vnni if vnni else fgg_mm_rows2_mxfp4)
@@ -148,6 +155,17 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
 
 
 cdef bint _vnni_on = False
+# Whether the avx512 build's kernels that hold two weight rows in one 512-bit vector run: where
+# the CPU executes 512-bit operations whole (fgg_cpu_avx512_full_width), unless
+# FASTGGUF_AVX512_FULL_WIDTH says otherwise ("0" or "1").
+cdef bint _wide_on = True
+
+
+cdef bint _wide_default() noexcept:
+    cdef const char *env = getenv(b"FASTGGUF_AVX512_FULL_WIDTH")
+    if env != NULL and env[0] != 0:
+        return not (env[0] == c'0' and env[1] == 0)
+    return fgg_cpu_avx512_full_width() != 0
 
 
 cdef void dot_rows(fgg_kernel_row *rows) noexcept:
@@ -157,7 +175,8 @@ cdef void dot_rows(fgg_kernel_row *rows) noexcept:
     environment variable ``FASTGGUF_NO_VNNI`` is set (non-empty, not ``0``); else maddubs (AVX2,
     AVX-512 builds) or plain C. All give the same bits.
     """
-    global _vnni_on
+    global _vnni_on, _wide_on
+    _wide_on = _wide_default()
     cdef const char *off = getenv(b"FASTGGUF_NO_VNNI")
     _vnni_on = fgg_mm_vnni_usable() != 0 and (off == NULL or off[0] == 0 or (off[0] == c'0' and off[1] == 0))
     _set_int_dots(rows, _vnni_on)
@@ -181,6 +200,39 @@ def _set_vnni(bint on):
     _vnni_on = on and fgg_mm_vnni_usable() != 0
     _set_int_dots(KERNELS, _vnni_on)
     return before
+
+
+def _set_wide(bint on):
+    """Use the avx512 build's two-weight-rows-per-vector kernels (``on``) or the 256-bit ones
+    (the same bits); returns the previous state. A switch for tests and benchmarks, as _set_vnni."""
+    global _wide_on
+    _row(FGG_TYPE_Q8_0)
+    cdef bint before = _wide_on
+    _wide_on = on
+    _set_int_dots(KERNELS, _vnni_on)
+    return before
+
+
+def avx512_full_width():
+    """Whether the CPU runs 512-bit vector operations whole (fgg_cpu_avx512_full_width: not AMD
+    Zen 4), whatever FASTGGUF_AVX512_FULL_WIDTH says."""
+    return fgg_cpu_avx512_full_width() != 0
+
+
+def one_row_kernels(int type_id):
+    """(exact, integer): the kernels one row of x takes here for ``type_id``. exact: ``"pairs"``
+    (two weight rows per 512-bit vector), ``"q8_0"`` (Q8_0's own) or ``""`` (the register kernels,
+    or the plain path); integer, two weight rows at a time: ``"512"``, ``"256"`` or ``""`` (one at a
+    time)."""
+    if _row(type_id) == NULL:
+        raise ValueError(f"unknown ggml tensor type id {type_id}")
+    cdef _span1_fn span1 = _span1_for(type_id)
+    exact = "" if span1 == NULL else "q8_0" if type_id == FGG_TYPE_Q8_0 else "pairs"
+    cdef fgg_dot_fn rows2 = INT_ROWS2[type_id]
+    cdef bint narrow = (rows2 == <fgg_dot_fn>fgg_mm_rows2_q4_0_256 or rows2 == <fgg_dot_fn>fgg_mm_rows2_q4_1_256
+                        or rows2 == <fgg_dot_fn>fgg_mm_rows2_mxfp4_256 or rows2 == <fgg_dot_fn>fgg_mm_rows2_q5_0_256
+                        or rows2 == <fgg_dot_fn>fgg_mm_rows2_q5_1_256)
+    return exact, "" if rows2 == NULL else "256" if narrow else "512"
 
 
 def vnni_usable():
@@ -414,10 +466,21 @@ ctypedef void (*_span1_fn)(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ss
 cdef _span1_fn _span1_for(int type_id) noexcept nogil:
     """The kernel of one row of x against up to 4 weight rows at a time, where this build has
     one for ``type_id`` (Q8_0; Q4_K, Q5_K, Q6_K and the other per-32 types in the avx512 build),
-    else NULL."""
+    else NULL.
+
+    The avx512 build's kernels hold two weight rows in a 512-bit vector. On a CPU that splits
+    512-bit operations in halves (not _wide_on: Zen 4), the register kernels' 256-bit vectors do
+    the same work with fewer instructions for Q4_K, Q5_K, Q6_K, Q4_0 and Q4_1 (from memory, 2
+    threads, GB/s of blocks, pairs -> register kernels: 12.9 -> 15.7, 13.9 -> 15.3, 14.8 -> 19.7,
+    14.3 -> 14.9, 13.0 -> 15.3); the pairs stay for IQ4_NL and MXFP4, whose codes a 16-float
+    vpermps table turns into values cheaper (14.1 against 11.6, 13.0 against 11.3), and Q5_0 and
+    Q5_1 (level)."""
     if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
         return <_span1_fn>fgg_mm_span1_q8_0
     if not FGG_MM_HAVE_SPAN1_PAIRS:
+        return NULL
+    if not _wide_on and (type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K
+                         or type_id == FGG_TYPE_Q4_0 or type_id == FGG_TYPE_Q4_1):
         return NULL
     if type_id == FGG_TYPE_Q4_K:
         return <_span1_fn>fgg_mm_span1_q4_k
