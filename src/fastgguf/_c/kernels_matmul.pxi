@@ -173,7 +173,8 @@ cdef void dot_rows(fgg_kernel_row *rows) noexcept:
 
     The AVX-512 VNNI ones where this build has them and the CPU can run them, unless the
     environment variable ``FASTGGUF_NO_VNNI`` is set (non-empty, not ``0``); else maddubs (AVX2,
-    AVX-512 builds) or plain C. All give the same bits.
+    AVX-512 builds) or plain C. Where the CPU splits 512-bit operations (_wide_on), the avx512
+    build's two-row kernels are the avx2 build's. All give the same bits.
     """
     global _vnni_on, _wide_on
     _wide_on = _wide_default()
@@ -204,7 +205,8 @@ def _set_vnni(bint on):
 
 def _set_wide(bint on):
     """Use the avx512 build's two-weight-rows-per-vector kernels (``on``) or the 256-bit ones
-    (the same bits); returns the previous state. A switch for tests and benchmarks, as _set_vnni."""
+    (the same bits); returns the previous state. A switch for tests and benchmarks: not while a
+    matmul of this build runs in another thread."""
     global _wide_on
     _row(FGG_TYPE_Q8_0)
     cdef bint before = _wide_on
@@ -469,12 +471,13 @@ cdef _span1_fn _span1_for(int type_id) noexcept nogil:
     else NULL.
 
     The avx512 build's kernels hold two weight rows in a 512-bit vector. On a CPU that splits
-    512-bit operations in halves (not _wide_on: Zen 4), the register kernels' 256-bit vectors do
-    the same work with fewer instructions for Q4_K, Q5_K, Q6_K, Q4_0 and Q4_1 (from memory, 2
-    threads, GB/s of blocks, pairs -> register kernels: 12.9 -> 15.7, 13.9 -> 15.3, 14.8 -> 19.7,
-    14.3 -> 14.9, 13.0 -> 15.3); the pairs stay for IQ4_NL and MXFP4, whose codes a 16-float
-    vpermps table turns into values cheaper (14.1 against 11.6, 13.0 against 11.3), and Q5_0 and
-    Q5_1 (level)."""
+    512-bit operations in halves (not _wide_on: Zen 4) a 512-bit operation costs two 256-bit ones,
+    and the register kernels' 256-bit vectors measured faster for Q4_K, Q5_K, Q6_K, Q4_0 and Q4_1
+    (Zen 4, from memory, 2 threads, GB/s of blocks, pairs -> register kernels: 12.9 -> 15.7, 13.9
+    -> 15.3, 14.8 -> 19.7, 14.3 -> 14.9, 13.0 -> 15.3); the pairs stay for IQ4_NL and MXFP4, whose
+    codes a 16-float vpermps table turns into values (14.1 against 11.6, 13.0 against 11.3), and
+    Q5_0 and Q5_1 (level). Above 8 rows of x the pairs of rows of x (_exact_pairs) stay on every
+    CPU: on Zen 4 too they measured faster (Q4_K, 64 rows, one thread: 21.7 against 25.0 ms)."""
     if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
         return <_span1_fn>fgg_mm_span1_q8_0
     if not FGG_MM_HAVE_SPAN1_PAIRS:
