@@ -31,6 +31,9 @@ fastgguf.matmul on the same shapes, one thread each (``--no-backend-ops`` skips 
     PYTHONPATH=src python benchmarks/bench_matmul.py --per-weight --batches 1,8,64 [--rounds 7]
         # CPU time of one thread (time.thread_time) per weight and batch, exact vs integer path
     PYTHONPATH=src python benchmarks/bench_matmul.py --int-error  # the integer path's error per type
+    PYTHONPATH=src python benchmarks/bench_matmul.py --width [--only Q4_0,Q4_K] [--rounds 7]
+        # one row of x from memory: the avx512 build's kernels for CPUs that run 512-bit operations
+        # whole and for those that split them (AMD Zen 4), and the avx2 build
     PYTHONPATH=src python benchmarks/bench_matmul.py --moe --batches 1,16,128 --rounds 15
         # matmul_id (128 experts, 8 per token) against one matmul per expert, per number of tokens
 
@@ -844,6 +847,62 @@ def test_per_weight_and_int_error_smoke(capsys):
     assert "| Q4_1 | 2048x2048 | 1 |" in out and "| Gaussian, 6 channels x 20 | Q4_1 |" in out
 
 
+def width(types, rounds: int, n: int = 4096, k: int = 4096, n_bytes: int | None = None) -> list[tuple]:
+    """One row of x against weights read from memory (copies of one n x k weight past 4x the
+    last-level cache, or ``n_bytes``), all threads, GB/s of blocks: the avx512 build's kernels for
+    CPUs that run 512-bit operations whole ("wide": two weight rows per 512-bit vector) and for those
+    that split them ("narrow", the choice on AMD Zen 4), and the avx2 build, alternating in turn so
+    that each column sees the same minutes. Checks that all give the same bits; returns the rows."""
+    variants = [(path, wide) for path in ("avx512", "avx2") if path in dequant.available_cpu_paths()
+                for wide in ((True, False) if path == "avx512" else (None,))]
+    names = [path if wide is None else f"{path} {'wide' if wide else 'narrow'}" for path, wide in variants]
+    n_bytes = n_bytes or LLC_FACTOR * last_level_cache().size
+    print(f"one row of x, weights from memory, {dequant.get_num_threads()} threads, GB/s of blocks; "
+          f"read bandwidth (numpy sum): {read_bandwidth():.1f} GB/s")
+    print("| type | path | " + " | ".join(names) + " |")
+    print("| --- | --- |" + " ---: |" * len(names))
+    rows, before = [], _backend.cpu_path()
+    wide_kernels = dequant.kernel_modules()["avx512"] if "avx512" in dequant.available_cpu_paths() else None
+    wide_before = wide_kernels._set_wide(True) if wide_kernels is not None else None
+    rng = np.random.default_rng(7)
+    try:
+        for qtype in types:
+            w0 = make_weight(qtype, n, k, rng)
+            ws = [w0.copy() for _ in range(max(1, -(-n_bytes // w0.nbytes)))]
+            x = rng.standard_normal((1, k), dtype=np.float32)
+            for exact in (True, False):
+                best, outs = [float("inf")] * len(variants), []
+                for r in range(rounds):
+                    for i, (path, wide) in enumerate(variants):
+                        _backend.set_cpu_path(path)
+                        if wide is not None:
+                            _backend.kernels()._set_wide(wide)
+                        t0 = time.perf_counter()
+                        ys = [matmul(x, w, qtype, exact=exact) for w in ws]
+                        best[i] = min(best[i], time.perf_counter() - t0)
+                        if r == 0:
+                            outs.append(ys[0])
+                for name, y in zip(names, outs):
+                    np.testing.assert_array_equal(y, outs[0], err_msg=name)
+                rate = [sum(w.nbytes for w in ws) / t / 1e9 for t in best]
+                print(f"| {qtype.name} | {'exact' if exact else 'integer'} | " + " | ".join(f"{g:.1f}" for g in rate) + " |",
+                      flush=True)
+                rows.append((qtype.name, exact, *rate))
+    finally:
+        if wide_kernels is not None:
+            wide_kernels._set_wide(wide_before)
+        _backend.set_cpu_path(before)
+    return rows
+
+
+def test_width_smoke(capsys):
+    """--width on small weights: the smoke only (it checks the bits of every variant)."""
+    rows = width([T.Q4_0], 1, n=16, k=256, n_bytes=1 << 16)
+    variants = 3 if "avx512" in dequant.available_cpu_paths() else 1 if "avx2" in dequant.available_cpu_paths() else 0
+    assert [len(r) for r in rows] == [2 + variants] * 2
+    assert "| Q4_0 | integer |" in capsys.readouterr().out
+
+
 def _cols(t: float, t_np: float, q_bytes: int) -> str:
     """ms, numpy's time / t, GB/s of quantized weights."""
     return f"{t * 1e3:8.1f} {t_np / t:5.2f} {q_bytes / t / 1e9:5.1f}"
@@ -890,6 +949,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="with --repacked: threads (0: all)")
     parser.add_argument("--int-error", action="store_true",
                         help="relative error of the integer path per type on quantized Gaussian weights")
+    parser.add_argument("--width", action="store_true",
+                        help="one row of x from memory per type (--only), the avx512 build's kernels for CPUs that run "
+                             "512-bit operations whole and for those that split them (AMD Zen 4), and the avx2 build")
     parser.add_argument("--only", default="", help="with --types / --per-weight / --int-error / --repacked: these types (comma-separated)")
     parser.add_argument("--torch-threads", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--transformers-child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
@@ -909,6 +971,9 @@ def main() -> None:
         return
     if args.per_weight:
         per_weight([int(b) for b in args.batches.split(",")], args.rounds, int_types(args.only))
+        return
+    if args.width:
+        width(int_types(args.only or "Q4_0,Q4_1,Q5_0,MXFP4,IQ4_NL,Q4_K,Q5_K,Q6_K"), args.rounds)
         return
     if args.repacked:
         repacked([int(b) for b in args.batches.split(",")], args.rounds,

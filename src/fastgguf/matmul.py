@@ -20,8 +20,8 @@ Two paths:
   types' weight rows in pairs, each row's 8 lanes in one half of a 512-bit vector, and above 8
   rows of ``x`` it takes the rows of ``x`` in pairs the same way (the same operations per row).
   On CPUs that split 512-bit operations in two (AMD Zen 4) one row of ``x`` takes the 256-bit
-  kernels instead for Q4_K, Q5_K, Q6_K, Q4_0 and Q4_1 (the integer path: the avx2 build's
-  two-row kernels for the per-32 types), where they measured faster; ``FASTGGUF_AVX512_FULL_WIDTH=0``
+  kernels instead for Q4_K, Q5_K and Q6_K (the integer path: the avx2 build's two-row kernels
+  for the per-32 types), where they measured faster; ``FASTGGUF_AVX512_FULL_WIDTH=0``
   or ``1`` overrides the detection. The bits are the same either way.
 * the integer path (``exact=False``, every quantized weight type; the float types stay on the
   float path): ``x`` is rounded to int8 and each weight block is unpacked once and multiplied

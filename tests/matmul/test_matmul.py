@@ -523,8 +523,8 @@ def test_kernels_for_split_512_bit_operations_keep_the_bits(qtype, exact):
 def test_kernels_chosen_by_cpu_width():
     """Which one-row kernels run: the avx512 build's pairs of weight rows per 512-bit vector on
     CPUs that run 512-bit operations whole; where they are split, the 256-bit register kernels for
-    Q4_K, Q5_K, Q6_K, Q4_0 and Q4_1 (pairs still for Q5_0, Q5_1, IQ4_NL, MXFP4) and the 256-bit
-    two-row integer kernels; the avx2 build has only the latter, the portable build neither."""
+    Q4_K, Q5_K and Q6_K (pairs still for the per-32 types) and the 256-bit two-row integer kernels;
+    the avx2 build has only the latter, the portable build neither."""
     modules = dequant.kernel_modules()
     for path in dequant.available_cpu_paths():
         kernels = modules[path]
@@ -535,7 +535,7 @@ def test_kernels_chosen_by_cpu_width():
                     exact, integer = kernels.one_row_kernels(int(qtype))
                     per32 = qtype in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4)
                     if path == "avx512":
-                        pairs = qtype in WIDTH_TYPES and (wide or qtype in (T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL))
+                        pairs = qtype in WIDTH_TYPES and (wide or qtype not in (T.Q4_K, T.Q5_K, T.Q6_K))
                         assert exact == ("q8_0" if qtype == T.Q8_0 else "pairs" if pairs else ""), (qtype, wide)
                         wide_rows2 = qtype in (T.Q4_0, T.Q4_1, T.MXFP4)
                         assert integer == ("" if not per32 else "256" if not wide else "512" if wide_rows2 else ""), (

@@ -472,18 +472,18 @@ cdef _span1_fn _span1_for(int type_id) noexcept nogil:
 
     The avx512 build's kernels hold two weight rows in a 512-bit vector. On a CPU that splits
     512-bit operations in halves (not _wide_on: Zen 4) a 512-bit operation costs two 256-bit ones,
-    and the register kernels' 256-bit vectors measured faster for Q4_K, Q5_K, Q6_K, Q4_0 and Q4_1
-    (Zen 4, from memory, 2 threads, GB/s of blocks, pairs -> register kernels: 12.9 -> 15.7, 13.9
-    -> 15.3, 14.8 -> 19.7, 14.3 -> 14.9, 13.0 -> 15.3); the pairs stay for IQ4_NL and MXFP4, whose
-    codes a 16-float vpermps table turns into values (14.1 against 11.6, 13.0 against 11.3), and
-    Q5_0 and Q5_1 (level). Above 8 rows of x the pairs of rows of x (_exact_pairs) stay on every
-    CPU: on Zen 4 too they measured faster (Q4_K, 64 rows, one thread: 21.7 against 25.0 ms)."""
+    and the register kernels' 256-bit vectors measured faster for Q4_K, Q5_K and Q6_K (Zen 4, one
+    row of x from memory, 2 threads, GB/s of blocks, pairs -> register kernels: 12.9 -> 15.8, 13.6
+    -> 14.6, 14.5 -> 19.3; bench_matmul.py --width). The per-32 types keep the pairs there: IQ4_NL
+    and MXFP4, whose codes a 16-float vpermps table turns into values, 13.9 against 11.3 and 13.1
+    against 10.8 (avx2 build), Q4_0 12.1 against 11.2, Q4_1 and Q5_0 level. Above 8 rows of x the
+    pairs of rows of x (_exact_pairs) stay on every CPU: on Zen 4 too they measured faster (Q4_K,
+    64 rows, one thread: 21.7 against 25.0 ms)."""
     if FGG_MM_HAVE_SPAN1 and type_id == FGG_TYPE_Q8_0:
         return <_span1_fn>fgg_mm_span1_q8_0
     if not FGG_MM_HAVE_SPAN1_PAIRS:
         return NULL
-    if not _wide_on and (type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K
-                         or type_id == FGG_TYPE_Q4_0 or type_id == FGG_TYPE_Q4_1):
+    if not _wide_on and (type_id == FGG_TYPE_Q4_K or type_id == FGG_TYPE_Q5_K or type_id == FGG_TYPE_Q6_K):
         return NULL
     if type_id == FGG_TYPE_Q4_K:
         return <_span1_fn>fgg_mm_span1_q4_k
