@@ -1015,11 +1015,11 @@ FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
  * build's own two-row ones), never called as such. */
 #if defined(FGG_MM_INT_SIMD)
 /* 256-bit vectors (the avx2 build, and the avx512 build on CPUs that split 512-bit operations:
- * kernels_matmul.pxi's _wide_on): two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0, Q5_1 or MXFP4
- * against NR (1 or 2) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u meet x
- * unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same int16
- * pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes; each
- * row's float steps are fgg_mm_rown_b's. */
+ * kernels_matmul.pxi's _wide_on): two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0,
+ * Q5_1 or MXFP4 against NR (1 or 2) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u
+ * meet x unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same
+ * int16 pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes;
+ * each row's float steps are fgg_mm_rown_b's. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rown2_b_avx2(int kind, int NR, const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x,
                                               ptrdiff_t xs, float *out, ptrdiff_t os)
 {
@@ -1117,7 +1117,6 @@ FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_1, FGG_MM_B_Q5_1)
 #define fgg_mm_rows2_q5_1_256 fgg_mm_rows2_q5_1
 #endif
 #undef FGG_MM_ROWS2_B_AVX2
-
 
 /* ------------------------------------------------------------------------------------------ */
 /* K-quants (Q2_K to Q6_K) and the 256-value IQ types with grids or tables: x per 256          */
