@@ -1008,8 +1008,8 @@ FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
 
 /* Two weight rows at a time (kernels_matmul.pxi's INT_ROWS2): the avx512 build by fgg_mm_rown_b512
  * with NW = 2 for Q4_0, Q4_1 and MXFP4 (the Q5 kinds measured no faster there), the avx2 build by
- * fgg_mm_rown2_b_avx2 for those and Q5_0, Q5_1 (FGG_MM_HAVE_ROWS2_Q5); the avx512 build has the
- * latter too, as fgg_mm_rows2_*_256, for CPUs that split 512-bit operations in halves (Zen 4: Q4_0
+ * fgg_mm_rown2_b_avx2 for those and Q5_0, Q5_1; the avx512 build has the latter too, as
+ * fgg_mm_rows2_*_256, for CPUs that split 512-bit operations in halves (Zen 4: Q4_0
  * from memory, 2 threads, 24.4 GB/s by fgg_mm_rown_b512, 29.1 by fgg_mm_rown2_b_avx2). In the
  * portable build FGG_MM_HAVE_ROWS2 is 0; names a build lacks stand for the one-row kernels (or the
  * build's own two-row ones), never called as such. */
@@ -1078,9 +1078,6 @@ static inline void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrd
 #endif
 #if defined(FGG_MM_INT_SIMD) && defined(__AVX512BW__)
 #define FGG_MM_HAVE_ROWS2 1
-#define FGG_MM_HAVE_ROWS2_Q5 0
-#define fgg_mm_rows2_q5_0 fgg_mm_rows_q5_0
-#define fgg_mm_rows2_q5_1 fgg_mm_rows_q5_1
 FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_0, fgg_mm_rown_b512, FGG_MM_B_Q4_0)
 FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_q4_1, fgg_mm_rown_b512, FGG_MM_B_Q4_1)
 FGG_MM_ROWS2_B512(static inline, fgg_mm_rows2_mxfp4, fgg_mm_rown_b512, FGG_MM_B_MXFP4)
@@ -1096,7 +1093,6 @@ FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q4_1, FGG_MM_B_Q4_1)
 FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_mxfp4, FGG_MM_B_MXFP4)
 FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_1, FGG_MM_B_Q5_1)
-#define FGG_MM_HAVE_ROWS2_Q5 1
 #define fgg_mm_rows2_q4_0_256 fgg_mm_rows2_q4_0
 #define fgg_mm_rows2_q4_1_256 fgg_mm_rows2_q4_1
 #define fgg_mm_rows2_mxfp4_256 fgg_mm_rows2_mxfp4
@@ -1104,7 +1100,6 @@ FGG_MM_ROWS2_B_AVX2(fgg_mm_rows2_q5_1, FGG_MM_B_Q5_1)
 #define fgg_mm_rows2_q5_1_256 fgg_mm_rows2_q5_1
 #else
 #define FGG_MM_HAVE_ROWS2 0
-#define FGG_MM_HAVE_ROWS2_Q5 0
 #define fgg_mm_rows2_q5_0 fgg_mm_rows_q5_0
 #define fgg_mm_rows2_q5_1 fgg_mm_rows_q5_1
 #define fgg_mm_rows2_q4_0 fgg_mm_rows_q4_0

@@ -55,9 +55,6 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows2_q4_1_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows2_mxfp4_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     enum: FGG_MM_HAVE_ROWS2
-    enum: FGG_MM_HAVE_ROWS2_Q5
-    void fgg_mm_rows2_q5_0(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
-    void fgg_mm_rows2_q5_1(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows2_q4_0_256(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows2_q4_1_256(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows2_mxfp4_256(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)

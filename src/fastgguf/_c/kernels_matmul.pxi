@@ -108,20 +108,18 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     for t in range(FGG_TYPE_LIMIT):
         INT_BATCH[t] = NULL
         INT_ROWS2[t] = NULL
-    if FGG_MM_HAVE_ROWS2 and FGG_MM_HAVE_PAIRS and not _wide_on:
-        # the avx512 build on a CPU that splits 512-bit operations: the avx2 build's two-row kernels
+    if FGG_MM_HAVE_ROWS2 and FGG_MM_HAVE_PAIRS and _wide_on:
+        # the avx512 build's 512-bit kernels, where the CPU runs 512-bit operations whole
+        INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>(fgg_mm_rows2_q4_0_vnni if vnni else fgg_mm_rows2_q4_0)
+        INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>(fgg_mm_rows2_q4_1_vnni if vnni else fgg_mm_rows2_q4_1)
+        INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_vnni if vnni else fgg_mm_rows2_mxfp4)
+    elif FGG_MM_HAVE_ROWS2:
+        # the 256-bit kernels: the avx2 build's own, and the avx512 build's copies of them
         INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>fgg_mm_rows2_q4_0_256
         INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>fgg_mm_rows2_q4_1_256
         INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>fgg_mm_rows2_mxfp4_256
         INT_ROWS2[FGG_TYPE_Q5_0] = <fgg_dot_fn>fgg_mm_rows2_q5_0_256
         INT_ROWS2[FGG_TYPE_Q5_1] = <fgg_dot_fn>fgg_mm_rows2_q5_1_256
-    elif FGG_MM_HAVE_ROWS2:
-        INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>(fgg_mm_rows2_q4_0_vnni if vnni else fgg_mm_rows2_q4_0)
-        INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>(fgg_mm_rows2_q4_1_vnni if vnni else fgg_mm_rows2_q4_1)
-        INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_vnni if vnni else fgg_mm_rows2_mxfp4)
-    if FGG_MM_HAVE_ROWS2_Q5:
-        INT_ROWS2[FGG_TYPE_Q5_0] = <fgg_dot_fn>fgg_mm_rows2_q5_0
-        INT_ROWS2[FGG_TYPE_Q5_1] = <fgg_dot_fn>fgg_mm_rows2_q5_1
     _set_batch(FGG_TYPE_Q2_K, fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q2_k, vnni)
     _set_batch(FGG_TYPE_Q3_K, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q3_k, vnni)
     _set_batch(FGG_TYPE_Q4_K, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q4_k, vnni)
@@ -161,11 +159,13 @@ cdef bint _vnni_on = False
 cdef bint _wide_on = True
 
 
-cdef bint _wide_default() noexcept:
-    cdef const char *env = getenv(b"FASTGGUF_AVX512_FULL_WIDTH")
-    if env != NULL and env[0] != 0:
-        return not (env[0] == c'0' and env[1] == 0)
-    return fgg_cpu_avx512_full_width() != 0
+cdef bint _env_flag(const char *name, bint unset) noexcept:
+    """The environment variable ``name`` as a switch: ``unset`` when it is missing or empty, off
+    for ``0``, on for anything else."""
+    cdef const char *value = getenv(name)
+    if value == NULL or value[0] == 0:
+        return unset
+    return not (value[0] == c'0' and value[1] == 0)
 
 
 cdef void dot_rows(fgg_kernel_row *rows) noexcept:
@@ -177,9 +177,8 @@ cdef void dot_rows(fgg_kernel_row *rows) noexcept:
     build's two-row kernels are the avx2 build's. All give the same bits.
     """
     global _vnni_on, _wide_on
-    _wide_on = _wide_default()
-    cdef const char *off = getenv(b"FASTGGUF_NO_VNNI")
-    _vnni_on = fgg_mm_vnni_usable() != 0 and (off == NULL or off[0] == 0 or (off[0] == c'0' and off[1] == 0))
+    _wide_on = _env_flag(b"FASTGGUF_AVX512_FULL_WIDTH", fgg_cpu_avx512_full_width() != 0)
+    _vnni_on = fgg_mm_vnni_usable() != 0 and not _env_flag(b"FASTGGUF_NO_VNNI", False)
     _set_int_dots(rows, _vnni_on)
     fgg_mm_init_tables()
 
