@@ -27,6 +27,8 @@ fastgguf.matmul on the same shapes, one thread each (``--no-backend-ops`` skips 
 
     PYTHONPATH=src python benchmarks/bench_matmul.py --table [--batches 1,8,64,512] [--paths numpy,exact,integer]
         [--cpu avx2,portable] [--llama-cpp LLAMA_CPP/build/bin]
+    PYTHONPATH=src python benchmarks/bench_matmul.py --table --paired 5 --batches 1 --cpu avx512 \\
+        --llama-cpp LLAMA_CPP/build/bin   # 5 rounds, llama.cpp and every column in each: median ratios
     PYTHONPATH=src python benchmarks/bench_matmul.py --breakdown   # per-call cost, 1 vs 2 threads per type/size
     PYTHONPATH=src python benchmarks/bench_matmul.py --per-weight --batches 1,8,64 [--rounds 7]
         # CPU time of one thread (time.thread_time) per weight and batch, exact vs integer path
@@ -227,6 +229,18 @@ def test_table_smoke(tmp_path, capsys):
     assert len(rows) == 2 * (1 + 3 * len(_backend.available_cpu_paths()))
     printed = capsys.readouterr().out
     assert "| 3 | integer |" in printed and "| 1 | repacked |" in printed
+
+
+def test_paired_table_smoke(tmp_path, capsys):
+    """The paired rounds on a tiny model, with a made-up llama.cpp run: the smoke only."""
+    q_path = quantize_file(write_llama_f16(str(tmp_path / "f16.gguf"), 1, d=256, ffn=512, kv=128, vocab=256),
+                           str(tmp_path / "q.gguf"))
+    cpus = list(_backend.available_cpu_paths())
+    rows = paired_table(model_from_file(q_path), [1, 2], ["numpy", "integer"], cpus, 1, 2,
+                        lambda: {1: 1.0, 2: 2.0}, "bench")
+    assert len(rows) == 2 * (1 + len(cpus)) and all(len(r["seconds"]) == 2 for r in rows)
+    printed = capsys.readouterr().out
+    assert "round 2/2" in printed and "| 2 | llama.cpp (pp2) |" in printed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -517,15 +531,9 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
             t_np = None
             for path in paths:
                 for cpu in (["-"] if path == "numpy" else cpus):
+                    t = _sweep_time(model, dense, {}, xs, path, cpu, rounds, last_head)
                     if path == "numpy":
-                        t = t_np = timed(partial(sweep_numpy, dense, xs, last_head), rounds)
-                        time.sleep(_BLAS_SPIN_S)
-                    elif path == "repacked":
-                        _backend.set_cpu_path(cpu)
-                        t = timed(partial(sweep_repacked, repacked_model(model), xs, last_head=last_head), rounds)
-                    else:
-                        _backend.set_cpu_path(cpu)
-                        t = timed(partial(sweep_fastgguf, model, xs, path == "exact", last_head=last_head), rounds)
+                        t_np = t
                     env = "" if cpu == "-" else f"FASTGGUF_CPU={cpu} "
                     cmd = f"{env}{repro} --batches {batch} --paths {path}" + ("" if cpu == "-" else f" --cpu {cpu}")
                     x_np = f"{t_np / t:.2f}" if t_np else "-"
@@ -539,6 +547,75 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
                       f"{q_bytes / llama_ms[batch] * 1e3 / 1e9:.1f} | - | 1.00 | (see llama-bench above) |", flush=True)
     finally:
         _backend.set_cpu_path(before)
+    return rows
+
+
+def _sweep_time(model, dense, packed: dict, xs, path: str, cpu: str, rounds: int, last_head: bool) -> float:
+    """Seconds of the best sweep of ``path`` ("numpy", "exact", "integer", "repacked") on kernel build
+    ``cpu`` (left set); ``packed`` caches the repacked weights per build."""
+    if path == "numpy":
+        t = timed(partial(sweep_numpy, dense, xs, last_head), rounds)
+        time.sleep(_BLAS_SPIN_S)
+        return t
+    _backend.set_cpu_path(cpu)
+    if path == "repacked":
+        if cpu not in packed:
+            packed[cpu] = repacked_model(model)
+        return timed(partial(sweep_repacked, packed[cpu], xs, last_head=last_head), rounds)
+    return timed(partial(sweep_fastgguf, model, xs, path == "exact", last_head=last_head), rounds)
+
+
+def paired_table(model, batches, paths, cpus, rounds: int, pairs: int, llama_run, repro: str,
+                 last_head: bool = True) -> list[dict]:
+    """The table's columns measured ``pairs`` times over, each round in one minute: llama.cpp
+    (``llama_run()``: its ms per batch, or None), numpy, then every path and build. On a shared
+    machine whose speed moves from minute to minute, columns measured apart do not compare; within a
+    round they do. Prints the median ms of each column and the median (min-max) of the per-round
+    ratios; returns a dict per row with the rounds' seconds."""
+    q_bytes = sum(raw.nbytes for _n, _q, raw in model)
+    dense = dense_weights(model) if "numpy" in paths else None
+    packed: dict = {}
+    cols = [(p, c) for p in paths for c in (["-"] if p == "numpy" else cpus)]
+    secs: dict = {(b, p, c): [] for b in batches for p, c in cols}
+    llama: dict = {b: [] for b in batches}
+    xs_of = {b: inputs(model, b) for b in batches}
+    before = _backend.cpu_path()
+    try:
+        for r in range(pairs):
+            ms = llama_run() if llama_run else None
+            for b in batches:
+                llama[b].append(ms[b] / 1e3 if ms and b in ms else None)
+                for p, c in cols:
+                    secs[b, p, c].append(_sweep_time(model, dense, packed, xs_of[b], p, c, rounds, last_head))
+            print(f"round {r + 1}/{pairs}: " + ", ".join(
+                f"b{b} {p}{'' if c == '-' else '/' + c} {secs[b, p, c][-1] * 1e3:.1f} ms"
+                for b in batches for p, c in cols) + "".join(
+                f", b{b} llama.cpp {llama[b][-1] * 1e3:.1f} ms" for b in batches if llama[b][-1]), flush=True)
+    finally:
+        _backend.set_cpu_path(before)
+
+    def ratio(num, den) -> str:
+        rs = [n / d for n, d in zip(num, den) if n and d]
+        return f"{np.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})" if rs else "-"
+
+    print(f"{pairs} rounds; medians of each column and of the per-round ratios (min-max)")
+    print("| batch | path | CPU build | ms / sweep | GB/s of blocks | x numpy | x llama.cpp | command |")
+    print("| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |")
+    rows = []
+    for b in batches:
+        for p, c in cols:
+            t = float(np.median(secs[b, p, c]))
+            x_np = ratio(secs[b, "numpy", "-"], secs[b, p, c]) if "numpy" in paths else "-"
+            env = "" if c == "-" else f"FASTGGUF_CPU={c} "
+            cmd = f"{env}{repro} --batches {b} --paths {p}" + ("" if c == "-" else f" --cpu {c}")
+            print(f"| {b} | {p} | {c} | {t * 1e3:.1f} | {q_bytes / t / 1e9:.1f} | {x_np} | "
+                  f"{ratio(llama[b], secs[b, p, c])} | `{cmd}` |")
+            rows.append(dict(batch=b, path=p, cpu=c, seconds=secs[b, p, c]))
+        if any(llama[b]):
+            t = float(np.median([v for v in llama[b] if v]))
+            what = "tg16, per token" if b == 1 else f"pp{b}"
+            print(f"| {b} | llama.cpp ({what}) | its own | {t * 1e3:.1f} | {q_bytes / t / 1e9:.1f} | - | 1.00 | "
+                  "(llama-bench, each round) |")
     return rows
 
 
@@ -573,13 +650,21 @@ def table_main(args) -> None:
         repro += (f" --llama-cpp {args.llama_cpp}" if args.llama_cpp else "") + f" --dir {args.dir}" + (
             f" --ftype {ftype}" if ftype != "Q4_K_M" else "")
         if args.llama_cpp and not args.no_llama_run:
-            llama_ms = llama_bench(args.llama_cpp, q_path, batches)
+            if args.paired:
+                llama_ms = partial(llama_bench, args.llama_cpp, q_path, batches)  # run in each round
+            else:
+                llama_ms = llama_bench(args.llama_cpp, q_path, batches)
             if not args.no_backend_ops:
                 backend_ops(args.llama_cpp, types=_BACKEND_OPS_TYPES.get(ftype, ("q4_K", "q6_K")), cpu=cpus[0])
     else:
         model = build_model(model_shapes(args.layers))
     print(f"read bandwidth (numpy sum, all threads): {read_bandwidth():.1f} GB/s")
-    table(model, batches, paths, cpus, args.rounds, llama_ms, repro, last_head=not args.every_row_head)
+    if args.paired:
+        repro += f" --paired {args.paired}"
+        paired_table(model, batches, paths, cpus, args.rounds, args.paired, llama_ms, repro,
+                     last_head=not args.every_row_head)
+    else:
+        table(model, batches, paths, cpus, args.rounds, llama_ms, repro, last_head=not args.every_row_head)
 
 
 def _per_call(fn, min_time: float = 0.3) -> float:
@@ -934,6 +1019,9 @@ def main() -> None:
                         help="--table / --llama-cpp: sweep the model as a llama GGUF of this file type (written by "
                              "fastgguf quantize, kept in --dir; with --llama-cpp the default is Q4_K_M); without "
                              "--llama-cpp, llama.cpp does not run")
+    parser.add_argument("--paired", type=int, default=0, metavar="N",
+                        help="with --table: N rounds, each running llama.cpp (if given), numpy and every path in "
+                             "one minute; medians of the columns and of the per-round ratios")
     parser.add_argument("--no-llama-run", action="store_true", help="with --llama-cpp: the file's weights, no llama-bench")
     parser.add_argument("--breakdown", action="store_true",
                         help="where the time goes at batch 1: per-call cost, 1 vs 2 threads, per type and size")
