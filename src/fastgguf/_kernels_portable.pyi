@@ -142,7 +142,8 @@ def avx512_full_width() -> bool:
 
 def one_row_kernels(type_id: int) -> tuple[str, str]:
     """(exact, integer) kernels of one row of x: ``"pairs"``, ``"q8_0"`` or ``""``; ``"512"``,
-    ``"256"`` or ``""`` (two weight rows at a time, or one)."""
+    ``"256"`` or ``""`` (the width the build chose for the per-32 types' two-weight-row kernels or
+    the avx512 build's Q2_K-Q6_K row kernels; ``""``: no choice)."""
 
 def _set_wide(on: bool) -> bool:
     """Use the avx512 build's two-weight-rows-per-vector kernels or the 256-bit ones (tests and

@@ -482,7 +482,7 @@ def test_vnni_switch_and_detection():
 
 
 #: The types whose one-row kernels the avx512 build chooses by CPU width (_set_wide).
-WIDTH_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL, T.Q4_K, T.Q5_K, T.Q6_K)
+WIDTH_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
 
 
 @pytest.mark.parametrize("qtype", WIDTH_TYPES, ids=lambda t: t.name)
@@ -490,7 +490,7 @@ WIDTH_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL, T.Q4_K, T.Q5_K
 def test_kernels_for_split_512_bit_operations_keep_the_bits(qtype, exact):
     """The avx512 build's kernels for a CPU that runs 512-bit operations whole and for one that
     splits them (Zen 4: the 256-bit register kernels on the exact path, the avx2 build's two-row
-    integer kernels) give the portable build's bits: 1 to 5 rows of x (pairs of rows of x and an
+    integer kernels, the K-quants' 256-bit integer row kernels) give the portable build's bits: 1 to 5 rows of x (pairs of rows of x and an
     odd one), 37 weight rows (18 pairs and one alone), 70 blocks or 3 super-blocks."""
     modules = dequant.kernel_modules()
     if "avx512" not in dequant.available_cpu_paths():
@@ -523,23 +523,26 @@ def test_kernels_for_split_512_bit_operations_keep_the_bits(qtype, exact):
 def test_kernels_chosen_by_cpu_width():
     """Which one-row kernels run: the avx512 build's pairs of weight rows per 512-bit vector on
     CPUs that run 512-bit operations whole; where they are split, the 256-bit register kernels for
-    Q4_K, Q5_K and Q6_K (pairs still for the per-32 types) and the 256-bit two-row integer kernels;
-    the avx2 build has only the latter, the portable build neither."""
+    Q4_K, Q5_K and Q6_K (pairs still for the per-32 types), the 256-bit two-row integer kernels and
+    the K-quants' 256-bit integer row kernels; the avx2 build has only the two-row ones, the
+    portable build neither."""
     modules = dequant.kernel_modules()
     for path in dequant.available_cpu_paths():
         kernels = modules[path]
         for wide in (True, False):
             before = kernels._set_wide(wide)
             try:
-                for qtype in WIDTH_TYPES + (T.Q8_0, T.Q2_K):
+                for qtype in WIDTH_TYPES + (T.Q8_0,):
                     exact, integer = kernels.one_row_kernels(int(qtype))
                     per32 = qtype in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4)
+                    k_quant = qtype in (T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K)
                     if path == "avx512":
-                        pairs = qtype in WIDTH_TYPES and (wide or qtype not in (T.Q4_K, T.Q5_K, T.Q6_K))
+                        pairs = qtype in (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL) or (
+                            wide and qtype in (T.Q4_K, T.Q5_K, T.Q6_K))
                         assert exact == ("q8_0" if qtype == T.Q8_0 else "pairs" if pairs else ""), (qtype, wide)
-                        wide_rows2 = qtype in (T.Q4_0, T.Q4_1, T.MXFP4)
-                        assert integer == ("" if not per32 else "256" if not wide else "512" if wide_rows2 else ""), (
-                            qtype, wide)
+                        wide_rows2 = qtype in (T.Q4_0, T.Q4_1, T.MXFP4) or k_quant
+                        assert integer == ("" if not (per32 or k_quant) else "256" if not wide
+                                           else "512" if wide_rows2 else ""), (qtype, wide)
                     elif path == "avx2":
                         assert (exact, integer) == ("q8_0" if qtype == T.Q8_0 else "", "256" if per32 else "")
                     else:

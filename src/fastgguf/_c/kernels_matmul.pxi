@@ -144,12 +144,20 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     _set_batch(FGG_TYPE_IQ4_NL, fgg_mm_gemm_iq4_nl_vnni, NULL, vnni)
     _set_batch(FGG_TYPE_MXFP4, fgg_mm_gemm_mxfp4_vnni, NULL, vnni)
     # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
-    # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread)
-    rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
-    rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k
-    rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
-    rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
-    rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
+    # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread);
+    # the avx512 build's 512-bit ones where the CPU runs them whole, else 256-bit ones
+    if _wide_on:
+        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
+        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k
+        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
+        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
+        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
+    else:
+        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k_256
+        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k_256
+        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k_256
+        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k_256
+        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k_256
 
 
 cdef bint _vnni_on = False
@@ -223,8 +231,9 @@ def avx512_full_width():
 def one_row_kernels(int type_id):
     """(exact, integer): the kernels one row of x takes here for ``type_id``. exact: ``"pairs"``
     (two weight rows per 512-bit vector), ``"q8_0"`` (Q8_0's own) or ``""`` (the register kernels,
-    or the plain path); integer, two weight rows at a time: ``"512"``, ``"256"`` or ``""`` (one at a
-    time)."""
+    or the plain path); integer, where the build chooses a width: ``"512"`` or ``"256"`` (the per-32
+    types' two-weight-row kernels, the avx2 build's counted as ``"256"``; the avx512 build's
+    Q2_K-Q6_K row kernels), else ``""``."""
     if _row(type_id) == NULL:
         raise ValueError(f"unknown ggml tensor type id {type_id}")
     cdef _span1_fn span1 = _span1_for(type_id)
@@ -233,6 +242,13 @@ def one_row_kernels(int type_id):
     cdef bint narrow = (rows2 == <fgg_dot_fn>fgg_mm_rows2_q4_0_256 or rows2 == <fgg_dot_fn>fgg_mm_rows2_q4_1_256
                         or rows2 == <fgg_dot_fn>fgg_mm_rows2_mxfp4_256 or rows2 == <fgg_dot_fn>fgg_mm_rows2_q5_0_256
                         or rows2 == <fgg_dot_fn>fgg_mm_rows2_q5_1_256)
+    cdef fgg_dot_fn dot = _row(type_id).dot
+    if FGG_MM_HAVE_PAIRS and FGG_MM_INT_SIMD_BUILD and FGG_TYPE_Q2_K <= type_id <= FGG_TYPE_Q6_K:
+        # the avx512 build's K-quant row kernels: 512-bit lanes or 256-bit ones
+        narrow = (dot == <fgg_dot_fn>fgg_mm_rows_q2_k_256 or dot == <fgg_dot_fn>fgg_mm_rows_q3_k_256
+                  or dot == <fgg_dot_fn>fgg_mm_rows_q4_k_256 or dot == <fgg_dot_fn>fgg_mm_rows_q5_k_256
+                  or dot == <fgg_dot_fn>fgg_mm_rows_q6_k_256)
+        return exact, "256" if narrow else "512"
     return exact, "" if rows2 == NULL else "256" if narrow else "512"
 
 
