@@ -146,8 +146,8 @@ def one_row_kernels(type_id: int) -> tuple[str, str]:
     the avx512 build's Q2_K-Q6_K row kernels; ``""``: no choice)."""
 
 def _set_wide(on: bool) -> bool:
-    """Use the avx512 build's two-weight-rows-per-vector kernels or the 256-bit ones (tests and
-    benchmarks); returns the previous state."""
+    """Use the avx512 build's 512-bit one-row kernels (two weight rows per vector, the K-quants'
+    integer row kernels) or the 256-bit ones (tests and benchmarks); returns the previous state."""
 
 def _set_batch_min_rows(m: int) -> int:
     """Take the batch kernel from ``m`` rows of x (0: the instruction set's own count; tests and

@@ -490,8 +490,9 @@ WIDTH_TYPES = (T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.MXFP4, T.IQ4_NL, T.Q2_K, T.Q3_K
 def test_kernels_for_split_512_bit_operations_keep_the_bits(qtype, exact):
     """The avx512 build's kernels for a CPU that runs 512-bit operations whole and for one that
     splits them (Zen 4: the 256-bit register kernels on the exact path, the avx2 build's two-row
-    integer kernels, the K-quants' 256-bit integer row kernels) give the portable build's bits: 1 to 5 rows of x (pairs of rows of x and an
-    odd one), 37 weight rows (18 pairs and one alone), 70 blocks or 3 super-blocks."""
+    integer kernels, the K-quants' 256-bit integer row kernels) give the portable build's bits: 1
+    to 5 rows of x (pairs of rows of x and an odd one), 37 weight rows (18 pairs and one alone), 70
+    blocks or 3 super-blocks."""
     modules = dequant.kernel_modules()
     if "avx512" not in dequant.available_cpu_paths():
         pytest.skip("the avx512 build does not run here")

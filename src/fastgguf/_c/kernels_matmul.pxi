@@ -161,9 +161,9 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
 
 
 cdef bint _vnni_on = False
-# Whether the avx512 build's kernels that hold two weight rows in one 512-bit vector run: where
-# the CPU executes 512-bit operations whole (fgg_cpu_avx512_full_width), unless
-# FASTGGUF_AVX512_FULL_WIDTH says otherwise ("0" or "1").
+# Whether the avx512 build's 512-bit one-row kernels run (those that hold two weight rows in one
+# vector, and the K-quants' integer row kernels): where the CPU executes 512-bit operations whole
+# (fgg_cpu_avx512_full_width), unless FASTGGUF_AVX512_FULL_WIDTH says otherwise ("0" or "1").
 cdef bint _wide_on = True
 
 
@@ -181,8 +181,9 @@ cdef void dot_rows(fgg_kernel_row *rows) noexcept:
 
     The AVX-512 VNNI ones where this build has them and the CPU can run them, unless the
     environment variable ``FASTGGUF_NO_VNNI`` is set (non-empty, not ``0``); else maddubs (AVX2,
-    AVX-512 builds) or plain C. Where the CPU splits 512-bit operations (_wide_on), the avx512
-    build's two-row kernels are the avx2 build's. All give the same bits.
+    AVX-512 builds) or plain C. Where the CPU splits 512-bit operations (not _wide_on), the avx512
+    build's two-row kernels are the avx2 build's and its K-quant row kernels take 256-bit lanes.
+    All give the same bits.
     """
     global _vnni_on, _wide_on
     _wide_on = _env_flag(b"FASTGGUF_AVX512_FULL_WIDTH", fgg_cpu_avx512_full_width() != 0)
@@ -211,8 +212,8 @@ def _set_vnni(bint on):
 
 
 def _set_wide(bint on):
-    """Use the avx512 build's two-weight-rows-per-vector kernels (``on``) or the 256-bit ones
-    (the same bits); returns the previous state. A switch for tests and benchmarks: not while a
+    """Use the avx512 build's 512-bit one-row kernels (``on``: two weight rows per vector, the
+    K-quants' integer row kernels) or the 256-bit ones (the same bits); returns the previous state. A switch for tests and benchmarks: not while a
     matmul of this build runs in another thread."""
     global _wide_on
     _row(FGG_TYPE_Q8_0)
