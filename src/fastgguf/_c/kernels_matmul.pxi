@@ -262,7 +262,8 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
     per-32 types from 13, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 12 rows, VNNI only:
-    two rows of x per vector) or ``"rows"`` (a weight row at a time)."""
+    two rows of x per vector; where the CPU splits 512-bit operations, from 3 rows, Q8_0 from 5,
+    IQ4_NL and MXFP4 from 2) or ``"rows"`` (one or two weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     if fgg_mm_batch_few(not _x_by_256(type_id), m):
@@ -932,16 +933,22 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # kernel (16 lanes), which costs the same from 9 to 16 rows. Against the row kernels and batch
 # kernel before it (one thread, 4096 x 14336, Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4), the
 # few-rows kernel took 0.51-0.74 of the time at 2 rows, 0.45-0.66 at 8, 0.68-0.82 at 12 (1.00
-# and 1.02 for Q4_1 and Q5_1, whose offsets take one weight row at a time beyond 8 rows). Tests
-# take the batch kernels down to 1 row (_set_batch_min_rows).
+# and 1.02 for Q4_1 and Q5_1, whose offsets take one weight row at a time beyond 8 rows). Where
+# the CPU splits 512-bit operations (not _wide_on: Zen 4) the few-rows kernel starts at 3 rows, at
+# 5 for Q8_0: one thread, 8192 x 4096 from memory, 2 rows, the row kernels (the 256-bit two-row
+# ones; Q8_0's VNNI row kernel) took 0.65-0.93 of its time (Q8_0 0.65, Q4_1 0.79, Q4_0 0.89), Q8_0
+# 0.76 at 3 rows and 0.95 at 4; IQ4_NL and MXFP4 keep it from 2 (0.96-1.09). Tests take the batch
+# kernels down to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
 cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
-    if not _x_by_256(type_id):  # the per-32 types (VNNI only): the few-rows kernel from 2
-        return 2
+    if not _x_by_256(type_id):  # the per-32 types (VNNI only): the few-rows kernel
+        if _wide_on or type_id == FGG_TYPE_IQ4_NL or type_id == FGG_TYPE_MXFP4:
+            return 2
+        return 5 if type_id == FGG_TYPE_Q8_0 else 3
     return 6 if _vnni_on else 9
 
 
