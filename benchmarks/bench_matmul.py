@@ -525,17 +525,17 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
     print("| ---: | --- | --- | ---: | ---: | ---: | ---: | --- |")
     before = _backend.cpu_path()
     rows = []
+    packed: dict = {}
     try:
         for batch in batches:
             xs = inputs(model, batch)
             t_np = None
             for path in paths:
                 for cpu in (["-"] if path == "numpy" else cpus):
-                    t = _sweep_time(model, dense, {}, xs, path, cpu, rounds, last_head)
+                    t = _sweep_time(model, dense, packed, xs, path, cpu, rounds, last_head)
                     if path == "numpy":
                         t_np = t
-                    env = "" if cpu == "-" else f"FASTGGUF_CPU={cpu} "
-                    cmd = f"{env}{repro} --batches {batch} --paths {path}" + ("" if cpu == "-" else f" --cpu {cpu}")
+                    cmd = _row_command(repro, batch, path, cpu)
                     x_np = f"{t_np / t:.2f}" if t_np else "-"
                     x_ll = f"{llama_ms[batch] / 1e3 / t:.2f}" if llama_ms and batch in llama_ms else "-"
                     print(f"| {batch} | {path} | {cpu} | {t * 1e3:.1f} | {q_bytes / t / 1e9:.1f} | {x_np} | {x_ll} | "
@@ -548,6 +548,12 @@ def table(model, batches, paths, cpus, rounds: int, llama_ms: dict[int, float] |
     finally:
         _backend.set_cpu_path(before)
     return rows
+
+
+def _row_command(repro: str, batch: int, path: str, cpu: str) -> str:
+    """The command that reproduces one row of the table (``cpu`` "-" for numpy's)."""
+    env = "" if cpu == "-" else f"FASTGGUF_CPU={cpu} "
+    return f"{env}{repro} --batches {batch} --paths {path}" + ("" if cpu == "-" else f" --cpu {cpu}")
 
 
 def _sweep_time(model, dense, packed: dict, xs, path: str, cpu: str, rounds: int, last_head: bool) -> float:
@@ -606,10 +612,8 @@ def paired_table(model, batches, paths, cpus, rounds: int, pairs: int, llama_run
         for p, c in cols:
             t = float(np.median(secs[b, p, c]))
             x_np = ratio(secs[b, "numpy", "-"], secs[b, p, c]) if "numpy" in paths else "-"
-            env = "" if c == "-" else f"FASTGGUF_CPU={c} "
-            cmd = f"{env}{repro} --batches {b} --paths {p}" + ("" if c == "-" else f" --cpu {c}")
             print(f"| {b} | {p} | {c} | {t * 1e3:.1f} | {q_bytes / t / 1e9:.1f} | {x_np} | "
-                  f"{ratio(llama[b], secs[b, p, c])} | `{cmd}` |")
+                  f"{ratio(llama[b], secs[b, p, c])} | `{_row_command(repro, b, p, c)}` |")
             rows.append(dict(batch=b, path=p, cpu=c, seconds=secs[b, p, c]))
         if any(llama[b]):
             t = float(np.median([v for v in llama[b] if v]))

@@ -146,18 +146,11 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
     # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread);
     # the avx512 build's 512-bit ones where the CPU runs them whole, else 256-bit ones
-    if _wide_on:
-        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k
-        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k
-        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k
-        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k
-        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k
-    else:
-        rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>fgg_mm_rows_q4_k_256
-        rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>fgg_mm_rows_q2_k_256
-        rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>fgg_mm_rows_q3_k_256
-        rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>fgg_mm_rows_q5_k_256
-        rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>fgg_mm_rows_q6_k_256
+    rows[FGG_TYPE_Q4_K].dot = <fgg_dot_fn>(fgg_mm_rows_q4_k if _wide_on else fgg_mm_rows_q4_k_256)
+    rows[FGG_TYPE_Q2_K].dot = <fgg_dot_fn>(fgg_mm_rows_q2_k if _wide_on else fgg_mm_rows_q2_k_256)
+    rows[FGG_TYPE_Q3_K].dot = <fgg_dot_fn>(fgg_mm_rows_q3_k if _wide_on else fgg_mm_rows_q3_k_256)
+    rows[FGG_TYPE_Q5_K].dot = <fgg_dot_fn>(fgg_mm_rows_q5_k if _wide_on else fgg_mm_rows_q5_k_256)
+    rows[FGG_TYPE_Q6_K].dot = <fgg_dot_fn>(fgg_mm_rows_q6_k if _wide_on else fgg_mm_rows_q6_k_256)
 
 
 cdef bint _vnni_on = False
@@ -213,8 +206,8 @@ def _set_vnni(bint on):
 
 def _set_wide(bint on):
     """Use the avx512 build's 512-bit one-row kernels (``on``: two weight rows per vector, the
-    K-quants' integer row kernels) or the 256-bit ones (the same bits); returns the previous state. A switch for tests and benchmarks: not while a
-    matmul of this build runs in another thread."""
+    K-quants' integer row kernels) or the 256-bit ones (the same bits); returns the previous state.
+    A switch for tests and benchmarks: not while a matmul of this build runs in another thread."""
     global _wide_on
     _row(FGG_TYPE_Q8_0)
     cdef bint before = _wide_on
@@ -239,18 +232,20 @@ def one_row_kernels(int type_id):
         raise ValueError(f"unknown ggml tensor type id {type_id}")
     cdef _span1_fn span1 = _span1_for(type_id)
     exact = "" if span1 == NULL else "q8_0" if type_id == FGG_TYPE_Q8_0 else "pairs"
-    cdef fgg_dot_fn rows2 = INT_ROWS2[type_id]
-    cdef bint narrow = (rows2 == <fgg_dot_fn>fgg_mm_rows2_q4_0_256 or rows2 == <fgg_dot_fn>fgg_mm_rows2_q4_1_256
-                        or rows2 == <fgg_dot_fn>fgg_mm_rows2_mxfp4_256 or rows2 == <fgg_dot_fn>fgg_mm_rows2_q5_0_256
-                        or rows2 == <fgg_dot_fn>fgg_mm_rows2_q5_1_256)
-    cdef fgg_dot_fn dot = _row(type_id).dot
-    if FGG_MM_HAVE_PAIRS and FGG_MM_INT_SIMD_BUILD and FGG_TYPE_Q2_K <= type_id <= FGG_TYPE_Q6_K:
-        # the avx512 build's K-quant row kernels: 512-bit lanes or 256-bit ones
-        narrow = (dot == <fgg_dot_fn>fgg_mm_rows_q2_k_256 or dot == <fgg_dot_fn>fgg_mm_rows_q3_k_256
-                  or dot == <fgg_dot_fn>fgg_mm_rows_q4_k_256 or dot == <fgg_dot_fn>fgg_mm_rows_q5_k_256
-                  or dot == <fgg_dot_fn>fgg_mm_rows_q6_k_256)
-        return exact, "256" if narrow else "512"
-    return exact, "" if rows2 == NULL else "256" if narrow else "512"
+    # the kernel whose width the build chooses: the per-32 types' two-row one, or (the avx512
+    # build) the K-quants' row kernel
+    cdef fgg_dot_fn chosen = INT_ROWS2[type_id]
+    if FGG_MM_HAVE_PAIRS and FGG_TYPE_Q2_K <= type_id <= FGG_TYPE_Q6_K:
+        chosen = _row(type_id).dot
+    if chosen == NULL:
+        return exact, ""
+    cdef bint narrow = (
+        chosen == <fgg_dot_fn>fgg_mm_rows2_q4_0_256 or chosen == <fgg_dot_fn>fgg_mm_rows2_q4_1_256
+        or chosen == <fgg_dot_fn>fgg_mm_rows2_mxfp4_256 or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_0_256
+        or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_1_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q2_k_256
+        or chosen == <fgg_dot_fn>fgg_mm_rows_q3_k_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q4_k_256
+        or chosen == <fgg_dot_fn>fgg_mm_rows_q5_k_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q6_k_256)
+    return exact, "256" if narrow else "512"
 
 
 def vnni_usable():
