@@ -115,11 +115,11 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
         INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_vnni if vnni else fgg_mm_rows2_mxfp4)
     elif FGG_MM_HAVE_ROWS2:
         # the 256-bit kernels: the avx2 build's own, and the avx512 build's copies of them
-        INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>fgg_mm_rows2_q4_0_256
-        INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>fgg_mm_rows2_q4_1_256
-        INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>fgg_mm_rows2_mxfp4_256
-        INT_ROWS2[FGG_TYPE_Q5_0] = <fgg_dot_fn>fgg_mm_rows2_q5_0_256
-        INT_ROWS2[FGG_TYPE_Q5_1] = <fgg_dot_fn>fgg_mm_rows2_q5_1_256
+        INT_ROWS2[FGG_TYPE_Q4_0] = <fgg_dot_fn>(fgg_mm_rows2_q4_0_256_vnni if vnni else fgg_mm_rows2_q4_0_256)
+        INT_ROWS2[FGG_TYPE_Q4_1] = <fgg_dot_fn>(fgg_mm_rows2_q4_1_256_vnni if vnni else fgg_mm_rows2_q4_1_256)
+        INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_256_vnni if vnni else fgg_mm_rows2_mxfp4_256)
+        INT_ROWS2[FGG_TYPE_Q5_0] = <fgg_dot_fn>(fgg_mm_rows2_q5_0_256_vnni if vnni else fgg_mm_rows2_q5_0_256)
+        INT_ROWS2[FGG_TYPE_Q5_1] = <fgg_dot_fn>(fgg_mm_rows2_q5_1_256_vnni if vnni else fgg_mm_rows2_q5_1_256)
     _set_batch(FGG_TYPE_Q2_K, fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q2_k, vnni)
     _set_batch(FGG_TYPE_Q3_K, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q3_k, vnni)
     _set_batch(FGG_TYPE_Q4_K, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q4_k, vnni)
@@ -242,7 +242,10 @@ def one_row_kernels(int type_id):
     cdef bint narrow = (
         chosen == <fgg_dot_fn>fgg_mm_rows2_q4_0_256 or chosen == <fgg_dot_fn>fgg_mm_rows2_q4_1_256
         or chosen == <fgg_dot_fn>fgg_mm_rows2_mxfp4_256 or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_0_256
-        or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_1_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q2_k_256
+        or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_1_256 or chosen == <fgg_dot_fn>fgg_mm_rows2_q4_0_256_vnni
+        or chosen == <fgg_dot_fn>fgg_mm_rows2_q4_1_256_vnni or chosen == <fgg_dot_fn>fgg_mm_rows2_mxfp4_256_vnni
+        or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_0_256_vnni or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_1_256_vnni
+        or chosen == <fgg_dot_fn>fgg_mm_rows_q2_k_256
         or chosen == <fgg_dot_fn>fgg_mm_rows_q3_k_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q4_k_256
         or chosen == <fgg_dot_fn>fgg_mm_rows_q5_k_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q6_k_256)
     return exact, "256" if narrow else "512"
@@ -257,8 +260,9 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
     per-32 types from 13, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 12 rows, VNNI only:
-    two rows of x per vector; where the CPU splits 512-bit operations, from 3 rows, Q8_0 from 5,
-    IQ4_NL and MXFP4 from 2) or ``"rows"`` (one or two weight rows at a time)."""
+    two rows of x per vector; where the CPU splits 512-bit operations, Q4_0, Q4_1 and MXFP4 from 4
+    rows, Q5_0 and Q5_1 from 3, Q8_0 from 5, IQ4_NL from 2) or ``"rows"`` (one or two weight rows
+    at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     if fgg_mm_batch_few(not _x_by_256(type_id), m):
@@ -929,11 +933,14 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # kernel before it (one thread, 4096 x 14336, Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4), the
 # few-rows kernel took 0.51-0.74 of the time at 2 rows, 0.45-0.66 at 8, 0.68-0.82 at 12 (1.00
 # and 1.02 for Q4_1 and Q5_1, whose offsets take one weight row at a time beyond 8 rows). Where
-# the CPU splits 512-bit operations (not _wide_on: Zen 4) the few-rows kernel starts at 3 rows, at
-# 5 for Q8_0: one thread, 8192 x 4096 from memory, 2 rows, the row kernels (the 256-bit two-row
-# ones; Q8_0's VNNI row kernel) took 0.65-0.93 of its time (Q8_0 0.65, Q4_1 0.79, Q4_0 0.89), Q8_0
-# 0.76 at 3 rows and 0.95 at 4; IQ4_NL and MXFP4 keep it from 2 (0.96-1.09). Tests take the batch
-# kernels down to 1 row (_set_batch_min_rows).
+# the CPU splits 512-bit operations (not _wide_on: Zen 4) the row kernels (the 256-bit two-row
+# ones, by vpdpbusd; Q8_0's VNNI row kernel) are faster at a few rows, so the few-rows kernel starts
+# later: 8192 x 4096 from memory, few-rows time / row kernels' time at 1 and 2 threads: Q4_0 1.27,
+# 1.26 at 2 rows, 1.08, 1.07 at 3, 0.86, 0.88 at 4; MXFP4 1.25, 1.28 / 1.08, 1.07 / 0.84, 0.97;
+# Q4_1 1.33, 1.19 / 1.13, 0.97 / 0.92, 0.95: those three from 4 rows. Q5_0 1.19, 1.12 / 0.95,
+# 0.93 and Q5_1 1.23, 1.25 / 0.96, 0.96: from 3. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its
+# row kernel before): from 5. IQ4_NL (no two-row kernel) keeps it from 2 (0.96-1.09). Tests take
+# the batch kernels down to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
@@ -941,9 +948,11 @@ cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
     if not _x_by_256(type_id):  # the per-32 types (VNNI only): the few-rows kernel
-        if _wide_on or type_id == FGG_TYPE_IQ4_NL or type_id == FGG_TYPE_MXFP4:
+        if _wide_on or type_id == FGG_TYPE_IQ4_NL:
             return 2
-        return 5 if type_id == FGG_TYPE_Q8_0 else 3
+        if type_id == FGG_TYPE_Q8_0:
+            return 5
+        return 3 if type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_Q5_1 else 4
     return 6 if _vnni_on else 9
 
 
