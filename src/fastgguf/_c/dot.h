@@ -4643,12 +4643,19 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_acc_store(__m128 (*a)[2], const int R, floa
 #define FGG_MM_SSE_OFF(off) _mm_set1_ps(8388608.0f + (off))
 #define FGG_MM_SSE_LOAD(p) _mm_loadu_si128((const __m128i *)(p))
 
+/* fgg_mm_bit_to_256 on SSE2: bits `bit`.. of each byte moved to `to`.., the other bits undefined
+ * (one 16-bit shift, where a shift down, a mask and a shift up took three). */
+FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_bit_to(__m128i q, int bit, int to)
+{
+    return bit < to ? _mm_slli_epi16(q, to - bit) : bit > to ? _mm_srli_epi16(q, bit - to) : q;
+}
+
 /* fgg_mm_q45_k_regs of the AVX2 build, on SSE2: nibbles split and fifth bits placed in bytes. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                             const float *xsum, ptrdiff_t xss, const int R, float *acc, const int is_q5)
 {
     const ptrdiff_t sb_bytes = is_q5 ? 176 : 144;
-    const __m128i low = _mm_set1_epi8(15), one = _mm_set1_epi8(1);
+    const __m128i low = _mm_set1_epi8(15), fifth = _mm_set1_epi8(16);
     float S[8], M[8];
     __m128 a[4][2];
     fgg_mm_sse_acc_load(a, R, acc);
@@ -4663,9 +4670,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
                 for (int k = 0; k < 2; k++) {
                     const __m128i v = FGG_MM_SSE_LOAD(qs + 16 * k);
                     u[k] = _mm_and_si128(j ? _mm_srli_epi16(v, 4) : v, low);
-                    if (is_q5) {  /* the fifth bits: bit 2g + j of qh */
-                        const __m128i h = _mm_srli_epi16(FGG_MM_SSE_LOAD(wb + 16 + 16 * k), 2 * g + j);
-                        u[k] = _mm_or_si128(u[k], _mm_slli_epi16(_mm_and_si128(h, one), 4));
+                    if (is_q5) {  /* the fifth bits: bit 2g + j of qh, to bit 4 */
+                        const __m128i h = fgg_mm_sse_bit_to(FGG_MM_SSE_LOAD(wb + 16 + 16 * k), 2 * g + j, 4);
+                        u[k] = _mm_or_si128(u[k], _mm_and_si128(h, fifth));
                     }
                 }
                 fgg_mm_sse_run32(a, R, u[0], u[1], FGG_MM_SSE_OFF(0), x + 256 * b + 64 * g + 32 * j, xs, S + 2 * g + j, 0);
@@ -4686,7 +4693,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
 FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                            const int R, float *acc)
 {
-    const __m128i low = _mm_set1_epi8(15), three = _mm_set1_epi8(3);
+    const __m128i low = _mm_set1_epi8(15), high2 = _mm_set1_epi8(0x30);
     float S[16];
     __m128 a[4][2];
     fgg_mm_sse_acc_load(a, R, acc);
@@ -4698,11 +4705,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
             const uint8_t *ql = wb + 64 * h, *qh = wb + 128 + 32 * h;
             for (int c = 0; c < 4; c++) {
                 __m128i u[2];
-                for (int k = 0; k < 2; k++) {
+                for (int k = 0; k < 2; k++) {  /* bits 2c, 2c + 1 of qh to bits 4, 5 */
                     __m128i l = FGG_MM_SSE_LOAD(ql + 32 * (c & 1) + 16 * k);
                     if (c >= 2) l = _mm_srli_epi16(l, 4);
-                    __m128i hb = _mm_and_si128(_mm_srli_epi16(FGG_MM_SSE_LOAD(qh + 16 * k), 2 * c), three);
-                    u[k] = _mm_or_si128(_mm_and_si128(l, low), _mm_slli_epi16(hb, 4));
+                    const __m128i hb = fgg_mm_sse_bit_to(FGG_MM_SSE_LOAD(qh + 16 * k), 2 * c, 4);
+                    u[k] = _mm_or_si128(_mm_and_si128(l, low), _mm_and_si128(hb, high2));
                 }
                 fgg_mm_sse_run32(a, R, u[0], u[1], FGG_MM_SSE_OFF(32), x + 256 * b + 128 * h + 32 * c, xs,
                                  S + 8 * h + 2 * c, 1);
