@@ -446,16 +446,16 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
 def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
     AVX-512 without VNNI); the per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU
-    splits 512-bit operations: Q4_0, Q4_1 and MXFP4 from 4, Q5_0 and Q5_1 from 3, Q8_0 from 5,
-    IQ4_NL still from 2), the batch kernel from 13; other types, fewer rows and the portable build
-    take the row kernels (whose bits the tests above compare)."""
+    splits 512-bit operations: Q4_0, Q5_0 and MXFP4 from 4, Q4_1, Q5_1 and Q8_0 from 5, IQ4_NL
+    still from 2), the batch kernel from 13; other types, fewer rows and the portable build take
+    the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         for wide in (True, False):
             before, wide_before = kernels._set_vnni(vnni), kernels._set_wide(wide)
             try:
                 for qtype in INT_TYPES:
-                    few_from = (2 if wide or qtype == T.IQ4_NL else 5 if qtype == T.Q8_0
-                                else 3 if qtype in (T.Q5_0, T.Q5_1) else 4)
+                    few_from = (2 if wide or qtype == T.IQ4_NL
+                                else 5 if qtype in (T.Q8_0, T.Q4_1, T.Q5_1) else 4)
                     for m in (1, 2, 3, 4, 5, 6, 8, 9, 11, 12, 13, 300):
                         if vnni and qtype in PER32_BATCH:
                             expected = "rows" if m < few_from else "vnni-few" if m <= 12 else "vnni-batch"

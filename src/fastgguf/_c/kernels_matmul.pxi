@@ -260,9 +260,9 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
     per-32 types from 13, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 12 rows, VNNI only:
-    two rows of x per vector; where the CPU splits 512-bit operations, Q4_0, Q4_1 and MXFP4 from 4
-    rows, Q5_0 and Q5_1 from 3, Q8_0 from 5, IQ4_NL from 2) or ``"rows"`` (one or two weight rows
-    at a time)."""
+    two rows of x per vector; where the CPU splits 512-bit operations, Q4_0, Q5_0 and MXFP4 from 4
+    rows, Q4_1, Q5_1 and Q8_0 from 5, IQ4_NL from 2) or ``"rows"`` (one or two weight rows at a
+    time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     if fgg_mm_batch_few(not _x_by_256(type_id), m):
@@ -934,13 +934,13 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # few-rows kernel took 0.51-0.74 of the time at 2 rows, 0.45-0.66 at 8, 0.68-0.82 at 12 (1.00
 # and 1.02 for Q4_1 and Q5_1, whose offsets take one weight row at a time beyond 8 rows). Where
 # the CPU splits 512-bit operations (not _wide_on: Zen 4) the row kernels (the 256-bit two-row
-# ones, by vpdpbusd; Q8_0's VNNI row kernel) are faster at a few rows, so the few-rows kernel starts
-# later: 8192 x 4096 from memory, few-rows time / row kernels' time at 1 and 2 threads: Q4_0 1.27,
-# 1.26 at 2 rows, 1.08, 1.07 at 3, 0.86, 0.88 at 4; MXFP4 1.25, 1.28 / 1.08, 1.07 / 0.84, 0.97;
-# Q4_1 1.33, 1.19 / 1.13, 0.97 / 0.92, 0.95: those three from 4 rows. Q5_0 1.19, 1.12 / 0.95,
-# 0.93 and Q5_1 1.23, 1.25 / 0.96, 0.96: from 3. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its
-# row kernel before): from 5. IQ4_NL (no two-row kernel) keeps it from 2 (0.96-1.09). Tests take
-# the batch kernels down to 1 row (_set_batch_min_rows).
+# ones, by vpdpbusd, up to 4 rows of x in one pass; Q8_0's VNNI row kernel) are faster at a few
+# rows, so the few-rows kernel starts later: 8192 x 4096 from memory, few-rows time / row kernels'
+# time at 1 and 2 threads: 2 rows 1.22-1.32 (Q4_0, Q4_1, Q5_0, MXFP4), 3 rows 1.19-1.30 (all
+# five); 4 rows Q4_0 0.96-1.00, Q5_0 0.98, MXFP4 0.93-0.97: those from 4; Q4_1 1.09 and Q5_1
+# 1.05-1.06 at 4: from 5. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its row kernel): from 5.
+# IQ4_NL (no two-row kernel) keeps it from 2 (0.96-1.09). Tests take the batch kernels down to 1
+# row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
@@ -950,9 +950,9 @@ cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if not _x_by_256(type_id):  # the per-32 types (VNNI only): the few-rows kernel
         if _wide_on or type_id == FGG_TYPE_IQ4_NL:
             return 2
-        if type_id == FGG_TYPE_Q8_0:
+        if type_id == FGG_TYPE_Q8_0 or type_id == FGG_TYPE_Q4_1 or type_id == FGG_TYPE_Q5_1:
             return 5
-        return 3 if type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_Q5_1 else 4
+        return 4
     return 6 if _vnni_on else 9
 
 
