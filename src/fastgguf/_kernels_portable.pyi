@@ -228,7 +228,8 @@ def can_repack(type_id: int) -> bool:
     """Whether ``type_id`` has a repacked layout (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4, Q2_K to Q6_K, IQ4_XS)."""
 
 def repacked_kernel(type_id: int) -> str | None:
-    """The tile kernel ``matmul_repacked_int`` runs for ``type_id`` here (``"vnni"`` or ``"avx2"``), or None."""
+    """The tile kernel ``matmul_repacked_int`` runs for ``type_id`` here (``"vnni"``, ``"vnni-split"`` or
+    ``"avx2"``), or None."""
 
 def repack_row_bytes(type_id: int, row_bytes: int) -> int:
     """Bytes a weight row takes in the repacked layout (the same, but Q4_K 148 per 144, Q5_K 180 per 176, Q3_K 114 per 110, IQ4_XS 138 per 136)."""

@@ -68,7 +68,8 @@ __all__ = ["RepackedWeight", "matmul", "matmul_id", "repack", "take_rows"]
 _MIN_WORK_PER_THREAD = 1 << 17
 
 #: Rows of x (per weight) for which a repacked weight's products run on its tiles: (first, last) per
-#: tile kernel ("vnni": AVX-512 VNNI; "avx2": one row of x at a time) and type, the rest of the
+#: tile kernel ("vnni": AVX-512 VNNI; "vnni-split": the same where the CPU splits 512-bit operations;
+#: "avx2": one row of x at a time) and type, the rest of the
 #: per-32 types by _TILE_ROWS_PER32; None: never (such weights are not repacked for that kernel).
 #: Other counts read the original blocks with their own kernels. Measured with the row kernels'
 #: long tasks (2 threads, 20-30 weights of 5632 x 2048 from memory, tiles and original blocks
@@ -80,14 +81,23 @@ _MIN_WORK_PER_THREAD = 1 << 17
 #: 3.9x at 8, 1.6x at 32, 1.15x at 128. "avx2" (one row), GB/s: Q4_K 47 / 39-42, Q6_K 46-52 /
 #: 40-42, Q8_0 46-51 / 43-46, MXFP4 38 / 34 (with its two-row kernel; the original blocks faster);
 #: Q4_0 (two-row kernel) 38-39 / 39-40, but the Q4_0 model file's sweep 6.4-6.6 / 6.9-7.5 ms;
-#: Q2_K level; Q3_K, IQ4_XS, IQ4_NL, Q4_1, Q5_0 and Q5_1 1.14-1.4x.
+#: Q2_K level; Q3_K, IQ4_XS, IQ4_NL, Q4_1, Q5_0 and Q5_1 1.14-1.4x. "vnni-split" (the same tiles on
+#: a CPU that runs 512-bit operations in halves; Zen 4 VM, 5632 x 2048, 2 threads, the same loop):
+#: Q4_K 0.99x at 1 row, 1.12x at 2, 1.35-1.50x at 4-8, 1.11-1.13x at 16-32; Q5_K 0.55x at 1,
+#: 0.67x at 2, 0.81x at 3, 0.98x at 4, 1.04-1.22x at 5-12, 0.98x at 16; Q6_K 0.49-0.92x and Q8_0
+#: 0.75-0.99x everywhere; Q3_K 1.05-1.22x at 1-5, 0.88x at 6; Q2_K 1.07-1.66x at 1-6, 0.79x at 8;
+#: IQ4_XS 1.44-2.68x at 1-32; Q4_1 and Q5_1 1.03-1.42x at 1-12, 0.74-0.89x at 16; IQ4_NL 1.04-1.71x
+#: at 1-8; Q4_0, Q5_0 and MXFP4 1.03-1.43x at 1-4, 0.95-1.04x at 6, 0.89-1.00x at 8.
 _TILE_ROWS: dict[str, dict[GGMLType, tuple[int, int] | None]] = {
     "vnni": {GGMLType.Q4_K: (2, 24), GGMLType.Q5_K: (1, 12), GGMLType.Q6_K: None, GGMLType.Q8_0: None,
              GGMLType.IQ4_XS: (1, 256), GGMLType.Q3_K: (1, 1), GGMLType.Q2_K: (1, 2)},
+    "vnni-split": {GGMLType.Q4_K: (2, 32), GGMLType.Q5_K: (5, 12), GGMLType.Q6_K: None, GGMLType.Q8_0: None,
+                   GGMLType.IQ4_XS: (1, 256), GGMLType.Q3_K: (1, 5), GGMLType.Q2_K: (1, 6),
+                   GGMLType.Q4_1: (1, 12), GGMLType.Q5_1: (1, 12), GGMLType.IQ4_NL: (1, 8)},
     "avx2": {GGMLType.Q4_K: None, GGMLType.Q6_K: None, GGMLType.Q8_0: None, GGMLType.MXFP4: None,
              GGMLType.Q4_0: None},
 }
-_TILE_ROWS_PER32 = {"vnni": (1, 3), "avx2": (1, 1)}
+_TILE_ROWS_PER32 = {"vnni": (1, 3), "vnni-split": (1, 4), "avx2": (1, 1)}
 
 
 def _tile_rows(kernel: str | None, qtype: GGMLType) -> tuple[int, int] | None:
@@ -148,8 +158,11 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     tiles take the row counts where they were measured faster than the original blocks' kernels
     (2 threads, weights from memory, Zen 5): with VNNI Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4 at
     1-3 rows of ``x`` (1.2-1.4x at 2-3), Q4_K at 2-24 (1.3-1.9x up to 8), Q5_K 1-12 (1.1-1.7x),
-    IQ4_XS 1-256 (1.15-3.9x), Q3_K at 1 and Q2_K at 1-2 (1.5-2x). Without VNNI (the avx2 build, or
-    ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of ``x`` (8 weight rows per vector;
+    IQ4_XS 1-256 (1.15-3.9x), Q3_K at 1 and Q2_K at 1-2 (1.5-2x). On CPUs that run 512-bit
+    operations in halves (Zen 4) other counts: the per-32 types at 1-4 rows (Q4_1 and Q5_1 1-12,
+    IQ4_NL 1-8), Q4_K 2-32, Q5_K only 5-12 (0.55x at one row), Q3_K 1-5, Q2_K 1-6. Without VNNI
+    (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of ``x`` (8 weight
+    rows per vector;
     level to 1.4x) for Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS. Q6_K and Q8_0, and Q4_K,
     Q4_0 and MXFP4 without VNNI, are left as they are: their own row kernels read memory as fast
     or faster (their layouts, like Q5_K's, stay in the kernels). Q4_K's and Q5_K's scales take 4

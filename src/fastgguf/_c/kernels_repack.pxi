@@ -58,12 +58,16 @@ cdef fgg_rp_tile_fn _tile_kernel(int type_id, int *c) noexcept:
 
 def repacked_kernel(int type_id):
     """The tile kernel :func:`matmul_repacked_int` runs for ``type_id`` here: ``"vnni"`` (AVX-512
-    VNNI on), ``"avx2"`` (maddubs: the avx2 build, the avx512 one without VNNI), or ``None`` (the
-    portable build, or a type without a layout)."""
+    VNNI on), ``"vnni-split"`` (the same, on a CPU that runs 512-bit operations in halves: Zen 4,
+    where other row counts pay), ``"avx2"`` (maddubs: the avx2 build, the avx512 one without VNNI),
+    or ``None`` (the portable build, or a type without a layout)."""
     cdef int c
+    _row(FGG_TYPE_Q8_0)  # the table (and the width) is set on first use
     if _tile_kernel(type_id, &c) == NULL:
         return None
-    return "vnni" if _vnni_on else "avx2"
+    if _vnni_on:
+        return "vnni" if _wide_on else "vnni-split"
+    return "avx2"
 
 
 def repack_rows(const uint8_t[:, ::1] w not None, int type_id, uint8_t[:, ::1] dst not None, int threads=1):
