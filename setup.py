@@ -20,6 +20,7 @@ FASTGGUF_NO_SIMD=1
 import glob
 import os
 import platform
+import subprocess
 import sys
 
 import numpy as np
@@ -83,8 +84,6 @@ GCC_PORTABLE_FLAGS = ["-fschedule-insns", "-fsched-pressure"]
 
 
 def _is_gcc(compiler):
-    import subprocess
-
     command = getattr(compiler, "compiler_so", None)
     if not command:
         return False

@@ -1019,7 +1019,7 @@ FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
 #if defined(FGG_MM_INT_SIMD)
 /* 256-bit vectors (the avx2 build, and the avx512 build on CPUs that split 512-bit operations:
  * kernels_matmul.pxi's _wide_on): two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0,
- * Q5_1 or MXFP4 against NR (1 or 2) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u
+ * Q5_1 or MXFP4 against NR (1 to 4) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u
  * meet x unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same
  * int16 pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes;
  * each row's float steps are fgg_mm_rown_b's. One body, two lane functions (CX, LANES): maddubs
@@ -1080,10 +1080,10 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, const uint8_t *w, ptrdiff_
 }
 FGG_MM_ROWN2_B256_FN(fgg_mm_rown2_b_avx2, , fgg_mm_b256_cx, fgg_mm_b256_lanes)
 
-/* m (1 to 4) rows of x, NR_MAX at a time: 2 (16 registers hold two rows' accumulators for two
- * weight rows), or 4 in the VNNI kernels (AVX-512's 32 registers: at 4 rows, one thread, 8192 x
- * 4096 from memory: 3 rows of x, Q4_0 2.92 -> 2.52 ms, 4 rows 3.66 -> 3.11; Q4_1 3.39 -> 2.93,
- * 4.19 -> 3.54). */
+/* m (1 to 4) rows of x, NR_MAX at a time: 2 in the avx2 build (16 registers hold two rows'
+ * accumulators for two weight rows), 4 in the VNNI kernels (AVX-512's 32 registers; one thread,
+ * 8192 x 4096 from memory, against 2 at a time: Q4_0 2.92 -> 2.52 ms at 3 rows, 3.66 -> 3.11 at 4;
+ * Q4_1 3.39 -> 2.93, 4.19 -> 3.54). */
 #define FGG_MM_ROWS2_B_AVX2(NAME, KIND) FGG_MM_ROWS2_B256(static inline, NAME, fgg_mm_rown2_b_avx2, KIND, 2)
 #define FGG_MM_ROWS2_B256(ATTR, NAME, ROWN2, KIND, NR_MAX)                                            \
 ATTR void NAME(const uint8_t *w, ptrdiff_t nb, const fgg_mm_q8 *x, ptrdiff_t xs, int m, float *out, ptrdiff_t os) \
@@ -4650,8 +4650,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_acc_store(__m128 (*a)[2], const int R, floa
 #define FGG_MM_SSE_OFF(off) _mm_set1_ps(8388608.0f + (off))
 #define FGG_MM_SSE_LOAD(p) _mm_loadu_si128((const __m128i *)(p))
 
-/* fgg_mm_bit_to_256 on SSE2: bits `bit`.. of each byte moved to `to`.., the other bits undefined
- * (one 16-bit shift, where a shift down, a mask and a shift up took three). */
+/* fgg_mm_bit_to_256 on SSE2: bit `bit` of each byte (and those above it) moved to bit `to`, the
+ * other bits undefined; one 16-bit shift, by at most `to` up or 3 down, so each byte keeps its
+ * own bits there (a shift down, a mask and a shift up took three operations). */
 FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_bit_to(__m128i q, int bit, int to)
 {
     return bit < to ? _mm_slli_epi16(q, to - bit) : bit > to ? _mm_srli_epi16(q, bit - to) : q;
