@@ -20,14 +20,11 @@ FASTGGUF_NO_SIMD=1
 import glob
 import os
 import platform
-import subprocess
 import sys
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
-from setuptools.errors import CompileError
 
 DEBUG = os.environ.get("FASTGGUF_DEBUG", "") not in ("", "0")
 SANITIZE = os.environ.get("FASTGGUF_SANITIZE", "")
@@ -76,44 +73,6 @@ if IS_X86 and not IS_MSVC:
     ]
 
 
-# The portable build's register kernels (SSE2: 16 registers, two-operand forms) spill when gcc
-# schedules only after register allocation, its x86 default. Scheduling before it, with register
-# pressure in view, measured (Zen 4, one thread, exact path, one row of x) 1.04x on Q4_K and 1.10x
-# on Q6_K, and left dequantization level; the same bits. gcc only: clang has no such pass.
-GCC_PORTABLE_FLAGS = ["-fschedule-insns", "-fsched-pressure"]
-
-
-def _is_gcc(compiler):
-    command = getattr(compiler, "compiler_so", None)
-    if not command:
-        return False
-    try:
-        version = subprocess.run([command[0], "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return "Free Software Foundation" in version and "clang" not in version.lower()
-
-
-class BuildExt(build_ext):
-    def build_extension(self, ext):
-        extra = GCC_PORTABLE_FLAGS if ext.name == "fastgguf._kernels_portable" and self._gcc_on_x86() else []
-        if not extra:
-            return super().build_extension(ext)
-        base = list(ext.extra_compile_args)
-        ext.extra_compile_args = base + extra
-        try:
-            return super().build_extension(ext)
-        except CompileError as error:  # a gcc that rejects them (or fails with them): build without
-            print(f"fastgguf: {ext.name} failed with {' '.join(extra)} ({error}); building without them")
-            ext.extra_compile_args = base
-            return super().build_extension(ext)
-
-    def _gcc_on_x86(self):
-        if not hasattr(self, "_is_gcc"):
-            self._is_gcc = IS_X86 and not IS_MSVC and _is_gcc(self.compiler)
-        return self._is_gcc
-
-
 def extension(name, extra_flags=()):
     return Extension(
         f"fastgguf.{name}",
@@ -130,7 +89,6 @@ extensions = [extension("_parser")]
 extensions += [extension(f"_kernels_{variant}", flags) for variant, flags in KERNEL_VARIANTS.items()]
 
 setup(
-    cmdclass={"build_ext": BuildExt},
     ext_modules=cythonize(
         extensions,
         compiler_directives=DIRECTIVES,
