@@ -446,16 +446,15 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
 def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
     AVX-512 without VNNI); the per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU
-    splits 512-bit operations: Q4_0, Q5_0 and MXFP4 from 4, Q4_1, Q5_1 and Q8_0 from 5, IQ4_NL
-    still from 2), the batch kernel from 13; other types, fewer rows and the portable build take
-    the row kernels (whose bits the tests above compare)."""
+    splits 512-bit operations: Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5),
+    the batch kernel from 13; other types, fewer rows and the portable build take the row kernels
+    (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         for wide in (True, False):
             before, wide_before = kernels._set_vnni(vnni), kernels._set_wide(wide)
             try:
                 for qtype in INT_TYPES:
-                    few_from = (2 if wide or qtype == T.IQ4_NL
-                                else 5 if qtype in (T.Q8_0, T.Q4_1, T.Q5_1) else 4)
+                    few_from = 2 if wide else 5 if qtype in (T.Q8_0, T.Q4_1, T.Q5_1) else 4
                     for m in (1, 2, 3, 4, 5, 6, 8, 9, 11, 12, 13, 300):
                         if vnni and qtype in PER32_BATCH:
                             expected = "rows" if m < few_from else "vnni-few" if m <= 12 else "vnni-batch"
@@ -529,9 +528,9 @@ def test_kernels_for_split_512_bit_operations_keep_the_bits(qtype, exact):
 def test_kernels_chosen_by_cpu_width():
     """Which one-row kernels run: the avx512 build's pairs of weight rows per 512-bit vector on
     CPUs that run 512-bit operations whole; where they are split, the 256-bit register kernels for
-    Q4_K, Q5_K and Q6_K (pairs still for the per-32 types), the 256-bit two-row integer kernels and
-    the K-quants' 256-bit integer row kernels; the avx2 build has only the two-row ones, the
-    portable build neither."""
+    Q4_K, Q5_K and Q6_K (pairs still for the per-32 types), the 256-bit two-row integer kernels
+    (IQ4_NL's with VNNI only) and the K-quants' 256-bit integer row kernels; the avx2 build has only
+    the two-row ones, the portable build neither."""
     modules = dequant.kernel_modules()
     for path in dequant.available_cpu_paths():
         kernels = modules[path]
@@ -547,8 +546,10 @@ def test_kernels_chosen_by_cpu_width():
                             wide and qtype in (T.Q4_K, T.Q5_K, T.Q6_K))
                         assert exact == ("q8_0" if qtype == T.Q8_0 else "pairs" if pairs else ""), (qtype, wide)
                         wide_rows2 = qtype in (T.Q4_0, T.Q4_1, T.MXFP4) or k_quant
-                        assert integer == ("" if not (per32 or k_quant) else "256" if not wide
-                                           else "512" if wide_rows2 else ""), (qtype, wide)
+                        # IQ4_NL's 256-bit two-row kernel is VNNI's only
+                        narrow_rows2 = per32 or k_quant or (qtype == T.IQ4_NL and kernels.int_dot_isa() == "vnni")
+                        assert integer == ("512" if wide and wide_rows2 else "256" if not wide and narrow_rows2
+                                           else ""), (qtype, wide)
                     elif path == "avx2":
                         assert (exact, integer) == ("q8_0" if qtype == T.Q8_0 else "", "256" if per32 else "")
                     else:

@@ -737,6 +737,13 @@ static inline __m128i fgg_mm_fp4_unsigned(void)
 {
     return _mm_add_epi8(_mm_loadu_si128((const __m128i *)fgg_fp4_values), _mm_set1_epi8(12));
 }
+
+/* IQ4_NL's value table plus 128 (1..241): unsigned values for vpdpbusd only (maddubs' int16 pair
+ * sums would saturate: 2 * 241 * 127 > 32767). */
+static inline __m128i fgg_mm_iq4nl_unsigned(void)
+{
+    return _mm_add_epi8(_mm_loadu_si128((const __m128i *)fgg_iq4nl_values), _mm_set1_epi8((char)0x80));
+}
 #endif
 
 FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_b_values(int kind, const uint8_t *wb, int r)
@@ -1013,13 +1020,14 @@ FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
  * from memory, 2 threads, 24.4 GB/s by fgg_mm_rown_b512, 29.1 by fgg_mm_rown2_b_avx2), and on
  * VNNI CPUs as fgg_mm_rows2_*_256_vnni (vpdpbusd in place of maddubs, subtract and madd: 1 row of
  * x, 4096 x 4096 from memory, 2 threads, Q4_0 26.5 -> 30.8 GB/s, Q5_0 25.5 -> 28.8, Q4_1 18.7 ->
- * 22.2, MXFP4 29.2 -> 32.0, Q5_1 1.06x; 2 rows 1.06-1.26x). In the portable build FGG_MM_HAVE_ROWS2
- * is 0; names a build lacks stand for the one-row kernels (or the build's own two-row ones), never
- * called as such. */
+ * 22.2, MXFP4 29.2 -> 32.0, Q5_1 1.06x; 2 rows 1.06-1.26x), IQ4_NL too there (against its VNNI
+ * row kernel, one thread 11.4 -> 14.6 GB/s, 2 threads 18.4-21.4 -> 25.6-27.9). In the portable
+ * build FGG_MM_HAVE_ROWS2 is 0; names a build lacks stand for the one-row kernels (or the build's
+ * own two-row ones), never called as such. */
 #if defined(FGG_MM_INT_SIMD)
 /* 256-bit vectors (the avx2 build, and the avx512 build on CPUs that split 512-bit operations:
  * kernels_matmul.pxi's _wide_on): two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0,
- * Q5_1 or MXFP4 against NR (1 to 4) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u
+ * Q5_1, MXFP4 (or, by vpdpbusd, IQ4_NL) against NR (1 to 4) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u
  * meet x unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same
  * int16 pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes;
  * each row's float steps are fgg_mm_rown_b's. One body, two lane functions (CX, LANES): maddubs
@@ -1041,9 +1049,10 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, const uint8_t *w, ptrdiff_
                                     ptrdiff_t xs, float *out, ptrdiff_t os)                           \
 {                                                                                                     \
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind), row_bytes = bytes * nb;                             \
-    const int c = fgg_mm_b_unsigned_offset(kind);                                                     \
+    const int c = kind == FGG_MM_B_IQ4_NL ? 128 : fgg_mm_b_unsigned_offset(kind);                     \
     const __m256i cv = _mm256_set1_epi8((char)c);                                                     \
-    const __m256i fp4 = _mm256_broadcastsi128_si256(fgg_mm_fp4_unsigned());                           \
+    const __m256i fp4 = _mm256_broadcastsi128_si256(kind == FGG_MM_B_IQ4_NL ? fgg_mm_iq4nl_unsigned() \
+                                                                            : fgg_mm_fp4_unsigned()); \
     fgg_mm_acc acc[2][4];                                                                             \
     float off[2][4];                                                                                  \
     for (int j = 0; j < 2; j++)                                                                       \
@@ -1060,7 +1069,7 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, const uint8_t *w, ptrdiff_
             u[j] = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1                                     \
                        ? fgg_mm_fives32(wb + fgg_mm_b_codes_at(kind), fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)), 0) \
                        : fgg_mm_nibbles16(wb + fgg_mm_b_codes_at(kind), 0);                           \
-            if (kind == FGG_MM_B_MXFP4) u[j] = _mm256_shuffle_epi8(fp4, u[j]);                        \
+            if (kind == FGG_MM_B_MXFP4 || kind == FGG_MM_B_IQ4_NL) u[j] = _mm256_shuffle_epi8(fp4, u[j]); \
             d[j] = fgg_mm_b_scale(kind, wb);                                                          \
             mn[j] = fgg_mm_b_offset(kind, wb);                                                        \
         }                                                                                             \
@@ -2943,6 +2952,7 @@ FGG_MM_ROWS2_B256(static FGG_MM_VNNI, fgg_mm_rows2_q4_1_256_vnni, fgg_mm_rown2_b
 FGG_MM_ROWS2_B256(static FGG_MM_VNNI, fgg_mm_rows2_mxfp4_256_vnni, fgg_mm_rown2_b256_vnni, FGG_MM_B_MXFP4, 4)
 FGG_MM_ROWS2_B256(static FGG_MM_VNNI, fgg_mm_rows2_q5_0_256_vnni, fgg_mm_rown2_b256_vnni, FGG_MM_B_Q5_0, 4)
 FGG_MM_ROWS2_B256(static FGG_MM_VNNI, fgg_mm_rows2_q5_1_256_vnni, fgg_mm_rown2_b256_vnni, FGG_MM_B_Q5_1, 4)
+FGG_MM_ROWS2_B256(static FGG_MM_VNNI, fgg_mm_rows2_iq4_nl_256_vnni, fgg_mm_rown2_b256_vnni, FGG_MM_B_IQ4_NL, 4)
 FGG_MM_ROWS_B(fgg_mm_rows_b_vnni, fgg_mm_rown_b_vnni, fgg_mm_rown_b512_vnni, FGG_MM_VNNI)
 #define FGG_MM_B_ROWS_VNNI(NAME, KIND) FGG_MM_NAMED_ROWS(static FGG_MM_VNNI, NAME, fgg_mm_q8, fgg_mm_rows_b_vnni, KIND)
 FGG_MM_B_ROWS_VNNI(fgg_mm_rows_q8_0_vnni, FGG_MM_B_Q8_0)
@@ -3256,6 +3266,7 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #define fgg_mm_rows2_mxfp4_256_vnni fgg_mm_rows2_mxfp4_256
 #define fgg_mm_rows2_q5_0_256_vnni fgg_mm_rows2_q5_0_256
 #define fgg_mm_rows2_q5_1_256_vnni fgg_mm_rows2_q5_1_256
+#define fgg_mm_rows2_iq4_nl_256_vnni fgg_mm_rows_iq4_nl
 static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
                                      const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)
 {

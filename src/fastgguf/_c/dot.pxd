@@ -70,6 +70,7 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_rows2_q5_0_256_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows2_q5_1_256(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     void fgg_mm_rows2_q5_1_256_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
+    void fgg_mm_rows2_iq4_nl_256_vnni(const uint8_t *w, Py_ssize_t nb, const fgg_mm_q8 *x, Py_ssize_t xs, int m, float *out, Py_ssize_t os)
     int fgg_mm_vnni_usable()
     ctypedef struct fgg_mm_x16k:
         pass

@@ -120,6 +120,8 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
         INT_ROWS2[FGG_TYPE_MXFP4] = <fgg_dot_fn>(fgg_mm_rows2_mxfp4_256_vnni if vnni else fgg_mm_rows2_mxfp4_256)
         INT_ROWS2[FGG_TYPE_Q5_0] = <fgg_dot_fn>(fgg_mm_rows2_q5_0_256_vnni if vnni else fgg_mm_rows2_q5_0_256)
         INT_ROWS2[FGG_TYPE_Q5_1] = <fgg_dot_fn>(fgg_mm_rows2_q5_1_256_vnni if vnni else fgg_mm_rows2_q5_1_256)
+        if vnni:  # IQ4_NL by vpdpbusd only (its unsigned values would saturate maddubs' pair sums)
+            INT_ROWS2[FGG_TYPE_IQ4_NL] = <fgg_dot_fn>fgg_mm_rows2_iq4_nl_256_vnni
     _set_batch(FGG_TYPE_Q2_K, fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q2_k, vnni)
     _set_batch(FGG_TYPE_Q3_K, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q3_k, vnni)
     _set_batch(FGG_TYPE_Q4_K, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q4_k, vnni)
@@ -245,6 +247,7 @@ def one_row_kernels(int type_id):
         or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_1_256 or chosen == <fgg_dot_fn>fgg_mm_rows2_q4_0_256_vnni
         or chosen == <fgg_dot_fn>fgg_mm_rows2_q4_1_256_vnni or chosen == <fgg_dot_fn>fgg_mm_rows2_mxfp4_256_vnni
         or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_0_256_vnni or chosen == <fgg_dot_fn>fgg_mm_rows2_q5_1_256_vnni
+        or chosen == <fgg_dot_fn>fgg_mm_rows2_iq4_nl_256_vnni
         or chosen == <fgg_dot_fn>fgg_mm_rows_q2_k_256
         or chosen == <fgg_dot_fn>fgg_mm_rows_q3_k_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q4_k_256
         or chosen == <fgg_dot_fn>fgg_mm_rows_q5_k_256 or chosen == <fgg_dot_fn>fgg_mm_rows_q6_k_256)
@@ -260,9 +263,8 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
     per-32 types from 13, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 12 rows, VNNI only:
-    two rows of x per vector; where the CPU splits 512-bit operations, Q4_0, Q5_0 and MXFP4 from 4
-    rows, Q4_1, Q5_1 and Q8_0 from 5, IQ4_NL from 2) or ``"rows"`` (one or two weight rows at a
-    time)."""
+    two rows of x per vector; where the CPU splits 512-bit operations, Q4_0, Q5_0, MXFP4 and IQ4_NL
+    from 4 rows, Q4_1, Q5_1 and Q8_0 from 5) or ``"rows"`` (one or two weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     if fgg_mm_batch_few(not _x_by_256(type_id), m):
@@ -936,11 +938,10 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # the CPU splits 512-bit operations (not _wide_on: Zen 4) the row kernels (the 256-bit two-row
 # ones, by vpdpbusd, up to 4 rows of x in one pass; Q8_0's VNNI row kernel) are faster at a few
 # rows, so the few-rows kernel starts later: 8192 x 4096 from memory, few-rows time / row kernels'
-# time at 1 and 2 threads: 2 rows 1.22-1.32 (Q4_0, Q4_1, Q5_0, MXFP4), 3 rows 1.19-1.30 (all
-# five); 4 rows Q4_0 0.96-1.00, Q5_0 0.98, MXFP4 0.93-0.97: those from 4; Q4_1 1.09 and Q5_1
-# 1.05-1.06 at 4: from 5. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its row kernel): from 5.
-# IQ4_NL (no two-row kernel) keeps it from 2 (0.96-1.09). Tests take the batch kernels down to 1
-# row (_set_batch_min_rows).
+# time at 1 and 2 threads: 2 rows 1.18-1.32 (Q4_0, Q4_1, Q5_0, MXFP4, IQ4_NL), 3 rows 1.19-1.30
+# (all six); 4 rows Q4_0 0.96-1.00, Q5_0 0.98, MXFP4 0.93-0.97, IQ4_NL 0.95-0.96: those from 4;
+# Q4_1 1.09 and Q5_1 1.05-1.06 at 4: from 5. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its row
+# kernel): from 5. Tests take the batch kernels down to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
@@ -948,7 +949,7 @@ cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
     if not _x_by_256(type_id):  # the per-32 types (VNNI only): the few-rows kernel
-        if _wide_on or type_id == FGG_TYPE_IQ4_NL:
+        if _wide_on:
             return 2
         if type_id == FGG_TYPE_Q8_0 or type_id == FGG_TYPE_Q4_1 or type_id == FGG_TYPE_Q5_1:
             return 5
