@@ -86,14 +86,15 @@ _MIN_WORK_PER_THREAD = 1 << 17
 #: Q4_K 0.99x at 1 row, 1.12x at 2, 1.35-1.50x at 4-8, 1.11-1.13x at 16-32; Q5_K 0.55x at 1,
 #: 0.67x at 2, 0.81x at 3, 0.98x at 4, 1.04-1.22x at 5-12, 0.98x at 16; Q6_K 0.49-0.92x and Q8_0
 #: 0.75-0.99x everywhere; Q3_K 1.05-1.22x at 1-5, 0.88x at 6; Q2_K 1.07-1.66x at 1-6, 0.79x at 8;
-#: IQ4_XS 1.44-2.68x at 1-32; Q4_1 and Q5_1 1.03-1.42x at 1-12, 0.74-0.89x at 16; IQ4_NL 1.04-1.71x
-#: at 1-8; Q4_0, Q5_0 and MXFP4 1.03-1.43x at 1-4, 0.95-1.04x at 6, 0.89-1.00x at 8.
+#: IQ4_XS 1.44-2.68x at 1-32; Q4_1 and Q5_1 1.03-1.42x at 1-12, 0.74-0.89x at 16; IQ4_NL (after its
+#: two-row kernel) 1.12x at 1, 1.44x at 2, 1.16x at 4, 1.05x at 6, 0.98x at 8; Q4_0, Q5_0 and MXFP4
+#: 1.03-1.43x at 1-4, 0.95-1.04x at 6, 0.89-1.00x at 8.
 _TILE_ROWS: dict[str, dict[GGMLType, tuple[int, int] | None]] = {
     "vnni": {GGMLType.Q4_K: (2, 24), GGMLType.Q5_K: (1, 12), GGMLType.Q6_K: None, GGMLType.Q8_0: None,
              GGMLType.IQ4_XS: (1, 256), GGMLType.Q3_K: (1, 1), GGMLType.Q2_K: (1, 2)},
     "vnni-split": {GGMLType.Q4_K: (2, 32), GGMLType.Q5_K: (5, 12), GGMLType.Q6_K: None, GGMLType.Q8_0: None,
                    GGMLType.IQ4_XS: (1, 256), GGMLType.Q3_K: (1, 5), GGMLType.Q2_K: (1, 6),
-                   GGMLType.Q4_1: (1, 12), GGMLType.Q5_1: (1, 12), GGMLType.IQ4_NL: (1, 8)},
+                   GGMLType.Q4_1: (1, 12), GGMLType.Q5_1: (1, 12), GGMLType.IQ4_NL: (1, 6)},
     "avx2": {GGMLType.Q4_K: None, GGMLType.Q6_K: None, GGMLType.Q8_0: None, GGMLType.MXFP4: None,
              GGMLType.Q4_0: None},
 }
@@ -160,7 +161,7 @@ def repack(weight: Any, type: GGMLType | int | str | None = None, *,  # noqa: A0
     1-3 rows of ``x`` (1.2-1.4x at 2-3), Q4_K at 2-24 (1.3-1.9x up to 8), Q5_K 1-12 (1.1-1.7x),
     IQ4_XS 1-256 (1.15-3.9x), Q3_K at 1 and Q2_K at 1-2 (1.5-2x). On CPUs that run 512-bit
     operations in halves (Zen 4) other counts: the per-32 types at 1-4 rows (Q4_1 and Q5_1 1-12,
-    IQ4_NL 1-8), Q4_K 2-32, Q5_K only 5-12 (0.55x at one row), Q3_K 1-5, Q2_K 1-6. Without VNNI
+    IQ4_NL 1-6), Q4_K 2-32, Q5_K only 5-12 (0.55x at one row), Q3_K 1-5, Q2_K 1-6. Without VNNI
     (the avx2 build, or ``FASTGGUF_NO_VNNI``) an AVX2 tile kernel takes one row of ``x`` (8 weight
     rows per vector;
     level to 1.4x) for Q5_0, Q4_1, Q5_1, IQ4_NL, Q2_K, Q3_K and IQ4_XS. Q6_K and Q8_0, and Q4_K,

@@ -24,7 +24,7 @@ TYPE_BYTES = {T.Q8_0: 34, T.Q4_0: 18, T.Q5_0: 22, T.Q4_1: 20, T.Q5_1: 24, T.IQ4_
 TILE_ROWS = {"vnni": {T.Q4_K: (2, 24), T.Q5_K: (1, 12), T.Q6_K: None, T.Q8_0: None, T.IQ4_XS: (1, 256),
                       T.Q3_K: (1, 1), T.Q2_K: (1, 2)},
              "vnni-split": {T.Q4_K: (2, 32), T.Q5_K: (5, 12), T.Q6_K: None, T.Q8_0: None, T.IQ4_XS: (1, 256),
-                            T.Q3_K: (1, 5), T.Q2_K: (1, 6), T.Q4_1: (1, 12), T.Q5_1: (1, 12), T.IQ4_NL: (1, 8)},
+                            T.Q3_K: (1, 5), T.Q2_K: (1, 6), T.Q4_1: (1, 12), T.Q5_1: (1, 12), T.IQ4_NL: (1, 6)},
              "avx2": {T.Q4_K: None, T.Q6_K: None, T.Q8_0: None, T.MXFP4: None, T.Q4_0: None}}
 PER32_TILE_ROWS = {"vnni": (1, 3), "vnni-split": (1, 4), "avx2": (1, 1)}
 
