@@ -1027,9 +1027,10 @@ FGG_MM_B_ROWS(fgg_mm_rows_nvfp4, FGG_MM_B_NVFP4)
 #if defined(FGG_MM_INT_SIMD)
 /* 256-bit vectors (the avx2 build, and the avx512 build on CPUs that split 512-bit operations:
  * kernels_matmul.pxi's _wide_on): two weight rows (w and the row after it) of Q4_0, Q4_1, Q5_0,
- * Q5_1, MXFP4 (or, by vpdpbusd, IQ4_NL) against NR (1 to 4) rows of x, out[i * os + j]. As fgg_mm_rown_b512, the codes u
- * meet x unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same
- * int16 pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes;
+ * Q5_1, MXFP4 (or, by vpdpbusd, IQ4_NL) against NR (1 to 4) rows of x, out[i * os + j]. As
+ * fgg_mm_rown_b512, the codes u (MXFP4's and IQ4_NL's by a table of unsigned values) meet x
+ * unsigned and x's share c * x (maddubs(c, x), once per row of x) is taken off: the same int16
+ * pair sums as the sign trick of fgg_mm_dot (|pair| <= 2 * 31 * 127), so the same lanes;
  * each row's float steps are fgg_mm_rown_b's. One body, two lane functions (CX, LANES): maddubs
  * here, vpdpbusd in the VNNI kernels. */
 /* The lanes by maddubs and madd (x's share: maddubs(c, x), taken off the int16 pair sums). */
@@ -1051,8 +1052,8 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, const uint8_t *w, ptrdiff_
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind), row_bytes = bytes * nb;                             \
     const int c = kind == FGG_MM_B_IQ4_NL ? 128 : fgg_mm_b_unsigned_offset(kind);                     \
     const __m256i cv = _mm256_set1_epi8((char)c);                                                     \
-    const __m256i fp4 = _mm256_broadcastsi128_si256(kind == FGG_MM_B_IQ4_NL ? fgg_mm_iq4nl_unsigned() \
-                                                                            : fgg_mm_fp4_unsigned()); \
+    const __m256i table = _mm256_broadcastsi128_si256(kind == FGG_MM_B_IQ4_NL ? fgg_mm_iq4nl_unsigned() \
+                                                                              : fgg_mm_fp4_unsigned()); \
     fgg_mm_acc acc[2][4];                                                                             \
     float off[2][4];                                                                                  \
     for (int j = 0; j < 2; j++)                                                                       \
@@ -1069,7 +1070,7 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, int NR, const uint8_t *w, ptrdiff_
             u[j] = kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1                                     \
                        ? fgg_mm_fives32(wb + fgg_mm_b_codes_at(kind), fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)), 0) \
                        : fgg_mm_nibbles16(wb + fgg_mm_b_codes_at(kind), 0);                           \
-            if (kind == FGG_MM_B_MXFP4 || kind == FGG_MM_B_IQ4_NL) u[j] = _mm256_shuffle_epi8(fp4, u[j]); \
+            if (kind == FGG_MM_B_MXFP4 || kind == FGG_MM_B_IQ4_NL) u[j] = _mm256_shuffle_epi8(table, u[j]); \
             d[j] = fgg_mm_b_scale(kind, wb);                                                          \
             mn[j] = fgg_mm_b_offset(kind, wb);                                                        \
         }                                                                                             \
@@ -4620,7 +4621,7 @@ static inline void fgg_mm_span1_never(const uint8_t *w, ptrdiff_t row_bytes, int
  * too (its x86 default is after only). Its SSE2 register kernels (16 registers, two-operand
  * instructions) otherwise keep a whole group's converted codes live and spill the rows' lanes:
  * about 20 stack loads and stores per 64 Q4_K values. Exact path, one row of x, one thread (Zen
- * 4): Q4_K 6.75 -> 7.0 Gval/s, Q6_K 5.43 -> 5.97. Only here: for the whole build (setup flags) the
+ * 4): Q4_K 6.75 -> 7.0 Gval/s, Q6_K 5.43 -> 5.87. Only here: for the whole build (setup flags) the
  * dequantization kernels ran 20 % slower. The same bits either way. */
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2 && defined(__GNUC__) && !defined(__clang__) && !defined(__INTEL_COMPILER)
 #pragma GCC push_options
