@@ -4674,9 +4674,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_acc_store(__m128 (*a)[2], const int R, floa
 #define FGG_MM_SSE_OFF(off) _mm_set1_ps(8388608.0f + (off))
 #define FGG_MM_SSE_LOAD(p) _mm_loadu_si128((const __m128i *)(p))
 
-/* fgg_mm_bit_to_256 on SSE2: bit `bit` of each byte (and those above it) moved to bit `to`, the
- * other bits undefined; one 16-bit shift, by at most `to` up or 3 down, so each byte keeps its
- * own bits there (a shift down, a mask and a shift up took three operations). */
+/* fgg_mm_bit_to_256 on SSE2: bit `bit` of each byte (and those above it) moved to bit `to` (both
+ * 0..7), the other bits undefined: one 16-bit shift, after which bit `to` of each byte holds bit
+ * `bit` of that same byte (a shift down, a mask and a shift up took three operations). */
 FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_bit_to(__m128i q, int bit, int to)
 {
     return bit < to ? _mm_slli_epi16(q, to - bit) : bit > to ? _mm_srli_epi16(q, bit - to) : q;
@@ -4769,8 +4769,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
             __m128i u[2];
             for (int k = 0; k < 2; k++) {
                 const __m128i low2 = _mm_and_si128(_mm_srli_epi16(FGG_MM_SSE_LOAD(wb + 32 + 32 * (j >> 2) + 16 * k), 2 * (j & 3)), three);
-                const __m128i hb = j < 2 ? _mm_slli_epi16(hm[k], 2 - j) : j > 2 ? _mm_srli_epi16(hm[k], j - 2) : hm[k];
-                u[k] = _mm_or_si128(low2, _mm_and_si128(hb, four));
+                u[k] = _mm_or_si128(low2, _mm_and_si128(fgg_mm_sse_bit_to(hm[k], j, 2), four));
             }
             fgg_mm_sse_run32(a, R, u[0], u[1], FGG_MM_SSE_OFF(4), x + 256 * b + 32 * j, xs, S + 2 * j, 1);
         }
