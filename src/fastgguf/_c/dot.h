@@ -2661,8 +2661,13 @@ typedef struct {
 
 #define FGG_MM_FEW_ROWS 12
 
-/* Whether m rows of x take the few-rows layout and kernel (the per-32 types, m <= FGG_MM_FEW_ROWS). */
-static inline int fgg_mm_batch_few(int per32, ptrdiff_t m) { return per32 && m <= FGG_MM_FEW_ROWS; }
+/* How a batch kernel takes x: the K kinds' super-blocks (fgg_mm_x16k); the per-32 types' blocks
+ * with a few rows as pairs (the VNNI kernels: fgg_mm_x2b up to FGG_MM_FEW_ROWS rows, fgg_mm_x16b
+ * beyond); or in groups of 16 at any count (the maddubs kernel, fgg_mm_gemm_b_avx2). */
+enum { FGG_MM_X_K = 0, FGG_MM_X_B32 = 1, FGG_MM_X_B32_LANES = 2 };
+
+/* Whether m rows of x take the few-rows layout and kernel (FGG_MM_X_B32, m <= FGG_MM_FEW_ROWS). */
+static inline int fgg_mm_batch_few(int layout, ptrdiff_t m) { return layout == FGG_MM_X_B32 && m <= FGG_MM_FEW_ROWS; }
 
 /* Half h of a pair's block from xb (NULL: a row past m, x = 0). */
 static inline void fgg_mm_x2b_put(fgg_mm_x2b *o, int h, const fgg_mm_q8 *xb)
@@ -2674,30 +2679,57 @@ static inline void fgg_mm_x2b_put(fgg_mm_x2b *o, int h, const fgg_mm_q8 *xb)
     }
 }
 
-/* Bytes of the interleaved x (fgg_mm_x16k; with per32 fgg_mm_x16b, or fgg_mm_x2b for a few rows)
- * of m rows of nb blocks. */
-static inline size_t fgg_mm_batch_x_bytes(int per32, ptrdiff_t m, ptrdiff_t nb)
+/* x for the per-32 types' maddubs batch kernel (fgg_mm_gemm_b_avx2): one block of 32 of 8 rows of
+ * x, interleaved as fgg_mm_x16b (q[k][r]: bytes 4k..4k+3 of row r's q, each plus 128), 8 rows
+ * being its lanes; 320 bytes, so 32 blocks of it stay in L1. */
+typedef struct {
+    uint32_t q[8][8];
+    float d[8];
+    float s[8];
+} fgg_mm_x8b;
+
+static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb)
 {
-    if (fgg_mm_batch_few(per32, m)) return (size_t)((m + 1) / 2) * (size_t)nb * sizeof(fgg_mm_x2b);
-    return (size_t)((m + 15) / 16) * (size_t)nb * (per32 ? sizeof(fgg_mm_x16b) : sizeof(fgg_mm_x16k));
+    for (int k = 0; k < 8; k++) {
+        uint32_t v = 0;
+        for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)((xb ? xb->q[4 * k + j] : 0) + 128) << (8 * j);
+        o->q[k][r] = v;
+    }
+    o->d[r] = xb ? xb->d : 0.0f;
+    o->s[r] = xb ? xb->s : 0.0f;
 }
 
-/* Bytes of a batch kernel's panel per weight row of nb blocks: fgg_mm_wk per super-block, or with
- * per32 fgg_mm_wb per block of 32; none for a few rows (their kernel unpacks into registers). */
-static inline size_t fgg_mm_batch_panel_bytes(int per32, ptrdiff_t m, ptrdiff_t nb)
+/* Rows of x per group of a layout: 16 (fgg_mm_x16k, fgg_mm_x16b) or 8 (fgg_mm_x8b). */
+static inline ptrdiff_t fgg_mm_batch_group_rows(int layout) { return layout == FGG_MM_X_B32_LANES ? 8 : 16; }
+
+/* Bytes of the interleaved x (fgg_mm_x16k; for the per-32 layouts fgg_mm_x16b or fgg_mm_x8b, or
+ * fgg_mm_x2b for a few rows) of m rows of nb blocks. */
+static inline size_t fgg_mm_batch_x_bytes(int layout, ptrdiff_t m, ptrdiff_t nb)
 {
-    if (fgg_mm_batch_few(per32, m)) return 0;
-    return (size_t)nb * (per32 ? sizeof(fgg_mm_wb) : sizeof(fgg_mm_wk));
+    if (fgg_mm_batch_few(layout, m)) return (size_t)((m + 1) / 2) * (size_t)nb * sizeof(fgg_mm_x2b);
+    const ptrdiff_t gr = fgg_mm_batch_group_rows(layout);
+    const size_t per = layout == FGG_MM_X_K ? sizeof(fgg_mm_x16k) : layout == FGG_MM_X_B32 ? sizeof(fgg_mm_x16b)
+                                                                                           : sizeof(fgg_mm_x8b);
+    return (size_t)((m + gr - 1) / gr) * (size_t)nb * per;
 }
 
-/* x's m rows (fgg_mm_q8k super-blocks, or with per32 fgg_mm_q8 blocks; row i's block b at
- * x[i * xs + b]) interleaved as ceil(m / 16) groups of 16 rows: group G's block b at
- * out[G * nb + b] (fgg_mm_x16k or fgg_mm_x16b); a few rows of the per-32 types (fgg_mm_batch_few)
- * as ceil(m / 2) pairs instead: pair p's block b at out[p * nb + b] (fgg_mm_x2b). Rows past m
- * are x = 0. */
-static inline void fgg_mm_batch_x_fill(int per32, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
+/* Bytes of a batch kernel's panel per weight row of nb blocks: fgg_mm_wk per super-block, or for
+ * the per-32 layouts fgg_mm_wb per block of 32; none for a few rows (their kernel unpacks into
+ * registers). */
+static inline size_t fgg_mm_batch_panel_bytes(int layout, ptrdiff_t m, ptrdiff_t nb)
 {
-    if (fgg_mm_batch_few(per32, m)) {
+    if (fgg_mm_batch_few(layout, m)) return 0;
+    return (size_t)nb * (layout != FGG_MM_X_K ? sizeof(fgg_mm_wb) : sizeof(fgg_mm_wk));
+}
+
+/* x's m rows (fgg_mm_q8k super-blocks, or for the per-32 layouts fgg_mm_q8 blocks; row i's block b at
+ * x[i * xs + b]) interleaved as groups of 16 rows (8 for FGG_MM_X_B32_LANES): group G's block b at
+ * out[G * nb + b] (fgg_mm_x16k, fgg_mm_x16b or fgg_mm_x8b); a few rows of the per-32 types on VNNI
+ * (fgg_mm_batch_few) as ceil(m / 2) pairs instead: pair p's block b at out[p * nb + b]
+ * (fgg_mm_x2b). Rows past m are x = 0. */
+static inline void fgg_mm_batch_x_fill(int layout, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
+{
+    if (fgg_mm_batch_few(layout, m)) {
         for (ptrdiff_t p = 0; p < (m + 1) / 2; p++)
             for (ptrdiff_t b = 0; b < nb; b++)
                 for (int h = 0; h < 2; h++)
@@ -2705,11 +2737,14 @@ static inline void fgg_mm_batch_x_fill(int per32, const void *x, ptrdiff_t xs, p
                                    2 * p + h < m ? (const fgg_mm_q8 *)x + (2 * p + h) * xs + b : NULL);
         return;
     }
-    for (ptrdiff_t G = 0; G < (m + 15) / 16; G++)
+    const ptrdiff_t gr = fgg_mm_batch_group_rows(layout);
+    for (ptrdiff_t G = 0; G < (m + gr - 1) / gr; G++)
         for (ptrdiff_t b = 0; b < nb; b++)
-            for (int r = 0; r < 16; r++) {
-                const ptrdiff_t i = 16 * G + r, at = i * xs + b;
-                if (per32)
+            for (int r = 0; r < gr; r++) {
+                const ptrdiff_t i = gr * G + r, at = i * xs + b;
+                if (layout == FGG_MM_X_B32_LANES)
+                    fgg_mm_x8b_put((fgg_mm_x8b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL);
+                else if (layout == FGG_MM_X_B32)
                     fgg_mm_x16b_put((fgg_mm_x16b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL);
                 else
                     fgg_mm_x16k_put((fgg_mm_x16k *)out + G * nb + b, r, i < m ? (const fgg_mm_q8k *)x + at : NULL);
@@ -2891,6 +2926,118 @@ FGG_MM_GEMM_K(fgg_mm_gemm_iq3_xxs, FGG_MM_K_IQ3_XXS)
 FGG_MM_GEMM_K(fgg_mm_gemm_iq1_s, FGG_MM_K_IQ1_S)
 FGG_MM_GEMM_K(fgg_mm_gemm_iq1_m, FGG_MM_K_IQ1_M)
 #undef FGG_MM_GEMM_K
+
+/* Weight row w's nb blocks (one run of 32 each) into p[0..nb) (fgg_mm_wb: the per-32 types' batch
+ * kernels, maddubs and VNNI). */
+static inline void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fgg_mm_wb *p)
+{
+    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    for (ptrdiff_t b = 0; b < nb; b++) {
+        const uint8_t *wb = w + b * bytes;
+        const __m256i v = fgg_mm_b_values(kind, wb, 0);
+        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
+        _mm256_storeu_si256((__m256i *)p[b].q, v);
+        _mm256_storeu_si256((__m256i *)p[b].corr, _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
+        p[b].d = fgg_mm_b_scale(kind, wb);
+        p[b].m = fgg_mm_b_offset(kind, wb);
+    }
+}
+
+/* The per-32 types' batch kernel on AVX2 (maddubs; the avx2 build, and the avx512 build where the
+ * CPU lacks VNNI): the VNNI batch kernel's lanes (rows of x) and panel (fgg_mm_wb), 8 rows of x
+ * per group (fgg_mm_x8b). Per group k of 4 values, maddubs of x + 128 (unsigned) with the
+ * broadcast signed weight bytes makes 2 int16 sums of 2 products per row, below 2^15 while |w| <=
+ * 31 (2 * 255 * 31 = 15810: Q4_0, Q5_0, Q4_1, Q5_1, MXFP4; not Q8_0 or IQ4_NL, whose values reach
+ * 127); madd adds them to int32 and corr takes 128 * the group's sum off: lane k's exact integer
+ * for 8 rows. Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)),
+ * the offsets m * s likewise, and the 8 lanes summed in fgg_mm_acc_sum's order: the bits of the
+ * row kernels. The 8 lanes' accumulators take half the 16 registers, so one weight row at a time
+ * meets a group; they are kept in memory (fgg_mm_b8_lanes) between chunks of blocks, so that a
+ * chunk of x stays in L1 while weight rows pass over it (each float step in its order, so the
+ * same bits). */
+typedef struct {
+    __m256 acc[8], off;
+} fgg_mm_b8_lanes;
+
+/* Blocks b0..b1-1 of one weight row (p) against a group of x, on top of its lanes st. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b8_run(int kind, const fgg_mm_wb *p, ptrdiff_t b0, ptrdiff_t b1,
+                                             const fgg_mm_x8b *x, fgg_mm_b8_lanes *st)
+{
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[8], off = st->off;
+    for (int k = 0; k < 8; k++) acc[k] = st->acc[k];
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const fgg_mm_x8b *xb = x + b;
+        const fgg_mm_wb *wb = p + b;
+        const __m256 f = _mm256_mul_ps(_mm256_set1_ps(wb->d), _mm256_loadu_ps(xb->d));
+        for (int k = 0; k < 8; k++) {
+            const __m256i xv = _mm256_loadu_si256((const __m256i *)xb->q[k]);
+            const __m256i l = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xv, _mm256_set1_epi32(wb->q[k])), ones),
+                                               _mm256_set1_epi32(wb->corr[k]));
+            acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(_mm256_cvtepi32_ps(l), f));
+        }
+        if (fgg_mm_b_has_offset(kind))
+            off = _mm256_add_ps(off, _mm256_mul_ps(_mm256_set1_ps(wb->m), _mm256_loadu_ps(xb->s)));
+    }
+    for (int k = 0; k < 8; k++) st->acc[k] = acc[k];
+    st->off = off;
+}
+
+enum {
+    FGG_MM_B8_CHUNK = 32, /* blocks of x (10 KB) that weight rows meet in turn, from L1 */
+    FGG_MM_B8_ROWS = 16   /* weight rows whose lanes are kept between chunks (4.6 KB) */
+};
+
+/* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 8
+ * (x[G * nb + b], fgg_mm_batch_x_fill with FGG_MM_X_B32_LANES): out[i * os + r]. Tiles of ``tile``
+ * weight rows are unpacked once (into ``panel``: tile * nb fgg_mm_wb) for every group. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b_avx2(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb,
+                                             const fgg_mm_x8b *x, ptrdiff_t m, float *out, ptrdiff_t os,
+                                             fgg_mm_wb *panel, ptrdiff_t tile)
+{
+    fgg_mm_b8_lanes st[FGG_MM_B8_ROWS];
+    for (ptrdiff_t a = 0; a < n; a += tile) {
+        const ptrdiff_t na = n - a < tile ? n - a : tile;
+        for (ptrdiff_t t = 0; t < na; t++) fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb);
+        for (ptrdiff_t g = 0; g < (m + 7) / 8; g++) {
+            const fgg_mm_x8b *xg = x + g * nb;
+            const int nr = m - 8 * g < 8 ? (int)(m - 8 * g) : 8;
+            for (ptrdiff_t t0 = 0; t0 < na; t0 += FGG_MM_B8_ROWS) {
+                const int nt = na - t0 < FGG_MM_B8_ROWS ? (int)(na - t0) : FGG_MM_B8_ROWS;
+                for (int t = 0; t < nt; t++) {
+                    for (int k = 0; k < 8; k++) st[t].acc[k] = _mm256_setzero_ps();
+                    st[t].off = _mm256_setzero_ps();
+                }
+                for (ptrdiff_t c = 0; c < nb; c += FGG_MM_B8_CHUNK)
+                    for (int t = 0; t < nt; t++)
+                        fgg_mm_gemm_b8_run(kind, panel + (t0 + t) * nb, c, nb - c < FGG_MM_B8_CHUNK ? nb : c + FGG_MM_B8_CHUNK,
+                                           xg, st + t);
+                for (int t = 0; t < nt; t++) {
+                    const __m256 *v = st[t].acc;
+                    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v[0], v[4]), _mm256_add_ps(v[2], v[6])),
+                                             _mm256_add_ps(_mm256_add_ps(v[1], v[5]), _mm256_add_ps(v[3], v[7])));
+                    if (fgg_mm_b_has_offset(kind)) s = _mm256_add_ps(s, st[t].off);
+                    float res[8];
+                    _mm256_storeu_ps(res, s);
+                    for (int r = 0; r < nr; r++) out[(8 * g + r) * os + a + t0 + t] = res[r];
+                }
+            }
+        }
+    }
+}
+
+#define FGG_MM_GEMM_B(NAME, KIND)                                                                     \
+static void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, const void *x,    \
+                 ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)                  \
+{                                                                                                     \
+    fgg_mm_gemm_b_avx2(KIND, w, row_bytes, n, nb, (const fgg_mm_x8b *)x, m, out, os, (fgg_mm_wb *)panel, tile); \
+}
+FGG_MM_GEMM_B(fgg_mm_gemm_q4_0, FGG_MM_B_Q4_0)
+FGG_MM_GEMM_B(fgg_mm_gemm_q5_0, FGG_MM_B_Q5_0)
+FGG_MM_GEMM_B(fgg_mm_gemm_q4_1, FGG_MM_B_Q4_1)
+FGG_MM_GEMM_B(fgg_mm_gemm_q5_1, FGG_MM_B_Q5_1)
+FGG_MM_GEMM_B(fgg_mm_gemm_mxfp4, FGG_MM_B_MXFP4)
+#undef FGG_MM_GEMM_B
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
@@ -3060,21 +3207,6 @@ FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_iq1_m_vnni, FGG_MM_K_IQ1_M)
  * the 16 rows, the offsets of Q4_1 and Q5_1 (m * s) likewise, and the 8 lanes summed in
  * fgg_mm_acc_sum's order: the bits of fgg_mm_rows_b. */
 
-/* Weight row w's nb blocks (one run of 32 each) into p[0..nb). */
-static inline FGG_MM_VNNI void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fgg_mm_wb *p)
-{
-    const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
-    for (ptrdiff_t b = 0; b < nb; b++) {
-        const uint8_t *wb = w + b * bytes;
-        const __m256i v = fgg_mm_b_values(kind, wb, 0);
-        const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
-        _mm256_storeu_si256((__m256i *)p[b].q, v);
-        _mm256_storeu_si256((__m256i *)p[b].corr, _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
-        p[b].d = fgg_mm_b_scale(kind, wb);
-        p[b].m = fgg_mm_b_offset(kind, wb);
-    }
-}
-
 /* R <= 2 weight rows (row t at p + t * nb, nb blocks) times the 16 rows of one group of x:
  * res[t][r]. The two rows share each load of x (loads, not products, bound one row alone). */
 FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_rows(int kind, const int R, const fgg_mm_wb *p, ptrdiff_t nb,
@@ -3203,7 +3335,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
                                                          ptrdiff_t nb, const void *x, ptrdiff_t m, float *out,
                                                          ptrdiff_t os, fgg_mm_wb *panel, ptrdiff_t tile)
 {
-    if (fgg_mm_batch_few(1, m)) {  /* x in fgg_mm_x2b */
+    if (fgg_mm_batch_few(FGG_MM_X_B32, m)) {  /* x in fgg_mm_x2b */
         const fgg_mm_x2b *x2 = (const fgg_mm_x2b *)x;
         switch ((m + 1) / 2) {
         case 6: fgg_mm_few_b_vnni(kind, 6, w, row_bytes, n, nb, x2, m, out, os); break;
@@ -3312,6 +3444,11 @@ static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrd
 #define fgg_mm_gemm_iq3_xxs fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_s fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_m fgg_mm_gemm_never
+#define fgg_mm_gemm_q4_0 fgg_mm_gemm_never
+#define fgg_mm_gemm_q5_0 fgg_mm_gemm_never
+#define fgg_mm_gemm_q4_1 fgg_mm_gemm_never
+#define fgg_mm_gemm_q5_1 fgg_mm_gemm_never
+#define fgg_mm_gemm_mxfp4 fgg_mm_gemm_never
 #endif
 
 #if defined(FGG_MM_INT_SIMD)

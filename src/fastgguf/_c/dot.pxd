@@ -76,10 +76,11 @@ cdef extern from "dot.h" nogil:
         pass
     ctypedef struct fgg_mm_wk:
         pass
-    size_t fgg_mm_batch_x_bytes(int per32, Py_ssize_t m, Py_ssize_t nb)
-    bint fgg_mm_batch_few(int per32, Py_ssize_t m)
-    size_t fgg_mm_batch_panel_bytes(int per32, Py_ssize_t m, Py_ssize_t nb)
-    void fgg_mm_batch_x_fill(int per32, const void *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nb, void *out)
+    enum: FGG_MM_X_K, FGG_MM_X_B32, FGG_MM_X_B32_LANES
+    size_t fgg_mm_batch_x_bytes(int layout, Py_ssize_t m, Py_ssize_t nb)
+    bint fgg_mm_batch_few(int layout, Py_ssize_t m)
+    size_t fgg_mm_batch_panel_bytes(int layout, Py_ssize_t m, Py_ssize_t nb)
+    void fgg_mm_batch_x_fill(int layout, const void *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nb, void *out)
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb,
                                     const void *x, Py_ssize_t m, float *out, Py_ssize_t os, void *panel,
                                     Py_ssize_t tile)
@@ -93,6 +94,7 @@ cdef extern from "dot.h" nogil:
     const fgg_mm_gemm_fn fgg_mm_gemm_q2_k, fgg_mm_gemm_q3_k, fgg_mm_gemm_q4_k, fgg_mm_gemm_q5_k, fgg_mm_gemm_q6_k
     const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0, fgg_mm_gemm_tq1_0, fgg_mm_gemm_iq4_xs, fgg_mm_gemm_iq2_xxs, fgg_mm_gemm_iq3_s
     const fgg_mm_gemm_fn fgg_mm_gemm_iq2_xs, fgg_mm_gemm_iq2_s, fgg_mm_gemm_iq3_xxs, fgg_mm_gemm_iq1_s, fgg_mm_gemm_iq1_m
+    const fgg_mm_gemm_fn fgg_mm_gemm_q4_0, fgg_mm_gemm_q5_0, fgg_mm_gemm_q4_1, fgg_mm_gemm_q5_1, fgg_mm_gemm_mxfp4
     enum: FGG_MM_QF_FLOATS
     void fgg_mm_init_tables()
     enum: FGG_MM_REG_ROWS

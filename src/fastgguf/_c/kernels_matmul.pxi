@@ -139,12 +139,12 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     _set_batch(FGG_TYPE_IQ1_M, fgg_mm_gemm_iq1_m_vnni, fgg_mm_gemm_iq1_m, vnni)
     # the per-32 types: a VNNI batch kernel only (their maddubs row kernels serve AVX2)
     _set_batch(FGG_TYPE_Q8_0, fgg_mm_gemm_q8_0_vnni, NULL, vnni)
-    _set_batch(FGG_TYPE_Q4_0, fgg_mm_gemm_q4_0_vnni, NULL, vnni)
-    _set_batch(FGG_TYPE_Q5_0, fgg_mm_gemm_q5_0_vnni, NULL, vnni)
-    _set_batch(FGG_TYPE_Q4_1, fgg_mm_gemm_q4_1_vnni, NULL, vnni)
-    _set_batch(FGG_TYPE_Q5_1, fgg_mm_gemm_q5_1_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_Q4_0, fgg_mm_gemm_q4_0_vnni, fgg_mm_gemm_q4_0, vnni)
+    _set_batch(FGG_TYPE_Q5_0, fgg_mm_gemm_q5_0_vnni, fgg_mm_gemm_q5_0, vnni)
+    _set_batch(FGG_TYPE_Q4_1, fgg_mm_gemm_q4_1_vnni, fgg_mm_gemm_q4_1, vnni)
+    _set_batch(FGG_TYPE_Q5_1, fgg_mm_gemm_q5_1_vnni, fgg_mm_gemm_q5_1, vnni)
     _set_batch(FGG_TYPE_IQ4_NL, fgg_mm_gemm_iq4_nl_vnni, NULL, vnni)
-    _set_batch(FGG_TYPE_MXFP4, fgg_mm_gemm_mxfp4_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_MXFP4, fgg_mm_gemm_mxfp4_vnni, fgg_mm_gemm_mxfp4, vnni)
     # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
     # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread);
     # the avx512 build's 512-bit ones where the CPU runs them whole, else 256-bit ones
@@ -267,7 +267,7 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     from 4 rows, Q4_1, Q5_1 and Q8_0 from 5) or ``"rows"`` (one or two weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
-    if fgg_mm_batch_few(not _x_by_256(type_id), m):
+    if fgg_mm_batch_few(_x_layout(type_id), m):
         return "vnni-few"
     return "vnni-batch" if _vnni_on else "maddubs-batch"
 
@@ -287,6 +287,15 @@ cdef inline bint _x_by_256(int type_id) noexcept nogil:
     """Whether the integer dot of ``type_id`` takes x by super-blocks of 256 (fgg_mm_q8k): the
     types with 256-value blocks (the K-quants and IQ types); the per-32 ones take fgg_mm_q8."""
     return 0 <= type_id < FGG_TYPE_LIMIT and fgg_block_size[type_id] == 256
+
+
+cdef inline int _x_layout(int type_id) noexcept nogil:
+    """How the batch kernel of ``type_id`` takes x (fgg_mm_batch_x_fill): the K kinds by
+    super-blocks; the per-32 types' VNNI kernels with a few rows as pairs (their few-rows kernel);
+    their maddubs kernel in groups of 16 rows at any count."""
+    if _x_by_256(type_id):
+        return FGG_MM_X_K
+    return FGG_MM_X_B32 if _vnni_on else FGG_MM_X_B32_LANES
 
 
 def int_x_layout(int type_id):
@@ -871,6 +880,7 @@ cdef struct _MMIntJob:
     fgg_dot_fn fn
     fgg_dot_fn fn2  # two weight rows at a time (INT_ROWS2), or NULL
     fgg_mm_gemm_fn gemm  # the batch kernel (with xi, tile, panel_bytes), or NULL: fn a weight row at a time
+    Py_ssize_t gm  # rows of x the batch kernel takes (the first gm); fn and fn2 take the rest
     const void *xi
     Py_ssize_t tile
     size_t panel_bytes  # a task's panel (tile weight rows)
@@ -899,16 +909,15 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
         job.status = -2
         fgg_aligned_free(panel)
         return
+    cdef Py_ssize_t b0 = 0
     if job.gemm != NULL:
-        job.gemm(job.w + n0 * job.row_bytes, job.row_bytes, n1 - n0, job.nb, job.xi, job.m, job.out + n0,
+        job.gemm(job.w + n0 * job.row_bytes, job.row_bytes, n1 - n0, job.nb, job.xi, job.gm, job.out + n0,
                  job.out_stride, panel, job.tile)
-        fgg_guard_leave(&guard)
-        fgg_aligned_free(panel)
-        return
+        b0 = job.gm
     a = n0
-    while a < n1:
+    while a < n1 and b0 < job.m:
         a1 = min(a + job.wt, n1)
-        b = 0
+        b = b0
         while b < job.m:
             b1 = min(b + job.xt, job.m)
             n = a
@@ -924,6 +933,7 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
             b = b1
         a = a1
     fgg_guard_leave(&guard)
+    fgg_aligned_free(panel)
 
 
 # Rows of x from which the K kinds take the batch kernel (lanes = 16 rows of x, or 8 for a short
@@ -948,7 +958,11 @@ cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
-    if not _x_by_256(type_id):  # the per-32 types (VNNI only): the few-rows kernel
+    if not _x_by_256(type_id) and not _vnni_on:  # the per-32 types' maddubs kernel (Q4_0, Q5_0, Q4_1, Q5_1, MXFP4)
+        if type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_Q5_1:
+            return 6
+        return 7 if type_id == FGG_TYPE_Q4_1 else 9
+    if not _x_by_256(type_id):  # the per-32 types on VNNI: the few-rows kernel
         if _wide_on:
             return 2
         if type_id == FGG_TYPE_Q8_0 or type_id == FGG_TYPE_Q4_1 or type_id == FGG_TYPE_Q5_1:
@@ -994,19 +1008,23 @@ cdef size_t _xi_bytes(int type_id, Py_ssize_t m, Py_ssize_t nb) noexcept nogil:
     """Bytes of m rows of x interleaved for the batch kernel: fgg_mm_x16k per super-block (the K
     kinds) or fgg_mm_x16b per block of 32, 16 rows each (m rounded up), or for a few rows of the
     per-32 types fgg_mm_x2b per block of 32, 2 rows each."""
-    return fgg_mm_batch_x_bytes(not _x_by_256(type_id), m, nb)
+    return fgg_mm_batch_x_bytes(_x_layout(type_id), m, nb)
 
 
 cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, int threads) noexcept nogil:
     """Make an integer job run the batch kernel: x interleaved into ``xi`` (_xi_bytes), tasks of
-    _gemm_tile weight rows."""
-    cdef bint per32 = not _x_by_256(type_id)
-    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(per32, job.m, job.nb)
+    _gemm_tile weight rows. The maddubs kernel of the per-32 types costs the same for 1 to 8 rows
+    of x (a group), so a last group of fewer than _gemm_min_rows rows takes the row kernels."""
+    cdef int layout = _x_layout(type_id)
+    job.gm = job.m
+    if layout == FGG_MM_X_B32_LANES and job.m % 8 < _gemm_min_rows(type_id):
+        job.gm = job.m - job.m % 8
+    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(layout, job.gm, job.nb)
     job.gemm = gemm
     job.xi = xi
     job.tile = _gemm_tile(row_panel_bytes)
     job.panel_bytes = job.tile * row_panel_bytes
-    fgg_mm_batch_x_fill(per32, job.x, job.xs, job.m, job.nb, xi)
+    fgg_mm_batch_x_fill(layout, job.x, job.xs, job.gm, job.nb, xi)
     job.n_tasks = _row_tasks(job.n1 - job.n0, job.tile, threads)
 
 
@@ -1079,6 +1097,7 @@ cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, fgg_dot_fn fn2, const uin
     job.fn = fn
     job.fn2 = fn2
     job.gemm = NULL
+    job.gm = 0
     job.xi = NULL
     job.tile = 0
     job.panel_bytes = 0
