@@ -403,12 +403,11 @@ def test_integer_path_same_bits_with_and_without_vnni(qtype, m):
 # The types with a batch kernel (lanes = rows of x): the K-quants, the ternary and the 256-value IQ types.
 K_KINDS = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
            T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M}
-# The per-32 types with a batch kernel on VNNI (lanes = rows of x, float steps per 4 values as their row kernels),
-# and those with one on maddubs too (|w| <= 31: Q8_0's and IQ4_NL's values would saturate its int16 pair sums).
+# The per-32 types with a batch kernel (lanes = rows of x, float steps per 4 values as their row kernels): VNNI
+# (with a few-rows kernel up to 12 rows) and maddubs (groups of 8 rows; Q8_0 and IQ4_NL with their signs on x).
 PER32_BATCH = {T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4}
-PER32_MADDUBS = {T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.MXFP4}
-# Rows of x from which they take it (a group of 8 rows costs about as much as the row kernels on that many).
-MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 7, T.Q5_1: 6, T.MXFP4: 9}
+# Rows of x from which the maddubs one is taken (a group of 8 costs about as much as the row kernels on that many).
+MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 7, T.Q5_1: 6, T.MXFP4: 9, T.IQ4_NL: 9, T.Q8_0: 32}
 
 
 @pytest.mark.parametrize("qtype", sorted(K_KINDS | PER32_BATCH), ids=lambda t: t.name)
@@ -418,13 +417,13 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
     and one row), 40 (groups of 16, 16 and 8); 21 weight rows (two tiles of 8 and a padded one).
     The per-32 types on VNNI: the few-rows kernel up to 12 rows (1 to 6 pairs, an odd last row; 37
     weight rows: 18 pairs and a single row, or one at a time beyond 4 pairs with offsets; 70
-    blocks), the batch kernel from 13; on maddubs (Q4_0, Q5_0, Q4_1, Q5_1, MXFP4) the batch kernel
-    at every count (8-row halves: 1 to 8 rows one half, 9 to 16 two, 17 and 40 a partial group)."""
+    blocks), the batch kernel from 13; on maddubs the batch kernel at every count (groups of 8 rows:
+    1 to 8 rows one group, 9 to 16 two, 17 and 40 a partial last group)."""
     rng = np.random.default_rng([int(qtype), 5])
     n, k = (21, k_for(qtype, 3)) if qtype in K_KINDS else (37, k_for(qtype, 70))
     raw = random_weights(qtype, n, k, rng)
     variants = [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants()
-                if name != "portable" and (vnni or qtype in K_KINDS or qtype in PER32_MADDUBS)]
+                if name != "portable"]
     if not variants:
         pytest.skip("no build with this type's batch kernel runs here")
     for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 40) if qtype in PER32_BATCH else (1, 5, 8, 9, 16, 17, 40):
@@ -448,7 +447,7 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
             np.testing.assert_array_equal(outs["batch"], outs["rows"], err_msg=f"{name} m={m}")
 
 
-@pytest.mark.parametrize("qtype", sorted(PER32_MADDUBS), ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", sorted(PER32_BATCH), ids=lambda t: t.name)
 def test_maddubs_batch_leaves_a_short_last_group_to_the_row_kernels(qtype):
     """The per-32 types' maddubs batch kernel takes groups of 8 rows of x; a last group of fewer
     rows than the batch threshold goes to the row kernels in the same task (6 here: 13 rows are
@@ -484,8 +483,8 @@ def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
     AVX-512 without VNNI); the per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU
     splits 512-bit operations: Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5),
-    the batch kernel from 13; other types, fewer rows and the portable build take the row kernels
-    (whose bits the tests above compare)."""
+    the batch kernel from 13, and on maddubs the batch kernel from MADDUBS_FROM; other types, fewer
+    rows and the portable build take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         for wide in (True, False):
             before, wide_before = kernels._set_vnni(vnni), kernels._set_wide(wide)
@@ -497,7 +496,7 @@ def test_batch_kernel_is_taken_where_it_applies():
                             expected = "rows" if m < few_from else "vnni-few" if m <= 12 else "vnni-batch"
                         elif vnni:
                             expected = "vnni-batch" if qtype in K_KINDS and m >= 6 else "rows"
-                        elif name != "portable" and qtype in PER32_MADDUBS:
+                        elif name != "portable" and qtype in PER32_BATCH:
                             expected = "maddubs-batch" if m >= MADDUBS_FROM[qtype] else "rows"
                         elif name != "portable":
                             expected = "maddubs-batch" if qtype in K_KINDS and m >= 9 else "rows"

@@ -2631,7 +2631,8 @@ typedef struct {
     float s[16];
 } fgg_mm_x16b;
 
-/* A weight block (one run of 32) unpacked for that kernel (fgg_mm_wb_unpack). */
+/* A weight block (one run of 32) unpacked for the batch kernels (fgg_mm_wb_unpack). Q8_0 and
+ * IQ4_NL on maddubs (``signs``) keep |values| in q and the values in corr instead. */
 typedef struct {
     int32_t q[8];     /* the run's 32 signed values, 4 per int32 (group k) */
     int32_t corr[8];  /* -128 * the sum of group k */
@@ -2663,8 +2664,9 @@ typedef struct {
 
 /* How a batch kernel takes x: the K kinds' super-blocks (fgg_mm_x16k); the per-32 types' blocks
  * with a few rows as pairs (the VNNI kernels: fgg_mm_x2b up to FGG_MM_FEW_ROWS rows, fgg_mm_x16b
- * beyond); or in groups of 16 at any count (the maddubs kernel, fgg_mm_gemm_b_avx2). */
-enum { FGG_MM_X_K = 0, FGG_MM_X_B32 = 1, FGG_MM_X_B32_LANES = 2 };
+ * beyond); or in groups of 8 at any count (the maddubs kernel, fgg_mm_gemm_b_avx2: fgg_mm_x8b of
+ * x + 128, or of x itself for Q8_0 and IQ4_NL, whose weights' signs it moves onto x). */
+enum { FGG_MM_X_K = 0, FGG_MM_X_B32 = 1, FGG_MM_X_B32_LANES = 2, FGG_MM_X_B32_SIGNED = 3 };
 
 /* Whether m rows of x take the few-rows layout and kernel (FGG_MM_X_B32, m <= FGG_MM_FEW_ROWS). */
 static inline int fgg_mm_batch_few(int layout, ptrdiff_t m) { return layout == FGG_MM_X_B32 && m <= FGG_MM_FEW_ROWS; }
@@ -2680,19 +2682,19 @@ static inline void fgg_mm_x2b_put(fgg_mm_x2b *o, int h, const fgg_mm_q8 *xb)
 }
 
 /* x for the per-32 types' maddubs batch kernel (fgg_mm_gemm_b_avx2): one block of 32 of 8 rows of
- * x, interleaved as fgg_mm_x16b (q[k][r]: bytes 4k..4k+3 of row r's q, each plus 128), 8 rows
- * being its lanes; 320 bytes, so 32 blocks of it stay in L1. */
+ * x, interleaved as fgg_mm_x16b (q[k][r]: bytes 4k..4k+3 of row r's q, each plus bias: 128, or 0
+ * for FGG_MM_X_B32_SIGNED), 8 rows being its lanes; 320 bytes, so 32 blocks of it stay in L1. */
 typedef struct {
     uint32_t q[8][8];
     float d[8];
     float s[8];
 } fgg_mm_x8b;
 
-static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb)
+static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb, int bias)
 {
     for (int k = 0; k < 8; k++) {
         uint32_t v = 0;
-        for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)((xb ? xb->q[4 * k + j] : 0) + 128) << (8 * j);
+        for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)((xb ? xb->q[4 * k + j] : 0) + bias) << (8 * j);
         o->q[k][r] = v;
     }
     o->d[r] = xb ? xb->d : 0.0f;
@@ -2700,7 +2702,7 @@ static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb)
 }
 
 /* Rows of x per group of a layout: 16 (fgg_mm_x16k, fgg_mm_x16b) or 8 (fgg_mm_x8b). */
-static inline ptrdiff_t fgg_mm_batch_group_rows(int layout) { return layout == FGG_MM_X_B32_LANES ? 8 : 16; }
+static inline ptrdiff_t fgg_mm_batch_group_rows(int layout) { return layout >= FGG_MM_X_B32_LANES ? 8 : 16; }
 
 /* Bytes of the interleaved x (fgg_mm_x16k; for the per-32 layouts fgg_mm_x16b or fgg_mm_x8b, or
  * fgg_mm_x2b for a few rows) of m rows of nb blocks. */
@@ -2742,8 +2744,9 @@ static inline void fgg_mm_batch_x_fill(int layout, const void *x, ptrdiff_t xs, 
         for (ptrdiff_t b = 0; b < nb; b++)
             for (int r = 0; r < gr; r++) {
                 const ptrdiff_t i = gr * G + r, at = i * xs + b;
-                if (layout == FGG_MM_X_B32_LANES)
-                    fgg_mm_x8b_put((fgg_mm_x8b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL);
+                if (layout >= FGG_MM_X_B32_LANES)
+                    fgg_mm_x8b_put((fgg_mm_x8b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL,
+                                   layout == FGG_MM_X_B32_LANES ? 128 : 0);
                 else if (layout == FGG_MM_X_B32)
                     fgg_mm_x16b_put((fgg_mm_x16b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL);
                 else
@@ -2927,17 +2930,21 @@ FGG_MM_GEMM_K(fgg_mm_gemm_iq1_s, FGG_MM_K_IQ1_S)
 FGG_MM_GEMM_K(fgg_mm_gemm_iq1_m, FGG_MM_K_IQ1_M)
 #undef FGG_MM_GEMM_K
 
-/* Weight row w's nb blocks (one run of 32 each) into p[0..nb) (fgg_mm_wb: the per-32 types' batch
- * kernels, maddubs and VNNI). */
-static inline void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fgg_mm_wb *p)
+/* Q8_0's and IQ4_NL's values reach 127: against x + 128 maddubs' pair sums would saturate, so the
+ * maddubs batch kernel moves their signs onto x (|w| * |x| <= 128 * 127), as their row kernels do. */
+FGG_MM_ALWAYS_INLINE int fgg_mm_b_signs_onto_x(int kind) { return kind == FGG_MM_B_Q8_0 || kind == FGG_MM_B_IQ4_NL; }
+
+/* Weight row w's nb blocks (one run of 32 each) into p[0..nb) (fgg_mm_wb: the per-32 types'
+ * batch kernels, maddubs and VNNI; ``signs``: |values| and values, for the sign trick). */
+static inline void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fgg_mm_wb *p, int signs)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
     for (ptrdiff_t b = 0; b < nb; b++) {
         const uint8_t *wb = w + b * bytes;
         const __m256i v = fgg_mm_b_values(kind, wb, 0);
         const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), v), _mm256_set1_epi16(1));
-        _mm256_storeu_si256((__m256i *)p[b].q, v);
-        _mm256_storeu_si256((__m256i *)p[b].corr, _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
+        _mm256_storeu_si256((__m256i *)p[b].q, signs ? _mm256_abs_epi8(v) : v);
+        _mm256_storeu_si256((__m256i *)p[b].corr, signs ? v : _mm256_mullo_epi32(sums, _mm256_set1_epi32(-128)));
         p[b].d = fgg_mm_b_scale(kind, wb);
         p[b].m = fgg_mm_b_offset(kind, wb);
     }
@@ -2947,9 +2954,9 @@ static inline void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fg
  * CPU lacks VNNI): the VNNI batch kernel's lanes (rows of x) and panel (fgg_mm_wb), 8 rows of x
  * per group (fgg_mm_x8b). Per group k of 4 values, maddubs of x + 128 (unsigned) with the
  * broadcast signed weight bytes makes 2 int16 sums of 2 products per row, below 2^15 while |w| <=
- * 31 (2 * 255 * 31 = 15810: Q4_0, Q5_0, Q4_1, Q5_1, MXFP4; not Q8_0 or IQ4_NL, whose values reach
- * 127); madd adds them to int32 and corr takes 128 * the group's sum off: lane k's exact integer
- * for 8 rows. Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)),
+ * 31 (2 * 255 * 31 = 15810: Q4_0, Q5_0, Q4_1, Q5_1, MXFP4); madd adds them to int32 and corr
+ * takes 128 * the group's sum off: lane k's exact integer for 8 rows. Q8_0 and IQ4_NL take x
+ * itself and maddubs of |w| with x signed by w (fgg_mm_b_signs_onto_x): the same integer. Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)),
  * the offsets m * s likewise, and the 8 lanes summed in fgg_mm_acc_sum's order: the bits of the
  * row kernels. The 8 lanes' accumulators take half the 16 registers, so one weight row at a time
  * meets a group; they are kept in memory (fgg_mm_b8_lanes) between chunks of blocks, so that a
@@ -2972,8 +2979,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b8_run(int kind, const fgg_mm_wb *p, ptrdi
         const __m256 f = _mm256_mul_ps(_mm256_set1_ps(wb->d), _mm256_loadu_ps(xb->d));
         for (int k = 0; k < 8; k++) {
             const __m256i xv = _mm256_loadu_si256((const __m256i *)xb->q[k]);
-            const __m256i l = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xv, _mm256_set1_epi32(wb->q[k])), ones),
-                                               _mm256_set1_epi32(wb->corr[k]));
+            const __m256i l = fgg_mm_b_signs_onto_x(kind)
+                ? _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(wb->q[k]),
+                                                         _mm256_sign_epi8(xv, _mm256_set1_epi32(wb->corr[k]))), ones)
+                : _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xv, _mm256_set1_epi32(wb->q[k])), ones),
+                                   _mm256_set1_epi32(wb->corr[k]));
             acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(_mm256_cvtepi32_ps(l), f));
         }
         if (fgg_mm_b_has_offset(kind))
@@ -2998,7 +3008,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b_avx2(int kind, const uint8_t *w, ptrdiff
     fgg_mm_b8_lanes st[FGG_MM_B8_ROWS];
     for (ptrdiff_t a = 0; a < n; a += tile) {
         const ptrdiff_t na = n - a < tile ? n - a : tile;
-        for (ptrdiff_t t = 0; t < na; t++) fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb);
+        for (ptrdiff_t t = 0; t < na; t++)
+            fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb, fgg_mm_b_signs_onto_x(kind));
         for (ptrdiff_t g = 0; g < (m + 7) / 8; g++) {
             const fgg_mm_x8b *xg = x + g * nb;
             const int nr = m - 8 * g < 8 ? (int)(m - 8 * g) : 8;
@@ -3037,6 +3048,8 @@ FGG_MM_GEMM_B(fgg_mm_gemm_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_GEMM_B(fgg_mm_gemm_q4_1, FGG_MM_B_Q4_1)
 FGG_MM_GEMM_B(fgg_mm_gemm_q5_1, FGG_MM_B_Q5_1)
 FGG_MM_GEMM_B(fgg_mm_gemm_mxfp4, FGG_MM_B_MXFP4)
+FGG_MM_GEMM_B(fgg_mm_gemm_q8_0, FGG_MM_B_Q8_0)
+FGG_MM_GEMM_B(fgg_mm_gemm_iq4_nl, FGG_MM_B_IQ4_NL)
 #undef FGG_MM_GEMM_B
 #endif
 
@@ -3351,7 +3364,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
     const ptrdiff_t groups = (m + 15) / 16;
     for (ptrdiff_t a = 0; a < n; a += tile) {
         const ptrdiff_t na = n - a < tile ? n - a : tile;
-        for (ptrdiff_t t = 0; t < na; t++) fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb);
+        for (ptrdiff_t t = 0; t < na; t++) fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb, 0);
         for (ptrdiff_t g0 = 0; g0 < groups; g0 += 4)
             for (ptrdiff_t t = 0; t < na; t += 2)
                 for (ptrdiff_t g = g0; g < groups && g < g0 + 4; g++) {
@@ -3449,6 +3462,8 @@ static inline void fgg_mm_gemm_never(const uint8_t *w, ptrdiff_t row_bytes, ptrd
 #define fgg_mm_gemm_q4_1 fgg_mm_gemm_never
 #define fgg_mm_gemm_q5_1 fgg_mm_gemm_never
 #define fgg_mm_gemm_mxfp4 fgg_mm_gemm_never
+#define fgg_mm_gemm_q8_0 fgg_mm_gemm_never
+#define fgg_mm_gemm_iq4_nl fgg_mm_gemm_never
 #endif
 
 #if defined(FGG_MM_INT_SIMD)

@@ -76,9 +76,10 @@ cdef extern from "dot.h" nogil:
         pass
     ctypedef struct fgg_mm_wk:
         pass
-    enum: FGG_MM_X_K, FGG_MM_X_B32, FGG_MM_X_B32_LANES
+    enum: FGG_MM_X_K, FGG_MM_X_B32, FGG_MM_X_B32_LANES, FGG_MM_X_B32_SIGNED
     size_t fgg_mm_batch_x_bytes(int layout, Py_ssize_t m, Py_ssize_t nb)
     bint fgg_mm_batch_few(int layout, Py_ssize_t m)
+    Py_ssize_t fgg_mm_batch_group_rows(int layout)
     size_t fgg_mm_batch_panel_bytes(int layout, Py_ssize_t m, Py_ssize_t nb)
     void fgg_mm_batch_x_fill(int layout, const void *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t nb, void *out)
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb,
@@ -95,6 +96,7 @@ cdef extern from "dot.h" nogil:
     const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0, fgg_mm_gemm_tq1_0, fgg_mm_gemm_iq4_xs, fgg_mm_gemm_iq2_xxs, fgg_mm_gemm_iq3_s
     const fgg_mm_gemm_fn fgg_mm_gemm_iq2_xs, fgg_mm_gemm_iq2_s, fgg_mm_gemm_iq3_xxs, fgg_mm_gemm_iq1_s, fgg_mm_gemm_iq1_m
     const fgg_mm_gemm_fn fgg_mm_gemm_q4_0, fgg_mm_gemm_q5_0, fgg_mm_gemm_q4_1, fgg_mm_gemm_q5_1, fgg_mm_gemm_mxfp4
+    const fgg_mm_gemm_fn fgg_mm_gemm_q8_0, fgg_mm_gemm_iq4_nl
     enum: FGG_MM_QF_FLOATS
     void fgg_mm_init_tables()
     enum: FGG_MM_REG_ROWS

@@ -138,12 +138,12 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     _set_batch(FGG_TYPE_IQ1_S, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_s, vnni)
     _set_batch(FGG_TYPE_IQ1_M, fgg_mm_gemm_iq1_m_vnni, fgg_mm_gemm_iq1_m, vnni)
     # the per-32 types: a VNNI batch kernel only (their maddubs row kernels serve AVX2)
-    _set_batch(FGG_TYPE_Q8_0, fgg_mm_gemm_q8_0_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_Q8_0, fgg_mm_gemm_q8_0_vnni, fgg_mm_gemm_q8_0, vnni)
     _set_batch(FGG_TYPE_Q4_0, fgg_mm_gemm_q4_0_vnni, fgg_mm_gemm_q4_0, vnni)
     _set_batch(FGG_TYPE_Q5_0, fgg_mm_gemm_q5_0_vnni, fgg_mm_gemm_q5_0, vnni)
     _set_batch(FGG_TYPE_Q4_1, fgg_mm_gemm_q4_1_vnni, fgg_mm_gemm_q4_1, vnni)
     _set_batch(FGG_TYPE_Q5_1, fgg_mm_gemm_q5_1_vnni, fgg_mm_gemm_q5_1, vnni)
-    _set_batch(FGG_TYPE_IQ4_NL, fgg_mm_gemm_iq4_nl_vnni, NULL, vnni)
+    _set_batch(FGG_TYPE_IQ4_NL, fgg_mm_gemm_iq4_nl_vnni, fgg_mm_gemm_iq4_nl, vnni)
     _set_batch(FGG_TYPE_MXFP4, fgg_mm_gemm_mxfp4_vnni, fgg_mm_gemm_mxfp4, vnni)
     # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
     # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread);
@@ -262,7 +262,8 @@ def vnni_usable():
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
-    per-32 types from 13, VNNI only), ``"vnni-few"`` (the per-32 types at 2 to 12 rows, VNNI only:
+    per-32 types from 13 on VNNI, on maddubs from 6 to 32 by type), ``"vnni-few"`` (the per-32
+    types at 2 to 12 rows, VNNI only:
     two rows of x per vector; where the CPU splits 512-bit operations, Q4_0, Q5_0, MXFP4 and IQ4_NL
     from 4 rows, Q4_1, Q5_1 and Q8_0 from 5) or ``"rows"`` (one or two weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
@@ -292,10 +293,13 @@ cdef inline bint _x_by_256(int type_id) noexcept nogil:
 cdef inline int _x_layout(int type_id) noexcept nogil:
     """How the batch kernel of ``type_id`` takes x (fgg_mm_batch_x_fill): the K kinds by
     super-blocks; the per-32 types' VNNI kernels with a few rows as pairs (their few-rows kernel);
-    their maddubs kernel in groups of 16 rows at any count."""
+    their maddubs kernel in groups of 8 rows at any count, as x + 128 or (Q8_0, IQ4_NL: their
+    signs go onto x) as x."""
     if _x_by_256(type_id):
         return FGG_MM_X_K
-    return FGG_MM_X_B32 if _vnni_on else FGG_MM_X_B32_LANES
+    if _vnni_on:
+        return FGG_MM_X_B32
+    return FGG_MM_X_B32_SIGNED if type_id == FGG_TYPE_Q8_0 or type_id == FGG_TYPE_IQ4_NL else FGG_MM_X_B32_LANES
 
 
 def int_x_layout(int type_id):
@@ -951,16 +955,25 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # time at 1 and 2 threads: 2 rows 1.18-1.32 (Q4_0, Q4_1, Q5_0, MXFP4, IQ4_NL), 3 rows 1.19-1.30
 # (all six); 4 rows Q4_0 0.96-1.00, Q5_0 0.98, MXFP4 0.93-0.97, IQ4_NL 0.95-0.96: those from 4;
 # Q4_1 1.09 and Q5_1 1.05-1.06 at 4: from 5. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its row
-# kernel): from 5. Tests take the batch kernels down to 1 row (_set_batch_min_rows).
+# kernel): from 5. Without VNNI (maddubs) the per-32 types' batch kernel (groups of 8 rows of x,
+# no few-rows kernel) costs about the same for 1 to 8 rows; against the row kernels (avx2 build,
+# 4096 x 4096, 2 threads, batch / rows): Q4_0 1.00 at 8 rows, 0.91 at 16, 0.84 at 64; MXFP4 1.00,
+# 0.86, 0.81; IQ4_NL 1.04, 0.86, 0.81; Q4_1 1.00 at 6, 0.88 at 7; Q5_0 and Q5_1 0.90-0.94 at 6;
+# Q8_0, whose row kernel unpacks nothing, 1.05 at 16, 1.00 at 24, 0.97 at 32, 0.87 at 128. So from
+# 9 rows (Q4_0, MXFP4, IQ4_NL), 7 (Q4_1), 6 (Q5_0, Q5_1), 32 (Q8_0); a last group of fewer rows
+# than that takes the row kernels (_use_gemm). Tests take the batch kernels down to 1 row
+# (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
 cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
-    if not _x_by_256(type_id) and not _vnni_on:  # the per-32 types' maddubs kernel (Q4_0, Q5_0, Q4_1, Q5_1, MXFP4)
+    if not _x_by_256(type_id) and not _vnni_on:  # the per-32 types' maddubs kernel
         if type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_Q5_1:
             return 6
+        if type_id == FGG_TYPE_Q8_0:
+            return 32
         return 7 if type_id == FGG_TYPE_Q4_1 else 9
     if not _x_by_256(type_id):  # the per-32 types on VNNI: the few-rows kernel
         if _wide_on:
@@ -1017,7 +1030,7 @@ cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, 
     of x (a group), so a last group of fewer than _gemm_min_rows rows takes the row kernels."""
     cdef int layout = _x_layout(type_id)
     job.gm = job.m
-    if layout == FGG_MM_X_B32_LANES and job.m % 8 < _gemm_min_rows(type_id):
+    if fgg_mm_batch_group_rows(layout) == 8 and job.m % 8 < _gemm_min_rows(type_id):
         job.gm = job.m - job.m % 8
     cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(layout, job.gm, job.nb)
     job.gemm = gemm
