@@ -404,10 +404,10 @@ def test_integer_path_same_bits_with_and_without_vnni(qtype, m):
 K_KINDS = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0, T.IQ4_XS, T.IQ2_XXS, T.IQ2_XS, T.IQ2_S,
            T.IQ3_XXS, T.IQ3_S, T.IQ1_S, T.IQ1_M}
 # The per-32 types with a batch kernel (lanes = rows of x, float steps per 4 values as their row kernels): VNNI
-# (with a few-rows kernel up to 12 rows) and maddubs (groups of 8 rows; Q8_0 and IQ4_NL with their signs on x).
+# (with a few-rows kernel up to 12 rows) and maddubs (groups of 8 rows; the signed values' signs moved onto x).
 PER32_BATCH = {T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4}
 # Rows of x from which the maddubs one is taken (a group of 8 costs about as much as the row kernels on that many).
-MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 7, T.Q5_1: 6, T.MXFP4: 9, T.IQ4_NL: 9, T.Q8_0: 32}
+MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 5, T.Q5_1: 5, T.MXFP4: 9, T.IQ4_NL: 9, T.Q8_0: 32}
 
 
 @pytest.mark.parametrize("qtype", sorted(K_KINDS | PER32_BATCH), ids=lambda t: t.name)

@@ -293,13 +293,10 @@ cdef inline bint _x_by_256(int type_id) noexcept nogil:
 cdef inline int _x_layout(int type_id) noexcept nogil:
     """How the batch kernel of ``type_id`` takes x (fgg_mm_batch_x_fill): the K kinds by
     super-blocks; the per-32 types' VNNI kernels with a few rows as pairs (their few-rows kernel);
-    their maddubs kernel in groups of 8 rows at any count, as x + 128 or (Q8_0, IQ4_NL: their
-    signs go onto x) as x."""
+    their maddubs kernel in groups of 8 rows at any count."""
     if _x_by_256(type_id):
         return FGG_MM_X_K
-    if _vnni_on:
-        return FGG_MM_X_B32
-    return FGG_MM_X_B32_SIGNED if type_id == FGG_TYPE_Q8_0 or type_id == FGG_TYPE_IQ4_NL else FGG_MM_X_B32_LANES
+    return FGG_MM_X_B32 if _vnni_on else FGG_MM_X_B8
 
 
 def int_x_layout(int type_id):
@@ -957,12 +954,12 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # Q4_1 1.09 and Q5_1 1.05-1.06 at 4: from 5. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its row
 # kernel): from 5. Without VNNI (maddubs) the per-32 types' batch kernel (groups of 8 rows of x,
 # no few-rows kernel) costs about the same for 1 to 8 rows; against the row kernels (avx2 build,
-# 4096 x 4096, 2 threads, batch / rows): Q4_0 1.00 at 8 rows, 0.91 at 16, 0.84 at 64; MXFP4 1.00,
-# 0.86, 0.81; IQ4_NL 1.04, 0.86, 0.81; Q4_1 1.00 at 6, 0.88 at 7; Q5_0 and Q5_1 0.90-0.94 at 6;
-# Q8_0, whose row kernel unpacks nothing, 1.05 at 16, 1.00 at 24, 0.97 at 32, 0.87 at 128. So from
-# 9 rows (Q4_0, MXFP4, IQ4_NL), 7 (Q4_1), 6 (Q5_0, Q5_1), 32 (Q8_0); a last group of fewer rows
-# than that takes the row kernels (_use_gemm). Tests take the batch kernels down to 1 row
-# (_set_batch_min_rows).
+# 4096 x 4096, 2 threads, batch / rows at 8, 16 and 64 rows): Q4_0 1.03, 0.91, 0.86; MXFP4 1.01,
+# 0.91, 0.85; IQ4_NL 0.98, 0.86, 0.81; Q5_0 0.96 at 6 rows, 0.76 at 64; Q4_1 and Q5_1 (no signs to
+# move) 0.76-0.89 at 5 rows, 0.48-0.52 at 64; Q8_0, whose row kernel unpacks nothing, 1.01 at 16,
+# 0.97 at 32, 0.91 at 64. So from 9 rows (Q4_0, MXFP4, IQ4_NL), 6 (Q5_0), 5 (Q4_1, Q5_1), 32
+# (Q8_0); a last group of fewer rows than that takes the row kernels (_use_gemm). Tests take the
+# batch kernels down to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
@@ -970,11 +967,11 @@ cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
     if not _x_by_256(type_id) and not _vnni_on:  # the per-32 types' maddubs kernel
-        if type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_Q5_1:
-            return 6
+        if type_id == FGG_TYPE_Q4_1 or type_id == FGG_TYPE_Q5_1:
+            return 5
         if type_id == FGG_TYPE_Q8_0:
             return 32
-        return 7 if type_id == FGG_TYPE_Q4_1 else 9
+        return 6 if type_id == FGG_TYPE_Q5_0 else 9
     if not _x_by_256(type_id):  # the per-32 types on VNNI: the few-rows kernel
         if _wide_on:
             return 2
