@@ -2631,9 +2631,9 @@ typedef struct {
     float s[16];
 } fgg_mm_x16b;
 
-/* A weight block (one run of 32) unpacked for the batch kernels (fgg_mm_wb_unpack). On maddubs
- * (``signs``: fgg_mm_b8_signs) q holds |values| and corr the values instead (Q4_1's and Q5_1's
- * values are unsigned codes: their corr goes unused there). */
+/* A weight block (one run of 32) unpacked for the batch kernels (fgg_mm_wb_unpack). For the
+ * maddubs kernel's sign step (``signs``: Q8_0, IQ4_NL) q holds |values| and corr the values
+ * instead (Q4_1's and Q5_1's values are unsigned codes: their corr goes unused there). */
 typedef struct {
     int32_t q[8];     /* the run's 32 signed values, 4 per int32 (group k) */
     int32_t corr[8];  /* -128 * the sum of group k */
@@ -2665,8 +2665,9 @@ typedef struct {
 
 /* How a batch kernel takes x: the K kinds' super-blocks (fgg_mm_x16k); the per-32 types' blocks
  * with a few rows as pairs (the VNNI kernels: fgg_mm_x2b up to FGG_MM_FEW_ROWS rows, fgg_mm_x16b
- * beyond); or in groups of 8 at any count (the maddubs kernel, fgg_mm_gemm_b_avx2: fgg_mm_x8b). */
-enum { FGG_MM_X_K = 0, FGG_MM_X_B32 = 1, FGG_MM_X_B8 = 2 };
+ * beyond); or in groups of 8 at any count (the maddubs kernel, fgg_mm_gemm_b_avx2: fgg_mm_x8b of
+ * x, or of x + 128 for the types it takes so, fgg_mm_b8_mode's BIASED). */
+enum { FGG_MM_X_K = 0, FGG_MM_X_B32 = 1, FGG_MM_X_B8 = 2, FGG_MM_X_B8_PLUS128 = 3 };
 
 /* Whether m rows of x take the few-rows layout and kernel (FGG_MM_X_B32, m <= FGG_MM_FEW_ROWS). */
 static inline int fgg_mm_batch_few(int layout, ptrdiff_t m) { return layout == FGG_MM_X_B32 && m <= FGG_MM_FEW_ROWS; }
@@ -2682,19 +2683,19 @@ static inline void fgg_mm_x2b_put(fgg_mm_x2b *o, int h, const fgg_mm_q8 *xb)
 }
 
 /* x for the per-32 types' maddubs batch kernel (fgg_mm_gemm_b_avx2): one block of 32 of 8 rows of
- * x, interleaved as fgg_mm_x16b but as they are (q[k][r]: bytes 4k..4k+3 of row r's q), 8 rows
- * being its lanes; 320 bytes, so 32 blocks of it stay in L1. */
+ * x, interleaved as fgg_mm_x16b (q[k][r]: bytes 4k..4k+3 of row r's q, each plus bias: 0, or 128
+ * for FGG_MM_X_B8_PLUS128), 8 rows being its lanes; 320 bytes, so 32 blocks of it stay in L1. */
 typedef struct {
     uint32_t q[8][8];
     float d[8];
     float s[8];
 } fgg_mm_x8b;
 
-static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb)
+static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb, int bias)
 {
     for (int k = 0; k < 8; k++) {
         uint32_t v = 0;
-        for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)(xb ? xb->q[4 * k + j] : 0) << (8 * j);
+        for (int j = 0; j < 4; j++) v |= (uint32_t)(uint8_t)((xb ? xb->q[4 * k + j] : 0) + bias) << (8 * j);
         o->q[k][r] = v;
     }
     o->d[r] = xb ? xb->d : 0.0f;
@@ -2702,7 +2703,7 @@ static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb)
 }
 
 /* Rows of x per group of a layout: 16 (fgg_mm_x16k, fgg_mm_x16b) or 8 (fgg_mm_x8b). */
-static inline ptrdiff_t fgg_mm_batch_group_rows(int layout) { return layout == FGG_MM_X_B8 ? 8 : 16; }
+static inline ptrdiff_t fgg_mm_batch_group_rows(int layout) { return layout >= FGG_MM_X_B8 ? 8 : 16; }
 
 /* Bytes of the interleaved x (fgg_mm_x16k; for the per-32 layouts fgg_mm_x16b or fgg_mm_x8b, or
  * fgg_mm_x2b for a few rows) of m rows of nb blocks. */
@@ -2725,7 +2726,7 @@ static inline size_t fgg_mm_batch_panel_bytes(int layout, ptrdiff_t m, ptrdiff_t
 }
 
 /* x's m rows (fgg_mm_q8k super-blocks, or for the per-32 layouts fgg_mm_q8 blocks; row i's block b at
- * x[i * xs + b]) interleaved as groups of 16 rows (8 for FGG_MM_X_B8): group G's block b at
+ * x[i * xs + b]) interleaved as groups of 16 rows (8 for FGG_MM_X_B8*): group G's block b at
  * out[G * nb + b] (fgg_mm_x16k, fgg_mm_x16b or fgg_mm_x8b); a few rows of the per-32 types on VNNI
  * (fgg_mm_batch_few) as ceil(m / 2) pairs instead: pair p's block b at out[p * nb + b]
  * (fgg_mm_x2b). Rows past m are x = 0. */
@@ -2744,8 +2745,9 @@ static inline void fgg_mm_batch_x_fill(int layout, const void *x, ptrdiff_t xs, 
         for (ptrdiff_t b = 0; b < nb; b++)
             for (int r = 0; r < gr; r++) {
                 const ptrdiff_t i = gr * G + r, at = i * xs + b;
-                if (layout == FGG_MM_X_B8)
-                    fgg_mm_x8b_put((fgg_mm_x8b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL);
+                if (layout >= FGG_MM_X_B8)
+                    fgg_mm_x8b_put((fgg_mm_x8b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL,
+                                   layout == FGG_MM_X_B8_PLUS128 ? 128 : 0);
                 else if (layout == FGG_MM_X_B32)
                     fgg_mm_x16b_put((fgg_mm_x16b *)out + G * nb + b, r, i < m ? (const fgg_mm_q8 *)x + at : NULL);
                 else
@@ -2929,12 +2931,20 @@ FGG_MM_GEMM_K(fgg_mm_gemm_iq1_s, FGG_MM_K_IQ1_S)
 FGG_MM_GEMM_K(fgg_mm_gemm_iq1_m, FGG_MM_K_IQ1_M)
 #undef FGG_MM_GEMM_K
 
-/* Whether the maddubs batch kernel (fgg_mm_gemm_b8_run) moves a type's weight signs onto x: Q4_1's
- * and Q5_1's values are their codes (0..31, unsigned), which maddubs takes as they are; the others'
- * are signed, so |w| meets x signed by w (|w| * |x| <= 128 * 127), as in the row kernels. Both
- * meet x itself: against x + 128 and the correction 128 * the group's sum it would need, one
- * operation more per 4 values and 8 rows (2.35 against 1.92 cycles, C harness). */
-FGG_MM_ALWAYS_INLINE int fgg_mm_b8_signs(int kind) { return kind != FGG_MM_B_Q4_1 && kind != FGG_MM_B_Q5_1; }
+/* How the maddubs batch kernel (fgg_mm_gemm_b8_run) makes a group's integer, the fewest operations
+ * for each type (C harness, cycles per group of 4 values and 8 rows, 64 rows of x):
+ * - CODES: Q4_1's and Q5_1's values are their codes (0..31, unsigned), which meet x as it is
+ *   (1.92 cycles);
+ * - BIASED: Q4_0's, Q5_0's and MXFP4's signed values (|w| <= 16) meet x + 128, less 128 * the
+ *   group's sum (2.37; by the sign step below 2.51);
+ * - SIGNS: Q8_0's and IQ4_NL's values reach 127, which against x + 128 would saturate maddubs'
+ *   pair sums, so |w| meets x signed by w (|w| * |x| <= 128 * 127), as in their row kernels. */
+enum { FGG_MM_B8_CODES = 0, FGG_MM_B8_BIASED = 1, FGG_MM_B8_SIGNS = 2 };
+FGG_MM_ALWAYS_INLINE int fgg_mm_b8_mode(int kind)
+{
+    if (kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_1) return FGG_MM_B8_CODES;
+    return kind == FGG_MM_B_Q8_0 || kind == FGG_MM_B_IQ4_NL ? FGG_MM_B8_SIGNS : FGG_MM_B8_BIASED;
+}
 
 /* Weight row w's nb blocks (one run of 32 each) into p[0..nb) (fgg_mm_wb: the per-32 types'
  * batch kernels, maddubs and VNNI; ``signs``: |values| and values, for the sign trick). */
@@ -2954,9 +2964,9 @@ static inline void fgg_mm_wb_unpack(int kind, const uint8_t *w, ptrdiff_t nb, fg
 
 /* The per-32 types' batch kernel on AVX2 (maddubs; the avx2 build, and the avx512 build where the
  * CPU lacks VNNI): the VNNI batch kernel's lanes (rows of x) and panel (fgg_mm_wb), 8 rows of x
- * per group (fgg_mm_x8b). Per group k of 4 values, maddubs of the 4 broadcast weight bytes
- * (|values|, or Q4_1's and Q5_1's codes) with x (signed by the values: fgg_mm_b8_signs) makes 2
- * int16 sums of 2 products per row, and madd adds them to int32: lane k's exact integer for 8 rows. Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)),
+ * per group (fgg_mm_x8b). Per group k of 4 values, maddubs of the 4 broadcast weight bytes with x
+ * (fgg_mm_b8_mode) makes 2 int16 sums of 2 products per row, and madd adds them to int32: lane k's
+ * exact integer for 8 rows (less 128 * the group's sum where x came as x + 128). Then lane k's float step of fgg_mm_acc_add (acc[k] + (float)lane * (d_w * d_x)),
  * the offsets m * s likewise, and the 8 lanes summed in fgg_mm_acc_sum's order: the bits of the
  * row kernels. The 8 lanes' accumulators take half the 16 registers, so one weight row at a time
  * meets a group; they are kept in memory (fgg_mm_b8_lanes) between chunks of blocks, so that a
@@ -2979,8 +2989,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b8_run(int kind, const fgg_mm_wb *p, ptrdi
         const __m256 f = _mm256_mul_ps(_mm256_set1_ps(wb->d), _mm256_loadu_ps(xb->d));
         for (int k = 0; k < 8; k++) {
             const __m256i xv = _mm256_loadu_si256((const __m256i *)xb->q[k]);
-            const __m256i sx = fgg_mm_b8_signs(kind) ? _mm256_sign_epi8(xv, _mm256_set1_epi32(wb->corr[k])) : xv;
-            const __m256i l = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi32(wb->q[k]), sx), ones);
+            const int mode = fgg_mm_b8_mode(kind);
+            const __m256i wq = _mm256_set1_epi32(wb->q[k]);
+            const __m256i l =
+                mode == FGG_MM_B8_CODES ? _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xv), ones)
+                : mode == FGG_MM_B8_SIGNS
+                    ? _mm256_madd_epi16(_mm256_maddubs_epi16(wq, _mm256_sign_epi8(xv, _mm256_set1_epi32(wb->corr[k]))), ones)
+                    : _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(xv, wq), ones), _mm256_set1_epi32(wb->corr[k]));
             acc[k] = _mm256_add_ps(acc[k], _mm256_mul_ps(_mm256_cvtepi32_ps(l), f));
         }
         if (fgg_mm_b_has_offset(kind))
@@ -2996,7 +3011,7 @@ enum {
 };
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes, nb blocks) times the m rows of x in groups of 8
- * (x[G * nb + b], fgg_mm_batch_x_fill with FGG_MM_X_B8): out[i * os + r]. Tiles of ``tile``
+ * (x[G * nb + b], fgg_mm_batch_x_fill with FGG_MM_X_B8*): out[i * os + r]. Tiles of ``tile``
  * weight rows are unpacked once (into ``panel``: tile * nb fgg_mm_wb) for every group. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b_avx2(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb,
                                              const fgg_mm_x8b *x, ptrdiff_t m, float *out, ptrdiff_t os,
@@ -3006,7 +3021,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b_avx2(int kind, const uint8_t *w, ptrdiff
     for (ptrdiff_t a = 0; a < n; a += tile) {
         const ptrdiff_t na = n - a < tile ? n - a : tile;
         for (ptrdiff_t t = 0; t < na; t++)
-            fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb, fgg_mm_b8_signs(kind));
+            fgg_mm_wb_unpack(kind, w + (a + t) * row_bytes, nb, panel + t * nb, fgg_mm_b8_mode(kind) == FGG_MM_B8_SIGNS);
         for (ptrdiff_t g = 0; g < (m + 7) / 8; g++) {
             const fgg_mm_x8b *xg = x + g * nb;
             const int nr = m - 8 * g < 8 ? (int)(m - 8 * g) : 8;

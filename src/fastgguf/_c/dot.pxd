@@ -76,7 +76,7 @@ cdef extern from "dot.h" nogil:
         pass
     ctypedef struct fgg_mm_wk:
         pass
-    enum: FGG_MM_X_K, FGG_MM_X_B32, FGG_MM_X_B8
+    enum: FGG_MM_X_K, FGG_MM_X_B32, FGG_MM_X_B8, FGG_MM_X_B8_PLUS128
     size_t fgg_mm_batch_x_bytes(int layout, Py_ssize_t m, Py_ssize_t nb)
     bint fgg_mm_batch_few(int layout, Py_ssize_t m)
     Py_ssize_t fgg_mm_batch_group_rows(int layout)

@@ -293,10 +293,15 @@ cdef inline bint _x_by_256(int type_id) noexcept nogil:
 cdef inline int _x_layout(int type_id) noexcept nogil:
     """How the batch kernel of ``type_id`` takes x (fgg_mm_batch_x_fill): the K kinds by
     super-blocks; the per-32 types' VNNI kernels with a few rows as pairs (their few-rows kernel);
-    their maddubs kernel in groups of 8 rows at any count."""
+    their maddubs kernel in groups of 8 rows at any count, as x + 128 for Q4_0, Q5_0 and MXFP4
+    (fgg_mm_b8_mode)."""
     if _x_by_256(type_id):
         return FGG_MM_X_K
-    return FGG_MM_X_B32 if _vnni_on else FGG_MM_X_B8
+    if _vnni_on:
+        return FGG_MM_X_B32
+    if type_id == FGG_TYPE_Q4_0 or type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_MXFP4:
+        return FGG_MM_X_B8_PLUS128
+    return FGG_MM_X_B8
 
 
 def int_x_layout(int type_id):
@@ -954,10 +959,10 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # Q4_1 1.09 and Q5_1 1.05-1.06 at 4: from 5. Q8_0 0.65 at 2 rows, 0.76 at 3, 0.95 at 4 (its row
 # kernel): from 5. Without VNNI (maddubs) the per-32 types' batch kernel (groups of 8 rows of x,
 # no few-rows kernel) costs about the same for 1 to 8 rows; against the row kernels (avx2 build,
-# 4096 x 4096, 2 threads, batch / rows at 8, 16 and 64 rows): Q4_0 1.03, 0.91, 0.86; MXFP4 1.01,
-# 0.91, 0.85; IQ4_NL 0.98, 0.86, 0.81; Q5_0 0.96 at 6 rows, 0.76 at 64; Q4_1 and Q5_1 (no signs to
-# move) 0.76-0.89 at 5 rows, 0.48-0.52 at 64; Q8_0, whose row kernel unpacks nothing, 1.01 at 16,
-# 0.97 at 32, 0.91 at 64. So from 9 rows (Q4_0, MXFP4, IQ4_NL), 6 (Q5_0), 5 (Q4_1, Q5_1), 32
+# 4096 x 4096, 2 threads, batch / rows at 8, 16 and 64 rows): Q4_0 1.00, 0.89, 0.81; MXFP4 1.00,
+# 0.90, 0.82; IQ4_NL 0.98, 0.86, 0.81; Q5_0 0.91-0.96 at 6-8 rows, 0.68 at 64; Q4_1 and Q5_1
+# (unsigned codes, the fewest operations) 0.76-0.89 at 5 rows, 0.48-0.55 at 64; Q8_0, whose row
+# kernel unpacks nothing, 1.01 at 16, 0.97 at 32, 0.91 at 64. So from 9 rows (Q4_0, MXFP4, IQ4_NL), 6 (Q5_0), 5 (Q4_1, Q5_1), 32
 # (Q8_0); a last group of fewer rows than that takes the row kernels (_use_gemm). Tests take the
 # batch kernels down to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
