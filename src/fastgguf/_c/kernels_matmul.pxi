@@ -137,7 +137,7 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     _set_batch(FGG_TYPE_IQ3_S, fgg_mm_gemm_iq3_s_vnni, fgg_mm_gemm_iq3_s, vnni)
     _set_batch(FGG_TYPE_IQ1_S, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_s, vnni)
     _set_batch(FGG_TYPE_IQ1_M, fgg_mm_gemm_iq1_m_vnni, fgg_mm_gemm_iq1_m, vnni)
-    # the per-32 types: a VNNI batch kernel only (their maddubs row kernels serve AVX2)
+    # the per-32 types: VNNI and maddubs batch kernels (Q1_0, Q2_0 and NVFP4 have none)
     _set_batch(FGG_TYPE_Q8_0, fgg_mm_gemm_q8_0_vnni, fgg_mm_gemm_q8_0, vnni)
     _set_batch(FGG_TYPE_Q4_0, fgg_mm_gemm_q4_0_vnni, fgg_mm_gemm_q4_0, vnni)
     _set_batch(FGG_TYPE_Q5_0, fgg_mm_gemm_q5_0_vnni, fgg_mm_gemm_q5_0, vnni)
@@ -262,10 +262,10 @@ def vnni_usable():
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
     ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
-    per-32 types from 13 on VNNI, on maddubs from 6 to 32 by type), ``"vnni-few"`` (the per-32
-    types at 2 to 12 rows, VNNI only:
-    two rows of x per vector; where the CPU splits 512-bit operations, Q4_0, Q5_0, MXFP4 and IQ4_NL
-    from 4 rows, Q4_1, Q5_1 and Q8_0 from 5) or ``"rows"`` (one or two weight rows at a time)."""
+    per-32 types from 13 on VNNI, on maddubs from 5 to 32 by type), ``"vnni-few"`` (the per-32
+    types at 2 to 12 rows, VNNI only: two rows of x per vector; where the CPU splits 512-bit
+    operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5) or
+    ``"rows"`` (one or two weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     if fgg_mm_batch_few(_x_layout(type_id), m):
@@ -962,9 +962,9 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # 4096 x 4096, 2 threads, batch / rows at 8, 16 and 64 rows): Q4_0 1.00, 0.89, 0.81; MXFP4 1.00,
 # 0.90, 0.82; IQ4_NL 0.98, 0.86, 0.81; Q5_0 0.91-0.96 at 6-8 rows, 0.68 at 64; Q4_1 and Q5_1
 # (unsigned codes, the fewest operations) 0.76-0.89 at 5 rows, 0.48-0.55 at 64; Q8_0, whose row
-# kernel unpacks nothing, 1.01 at 16, 0.97 at 32, 0.91 at 64. So from 9 rows (Q4_0, MXFP4, IQ4_NL), 6 (Q5_0), 5 (Q4_1, Q5_1), 32
-# (Q8_0); a last group of fewer rows than that takes the row kernels (_use_gemm). Tests take the
-# batch kernels down to 1 row (_set_batch_min_rows).
+# kernel unpacks nothing, 1.01 at 16, 0.97 at 32, 0.91 at 64. So from 9 rows (Q4_0, MXFP4,
+# IQ4_NL), 6 (Q5_0), 5 (Q4_1, Q5_1), 32 (Q8_0); a last group of fewer rows than that takes the
+# row kernels (_use_gemm). Tests take the batch kernels down to 1 row (_set_batch_min_rows).
 cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 
 
@@ -1022,7 +1022,8 @@ cdef Py_ssize_t _gemm_tile(size_t row_panel_bytes) noexcept nogil:
 cdef size_t _xi_bytes(int type_id, Py_ssize_t m, Py_ssize_t nb) noexcept nogil:
     """Bytes of m rows of x interleaved for the batch kernel: fgg_mm_x16k per super-block (the K
     kinds) or fgg_mm_x16b per block of 32, 16 rows each (m rounded up), or for a few rows of the
-    per-32 types fgg_mm_x2b per block of 32, 2 rows each."""
+    per-32 types fgg_mm_x2b per block of 32, 2 rows each (VNNI); fgg_mm_x8b per block of 32, 8
+    rows each (maddubs)."""
     return fgg_mm_batch_x_bytes(_x_layout(type_id), m, nb)
 
 
