@@ -2608,6 +2608,15 @@ typedef struct {
 typedef void (*fgg_mm_gemm_fn)(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, const void *x,
                                ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile);
 
+/* A batch kernel NAME (an fgg_mm_gemm_fn) for one kind: DRIVER with x and the panel as it takes
+ * them (XT, PANEL), compiled with ATTR. */
+#define FGG_MM_GEMM_FN(NAME, ATTR, DRIVER, KIND, XT, PANEL)                                           \
+static ATTR void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, const void *x, \
+                      ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)             \
+{                                                                                                     \
+    DRIVER(KIND, w, row_bytes, n, nb, (const XT *)x, m, out, os, (PANEL *)panel, tile);               \
+}
+
 /* Row r of an interleaved super-block from xb (NULL: a row past m, zero). */
 static inline void fgg_mm_x16k_put(fgg_mm_x16k *o, int r, const fgg_mm_q8k *xb)
 {
@@ -2909,12 +2918,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_avx2_tile8(int kind, const fgg_mm_wk *p,
 
 FGG_MM_GEMM_K_DRIVER(fgg_mm_gemm_k_avx2, , fgg_mm_gemm_k_avx2_tile, fgg_mm_gemm_k_avx2_tile8)
 
-#define FGG_MM_GEMM_K(NAME, KIND)                                                                     \
-static void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb, const void *x,              \
-                 ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)                  \
-{                                                                                                     \
-    fgg_mm_gemm_k_avx2(KIND, w, row_bytes, n, nsb, (const fgg_mm_x16k *)x, m, out, os, (fgg_mm_wk *)panel, tile); \
-}
+#define FGG_MM_GEMM_K(NAME, KIND) FGG_MM_GEMM_FN(NAME, , fgg_mm_gemm_k_avx2, KIND, fgg_mm_x16k, fgg_mm_wk)
 FGG_MM_GEMM_K(fgg_mm_gemm_q2_k, FGG_MM_K2)
 FGG_MM_GEMM_K(fgg_mm_gemm_q3_k, FGG_MM_K3)
 FGG_MM_GEMM_K(fgg_mm_gemm_q4_k, FGG_MM_K4)
@@ -3051,12 +3055,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b_avx2(int kind, const uint8_t *w, ptrdiff
     }
 }
 
-#define FGG_MM_GEMM_B(NAME, KIND)                                                                     \
-static void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, const void *x,    \
-                 ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile)                  \
-{                                                                                                     \
-    fgg_mm_gemm_b_avx2(KIND, w, row_bytes, n, nb, (const fgg_mm_x8b *)x, m, out, os, (fgg_mm_wb *)panel, tile); \
-}
+#define FGG_MM_GEMM_B(NAME, KIND) FGG_MM_GEMM_FN(NAME, , fgg_mm_gemm_b_avx2, KIND, fgg_mm_x8b, fgg_mm_wb)
 FGG_MM_GEMM_B(fgg_mm_gemm_q4_0, FGG_MM_B_Q4_0)
 FGG_MM_GEMM_B(fgg_mm_gemm_q5_0, FGG_MM_B_Q5_0)
 FGG_MM_GEMM_B(fgg_mm_gemm_q4_1, FGG_MM_B_Q4_1)
@@ -3202,12 +3201,7 @@ FGG_MM_GEMM_K_TILE(fgg_mm_gemm_k_tile8, __m256i, __m256, _mm256, si256)
 
 FGG_MM_GEMM_K_DRIVER(fgg_mm_gemm_k_vnni, FGG_MM_VNNI, fgg_mm_gemm_k_tile, fgg_mm_gemm_k_tile8)
 
-#define FGG_MM_GEMM_K_VNNI(NAME, KIND)                                                                \
-static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,       \
-                             const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
-{                                                                                                     \
-    fgg_mm_gemm_k_vnni(KIND, w, row_bytes, n, nsb, (const fgg_mm_x16k *)x, m, out, os, (fgg_mm_wk *)panel, tile); \
-}
+#define FGG_MM_GEMM_K_VNNI(NAME, KIND) FGG_MM_GEMM_FN(NAME, FGG_MM_VNNI, fgg_mm_gemm_k_vnni, KIND, fgg_mm_x16k, fgg_mm_wk)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q2_k_vnni, FGG_MM_K2)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q3_k_vnni, FGG_MM_K3)
 FGG_MM_GEMM_K_VNNI(fgg_mm_gemm_q4_k_vnni, FGG_MM_K4)
@@ -3394,12 +3388,8 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_mm_gemm_b_vnni(int kind, const uint8_t
     }
 }
 
-#define FGG_MM_GEMM_B_VNNI(NAME, KIND)                                                                \
-static FGG_MM_VNNI void NAME(const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb,        \
-                             const void *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
-{                                                                                                     \
-    fgg_mm_gemm_b_vnni(KIND, w, row_bytes, n, nb, x, m, out, os, (fgg_mm_wb *)panel, tile);               \
-}
+/* (x stays untyped: the driver reads it as fgg_mm_x2b or fgg_mm_x16b by the row count) */
+#define FGG_MM_GEMM_B_VNNI(NAME, KIND) FGG_MM_GEMM_FN(NAME, FGG_MM_VNNI, fgg_mm_gemm_b_vnni, KIND, void, fgg_mm_wb)
 FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q8_0_vnni, FGG_MM_B_Q8_0)
 FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q4_0_vnni, FGG_MM_B_Q4_0)
 FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_q5_0_vnni, FGG_MM_B_Q5_0)
