@@ -492,13 +492,18 @@ static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16], c
 /* 16 bytes of nibble pairs and 32 fifth bits (bit i of qh for value i) as 32 values minus
  * ``offset`` (16 for Q5_0, 0 for Q5_1), in the order of fgg_mm_nibbles16. */
 #if defined(FGG_MM_INT_SIMD)
+/* Bit i of ``bits`` in place in byte i of the vector (byte i / 8 of bits masked with its bit i % 8). */
+static inline __m256i fgg_mm_bit_bytes32(uint32_t bits)
+{
+    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
+    return _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread),
+                            _mm256_set1_epi64x((long long)0x8040201008040201ULL));
+}
+
 /* Bit i of ``bits`` as byte i of the vector: -1 where it is set, else 0. */
 static inline __m256i fgg_mm_bits32(uint32_t bits)
 {
-    /* byte i of the vector: byte i / 8 of bits, then masked with its bit i % 8 */
-    const __m256i spread = _mm256_setr_epi64x(0, 0x0101010101010101LL, 0x0202020202020202LL, 0x0303030303030303LL);
-    const __m256i pick = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread), pick), pick);
+    return _mm256_cmpeq_epi8(fgg_mm_bit_bytes32(bits), _mm256_set1_epi64x((long long)0x8040201008040201ULL));
 }
 
 /* v with the bytes whose bit is set in signs negated. */
@@ -559,6 +564,30 @@ static inline fgg_mm_w32 fgg_mm_q1_0_run(const uint8_t *wb, int r)
     fgg_mm_w32 w;
     for (int i = 0; i < 32; i++) w.b[i] = (int8_t)(((bits >> i) & 1) ? 1 : -1);
     return w;
+#endif
+}
+
+/* Q1_0's run r in the form fgg_mm_q1_0_dot takes: in the SIMD builds the bytes of x its values
+ * negate (-1 where the bit is clear, else 0), one operation fewer than the values and none for
+ * their magnitudes, all 1 (as ggml's own kernel takes them); in the portable build its values. */
+static inline fgg_mm_w32 fgg_mm_q1_0_form(const uint8_t *wb, int r)
+{
+#if defined(FGG_MM_INT_SIMD)
+    return _mm256_cmpeq_epi8(fgg_mm_bit_bytes32(fgg_load_u32le(wb + 2 + 4 * r)), _mm256_setzero_si256());
+#else
+    return fgg_mm_q1_0_run(wb, r);
+#endif
+}
+
+/* Q1_0's lanes: fgg_mm_dot of its values and x (lane k: the sum of values 4k..4k + 3 times x's). */
+static inline fgg_mm_lanes fgg_mm_q1_0_dot(fgg_mm_w32 form, const int8_t *xq)
+{
+#if defined(FGG_MM_INT_SIMD)
+    const __m256i xv = _mm256_loadu_si256((const __m256i *)xq);
+    const __m256i sx = _mm256_sub_epi8(_mm256_xor_si256(xv, form), form); /* |x| <= 127: negation is exact */
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), sx), _mm256_set1_epi16(1));
+#else
+    return fgg_mm_dot(form, xq);
 #endif
 }
 
@@ -792,12 +821,12 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_
         fgg_mm_prefetch_ahead(wb, bytes);                                                             \
         const float d = kind == FGG_MM_B_NVFP4 ? 0.0f : fgg_mm_b_scale(kind, wb);                     \
         for (int r = 0; r < runs; r++) {                                                              \
-            const fgg_mm_w32 q = fgg_mm_b_values(kind, wb, r);                                        \
+            const fgg_mm_w32 q = kind == FGG_MM_B_Q1_0 ? fgg_mm_q1_0_form(wb, r) : fgg_mm_b_values(kind, wb, r); \
             const fgg_mm_scale2 sc = kind == FGG_MM_B_NVFP4 ? fgg_mm_nvfp4_scales(wb, r)              \
                                                             : fgg_mm_scale2_set(0.0f, 0.0f);          \
             for (int i = 0; i < NR; i++) {                                                            \
                 const fgg_mm_q8 *xb = x + i * xs + runs * b + r;                                      \
-                const fgg_mm_lanes dot = DOT(q, xb->q);                                               \
+                const fgg_mm_lanes dot = kind == FGG_MM_B_Q1_0 ? fgg_mm_q1_0_dot(q, xb->q) : DOT(q, xb->q); \
                 acc[i] = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(acc[i], dot, sc, xb->d)             \
                                                 : fgg_mm_acc_add(acc[i], dot, d * xb->d);             \
             }                                                                                         \
