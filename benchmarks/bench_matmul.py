@@ -210,6 +210,15 @@ def test_backend_ops_line_parsing():
     assert _BACKEND_OPS_CASE.findall(plain + "\n" + batched) == [("q4_K", "4096", "1", "14336", "3381.55")]
 
 
+def test_backend_ops_filter():
+    """The -p pattern picks the types' plain cases, and with rows only those rows of x."""
+    case = "type_a=iq2_xs,type_b=f32,m=4096,n={},k=14336,bs=[1,1]"
+    both = _backend_ops_filter(("iq2_xs", "q1_0"), rows=(1, 4))
+    assert [bool(re.search(both, case.format(n))) for n in (1, 4, 2, 16, 14)] == [True, True, False, False, False]
+    assert re.search(_backend_ops_filter(("iq2_xs",)), case.format(16))
+    assert not re.search(_backend_ops_filter(("q1_0",)), case.format(1))
+
+
 def test_backend_ops_rows_smoke(capsys):
     """fastgguf's columns of the per-op comparison (a made-up ggml time): the smoke only."""
     rows = _backend_ops_rows([("q4_0", 64, 2, 256, 100.0), ("iq3_s", 64, 1, 256, 100.0)], exact_up_to=1)
@@ -433,21 +442,29 @@ _BACKEND_OPS_CASE = re.compile(r"MUL_MAT\(type_a=(\w+),type_b=f32,m=(\d+),n=(\d+
                                r"per=\[0,1,2,3\],k_v=0,o=1,[^)]*\):\s+\d+ runs -\s+([\d.]+) us/run")
 
 
-def backend_ops(bin_dir: str, types=("q4_K", "q6_K"), exact_up_to: int = 8, cpu: str | None = None) -> list[dict]:
+def _backend_ops_filter(types, rows=None) -> str:
+    """test-backend-ops' ``-p`` (a regular expression searched in each case's parameters): these weight
+    types against float32 x, with ``rows`` (rows of x) only these counts."""
+    pattern = f"type_a=({'|'.join(types)}),type_b=f32"
+    return pattern + (f",m=[0-9]+,n=({'|'.join(str(n) for n in rows)})," if rows else "")
+
+
+def backend_ops(bin_dir: str, types=("q4_K", "q6_K"), exact_up_to: int = 8, cpu: str | None = None,
+                rows=None) -> list[dict]:
     """ggml's own MUL_MAT kernels against fastgguf.matmul on the same shapes and types, one thread each.
 
     Runs ``test-backend-ops perf -o MUL_MAT -b CPU -p "type_a=(...),type_b=f32"`` (its CPU backend
-    uses half the cores: one thread here), then times fastgguf's integer path (ggml also rounds x to
-    8 bits, Q8_K) and, up to ``exact_up_to`` rows of x, its exact path on random blocks of each
-    case's type and shape, on kernel build ``cpu`` (default: the one in use). Prints a markdown
-    table; returns its rows."""
+    uses half the cores: one thread here; ``rows``: only cases with these rows of x), then times
+    fastgguf's integer path (ggml also rounds x to 8 bits, Q8_K) and, up to ``exact_up_to`` rows of x,
+    its exact path on random blocks of each case's type and shape, on kernel build ``cpu`` (default:
+    the one in use). Prints a markdown table; returns its rows."""
     import subprocess
 
     ops = os.path.join(bin_dir, "test-backend-ops")
     if not os.path.exists(ops):
         print(f"{ops}: not built, no per-op comparison")
         return []
-    cmd = [ops, "perf", "-o", "MUL_MAT", "-b", "CPU", "-p", f"type_a=({'|'.join(types)}),type_b=f32"]
+    cmd = [ops, "perf", "-o", "MUL_MAT", "-b", "CPU", "-p", _backend_ops_filter(types, rows)]
     print("$", " ".join(cmd), flush=True)
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
     cases = [(a, int(m), int(n), int(k), float(us)) for a, m, n, k, us in _BACKEND_OPS_CASE.findall(out)]
@@ -1017,6 +1034,9 @@ def main() -> None:
                              "its weights and run llama.cpp's llama-bench (and test-backend-ops if built) on it")
     parser.add_argument("--every-row-head", action="store_true",
                         help="--table: the output head times every row of x too (the sweep of tables before 2026-11-26)")
+    parser.add_argument("--backend-ops", metavar="TYPES", default="",
+                        help="with --llama-cpp: only test-backend-ops' per-op comparison, for these weight types "
+                             "(comma-separated) and --batches rows of x, on --cpu (one build) or the one in use")
     parser.add_argument("--no-backend-ops", action="store_true",
                         help="with --llama-cpp: skip test-backend-ops' per-op comparison (about 4 min here)")
     parser.add_argument("--ftype", default=None,
@@ -1073,6 +1093,14 @@ def main() -> None:
         return
     if args.moe:
         moe([int(b) for b in args.batches.split(",")], args.rounds, qtype=GGMLType[args.moe_type.upper()])
+        return
+    if args.backend_ops:
+        if not args.llama_cpp:
+            parser.error("--backend-ops needs --llama-cpp BUILD_BIN_DIR")
+        # ggml's names: lower case but the K-quants' K (q4_K)
+        names = tuple(t.lower()[:-1] + "K" if t.lower().endswith("_k") else t.lower() for t in args.backend_ops.split(","))
+        backend_ops(args.llama_cpp, types=names,
+                    cpu=args.cpu or None, rows=[int(b) for b in args.batches.split(",")])
         return
     if args.table or args.llama_cpp:
         if args.dir == "/tmp/fgg_lfm2":
