@@ -2070,6 +2070,7 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_iq_run(int kind, const uint8_t *wb, int j
     }
 }
 
+#if defined(FGG_MM_INT_SIMD)
 /* The 7-bit sign codes' patterns (fgg_ksigns) as 8 bytes of +1, or -1 where the value is negated:
  * x's signs for sign_epi8, one load per 8 values (filled by fgg_mm_init_tables). */
 static uint64_t fgg_mm_sign_pm1[128];
@@ -2079,7 +2080,6 @@ static uint64_t fgg_mm_sign_pm1[128];
  * sign next to its 3 high index bits, so one load gives the row's values. */
 static uint64_t fgg_mm_iq1_m_values[4096];
 
-#if defined(FGG_MM_INT_SIMD)
 /* 8 int16 fields f as 2 f + 1. */
 FGG_MM_ALWAYS_INLINE __m128i fgg_mm_odd16(__m128i f) { return _mm_add_epi16(_mm_add_epi16(f, f), _mm_set1_epi16(1)); }
 
@@ -2113,14 +2113,14 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_scale_vectors(int kind, const uint8_t *wb, _
         break;
     }
     default: {
-        /* one scale per run (r: 8 words), twice */
-        __m128i r;
+        /* one scale per run (r: 8 words), twice; IQ2_XXS and IQ3_XXS take theirs per run */
+        __m128i r = _mm_setzero_si128();
         if (kind == FGG_MM_K_IQ3_S) { /* nibble j % 2 of byte 106 + j / 2 */
             const __m128i v = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)fgg_load_u32le(wb + 106)));
             r = fgg_mm_odd16(_mm_unpacklo_epi16(_mm_and_si128(v, _mm_set1_epi16(15)), _mm_srli_epi16(v, 4)));
         } else if (kind == FGG_MM_K_IQ1_S) { /* bits 12-14 of the u16 at 34 + 2j */
             r = fgg_mm_odd16(_mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(wb + 34)), 12), _mm_set1_epi16(7)));
-        } else { /* IQ4_XS: ls_j - 32, 4 bits of byte 4 + j / 2 and 2 bits of the u16 at 2 (fgg_mm_iq4_xs_scale) */
+        } else if (kind == FGG_MM_K_IQ4_XS) { /* ls_j - 32: 4 bits of byte 4 + j / 2, 2 of the u16 at 2 */
             const __m128i v = _mm_cvtepu8_epi16(_mm_cvtsi32_si128((int)fgg_load_u32le(wb + 4)));
             const __m128i low = _mm_unpacklo_epi16(_mm_and_si128(v, _mm_set1_epi16(15)), _mm_srli_epi16(v, 4));
             const __m128i high = _mm_srli_epi16(_mm_mullo_epi16(_mm_set1_epi16((short)fgg_load_u16le(wb + 2)),
@@ -2138,10 +2138,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_scale_vectors(int kind, const uint8_t *wb, _
 
 /* Run j of an IQ super-block as the row kernel meets it: u the 32 values' magnitudes, s their
  * signs (bytes of +1 or -1, or the values themselves), so that u times sign_epi8(x, s) is v times
- * x, and sc its scales (fgg_mm_iq_scale_vectors' lo and hi, or for IQ2_XXS and IQ3_XXS from the word
- * that holds the run's sign codes: measured 4 and 11 % faster so). The grid types' u are their grid rows as stored (the
- * grids hold magnitudes) and s comes from their sign codes or bits, as ggml's kernels do: no
- * signed values made and taken apart again. The IQ1 kinds and IQ4_XS: s = v, u = |v|. */
+ * x, and sc its scales (fgg_mm_iq_scale_vectors' lo and hi; IQ2_XXS's and IQ3_XXS's from the word
+ * that holds the run's sign codes, measured 4 and 11 % faster so). The grid types' u are their
+ * grid rows as stored (the grids hold magnitudes) and s comes from their sign codes or bits, as
+ * ggml's kernels do: no signed values made and taken apart again. IQ1_S: u = |g|, s = g (its
+ * deltas: fgg_mm_iq1_s_deltas); IQ1_M and IQ4_XS: u = |v|, s = v. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, __m256i lo, __m256i hi, __m256i *u,
                                            __m256i *s, __m256i *sc)
 {
@@ -4466,6 +4467,7 @@ static inline void fgg_mm_init_tables(void)
         fgg_mm_iq4nl_words[b] = (uint16_t)((uint8_t)fgg_iq4nl_values[b & 15] | (uint8_t)fgg_iq4nl_values[b >> 4] << 8);
         fgg_mm_fp4_words[b] = (uint16_t)((uint8_t)fgg_fp4_values[b & 15] | (uint8_t)fgg_fp4_values[b >> 4] << 8);
     }
+#if defined(FGG_MM_INT_SIMD)
     for (int c = 0; c < 128; c++) {
         uint64_t pattern = 0;
         for (int i = 0; i < 8; i++) pattern |= (uint64_t)((fgg_ksigns[c] >> i) & 1 ? 0xff : 0x01) << (8 * i);
@@ -4477,6 +4479,7 @@ static inline void fgg_mm_init_tables(void)
             row |= (uint64_t)(uint8_t)(int8_t)(8 * fgg_iq1s_grid[i & 2047][k] + (i & 2048 ? -1 : 1)) << (8 * k);
         fgg_mm_iq1_m_values[i] = row;
     }
+#endif
 }
 
 #if FGG_HAVE_AVX2
