@@ -2702,9 +2702,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_kw(int kind, const int wide, const uint8_t
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
     (void)wide;
 #if defined(FGG_MM_INT_SIMD)
-    /* the unsigned kinds 4 rows at a time, then 3, 2 or 1; the signed ones up to 4 rows, not 4 + 1,
-     * where the grid types' second unpack costs more (IQ3_S: 1.3x) */
-    if (m < 8 && (!fgg_mm_k_signed(kind) || m <= 4)) {
+    /* 4 rows at a time, then 3, 2 or 1; IQ3_S only up to 4 rows (not 4 + 1), where its second unpack
+     * (a gather per run) costs more than the loop below (avx2 build, 4096 x 14336, one thread, 5 to 7
+     * rows: 0.86-0.90x; the other IQ types 1.0-1.42x faster so since the twenty-fourth session's
+     * row kernels) */
+    if (m < 8 && (kind != FGG_MM_K_IQ3_S || m <= 4)) {
         for (int r0 = 0; r0 < m; r0 += 4)
             fgg_mm_rown(kind, wide, m - r0 < 4 ? m - r0 : 4, w, nsb, x + r0 * xs, xs, out + r0 * os, os);
         return;
