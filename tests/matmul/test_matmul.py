@@ -414,8 +414,8 @@ MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 5, T.Q5_1: 5, T.MXFP4: 9, T.IQ4_NL
 def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
     """The batch kernels (VNNI, maddubs) against the row kernels of the same build, taken from 1 row
     of x on: a group of 16 with 1, 5 to 7 (row kernels of 4 and 1 to 3 rows), 8 (the 256-bit tile
-    alone), 9 and 16 rows, 17 (a full group
-    and one row), 40 (groups of 16, 16 and 8); 21 weight rows (two tiles of 8 and a padded one).
+    alone), 9 and 16 rows, 17 (a full group and one row), 40 (groups of 16, 16 and 8); 21 weight rows
+    (two tiles of 8 and a padded one).
     The per-32 types on VNNI: the few-rows kernel up to 12 rows (1 to 6 pairs, an odd last row; 37
     weight rows: 18 pairs and a single row, or one at a time beyond 4 pairs with offsets; 70
     blocks), the batch kernel from 13; on maddubs the batch kernel at every count (groups of 8 rows:

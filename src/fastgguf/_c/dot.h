@@ -2154,6 +2154,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, _
                                (long long)fgg_mm_grid_row8(fgg_iq2xxs_grid[q[1]]), (long long)fgg_mm_grid_row8(fgg_iq2xxs_grid[q[0]]));
         *s = _mm256_set_epi64x((long long)fgg_mm_sign_pm1[(aux >> 21) & 127], (long long)fgg_mm_sign_pm1[(aux >> 14) & 127],
                                (long long)fgg_mm_sign_pm1[(aux >> 7) & 127], (long long)fgg_mm_sign_pm1[aux & 127]);
+        *sc = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1)); /* the top 4 bits of the sign word */
         break;
     }
     case FGG_MM_K_IQ2_XS: {
@@ -2173,6 +2174,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, _
         *u = _mm256_setr_epi32((int)g[0], (int)g[1], (int)g[2], (int)g[3], (int)g[4], (int)g[5], (int)g[6], (int)g[7]);
         *s = _mm256_set_epi64x((long long)fgg_mm_sign_pm1[(aux >> 21) & 127], (long long)fgg_mm_sign_pm1[(aux >> 14) & 127],
                                (long long)fgg_mm_sign_pm1[(aux >> 7) & 127], (long long)fgg_mm_sign_pm1[aux & 127]);
+        *sc = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
         break;
     }
     case FGG_MM_K_IQ3_S: {
@@ -2221,12 +2223,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, _
         break;
     }
     }
-    if (kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ3_XXS) { /* the scale: the top 4 bits of the sign word */
-        const uint32_t aux = fgg_load_u32le(wb + (kind == FGG_MM_K_IQ2_XXS ? 6 + 8 * j : 66 + 4 * j));
-        *sc = _mm256_set1_epi16((short)(2 * (aux >> 28) + 1));
-    } else {
-        *sc = fgg_mm_sub_scale(lo, hi, j);
-    }
+    if (kind != FGG_MM_K_IQ2_XXS && kind != FGG_MM_K_IQ3_XXS) *sc = fgg_mm_sub_scale(lo, hi, j);
 }
 #endif
 
@@ -2621,13 +2618,12 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k512(int kind, int NR, const uint8_t *w, p
 /* IQ1_S's deltas against x's sums per 16 (bsum): its values 8 g + sigma times their scale s are 8 s
  * times g, which fgg_mm_iq_run_us gives, plus s * sigma times the sum of x over the run (sigma = +-1
  * per run, the sign bit of the u16 at 34 + 2j). s * sigma for the 16 halves of runs, in bsum's
- * order. */
-FGG_MM_ALWAYS_INLINE __m256i fgg_mm_iq1_s_deltas(const uint8_t *wb)
+ * order: the scales as fgg_mm_iq_scale_vectors made them (lo's and hi's low lanes) signed. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_mm_iq1_s_deltas(const uint8_t *wb, __m256i lo, __m256i hi)
 {
-    const __m128i qh = _mm_loadu_si128((const __m128i *)(wb + 34));
-    const __m128i r = fgg_mm_odd16(_mm_and_si128(_mm_srli_epi16(qh, 12), _mm_set1_epi16(7)));
-    const __m128i rs = _mm_sign_epi16(r, _mm_or_si128(_mm_srai_epi16(qh, 15), _mm_set1_epi16(1)));
-    return _mm256_set_m128i(_mm_unpackhi_epi16(rs, rs), _mm_unpacklo_epi16(rs, rs));
+    const __m128i sigma = _mm_or_si128(_mm_srai_epi16(_mm_loadu_si128((const __m128i *)(wb + 34)), 15), _mm_set1_epi16(1));
+    return _mm256_sign_epi16(_mm256_set_m128i(_mm256_castsi256_si128(hi), _mm256_castsi256_si128(lo)),
+                             _mm256_set_m128i(_mm_unpackhi_epi16(sigma, sigma), _mm_unpacklo_epi16(sigma, sigma)));
 }
 
 /* fgg_mm_rown_k for the signed (IQ) kinds: each run's magnitudes and signs unpacked into registers
@@ -2646,7 +2642,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_iq(int kind, int NR, const uint8_t *w, ptr
         __m256i lo, hi;
         fgg_mm_iq_scale_vectors(kind, w + b * bytes, &lo, &hi);
         if (kind == FGG_MM_K_IQ1_S) { /* 8 s against g; s * sigma against the sums */
-            const __m256i deltas = fgg_mm_iq1_s_deltas(w + b * bytes);
+            const __m256i deltas = fgg_mm_iq1_s_deltas(w + b * bytes, lo, hi);
             for (int i = 0; i < NR; i++) l[i] = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)x[i * xs + b].bsum), deltas);
             lo = _mm256_slli_epi16(lo, 3);
             hi = _mm256_slli_epi16(hi, 3);
