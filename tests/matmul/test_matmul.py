@@ -408,6 +408,29 @@ K_KINDS = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.TQ1_0, T.TQ2_0, T.IQ4_XS, T
 PER32_BATCH = {T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4}
 # Rows of x from which the maddubs one is taken (a group of 8 costs about as much as the row kernels on that many).
 MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 5, T.Q5_1: 5, T.MXFP4: 9, T.IQ4_NL: 9, T.Q8_0: 32}
+# the K kinds that take the batch kernel at other counts than the K-quants (6 rows on VNNI, 9 on
+# maddubs): some IQ types
+VNNI_K_FROM = {T.IQ1_S: 7, T.IQ4_XS: 7, T.IQ2_XXS: 8, T.IQ2_S: 8, T.IQ1_M: 8}
+MADDUBS_K_FROM = {T.IQ3_S: 7, T.IQ3_XXS: 8, T.IQ1_S: 8, T.IQ1_M: 8, T.IQ2_XXS: 12, T.IQ2_XS: 12, T.IQ2_S: 12,
+                  T.IQ4_XS: 24}
+
+
+def rows_and_batch(kernels, vnni: bool, raw: np.ndarray, qtype: GGMLType, xq: np.ndarray, n: int):
+    """The integer products of xq's rows by the row kernels and by the batch kernel (taken from 1 row
+    of x on), VNNI on or off: ({mode: out}, {mode: the kernel int_batch_kernel names})."""
+    outs, taken = {}, {}
+    m = xq.shape[0]
+    before, min_rows = kernels._set_vnni(vnni), kernels._set_batch_min_rows(1 << 30)
+    try:
+        for mode in ("rows", "batch"):
+            kernels._set_batch_min_rows(1 << 30 if mode == "rows" else 1)
+            taken[mode] = kernels.int_batch_kernel(int(qtype), m)
+            outs[mode] = np.empty((m, n), np.float32)
+            kernels.matmul_rows_int(raw, int(qtype), xq, outs[mode], 0, n)
+    finally:
+        kernels._set_vnni(before)
+        kernels._set_batch_min_rows(min_rows)
+    return outs, taken
 
 
 @pytest.mark.parametrize("qtype", sorted(K_KINDS | PER32_BATCH), ids=lambda t: t.name)
@@ -431,21 +454,36 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
         x = rng.standard_normal((m, k)).astype(np.float32)
         x[:, ::32] *= 50.0
         for name, kernels, vnni in variants:
-            xq = quantized_x(kernels, x, qtype)
-            outs = {}
-            before, min_rows = kernels._set_vnni(vnni), kernels._set_batch_min_rows(1 << 30)
-            try:
-                for mode in ("rows", "batch"):
-                    kernels._set_batch_min_rows(1 << 30 if mode == "rows" else 1)
-                    assert kernels.int_batch_kernel(int(qtype), m) == (
-                        "rows" if mode == "rows" else "vnni-few" if vnni and qtype in PER32_BATCH and m <= 12
-                        else "vnni-batch" if vnni else "maddubs-batch")
-                    outs[mode] = np.empty((m, n), np.float32)
-                    kernels.matmul_rows_int(raw, int(qtype), xq, outs[mode], 0, n)
-            finally:
-                kernels._set_vnni(before)
-                kernels._set_batch_min_rows(min_rows)
+            outs, taken = rows_and_batch(kernels, vnni, raw, qtype, quantized_x(kernels, x, qtype), n)
+            assert taken == {"rows": "rows", "batch": "vnni-few" if vnni and qtype in PER32_BATCH and m <= 12
+                             else "vnni-batch" if vnni else "maddubs-batch"}
             np.testing.assert_array_equal(outs["batch"], outs["rows"], err_msg=f"{name} m={m}")
+
+
+@pytest.mark.parametrize("qtype", sorted(K_KINDS), ids=lambda t: t.name)
+def test_batch_kernel_at_the_int16_limits(qtype):
+    """x at +-127 throughout, where the maddubs batch kernel's int16 sums are largest: the IQ2, IQ3
+    and IQ1 types meet x + 128 (255 for x = 127) with their values, up to 2 * 255 * 62 per pair,
+    which leaves room for one pair (IQ1's, values to 9: four) before the scale takes them to int32;
+    the K-quants meet x itself. Rows all +127, all -127, alternating, and in runs of 4 (the four
+    bytes a weight broadcast meets): the bits of the row kernels and the product of the rounded x."""
+    rng = np.random.default_rng([int(qtype), 127])
+    n, k = 16, k_for(qtype, 4)
+    raw = random_weights(qtype, n, k, rng)
+    x = np.ones((4, k), np.float32)
+    x[1] = -1.0
+    x[2, 1::2] = -1.0
+    x[3] = np.where(np.arange(k) // 4 % 2, -1.0, 1.0)
+    x = np.repeat(x, 4, axis=0)  # 16 rows: a whole group of the batch kernel
+    variants = [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants() if name != "portable"]
+    if not variants:
+        pytest.skip("no build with this type's batch kernel runs here")
+    for name, kernels, vnni in variants:
+        xq = quantized_x(kernels, x, qtype)
+        outs, _ = rows_and_batch(kernels, vnni, raw, qtype, xq, n)
+        np.testing.assert_array_equal(outs["batch"], outs["rows"], err_msg=name)
+        rounded = rounded_x(xq, kernels.int_x_layout(int(qtype))[0])
+        assert rel_error(outs["batch"], reference(rounded, raw, qtype, n, k)) <= ROUNDED_X_BOUND, name
 
 
 @pytest.mark.parametrize("qtype", sorted(PER32_BATCH), ids=lambda t: t.name)
@@ -482,7 +520,7 @@ def test_maddubs_batch_leaves_a_short_last_group_to_the_row_kernels(qtype):
 
 def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
-    AVX-512 without VNNI); the per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU
+    AVX-512 without VNNI), the IQ types later (VNNI_K_FROM, MADDUBS_K_FROM); the per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU
     splits 512-bit operations: Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5),
     the batch kernel from 13, and on maddubs the batch kernel from MADDUBS_FROM; other types, fewer
     rows and the portable build take the row kernels (whose bits the tests above compare)."""
@@ -492,15 +530,15 @@ def test_batch_kernel_is_taken_where_it_applies():
             try:
                 for qtype in INT_TYPES:
                     few_from = 2 if wide else 5 if qtype in (T.Q8_0, T.Q4_1, T.Q5_1) else 4
-                    for m in (1, 2, 3, 4, 5, 6, 8, 9, 11, 12, 13, 300):
+                    for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 23, 24, 300):
                         if vnni and qtype in PER32_BATCH:
                             expected = "rows" if m < few_from else "vnni-few" if m <= 12 else "vnni-batch"
                         elif vnni:
-                            expected = "vnni-batch" if qtype in K_KINDS and m >= 6 else "rows"
+                            expected = "vnni-batch" if qtype in K_KINDS and m >= VNNI_K_FROM.get(qtype, 6) else "rows"
                         elif name != "portable" and qtype in PER32_BATCH:
                             expected = "maddubs-batch" if m >= MADDUBS_FROM[qtype] else "rows"
                         elif name != "portable":
-                            expected = "maddubs-batch" if qtype in K_KINDS and m >= 9 else "rows"
+                            expected = "maddubs-batch" if qtype in K_KINDS and m >= MADDUBS_K_FROM.get(qtype, 9) else "rows"
                         else:
                             expected = "rows"
                         assert kernels.int_batch_kernel(int(qtype), m) == expected, (name, wide, qtype.name, m)

@@ -2235,15 +2235,36 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_iq(int kind, const uint8_t *wb, fgg_mm_ksb 
 #if !defined(FGG_MM_INT_SIMD)
 #pragma GCC unroll 8 /* the portable build: the scales' shifts by j then take immediates */
 #endif
+#if defined(FGG_MM_INT_SIMD)
+    /* the grid types and IQ1_M from the row kernels' magnitudes and signs (fgg_mm_iq_run_us: grid
+     * rows by plain loads, signs from a table or one compare), signed by one sign_epi8; IQ1_S's
+     * u and s there leave out its deltas, IQ4_XS's are its values. The batch kernel's unpacking,
+     * avx2 build, 8 rows of x, 4096 x 14336, one thread: IQ2_XXS 16.2 -> 14.5 ms, IQ3_XXS 18.8 ->
+     * 16.4, IQ1_M 17.6 -> 14.8, the others level */
+    const int by_us = kind != FGG_MM_K_IQ1_S && kind != FGG_MM_K_IQ4_XS;
+    __m256i lo = _mm256_setzero_si256(), hi = lo;
+    if (by_us) fgg_mm_iq_scale_vectors(kind, wb, &lo, &hi);
+#endif
     for (int j = 0; j < 8; j++) {
         int scale[2];
+#if defined(FGG_MM_INT_SIMD)
+        if (by_us) {
+            __m256i u, sg, unused;
+            fgg_mm_iq_run_us(kind, wb, j, lo, hi, &u, &sg, &unused);
+            fgg_mm_iq_scales(kind, wb, j, scale);
+            s->v[j] = _mm256_sign_epi8(u, sg);
+            s->u[j] = u;
+        } else {
+            fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
+            s->v[j] = v;
+            s->u[j] = _mm256_sign_epi8(v, v);
+        }
+        sc[2 * j] = (int8_t)scale[0];
+        sc[2 * j + 1] = (int8_t)scale[1];
+#else
         fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
         sc[2 * j] = (int8_t)scale[0];
         sc[2 * j + 1] = (int8_t)scale[1];
-#if defined(FGG_MM_INT_SIMD)
-        s->v[j] = v;
-        s->u[j] = _mm256_sign_epi8(v, v);
-#else
         s->u[j] = v;  /* signed: the portable dot multiplies values and scales in int16 */
 #endif
     }
@@ -2697,25 +2718,23 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows_kw(int kind, const int wide, const uint8_t
     float d, dmin = 0.0f;
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
     (void)wide;
+    int r0 = 0;
 #if defined(FGG_MM_INT_SIMD)
-    /* 4 rows at a time, then 3, 2 or 1; IQ3_S only up to 4 rows (not 4 + 1), where its second unpack
-     * (a gather per run) costs more than the loop below (avx2 build, 4096 x 14336, one thread, 5 to 7
-     * rows: 0.86-0.90x; the other IQ types 1.0-1.42x faster so since the twenty-fourth session's
-     * row kernels) */
-    if (m < 8 && (kind != FGG_MM_K_IQ3_S || m <= 4)) {
-        for (int r0 = 0; r0 < m; r0 += 4)
+    /* Groups of 8 rows by fgg_mm_rows8_k for the K-quants, the ternary types, IQ4_XS and IQ3_S; the
+     * other IQ types' row kernels (fgg_mm_rown_iq) are faster 4 rows at a time (avx2 build, 4096 x
+     * 14336, one thread, 8 rows: 1.05-1.17x), IQ4_XS's not (0.90x). The rest 4 rows at a time, but
+     * IQ3_S's 5 to 7 rows: there its second unpack (a gather per run) costs more than the loop below
+     * (0.86-0.90x against the loop). */
+    if (!fgg_mm_k_signed(kind) || kind == FGG_MM_K_IQ3_S || kind == FGG_MM_K_IQ4_XS)
+        for (; m - r0 >= 8; r0 += 8) fgg_mm_rows8_k(kind, w, nsb, x + r0 * xs, xs, out + r0 * os, os);
+    if (kind != FGG_MM_K_IQ3_S || m - r0 <= 4) {
+        for (; r0 < m; r0 += 4)
             fgg_mm_rown(kind, wide, m - r0 < 4 ? m - r0 : 4, w, nsb, x + r0 * xs, xs, out + r0 * os, os);
         return;
     }
 #endif
-    for (int r0 = 0; r0 < m; r0 += 8) {
+    for (; r0 < m; r0 += 8) {
         int mr = m - r0 < 8 ? m - r0 : 8;
-#if defined(FGG_MM_INT_SIMD)
-        if (mr == 8) {
-            fgg_mm_rows8_k(kind, w, nsb, x + r0 * xs, xs, out + r0 * os, os);
-            continue;
-        }
-#endif
         for (int i = 0; i < mr; i++) acc[i] = accm[i] = 0.0f;
         const uint8_t *wb = w;
         for (ptrdiff_t b = 0; b < nsb; b++, wb += bytes) {
@@ -2805,9 +2824,10 @@ typedef struct {
     uint8_t u[256];  /* the values in value order: fgg_mm_ksb's u, or for the signed kinds its v */
     int32_t sc[16];  /* the scale of values 16g..16g+15 */
     int32_t bs2[8];  /* bs[2p] (low 16 bits), bs[2p + 1] (high) */
-    int32_t off[16]; /* the signed kinds: 128 * the sum of values 16g..16g+15 (x is taken as x + 128) */
+    int32_t off;     /* the signed kinds, which meet x + 128: the sum of sc[g] * 128 * (the sum of
+                      * values 16g..16g+15), taken off each row of x's total */
     float d, dmin;
-    uint8_t pad[24];
+    uint8_t pad[20]; /* to 384 bytes */
 } fgg_mm_wk;
 
 /* A batch kernel: weight rows 0..n-1 (nb blocks each) times m rows of x in groups of 16, x
@@ -2986,7 +3006,7 @@ static inline void fgg_mm_batch_x_fill(int layout, const void *x, ptrdiff_t xs, 
  * AVX-512 VNNI (vpdpbusd, further down). */
 
 /* Weight rows 0..nr-1 (row r at w + r * row_bytes) unpacked into p[r * nsb + b]; rows nr..7 zero. */
-static inline void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrdiff_t row_bytes, int nr, ptrdiff_t nsb, fgg_mm_wk *p)
+FGG_MM_ALWAYS_INLINE void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrdiff_t row_bytes, int nr, ptrdiff_t nsb, fgg_mm_wk *p)
 {
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
     for (int r = 0; r < 8; r++)
@@ -3008,15 +3028,14 @@ static inline void fgg_mm_wk_unpack(int kind, const uint8_t *w, ptrdiff_t row_by
                 _mm_storel_epi64((__m128i *)(o->sc + 2 * j),
                                  _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_srai_epi32(s.sc[j], 16), pick)));
             }
+            o->off = 0;
             if (fgg_mm_k_signed(kind)) /* sums of 8 values by sad of v + 128 (v ^ 0x80) */
                 for (int j = 0; j < 8; j++) {
                     __m256i t = _mm256_sad_epu8(_mm256_xor_si256(s.v[j], _mm256_set1_epi8(-128)), _mm256_setzero_si256());
                     __m128i lo = _mm256_castsi256_si128(t), hi = _mm256_extracti128_si256(t, 1);
-                    o->off[2 * j] = 128 * ((int32_t)(_mm_cvtsi128_si32(lo) + _mm_extract_epi32(lo, 2)) - 2048);
-                    o->off[2 * j + 1] = 128 * ((int32_t)(_mm_cvtsi128_si32(hi) + _mm_extract_epi32(hi, 2)) - 2048);
+                    o->off += o->sc[2 * j] * 128 * ((int32_t)(_mm_cvtsi128_si32(lo) + _mm_extract_epi32(lo, 2)) - 2048);
+                    o->off += o->sc[2 * j + 1] * 128 * ((int32_t)(_mm_cvtsi128_si32(hi) + _mm_extract_epi32(hi, 2)) - 2048);
                 }
-            else
-                memset(o->off, 0, sizeof o->off);
             _mm256_storeu_si256((__m256i *)o->bs2, s.bs);
             o->d = d;
             o->dmin = dmin;
@@ -3059,12 +3078,17 @@ FGG_MM_ALWAYS_INLINE ATTR void NAME(int kind, const uint8_t *w, ptrdiff_t row_by
  * of 2 products per row; below 2^15 while the weights are below 32 (every unsigned kind but
  * Q6_K: 4 * 2 * 31 * 127 = 31496), so 4 such (16 values, one scale) add in int16 before one
  * madd with the scale takes them to int32: sc * (their sum), the same integer as VNNI's. Q6_K
- * (values to 63) adds 2 at a time; the signed kinds move their signs onto x (|v|, |x| <= 127) and
- * take the scale per 4. */
+ * (values to 63) adds 2 at a time. The signed kinds whose values are small (the IQ2 and IQ3
+ * grids' to 62, IQ1's to 9) meet x + 128 as the unsigned operand, as on VNNI (2 * 255 * 62 =
+ * 31620; IQ1's 4 at a time: 4 * 2 * 255 * 9 = 18360), their 128 * sum(v) times the scales taken
+ * off once per super-block (fgg_mm_wk's off); IQ4_XS (values to 127) moves its signs onto x (|v|, |x|
+ * <= 127). The signed kinds but IQ1's take the scale per 4 values. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_half(int kind, const fgg_mm_wk *p, ptrdiff_t nsb, const fgg_mm_x16k *x, int h,
                                              float res[8][16])
 {
-    const int sgn = fgg_mm_k_signed(kind), per_madd = sgn ? 1 : kind == FGG_MM_K6 ? 2 : 4;
+    const int sgn = fgg_mm_k_signed(kind), x128 = sgn && kind != FGG_MM_K_IQ4_XS;
+    const int iq1 = kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ1_M;
+    const int per_madd = iq1 ? 4 : sgn ? 1 : kind == FGG_MM_K6 ? 2 : 4;
     __m256 acc[8], accm[8];
     for (int t = 0; t < 8; t++) acc[t] = accm[t] = _mm256_setzero_ps();
     for (ptrdiff_t b = 0; b < nsb; b++) {
@@ -3074,6 +3098,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_half(int kind, const fgg_mm_wk *p, ptrdi
         for (int g = 0; g < 16; g++) {
             __m256i c[4];
             for (int k = 0; k < 4; k++) c[k] = _mm256_load_si256((const __m256i *)(xb->q[4 * g + k] + 8 * h));
+            if (x128)
+                for (int k = 0; k < 4; k++) c[k] = _mm256_xor_si256(c[k], _mm256_set1_epi8(-128));
             for (int t = 0; t < 8; t++) {
                 const fgg_mm_wk *wt = p + t * nsb + b;
                 const int32_t *u4 = (const int32_t *)(const void *)wt->u + 4 * g;
@@ -3082,8 +3108,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_half(int kind, const fgg_mm_wk *p, ptrdi
                     __m256i q = _mm256_setzero_si256();
                     for (int k = k0; k < k0 + per_madd; k++) {
                         const __m256i wv = _mm256_set1_epi32(u4[k]);
-                        q = _mm256_add_epi16(q, sgn ? _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(c[k], wv))
-                                                    : _mm256_maddubs_epi16(wv, c[k]));
+                        q = _mm256_add_epi16(q, x128  ? _mm256_maddubs_epi16(c[k], wv)
+                                                : sgn ? _mm256_maddubs_epi16(_mm256_abs_epi8(wv), _mm256_sign_epi8(c[k], wv))
+                                                      : _mm256_maddubs_epi16(wv, c[k]));
                     }
                     s1[t] = _mm256_add_epi32(s1[t], _mm256_madd_epi16(q, sc));
                 }
@@ -3092,7 +3119,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_half(int kind, const fgg_mm_wk *p, ptrdi
         const __m256 xd = _mm256_load_ps(xb->d + 8 * h);
         for (int t = 0; t < 8; t++) {
             const fgg_mm_wk *wt = p + t * nsb + b;
-            __m256i l = s1[t]; /* the signed kinds have no offsets or mins */
+            __m256i l = s1[t]; /* the signed kinds have no offsets or mins, but x + 128's */
+            if (x128) l = _mm256_sub_epi32(l, _mm256_set1_epi32(wt->off));
             if (!sgn) {
                 __m256i lb = _mm256_setzero_si256();
                 for (int q = 0; q < 8; q++)
@@ -3379,14 +3407,14 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void NAME(int kind, const fgg_mm_wk *p, ptrdiff
                 for (int k = 0; k < 4; k++)                                                           \
                     raw = sgn ? MM##_dpbusd_epi32(raw, c[k], MM##_set1_epi32(u4[k]))                  \
                               : MM##_dpbusd_epi32(raw, MM##_set1_epi32(u4[k]), c[k]);                 \
-                if (sgn) raw = MM##_sub_epi32(raw, MM##_set1_epi32(wt->off[g]));                      \
                 s1[t] = MM##_add_epi32(s1[t], MM##_mullo_epi32(raw, MM##_set1_epi32(wt->sc[g])));     \
             }                                                                                         \
         }                                                                                             \
         const VF xd = MM##_load_ps(xb->d);                                                            \
         for (int t = 0; t < 8; t++) {                                                                 \
             const fgg_mm_wk *wt = p + t * nsb + b;                                                    \
-            VI l = s1[t]; /* the signed kinds have no offsets or mins */                              \
+            VI l = s1[t]; /* the signed kinds have no offsets or mins, but x + 128's */               \
+            if (sgn) l = MM##_sub_epi32(l, MM##_set1_epi32(wt->off));                           \
             if (!sgn) {                                                                               \
                 VI lb = MM##_setzero_##SI();                                                          \
                 for (int q = 0; q < 8; q++)                                                           \

@@ -261,7 +261,8 @@ def vnni_usable():
 
 def int_batch_kernel(int type_id, Py_ssize_t m):
     """The integer kernel :func:`matmul_rows_int` takes for ``m`` rows of x: ``"vnni-batch"`` or
-    ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs; the
+    ``"maddubs-batch"`` (lanes are rows of x: the K kinds from 6 rows on VNNI, 9 on maddubs, some IQ
+    types from 7 or 8 on VNNI, from 7 to 24 on maddubs (_k_batch_min_rows); the
     per-32 types from 13 on VNNI, on maddubs from 5 to 32 by type), ``"vnni-few"`` (the per-32
     types at 2 to 12 rows, VNNI only: two rows of x per vector; where the CPU splits 512-bit
     operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5) or
@@ -945,7 +946,8 @@ cdef void _mm_int_task(void *ctx, int task) noexcept nogil:
 # Rows of x from which the K kinds take the batch kernel (lanes = 16 rows of x, or 8 for a short
 # group), which costs about the same for 1 to 8 rows. VNNI: from 6 rows, where the row kernels
 # start to cost more. maddubs: from 9, since the row kernel's 8-row form (fgg_mm_rows8_k) matches
-# it at 8 (Q2_K-Q6_K, IQ4_XS, IQ3_S at 4096 x 14336, one thread). The per-32 types (VNNI): from 2
+# it at 8 (Q2_K-Q6_K at 4096 x 14336, one thread). The IQ types by type: from 6 to 8 rows on
+# VNNI, 7 to 24 on maddubs (_k_batch_min_rows). The per-32 types (VNNI): from 2
 # rows, up to 12 the few-rows kernel (two rows of x per vector, fgg_mm_batch_few), then the batch
 # kernel (16 lanes), which costs the same from 9 to 16 rows. Against the row kernels and batch
 # kernel before it (one thread, 4096 x 14336, Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4), the
@@ -983,7 +985,32 @@ cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
         if type_id == FGG_TYPE_Q8_0 or type_id == FGG_TYPE_Q4_1 or type_id == FGG_TYPE_Q5_1:
             return 5
         return 4
-    return 6 if _vnni_on else 9
+    return _k_batch_min_rows(type_id)
+
+
+cdef inline Py_ssize_t _k_batch_min_rows(int type_id) noexcept nogil:
+    """_gemm_min_rows for the K kinds: 6 rows of x on VNNI, 9 on maddubs, but for the IQ types, whose
+    row kernels (fgg_mm_rown_iq, 4 rows of x at a time; IQ4_XS's 8-row form, fgg_mm_rows8_k) keep up
+    for longer or less long. Batch time / row kernels' time (avx512 build with VNNI and avx2 build,
+    4096 x 14336, one thread) at the first count taken: VNNI IQ2_XS 1.00, IQ3_XXS 0.95, IQ3_S 0.93
+    at 6 rows; IQ1_S 0.97, IQ4_XS 0.94 at 7; IQ2_XXS 0.95, IQ2_S 0.97, IQ1_M 0.94 at 8. maddubs
+    IQ3_S 0.91 at 7; IQ3_XXS 0.98, IQ1_S 0.96, IQ1_M 0.97 at 8; the IQ2 types 0.95-0.98 at 12;
+    IQ4_XS (signs moved onto x there, no x + 128) 0.99 at 24, 1.35 at 17."""
+    if _vnni_on:
+        if type_id == FGG_TYPE_IQ1_S or type_id == FGG_TYPE_IQ4_XS:
+            return 7
+        if type_id == FGG_TYPE_IQ2_XXS or type_id == FGG_TYPE_IQ2_S or type_id == FGG_TYPE_IQ1_M:
+            return 8
+        return 6
+    if type_id == FGG_TYPE_IQ3_S:
+        return 7
+    if type_id == FGG_TYPE_IQ3_XXS or type_id == FGG_TYPE_IQ1_S or type_id == FGG_TYPE_IQ1_M:
+        return 8
+    if type_id == FGG_TYPE_IQ2_XXS or type_id == FGG_TYPE_IQ2_XS or type_id == FGG_TYPE_IQ2_S:
+        return 12
+    if type_id == FGG_TYPE_IQ4_XS:
+        return 24
+    return 9
 
 
 def _set_batch_min_rows(Py_ssize_t m):
