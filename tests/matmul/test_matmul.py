@@ -269,7 +269,7 @@ def test_same_bits_on_every_cpu_path(qtype):
 
 
 FACTORED_TYPES = (T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K,
-                  T.Q6_K, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.TQ2_0, T.TQ1_0)
+                  T.Q6_K, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.TQ2_0, T.TQ1_0)
 
 
 def misaligned(a: np.ndarray, offset: int) -> np.ndarray:

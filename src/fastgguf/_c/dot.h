@@ -5358,11 +5358,23 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float 
     _mm_storeu_ps(q, _mm_mul_ps(_mm_loadu_ps(a), _mm_loadu_ps(b)));
 }
 
-/* Run j of IQ3_XXS, IQ3_S or IQ2_S as 32 floats, the values of fgg_mm_iq_run, from the
+/* Run j of IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS or IQ2_XS as 32 floats, the values of fgg_mm_iq_run, from the
  * dequantizers' float copies of the grids and sign patterns: SSE2 has no byte-to-float widening,
  * and here each 4 values are one multiply. The indices as in the fgg_mm_*_run functions above. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j, float *q)
 {
+    if (kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS) {
+        const uint8_t *qb = wb + 2 + 8 * j;
+        const uint32_t aux = fgg_load_u32le(qb + 4);
+        for (int l = 0; l < 4; l++) {
+            const uint32_t p = fgg_load_u16le(qb + 2 * l);
+            const float *g = kind == FGG_MM_K_IQ2_XXS ? fgg_iq2xxs_grid_f32[qb[l]] : fgg_iq2xs_grid_f32[p & 511];
+            const float *sg = fgg_sign_f32[fgg_ksigns[kind == FGG_MM_K_IQ2_XXS ? (aux >> (7 * l)) & 127 : p >> 9]];
+            fgg_mm_sse_mul4(q + 8 * l, g, sg);
+            fgg_mm_sse_mul4(q + 8 * l + 4, g + 4, sg + 4);
+        }
+        return;
+    }
     if (kind == FGG_MM_K_IQ2_S) {
         const uint8_t *qs = wb + 2 + 4 * j, qh = wb[66 + j], *signs = wb + 34 + 4 * j;
         for (int l = 0; l < 4; l++) {
@@ -5391,26 +5403,36 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j
 }
 #endif
 
-/* IQ3_XXS, IQ3_S and IQ2_S factored as the K-quants: a run's 32 signed integers q as the integer
- * path unpacks them (fgg_mm_iq_run: grid values with their signs) and S = d * scale (d as
- * fgg_mm_iq_d has it) per 32 values, or per 16 for IQ2_S. Their q are unpacked as floats once per
- * super-block for every row of x (no register kernels). Measured against dequantizing first
- * (callgrind, avx2 build, one row): IQ3_S 4.16 -> 2.29 instructions per value, IQ3_XXS 3.06 ->
- * 2.53, IQ2_S 2.94 -> 2.60; IQ2_XXS, IQ2_XS, IQ1_S and IQ1_M took 20-30 % more, so they still
- * dequantize first. */
+/* IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS and IQ2_XS factored as the K-quants: a run's 32 signed integers q
+ * as the integer path unpacks them (grid values with their signs: in the SIMD builds the row
+ * kernels' magnitudes and signs, fgg_mm_iq_run_us) and S = d * scale (d as fgg_mm_iq_d has it) per
+ * 32 values, or per 16 for IQ2_S and IQ2_XS. Their q are unpacked as floats once per super-block for
+ * every row of x (no register kernels). Measured against dequantizing first (callgrind, avx2 build,
+ * one row): IQ3_S 4.16 -> 2.29 instructions per value, IQ3_XXS 3.06 -> 2.53, IQ2_S 2.94 -> 2.60.
+ * IQ2_XXS and IQ2_XS (since fgg_mm_iq_run_us; 4096 x 4096, 2 threads, the avx512 build): 1 row
+ * 1.11-1.19x and 0.96-1.07x, 64 rows 1.75x and 1.60x, the portable build level at 1 row. IQ1_S and
+ * IQ1_M still dequantize first: factored, the portable build (its scalar fgg_mm_iq_run) took 1.9x
+ * and 1.25x the time at one row, though the SIMD builds gained (IQ1_M 1.17x at 1 row, both
+ * 1.75-1.83x at 64), and every build must give the same bits. */
 static inline int fgg_mm_iq_n_sub(int kind)
 {
-    return kind == FGG_MM_K_IQ2_S ? 16 : 8;
+    return kind == FGG_MM_K_IQ2_S || kind == FGG_MM_K_IQ2_XS ? 16 : 8;
 }
 
 FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *qf, float *S)
 {
     const float d = fgg_mm_iq_d(kind, wb);
     const int per16 = fgg_mm_iq_n_sub(kind) == 16;
+#if defined(FGG_MM_INT_SIMD)
+    __m256i lo = _mm256_setzero_si256(), hi = lo; /* the row kernels' scale vectors, unused here */
+#endif
     for (int j = 0; j < 8; j++) {
         int scale[2];
 #if defined(FGG_MM_INT_SIMD)
-        fgg_mm_i8x32_to_f(fgg_mm_iq_run(kind, wb, j, scale), qf + 32 * j);
+        __m256i u, sg, unused; /* the values of fgg_mm_iq_run, from the row kernels' unpacking */
+        fgg_mm_iq_run_us(kind, wb, j, lo, hi, &u, &sg, &unused);
+        fgg_mm_iq_scales(kind, wb, j, scale);
+        fgg_mm_i8x32_to_f(_mm256_sign_epi8(u, sg), qf + 32 * j);
 #elif FGG_HAVE_SSE2
         fgg_mm_iq_scales(kind, wb, j, scale);
         fgg_mm_sse_iq_run_f(kind, wb, j, qf + 32 * j);
@@ -5438,6 +5460,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
 FGG_MM_IQ_SPAN(fgg_mm_span_iq2_s, FGG_MM_K_IQ2_S)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S)
+FGG_MM_IQ_SPAN(fgg_mm_span_iq2_xxs, FGG_MM_K_IQ2_XXS)
+FGG_MM_IQ_SPAN(fgg_mm_span_iq2_xs, FGG_MM_K_IQ2_XS)
 #undef FGG_MM_IQ_SPAN
 
 /* TQ2_0 factored: q = code - 1 (-1, 0 or 1; the codes laid out as Q2_K's, run 4h + t the bits 2t,

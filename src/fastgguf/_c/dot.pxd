@@ -132,6 +132,10 @@ cdef extern from "dot.h" nogil:
                              const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
     void fgg_mm_span_iq3_s(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                            const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
+    void fgg_mm_span_iq2_xxs(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                             const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
+    void fgg_mm_span_iq2_xs(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
+                            const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
     void fgg_mm_span_tq2_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
                            const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
     void fgg_mm_span_tq1_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
