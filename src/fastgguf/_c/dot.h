@@ -2158,8 +2158,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, _
         break;
     }
     case FGG_MM_K_IQ2_XS: {
-        uint32_t p[4];
-        for (int l = 0; l < 4; l++) p[l] = fgg_load_u16le(wb + 2 + 8 * j + 2 * l);
+        /* the four u16 from one load: an array of them, filled by 2-byte loads, was spilled and read
+         * back 8 bytes wide (a failed store forward: the batch kernel's unpacking took 1.9x) */
+        const uint64_t q = fgg_load_u64le(wb + 2 + 8 * j);
+        const uint32_t p[4] = {(uint32_t)(q & 0xffff), (uint32_t)((q >> 16) & 0xffff), (uint32_t)((q >> 32) & 0xffff),
+                               (uint32_t)(q >> 48)};
         *u = _mm256_set_epi64x((long long)fgg_mm_grid_row8(fgg_iq2xs_grid[p[3] & 511]), (long long)fgg_mm_grid_row8(fgg_iq2xs_grid[p[2] & 511]),
                                (long long)fgg_mm_grid_row8(fgg_iq2xs_grid[p[1] & 511]), (long long)fgg_mm_grid_row8(fgg_iq2xs_grid[p[0] & 511]));
         *s = _mm256_set_epi64x((long long)fgg_mm_sign_pm1[p[3] >> 9], (long long)fgg_mm_sign_pm1[p[2] >> 9],
@@ -2227,6 +2230,29 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, _
 }
 #endif
 
+#if defined(FGG_MM_INT_SIMD)
+/* Run j of an IQ super-block: its 32 signed values (those of fgg_mm_iq_run), their magnitudes in
+ * *u, its scales. The grid types and IQ1_M from the row kernels' magnitudes and signs
+ * (fgg_mm_iq_run_us: grid rows by plain loads, signs from a table or one compare), signed by one
+ * sign_epi8; IQ1_S's u and s there leave out its deltas, and IQ4_XS's are its values, so those two
+ * by fgg_mm_iq_run. The batch kernel's unpacking, avx2 build, 8 rows of x, 4096 x 14336, one
+ * thread: IQ2_XXS 16.2 -> 14.5 ms, IQ3_XXS 18.8 -> 16.4, IQ1_M 17.6 -> 14.8, the others level. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_mm_iq_run_signed(int kind, const uint8_t *wb, int j, int scale[2], __m256i *u)
+{
+    if (kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ4_XS) {
+        const __m256i v = fgg_mm_iq_run(kind, wb, j, scale);
+        *u = _mm256_sign_epi8(v, v);
+        return v;
+    }
+    const __m256i none = _mm256_setzero_si256(); /* the scale vectors: the row kernels' sc, unused */
+    __m256i mag, sg, unused;
+    fgg_mm_iq_run_us(kind, wb, j, none, none, &mag, &sg, &unused);
+    fgg_mm_iq_scales(kind, wb, j, scale);
+    *u = mag;
+    return _mm256_sign_epi8(mag, sg);
+}
+#endif
+
 FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_iq(int kind, const uint8_t *wb, fgg_mm_ksb *s, float *d)
 {
     int8_t sc[16];
@@ -2235,38 +2261,16 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_ksb_iq(int kind, const uint8_t *wb, fgg_mm_ksb 
 #if !defined(FGG_MM_INT_SIMD)
 #pragma GCC unroll 8 /* the portable build: the scales' shifts by j then take immediates */
 #endif
-#if defined(FGG_MM_INT_SIMD)
-    /* the grid types and IQ1_M from the row kernels' magnitudes and signs (fgg_mm_iq_run_us: grid
-     * rows by plain loads, signs from a table or one compare), signed by one sign_epi8; IQ1_S's
-     * u and s there leave out its deltas, IQ4_XS's are its values. The batch kernel's unpacking,
-     * avx2 build, 8 rows of x, 4096 x 14336, one thread: IQ2_XXS 16.2 -> 14.5 ms, IQ3_XXS 18.8 ->
-     * 16.4, IQ1_M 17.6 -> 14.8, the others level */
-    const int by_us = kind != FGG_MM_K_IQ1_S && kind != FGG_MM_K_IQ4_XS;
-    __m256i lo = _mm256_setzero_si256(), hi = lo;
-    if (by_us) fgg_mm_iq_scale_vectors(kind, wb, &lo, &hi);
-#endif
     for (int j = 0; j < 8; j++) {
         int scale[2];
 #if defined(FGG_MM_INT_SIMD)
-        if (by_us) {
-            __m256i u, sg, unused;
-            fgg_mm_iq_run_us(kind, wb, j, lo, hi, &u, &sg, &unused);
-            fgg_mm_iq_scales(kind, wb, j, scale);
-            s->v[j] = _mm256_sign_epi8(u, sg);
-            s->u[j] = u;
-        } else {
-            fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
-            s->v[j] = v;
-            s->u[j] = _mm256_sign_epi8(v, v);
-        }
-        sc[2 * j] = (int8_t)scale[0];
-        sc[2 * j + 1] = (int8_t)scale[1];
+        s->v[j] = fgg_mm_iq_run_signed(kind, wb, j, scale, &s->u[j]);
 #else
-        fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
+        /* signed: the portable dot multiplies values and scales in int16 */
+        s->u[j] = fgg_mm_iq_run(kind, wb, j, scale);
+#endif
         sc[2 * j] = (int8_t)scale[0];
         sc[2 * j + 1] = (int8_t)scale[1];
-        s->u[j] = v;  /* signed: the portable dot multiplies values and scales in int16 */
-#endif
     }
     fgg_mm_ksb_scales16(s, sc, bs);
 }
@@ -3414,7 +3418,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void NAME(int kind, const fgg_mm_wk *p, ptrdiff
         for (int t = 0; t < 8; t++) {                                                                 \
             const fgg_mm_wk *wt = p + t * nsb + b;                                                    \
             VI l = s1[t]; /* the signed kinds have no offsets or mins, but x + 128's */               \
-            if (sgn) l = MM##_sub_epi32(l, MM##_set1_epi32(wt->off));                           \
+            if (sgn) l = MM##_sub_epi32(l, MM##_set1_epi32(wt->off));                                 \
             if (!sgn) {                                                                               \
                 VI lb = MM##_setzero_##SI();                                                          \
                 for (int q = 0; q < 8; q++)                                                           \
@@ -5358,12 +5362,15 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float 
     _mm_storeu_ps(q, _mm_mul_ps(_mm_loadu_ps(a), _mm_loadu_ps(b)));
 }
 
-/* Run j of IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS or IQ2_XS as 32 floats, the values of fgg_mm_iq_run, from the
- * dequantizers' float copies of the grids and sign patterns: SSE2 has no byte-to-float widening,
- * and here each 4 values are one multiply. The indices as in the fgg_mm_*_run functions above. */
+/* Run j of IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS or IQ2_XS as 32 floats, the values of fgg_mm_iq_run,
+ * from the dequantizers' float copies of the grids and sign patterns: SSE2 has no byte-to-float
+ * widening, and here each 4 values are one multiply. The indices as in the fgg_mm_*_run functions
+ * above. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j, float *q)
 {
     if (kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS) {
+        /* IQ2_XXS: 4 grid bytes, then a word of four 7-bit sign codes; IQ2_XS: four u16 of a 9-bit
+         * grid index and a 7-bit sign code */
         const uint8_t *qb = wb + 2 + 8 * j;
         const uint32_t aux = fgg_load_u32le(qb + 4);
         for (int l = 0; l < 4; l++) {
@@ -5423,16 +5430,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
 {
     const float d = fgg_mm_iq_d(kind, wb);
     const int per16 = fgg_mm_iq_n_sub(kind) == 16;
-#if defined(FGG_MM_INT_SIMD)
-    __m256i lo = _mm256_setzero_si256(), hi = lo; /* the row kernels' scale vectors, unused here */
-#endif
     for (int j = 0; j < 8; j++) {
         int scale[2];
 #if defined(FGG_MM_INT_SIMD)
-        __m256i u, sg, unused; /* the values of fgg_mm_iq_run, from the row kernels' unpacking */
-        fgg_mm_iq_run_us(kind, wb, j, lo, hi, &u, &sg, &unused);
-        fgg_mm_iq_scales(kind, wb, j, scale);
-        fgg_mm_i8x32_to_f(_mm256_sign_epi8(u, sg), qf + 32 * j);
+        __m256i u;
+        fgg_mm_i8x32_to_f(fgg_mm_iq_run_signed(kind, wb, j, scale, &u), qf + 32 * j);
 #elif FGG_HAVE_SSE2
         fgg_mm_iq_scales(kind, wb, j, scale);
         fgg_mm_sse_iq_run_f(kind, wb, j, qf + 32 * j);
