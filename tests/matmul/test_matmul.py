@@ -520,10 +520,11 @@ def test_maddubs_batch_leaves_a_short_last_group_to_the_row_kernels(qtype):
 
 def test_batch_kernel_is_taken_where_it_applies():
     """The K kinds take the batch kernel: from 6 rows of x on VNNI, from 9 on maddubs (AVX2 and
-    AVX-512 without VNNI), the IQ types later (VNNI_K_FROM, MADDUBS_K_FROM); the per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU
-    splits 512-bit operations: Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5),
-    the batch kernel from 13, and on maddubs the batch kernel from MADDUBS_FROM; other types, fewer
-    rows and the portable build take the row kernels (whose bits the tests above compare)."""
+    AVX-512 without VNNI), some IQ types from their own counts (VNNI_K_FROM, MADDUBS_K_FROM); the
+    per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU splits 512-bit operations:
+    Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5), the batch kernel from 13, and
+    on maddubs the batch kernel from MADDUBS_FROM; other types, fewer rows and the portable build
+    take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         for wide in (True, False):
             before, wide_before = kernels._set_vnni(vnni), kernels._set_wide(wide)

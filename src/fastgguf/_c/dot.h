@@ -2228,9 +2228,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, _
     }
     if (kind != FGG_MM_K_IQ2_XXS && kind != FGG_MM_K_IQ3_XXS) *sc = fgg_mm_sub_scale(lo, hi, j);
 }
-#endif
 
-#if defined(FGG_MM_INT_SIMD)
 /* Run j of an IQ super-block: its 32 signed values (those of fgg_mm_iq_run), their magnitudes in
  * *u, its scales. The grid types and IQ1_M from the row kernels' magnitudes and signs
  * (fgg_mm_iq_run_us: grid rows by plain loads, signs from a table or one compare), signed by one
