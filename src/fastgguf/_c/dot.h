@@ -2670,6 +2670,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_iq(int kind, int NR, const uint8_t *w, ptr
             lo = _mm256_slli_epi16(lo, 3);
             hi = _mm256_slli_epi16(hi, 3);
         }
+        /* unrolled: with j a constant each run's byte offsets and its scale's shuffle mask are
+         * immediates (GCC had left the loop rolled: IQ2_S at 1 row 1.23-1.27x faster so) */
+#pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             __m256i av, v, sc;
             fgg_mm_iq_run_us(kind, w + b * bytes, j, lo, hi, &av, &v, &sc);
