@@ -247,7 +247,10 @@ static inline void fgg_mm_quantize_x8(const float *x, ptrdiff_t n, fgg_mm_q8 *ou
  * The sums of the per-32 types: the 32 products of a run go to 8 int32 lanes, lane k holding
  * bytes 4k..4k+3: exact integers. Then per run and row, in float32,
  * acc[k] = acc[k] + (float)lane[k] * f with f = d_w * d_x, and the 8 lanes are summed in one
- * fixed order at the end. The SIMD builds (maddubs: |w| times x with w's sign moved onto x, madd
+ * fixed order at the end. Q1_0 and Q2_0 (4 and 2 runs per block, one d_w): per block
+ * p[k] = sum over its runs, in order, of (float)lane[k] * d_x, then acc[k] = acc[k] + p[k] * d_w,
+ * so that the accumulator's chain takes one add per block, not one per run (Q1_0 1.04-1.14x
+ * faster). The SIMD builds (maddubs: |w| times x with w's sign moved onto x, madd
  * with ones, one 8-float vector per row) and the portable loop (16-bit products) do exactly these
  * operations, so every build gives the same bits. */
 #if (FGG_HAVE_AVX2 || FGG_HAVE_AVX512)
@@ -268,6 +271,14 @@ static inline fgg_mm_acc fgg_mm_acc_zero(void) { return _mm256_setzero_ps(); }
 static inline fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, float f)
 {
     return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(f)));
+}
+
+/* (float)l[k] * f; and acc[k] + p[k] * f (the blocks of several runs: fgg_mm_rown_b) */
+static inline fgg_mm_acc fgg_mm_acc_scaled(fgg_mm_lanes l, float f) { return _mm256_mul_ps(_mm256_cvtepi32_ps(l), _mm256_set1_ps(f)); }
+
+static inline fgg_mm_acc fgg_mm_acc_addv(fgg_mm_acc acc, fgg_mm_acc p, float f)
+{
+    return _mm256_add_ps(acc, _mm256_mul_ps(p, _mm256_set1_ps(f)));
 }
 
 static inline float fgg_mm_acc_sum(fgg_mm_acc acc)
@@ -334,6 +345,32 @@ FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_add(fgg_mm_acc acc, fgg_mm_lanes l, f
     for (int k = 0; k < 8; k++) {
         float p = (float)l.v[k] * f;
         acc.v[k] = acc.v[k] + p;
+    }
+    return acc;
+}
+
+FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_scaled(fgg_mm_lanes l, float f)
+{
+    fgg_mm_acc p;
+#if FGG_HAVE_SSE2
+    for (int h = 0; h < 2; h++)
+        _mm_storeu_ps(p.v + 4 * h, _mm_mul_ps(_mm_cvtepi32_ps(_mm_loadu_si128((const __m128i *)(l.v + 4 * h))), _mm_set1_ps(f)));
+    return p;
+#endif
+    for (int k = 0; k < 8; k++) p.v[k] = (float)l.v[k] * f;
+    return p;
+}
+
+FGG_MM_ALWAYS_INLINE fgg_mm_acc fgg_mm_acc_addv(fgg_mm_acc acc, fgg_mm_acc p, float f)
+{
+#if FGG_HAVE_SSE2
+    for (int h = 0; h < 2; h++)
+        _mm_storeu_ps(acc.v + 4 * h, _mm_add_ps(_mm_loadu_ps(acc.v + 4 * h), _mm_mul_ps(_mm_loadu_ps(p.v + 4 * h), _mm_set1_ps(f))));
+    return acc;
+#endif
+    for (int k = 0; k < 8; k++) {
+        float t = p.v[k] * f;
+        acc.v[k] = acc.v[k] + t;
     }
     return acc;
 }
@@ -820,6 +857,7 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_
     for (ptrdiff_t b = 0; b < nb; b++, wb += bytes) {                                                 \
         fgg_mm_prefetch_ahead(wb, bytes);                                                             \
         const float d = kind == FGG_MM_B_NVFP4 ? 0.0f : fgg_mm_b_scale(kind, wb);                     \
+        fgg_mm_acc blk[8]; /* Q1_0, Q2_0: the block's runs against x's scales, then times d */        \
         for (int r = 0; r < runs; r++) {                                                              \
             const fgg_mm_w32 q = kind == FGG_MM_B_Q1_0 ? fgg_mm_q1_0_form(wb, r) : fgg_mm_b_values(kind, wb, r); \
             const fgg_mm_scale2 sc = kind == FGG_MM_B_NVFP4 ? fgg_mm_nvfp4_scales(wb, r)              \
@@ -827,10 +865,16 @@ FGG_MM_ALWAYS_INLINE ATTR void ROWN(int kind, int NR, const uint8_t *w, ptrdiff_
             for (int i = 0; i < NR; i++) {                                                            \
                 const fgg_mm_q8 *xb = x + i * xs + runs * b + r;                                      \
                 const fgg_mm_lanes dot = kind == FGG_MM_B_Q1_0 ? fgg_mm_q1_0_dot(q, xb->q) : DOT(q, xb->q); \
-                acc[i] = kind == FGG_MM_B_NVFP4 ? fgg_mm_acc_add2(acc[i], dot, sc, xb->d)             \
-                                                : fgg_mm_acc_add(acc[i], dot, d * xb->d);             \
+                if (kind == FGG_MM_B_NVFP4)                                                           \
+                    acc[i] = fgg_mm_acc_add2(acc[i], dot, sc, xb->d);                                 \
+                else if (runs == 1)                                                                   \
+                    acc[i] = fgg_mm_acc_add(acc[i], dot, d * xb->d);                                  \
+                else                                                                                  \
+                    blk[i] = r == 0 ? fgg_mm_acc_scaled(dot, xb->d) : fgg_mm_acc_add(blk[i], dot, xb->d); \
             }                                                                                         \
         }                                                                                             \
+        if (runs > 1 && kind != FGG_MM_B_NVFP4)                                                       \
+            for (int i = 0; i < NR; i++) acc[i] = fgg_mm_acc_addv(acc[i], blk[i], d);                 \
         if (fgg_mm_b_has_offset(kind)) {                                                              \
             const float mn = fgg_mm_b_offset(kind, wb);                                               \
             for (int i = 0; i < NR; i++) off[i] = off[i] + mn * x[i * xs + b].s;                      \
