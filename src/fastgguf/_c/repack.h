@@ -726,6 +726,7 @@ FGG_MM_ALWAYS_INLINE FGG_MM_VNNI void fgg_rp_totals_q23_k_vnni(int NR, const uin
 {
     const __m512i three = _mm512_set1_epi8(3), b2 = _mm512_set1_epi8(4), lo4 = _mm512_set1_epi32(15);
     const uint8_t *qs = tb + (is_q3 ? FGG_RP_Q3_K_QS : FGG_RP_Q2_K_QS);
+#pragma GCC unroll 8 /* GCC left it rolled: repacked Q3_K 1.25x faster at 1 row, 1.56x at 2 */
     for (int run = 0; run < 8; run++) {
         const int h = run >> 2, t = run & 3;
         __m512i d[4][2];
