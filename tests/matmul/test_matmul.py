@@ -1153,3 +1153,57 @@ def test_integer_path_error_on_realistic_data(qtype):
     x[:, rng.choice(k, 6, replace=False)] *= 20.0
     err = rel_error(matmul(x, raw, qtype, exact=False), reference(x, raw, qtype, n, k))
     assert EXACT_BOUND < err <= REALISTIC_INT_BOUND[qtype]
+
+
+def _per_32_float_steps(raw: np.ndarray, qtype: GGMLType, xq: np.ndarray) -> np.ndarray:
+    """The integer path of a per-32 type with an f16 scale in its first 2 bytes, modelled in numpy
+    float32 (each operation rounded as the kernels round it): per run of 32 the 8 int32 lanes
+    (products of values 4k..4k+3); blocks of one run add lane * (d_w * d_x) into 8 float lanes,
+    Q1_0's and Q2_0's blocks of 4 and 2 runs first sum lane * d_x over their runs, in order, then
+    add that times d_w; the 8 lanes are summed in one fixed order."""
+    block_size, type_size = TYPE_TRAITS[qtype]
+    runs, n, m = block_size // 32, raw.shape[0], xq.shape[0]
+    blocks = raw.reshape(n, -1, type_size)
+    d_w = blocks[:, :, 0:2].copy().view("<f2")[:, :, 0].astype(np.float32)  # (n, nb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = dequantize(raw, qtype, (n, blocks.shape[1] * block_size)).reshape(n, -1, runs, 32) / d_w[:, :, None, None]
+    v = np.where(d_w[:, :, None, None] == 0, 0, v).astype(np.int64)  # small integers: exact
+    xb = xq.reshape(m, -1, 40)
+    d_x = xb[:, :, 0:4].copy().view("<f4")[:, :, 0]  # (m, blocks of 32)
+    q_x = xb[:, :, 8:40].view(np.int8).astype(np.int64)
+    acc = np.zeros((n, m, 8), np.float32)
+    for b in range(blocks.shape[1]):
+        part = None
+        for r in range(runs):
+            j = b * runs + r
+            lanes = np.einsum("nkc,mkc->nmk", v[:, b, r].reshape(n, 8, 4), q_x[:, j].reshape(m, 8, 4)).astype(np.float32)
+            if runs == 1:
+                acc = acc + lanes * (d_w[:, b, None] * d_x[None, :, j])[:, :, None]
+            else:
+                term = lanes * d_x[None, :, j, None]
+                part = term if part is None else part + term
+        if runs > 1:
+            acc = acc + part * d_w[:, b, None, None]
+    a = acc
+    return (((a[..., 0] + a[..., 4]) + (a[..., 2] + a[..., 6])) + ((a[..., 1] + a[..., 5]) + (a[..., 3] + a[..., 7]))).T
+
+
+@pytest.mark.parametrize("qtype", [T.Q1_0, T.Q2_0, T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL], ids=lambda t: t.name)
+@pytest.mark.parametrize("m", [1, 3, 9, 20])
+def test_per_32_integer_path_bits_are_its_documented_float_steps(qtype, m):
+    """Every build's and kernel's bits (row kernels, the few-rows and batch kernels by m) equal the
+    float steps written out in numpy: the order of the float operations is the contract that makes
+    them agree, so a change of it must show here, not only as builds that still agree."""
+    rng = np.random.default_rng([int(qtype), m, 26])
+    n, k = 11, k_for(qtype, 6 if TYPE_TRAITS[qtype].block_size == 32 else 3)
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    for name, kernels, vnni in _int_dot_variants():
+        before = kernels._set_vnni(vnni)
+        try:
+            xq = quantized_x(kernels, x, qtype)
+            out = np.empty((m, n), np.float32)
+            kernels.matmul_rows_int(raw, int(qtype), xq, out, 0, n)
+        finally:
+            kernels._set_vnni(before)
+        np.testing.assert_array_equal(out, _per_32_float_steps(raw, qtype, xq), err_msg=f"{name} vnni={vnni}")
