@@ -2457,7 +2457,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rows8_k(int kind, const uint8_t *w, ptrdiff_t n
  * (fgg_mm_k_scales). The same products summed into the same lanes (integers), then the same float
  * steps: the same bits. One row: 1.03-1.2x ggml's speed relative to before
  * (benchmarks/c/int_row1.c); 2 to 5 rows 1.2-1.5x the speed of the fgg_mm_ksb loop. */
-
 /* fgg_mm_kacc_add twice, for a super-block with mins: lane 0 of acc2 takes the total of l times
  * lane 0 of f2, lane 1 the total of lm times lane 1 (the same float operations, lane by lane). One
  * horizontal sum for both totals (integers: their order does not matter), one convert, one
@@ -2503,10 +2502,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k_out(int kind, int NR, const float a[4], 
     }
 }
 
-/* Q3_K's and TQ1_0's super-blocks waiting for their float steps, per row (fgg_mm_kacc_add8: 8 at
- * once): the integer lanes less the bsum term and the factor of each. One row, 4096 x 14336: Q3_K
- * 1.08-1.13x faster so, TQ1_0 about 1.1x; the kinds with mins (two totals: 0.83-0.96x) and Q6_K
- * measured slower, Q6_K and TQ2_0 level, so they add each super-block at once. */
+/* A row's super-blocks waiting for their float steps (fgg_mm_kacc_add8: 8 at once): the integer
+ * lanes of each (less the bsum term) and its factor. The IQ row kernels and, of fgg_mm_rown_k's
+ * kinds, Q3_K and TQ1_0 (fgg_mm_k_defers). One row, 4096 x 14336: Q3_K 1.08-1.13x faster so,
+ * TQ1_0 about 1.1x; the kinds with mins (two totals: 0.83-0.96x) measured slower, Q6_K and TQ2_0
+ * level, so they add each super-block at once. */
 typedef struct {
     __m256i l[8];
     float f[8];
@@ -2779,8 +2779,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_iq(int kind, int NR, const uint8_t *w, ptr
 {
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
     float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    __m256i pend[4][8];
-    float fpend[4][8];
+    fgg_mm_kpend pend[4];
     int np = 0;
     for (ptrdiff_t b = 0; b < nsb; b++) {
         __m256i l[4];
@@ -2807,17 +2806,15 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_iq(int kind, int NR, const uint8_t *w, ptr
         }
         const float d = fgg_mm_iq_d(kind, w + b * bytes);
         for (int i = 0; i < NR; i++) {
-            pend[i][np] = l[i];
-            fpend[i][np] = d * x[i * xs + b].d;
+            pend[i].l[np] = l[i];
+            pend[i].f[np] = d * x[i * xs + b].d;
         }
         if (++np == 8) {
-            for (int i = 0; i < NR; i++) a[i] = fgg_mm_kacc_add8(a[i], pend[i], fpend[i]);
+            for (int i = 0; i < NR; i++) a[i] = fgg_mm_kpend_flush(&pend[i], 8, a[i]);
             np = 0;
         }
     }
-    for (int i = 0; i < NR; i++)
-        for (int k = 0; k < np; k++) a[i] = fgg_mm_kacc_add(a[i], pend[i][k], fpend[i][k]);
-    for (int i = 0; i < NR; i++) out[i * os] = a[i];
+    for (int i = 0; i < NR; i++) out[i * os] = fgg_mm_kpend_flush(&pend[i], np, a[i]);
 }
 
 /* nr (1 to 4) rows of x by fgg_mm_rown_k or, for the signed kinds, fgg_mm_rown_iq, with the row
