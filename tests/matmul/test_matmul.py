@@ -71,18 +71,23 @@ def quantized_x(kernels, x: np.ndarray, qtype: GGMLType) -> np.ndarray:
     return xq
 
 
-def rounded_x(xq: np.ndarray, values: int) -> np.ndarray:
-    """The float64 values d * q that quantized x rows ``xq`` stand for (blocks of 32 or 256)."""
+def x_blocks(xq: np.ndarray, values: int) -> tuple[np.ndarray, np.ndarray]:
+    """The float32 scales d (m, blocks) and int8 values q (m, blocks, values) of quantized x rows
+    ``xq`` (blocks of 32 or 256)."""
     m = xq.shape[0]
     if values == 32:  # fgg_mm_q8: float d, float s, int8 q[32]
         blocks = xq.reshape(m, -1, 40)
-        d = blocks[:, :, 0:4].copy().view("<f4")
         q = blocks[:, :, 8:40].view(np.int8)
     else:  # fgg_mm_q8k: float d, int16 bsum[16], int8 q[256]
         blocks = xq.reshape(m, -1, 292)
-        d = blocks[:, :, 0:4].copy().view("<f4")
         q = blocks[:, :, 36:292].view(np.int8)
-    return (d.astype(np.float64) * q).reshape(m, -1)
+    return blocks[:, :, 0:4].copy().view("<f4")[:, :, 0], q
+
+
+def rounded_x(xq: np.ndarray, values: int) -> np.ndarray:
+    """The float64 values d * q that quantized x rows ``xq`` stand for (blocks of 32 or 256)."""
+    d, q = x_blocks(xq, values)
+    return (d.astype(np.float64)[:, :, None] * q).reshape(xq.shape[0], -1)
 
 
 def k_for(qtype: GGMLType, n_blocks: int) -> int:
@@ -1168,9 +1173,8 @@ def _per_32_float_steps(raw: np.ndarray, qtype: GGMLType, xq: np.ndarray) -> np.
     with np.errstate(divide="ignore", invalid="ignore"):
         v = dequantize(raw, qtype, (n, blocks.shape[1] * block_size)).reshape(n, -1, runs, 32) / d_w[:, :, None, None]
     v = np.where(d_w[:, :, None, None] == 0, 0, v).astype(np.int64)  # small integers: exact
-    xb = xq.reshape(m, -1, 40)
-    d_x = xb[:, :, 0:4].copy().view("<f4")[:, :, 0]  # (m, blocks of 32)
-    q_x = xb[:, :, 8:40].view(np.int8).astype(np.int64)
+    d_x, q_x = x_blocks(xq, 32)
+    q_x = q_x.astype(np.int64)
     acc = np.zeros((n, m, 8), np.float32)
     for b in range(blocks.shape[1]):
         part = None
@@ -1184,8 +1188,8 @@ def _per_32_float_steps(raw: np.ndarray, qtype: GGMLType, xq: np.ndarray) -> np.
                 part = term if part is None else part + term
         if runs > 1:
             acc = acc + part * d_w[:, b, None, None]
-    a = acc
-    return (((a[..., 0] + a[..., 4]) + (a[..., 2] + a[..., 6])) + ((a[..., 1] + a[..., 5]) + (a[..., 3] + a[..., 7]))).T
+    return (((acc[..., 0] + acc[..., 4]) + (acc[..., 2] + acc[..., 6]))
+            + ((acc[..., 1] + acc[..., 5]) + (acc[..., 3] + acc[..., 7]))).T
 
 
 @pytest.mark.parametrize("qtype", [T.Q1_0, T.Q2_0, T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL], ids=lambda t: t.name)

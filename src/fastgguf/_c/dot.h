@@ -2470,17 +2470,29 @@ static inline __m128 fgg_mm_kacc2_add(__m128 acc2, __m256i l, __m256i lm, __m128
     return _mm_add_ps(acc2, _mm_mul_ps(_mm_cvtepi32_ps(s), f2));
 }
 
+/* A super-block of a kind without mins, for one row of x (xb): its lanes less the bsum term (the
+ * offsets, subtracted in integers) and, in *f, its factor d * d_x. l: the integer lanes; bs:
+ * fgg_mm_k_scales's. */
+FGG_MM_ALWAYS_INLINE __m256i fgg_mm_k_offset_lanes(int kind, const uint8_t *wb, const fgg_mm_q8k *xb, __m256i l, __m256i bs,
+                                                   float *f)
+{
+    const __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsum), bs);
+    const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
+    *f = fgg_half_to_float_scale(fgg_load_u16le(wb + at)) * xb->d;
+    return _mm256_sub_epi32(l, bt);
+}
+
 /* The end of a super-block in fgg_mm_rown_k for one row of x (xb): the bsum term
- * (fgg_mm_ksb_bsum) and the float steps. l: the integer lanes; bs: fgg_mm_k_scales's. */
+ * (fgg_mm_ksb_bsum) and the float steps. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k_add(int kind, const uint8_t *wb, const fgg_mm_q8k *xb, __m256i l, __m256i bs,
                                             float *a, __m128 *a2)
 {
-    __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsum), bs);
-    if (!fgg_mm_k_has_min(kind)) { /* offsets: the bsum term subtracted in integers */
-        const ptrdiff_t at = kind == FGG_MM_K3 ? 108 : kind == FGG_MM_K6 ? 208 : kind == FGG_MM_K_TQ2_0 ? 64 : 52;
-        const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at));
-        *a = fgg_mm_kacc_add(*a, _mm256_sub_epi32(l, bt), d * xb->d);
+    if (!fgg_mm_k_has_min(kind)) {
+        float f;
+        const __m256i t = fgg_mm_k_offset_lanes(kind, wb, xb, l, bs, &f);
+        *a = fgg_mm_kacc_add(*a, t, f);
     } else { /* mins: their own lanes, subtracted at the end; d and dmin side by side */
+        const __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsum), bs);
         const ptrdiff_t at = kind == FGG_MM_K2 ? 80 : 0; /* both halves in one conversion (F16C's) */
         const __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)fgg_load_u32le(wb + at)));
         *a2 = fgg_mm_kacc2_add(*a2, l, bt, _mm_mul_ps(dd, _mm_set1_ps(xb->d)));
@@ -2514,21 +2526,21 @@ typedef struct {
 
 FGG_MM_ALWAYS_INLINE int fgg_mm_k_defers(int kind) { return kind == FGG_MM_K3 || kind == FGG_MM_K_TQ1_0; }
 
-/* fgg_mm_rown_k_add's integers and factor for those kinds, into slot k of p. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k_pend(int kind, const uint8_t *wb, const fgg_mm_q8k *xb, __m256i l, __m256i bs,
-                                             fgg_mm_kpend *p, int k)
-{
-    const __m256i bt = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)xb->bsum), bs);
-    p->l[k] = _mm256_sub_epi32(l, bt);
-    p->f[k] = fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K3 ? 108 : 52))) * xb->d;
-}
-
 /* The float steps of a row's n pending super-blocks, in order. */
 FGG_MM_ALWAYS_INLINE float fgg_mm_kpend_flush(const fgg_mm_kpend *p, int n, float a)
 {
     if (n == 8) return fgg_mm_kacc_add8(a, p->l, p->f);
     for (int k = 0; k < n; k++) a = fgg_mm_kacc_add(a, p->l[k], p->f[k]);
     return a;
+}
+
+/* After slot np of NR rows' pending super-blocks is filled: the next slot, the 8 added first when
+ * they are full. */
+FGG_MM_ALWAYS_INLINE int fgg_mm_kpend_next(int NR, const fgg_mm_kpend *pend, int np, float *a)
+{
+    if (++np < 8) return np;
+    for (int i = 0; i < NR; i++) a[i] = fgg_mm_kpend_flush(&pend[i], 8, a[i]);
+    return 0;
 }
 
 /* NR (1 to 4, a constant) rows of x (row i at x + i * xs) at once: each sub-block's unpacked bytes
@@ -2624,11 +2636,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_k(int kind, int NR, const uint8_t *w, ptrd
             }
         }
         if (fgg_mm_k_defers(kind)) {
-            for (int i = 0; i < NR; i++) fgg_mm_rown_k_pend(kind, wb, x + i * xs + b, l[i], bs, &pend[i], np);
-            if (++np == 8) {
-                for (int i = 0; i < NR; i++) a[i] = fgg_mm_kpend_flush(&pend[i], 8, a[i]);
-                np = 0;
-            }
+            for (int i = 0; i < NR; i++) pend[i].l[np] = fgg_mm_k_offset_lanes(kind, wb, x + i * xs + b, l[i], bs, &pend[i].f[np]);
+            np = fgg_mm_kpend_next(NR, pend, np, a);
         } else {
             for (int i = 0; i < NR; i++) fgg_mm_rown_k_add(kind, wb, x + i * xs + b, l[i], bs, &a[i], &a2[i]);
         }
@@ -2809,10 +2818,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_rown_iq(int kind, int NR, const uint8_t *w, ptr
             pend[i].l[np] = l[i];
             pend[i].f[np] = d * x[i * xs + b].d;
         }
-        if (++np == 8) {
-            for (int i = 0; i < NR; i++) a[i] = fgg_mm_kpend_flush(&pend[i], 8, a[i]);
-            np = 0;
-        }
+        np = fgg_mm_kpend_next(NR, pend, np, a);
     }
     for (int i = 0; i < NR; i++) out[i * os] = fgg_mm_kpend_flush(&pend[i], np, a[i]);
 }
