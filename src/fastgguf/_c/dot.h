@@ -161,6 +161,21 @@ static inline void fgg_mm_prefetch(const uint8_t *p, ptrdiff_t n)
 
 static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n) { fgg_mm_prefetch(p + FGG_MM_PREFETCH_AHEAD, n); }
 
+/* Ask for m rows of floats (row i at x + i * xs, `width` floats each) to be brought into L2: the
+ * exact path's next span of x, so that building its panel does not wait on L3 row by row. */
+static inline void fgg_mm_prefetch_span(const float *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t width)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    for (ptrdiff_t i = 0; i < m; i++)
+        for (ptrdiff_t k = 0; k < width; k += 16) __builtin_prefetch(x + i * xs + k, 0, 2);
+#else
+    (void)x;
+    (void)xs;
+    (void)m;
+    (void)width;
+#endif
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
@@ -3871,7 +3886,10 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
  * AVX2 do exactly these operations (no fused multiply-add), and a row of x gets the same
  * operations whatever the batch: the same bits on every build, thread count and batch.
  */
-#define FGG_MM_QF_FLOATS 256
+/* Floats of unpacked q per weight row (a super-block, or 8 blocks), and of its scales (or mins). */
+#define FGG_MM_QF_ROW 256
+#define FGG_MM_S_ROW 16
+#define FGG_MM_QF_FLOATS (2 * FGG_MM_QF_ROW)
 
 /* The 8 lanes summed in a fixed pairwise order. */
 static inline float fgg_mm_lanes8_sum(const float *acc)
@@ -4098,10 +4116,19 @@ static inline __m256 fgg_mm_sub_t(const float *qf, const float *x, int n8)
  * xsum + i * xss). */
 static inline void fgg_mm_min_lanes(const float *M, int n_min, const float *xsum, ptrdiff_t xss, int r, float *acc)
 {
+#if FGG_HAVE_AVX2  /* in vectors: left to itself, gcc made it a tenth of a batch's time (Q4_K) */
+    for (int i = 0; i < r; i++) {
+        __m256 a = _mm256_loadu_ps(acc + 16 * i + 8);
+        for (int h = 0; h < n_min; h += 8)
+            a = _mm256_add_ps(a, _mm256_mul_ps(_mm256_loadu_ps(M + h), _mm256_loadu_ps(xsum + i * xss + h)));
+        _mm256_storeu_ps(acc + 16 * i + 8, a);
+    }
+#else
     for (int i = 0; i < r; i++)
         for (int h = 0; h < n_min; h += 8)
             for (int l = 0; l < 8; l++)
                 acc[16 * i + 8 + l] = acc[16 * i + 8 + l] + M[h + l] * xsum[i * xss + h + l];
+#endif
 }
 
 /* One super-block's unpacked q (qf, n_sub sub-blocks of 8 * n8 values, scales S, and n_min mins M
@@ -4162,67 +4189,90 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
 #define FGG_MM_GROUP_ROWS(pairs) ((pairs) ? 2 * FGG_MM_PAIRS_MAX : 4)
 
 #if FGG_HAVE_AVX512
-/* fgg_mm_sb_rows without the mins for P (1 to FGG_MM_PAIRS_MAX) pairs of rows of x from a panel
- * of pairs (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second row missing with
- * odd: rows 2p and 2p + 1 in the halves of one 512-bit vector, each 8 values of q broadcast to
- * both. Each row gets fgg_mm_sb_rows' operations in its order (the same bits); one 512-bit
- * multiply or add does two rows' (on CPUs with full-width AVX-512 units, twice the work per
- * instruction), and x's pairs come in whole vectors. */
+/* fgg_mm_sb_rows without the mins for NW (1 or 2) weight rows (row r's q at qf + FGG_MM_QF_ROW * r,
+ * its scales at S + FGG_MM_S_ROW * r, its lanes at acc + as * r) and P (1 to FGG_MM_PAIRS_MAX) pairs of rows
+ * of x from a panel of pairs (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second
+ * row missing with odd: rows 2p and 2p + 1 in the halves of one 512-bit vector, each 8 values of
+ * q broadcast to both. Each row gets fgg_mm_sb_rows' operations in its order (the same bits); one
+ * 512-bit multiply or add does two rows' (on CPUs with full-width AVX-512 units, twice the work
+ * per instruction), x's pairs come in whole vectors, and with two weight rows each load of x
+ * meets both (half the loads of x per multiply). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sb_pairs(const float *qf, const float *S, int n_sub, int n8, const float *xp,
-                                          ptrdiff_t ps, const int P, const int odd, float *acc)
+                                          ptrdiff_t ps, const int P, const int odd, const int NW, float *acc,
+                                          ptrdiff_t as)
 {
     const int len = 8 * n8;
-    __m512 a[FGG_MM_PAIRS_MAX];
-    for (int p = 0; p < P; p++) {
-        const __m256 second = odd && p == P - 1 ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + 32 * p + 16);
-        a[p] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(acc + 32 * p)), second, 1);
-    }
+    __m512 a[2][FGG_MM_PAIRS_MAX];
+    for (int r = 0; r < NW; r++)
+        for (int p = 0; p < P; p++) {
+            const float *ar = acc + as * r + 32 * p;
+            const __m256 second = odd && p == P - 1 ? _mm256_setzero_ps() : _mm256_loadu_ps(ar + 16);
+            a[r][p] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(ar)), second, 1);
+        }
     for (int j = 0; j < n_sub; j++) {
-        __m512 t[FGG_MM_PAIRS_MAX];
+        __m512 t[2][FGG_MM_PAIRS_MAX];
         for (int c = 0; c < n8; c++) {
-            const __m512 q = _mm512_broadcast_f32x8(_mm256_loadu_ps(qf + len * j + 8 * c));
+            __m512 q[2];
+            for (int r = 0; r < NW; r++) q[r] = _mm512_broadcast_f32x8(_mm256_loadu_ps(qf + FGG_MM_QF_ROW * r + len * j + 8 * c));
             for (int p = 0; p < P; p++) {
-                const __m512 prod = _mm512_mul_ps(q, _mm512_loadu_ps(xp + p * ps + 2 * (len * j + 8 * c)));
-                t[p] = c ? _mm512_add_ps(t[p], prod) : prod;
+                const __m512 xv = _mm512_loadu_ps(xp + p * ps + 2 * (len * j + 8 * c));
+                for (int r = 0; r < NW; r++) {
+                    const __m512 prod = _mm512_mul_ps(q[r], xv);
+                    t[r][p] = c ? _mm512_add_ps(t[r][p], prod) : prod;
+                }
             }
         }
-        const __m512 s = _mm512_set1_ps(S[j]);
-        for (int p = 0; p < P; p++) a[p] = _mm512_add_ps(a[p], _mm512_mul_ps(s, t[p]));
+        for (int r = 0; r < NW; r++) {
+            const __m512 s = _mm512_set1_ps(S[FGG_MM_S_ROW * r + j]);
+            for (int p = 0; p < P; p++) a[r][p] = _mm512_add_ps(a[r][p], _mm512_mul_ps(s, t[r][p]));
+        }
     }
-    for (int p = 0; p < P; p++) {
-        _mm256_storeu_ps(acc + 32 * p, _mm512_castps512_ps256(a[p]));
-        if (!(odd && p == P - 1)) _mm256_storeu_ps(acc + 32 * p + 16, _mm512_extractf32x8_ps(a[p], 1));
-    }
+    for (int r = 0; r < NW; r++)
+        for (int p = 0; p < P; p++) {
+            float *ar = acc + as * r + 32 * p;
+            _mm256_storeu_ps(ar, _mm512_castps512_ps256(a[r][p]));
+            if (!(odd && p == P - 1)) _mm256_storeu_ps(ar + 16, _mm512_extractf32x8_ps(a[r][p], 1));
+        }
 }
 #endif
 
-/* Rows i..i + r (r <= FGG_MM_GROUP_ROWS(pairs)) of x from value v on against one unpacked
- * super-block (or 8 blocks): fgg_mm_sb_rows on x's rows as they are (row i at x + i * xs), or with
- * pairs (the avx512 build) fgg_mm_sb_pairs on a panel of pairs (fgg_mm_pair_panel, xs floats from
- * one pair to the next). */
+/* Rows i..i + r (r <= FGG_MM_GROUP_ROWS(pairs)) of x from value v on against nw (1 or 2) unpacked
+ * super-blocks (or 8 blocks) of consecutive weight rows (fgg_mm_sb_pairs' strides; row r's mins
+ * at M + FGG_MM_S_ROW * r, lanes at acc + as * r): fgg_mm_sb_rows on x's rows as they are (row i at
+ * x + i * xs), or with pairs (the avx512 build) fgg_mm_sb_pairs on a panel of pairs
+ * (fgg_mm_pair_panel, xs floats from one pair to the next). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sb_group(const float *qf, const float *S, const float *M, int n_min, int n_sub, int n8,
                                           const float *x, ptrdiff_t xs, int pairs, int i, ptrdiff_t v,
-                                          const float *xsum, ptrdiff_t xss, int r, float *acc)
+                                          const float *xsum, ptrdiff_t xss, int r, const int nw, float *acc, ptrdiff_t as)
 {
 #if FGG_HAVE_AVX512
     if (pairs) {
         const float *xp = x + (i / 2) * xs + 2 * v;
-        switch (r) {  /* the pair count a constant in each call */
-        case 8: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 4, 0, acc); break;
-        case 7: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 4, 1, acc); break;
-        case 6: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 3, 0, acc); break;
-        case 5: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 3, 1, acc); break;
-        case 4: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 2, 0, acc); break;
-        case 3: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 2, 1, acc); break;
-        case 2: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 1, 0, acc); break;
-        default: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 1, 1, acc); break;
+#define FGG_MM_SB_PAIRS(NW)                                                                           \
+        switch (r) {  /* the pair count a constant in each call */                                    \
+        case 8: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 4, 0, NW, acc, as); break;                  \
+        case 7: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 4, 1, NW, acc, as); break;                  \
+        case 6: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 3, 0, NW, acc, as); break;                  \
+        case 5: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 3, 1, NW, acc, as); break;                  \
+        case 4: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 2, 0, NW, acc, as); break;                  \
+        case 3: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 2, 1, NW, acc, as); break;                  \
+        case 2: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 1, 0, NW, acc, as); break;                  \
+        default: fgg_mm_sb_pairs(qf, S, n_sub, n8, xp, xs, 1, 1, NW, acc, as); break;                 \
         }
-        fgg_mm_min_lanes(M, n_min, xsum, xss, r, acc);
+        if (nw == 2) {
+            FGG_MM_SB_PAIRS(2)
+        } else {
+            FGG_MM_SB_PAIRS(1)
+        }
+#undef FGG_MM_SB_PAIRS
+        for (int w = 0; w < nw; w++) fgg_mm_min_lanes(M + FGG_MM_S_ROW * w, n_min, xsum, xss, r, acc + as * w);
         return;
     }
 #endif
     (void)pairs;
-    fgg_mm_sb_rows(qf, S, M, n_min, n_sub, n8, x + i * xs + v, xs, xsum, xss, r, acc);
+    for (int w = 0; w < nw; w++)
+        fgg_mm_sb_rows(qf + FGG_MM_QF_ROW * w, S + FGG_MM_S_ROW * w, M + FGG_MM_S_ROW * w, n_min, n_sub, n8, x + i * xs + v, xs, xsum, xss,
+                       r, acc + as * w);
 }
 
 /* Whether this build's spans take x as a panel of pairs (pairs = 1; fgg_mm_sb_group). */
@@ -4248,26 +4298,28 @@ static inline void fgg_mm_pair_panel(const float *x, ptrdiff_t xs, int m, ptrdif
  * for types with a min, its 8 or 16 mins M (else M is left alone). */
 typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *M);
 
-/* Super-blocks b0..b1 of one K-quant weight row (super-block b at w + sb_bytes * b) times m rows
- * of x (row i at x + i * xs), through its unpacker: n_sub sub-blocks of 256 / n_sub values per
- * super-block; n_min (0, or n_sub: 8 or 16) mins, taken against x's sums per sub-block
- * (xsum + i * xss). Added into acc (16 floats per row: 8 lanes, then 8 min lanes); qf:
- * FGG_MM_QF_FLOATS floats. A row's products are the same whatever spans its super-blocks are
- * walked in, so a batch can be walked a few super-blocks at a time for all of a tile's rows. With
- * pairs, x is a panel of pairs (fgg_mm_sb_group). Always inlined: each type's span then has its
- * unpacker and sub-block counts as constants (one shared copy called the unpacker through a
- * pointer, and the pairs kernel ran no faster for Q4_K and Q5_K). */
-FGG_MM_ALWAYS_INLINE void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, ptrdiff_t sb_bytes,
-                                              fgg_mm_qf_unpack unpack, int n_sub, int n_min, const float *x,
-                                              ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, int pairs,
-                                              float *qf, float *acc)
+/* Super-blocks b0..b1 of nw (1 or 2) K-quant weight rows (row r's super-block b at
+ * w + row_bytes * r + sb_bytes * b) times m rows of x (row i at x + i * xs), through its unpacker:
+ * n_sub sub-blocks of 256 / n_sub values per super-block; n_min (0, or n_sub: 8 or 16) mins, taken
+ * against x's sums per sub-block (xsum + i * xss). Added into weight row r's acc + as * r (16
+ * floats per row of x: 8 lanes, then 8 min lanes); qf: FGG_MM_QF_FLOATS floats. A row's products
+ * are the same whatever spans its super-blocks are walked in, so a batch can be walked a few
+ * super-blocks at a time for all of a tile's rows. With pairs, x is a panel of pairs
+ * (fgg_mm_sb_group). Always inlined: each type's span then has its unpacker and sub-block counts
+ * as constants (one shared copy called the unpacker through a pointer, and the pairs kernel ran
+ * no faster for Q4_K and Q5_K). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,
+                                              ptrdiff_t b1, ptrdiff_t sb_bytes, fgg_mm_qf_unpack unpack, int n_sub,
+                                              int n_min, const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss,
+                                              int m, int pairs, float *qf, float *acc, ptrdiff_t as)
 {
-    float S[16], M[16];
+    float S[2 * FGG_MM_S_ROW], M[2 * FGG_MM_S_ROW];
     for (ptrdiff_t b = b0; b < b1; b++) {
-        unpack(w + sb_bytes * b, qf, S, M);
+        for (int r = 0; r < nw; r++)
+            unpack(w + row_bytes * r + sb_bytes * b, qf + FGG_MM_QF_ROW * r, S + FGG_MM_S_ROW * r, M + FGG_MM_S_ROW * r);
         for (int i = 0, g = FGG_MM_GROUP_ROWS(pairs); i < m; i += g)
             fgg_mm_sb_group(qf, S, M, n_min, n_sub, 32 / n_sub, x, xs, pairs, i, 256 * b,
-                            n_min ? xsum + i * xss + n_min * b : NULL, xss, m - i < g ? m - i : g, acc + 16 * i);
+                            n_min ? xsum + i * xss + n_min * b : NULL, xss, m - i < g ? m - i : g, nw, acc + 16 * i, as);
     }
 }
 
@@ -4707,20 +4759,25 @@ static inline void fgg_mm_b32_min_lanes(const float *M, int n, const float *xsum
     for (int k = 0; k < n; k++) mins[k] = mins[k] + M[k] * xsum[k];
 }
 
-/* Blocks b0..b1 (b0 a multiple of 8) of one weight row of a per-32 kind times m rows of x, added
- * into acc (16 floats per row), 8 blocks at a time as fgg_mm_exact_k_span does super-blocks. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1,
-                                                const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m,
-                                                int pairs, float *qf, float *acc)
+/* Blocks b0..b1 (b0 a multiple of 8) of nw (1 or 2) weight rows of a per-32 kind (row_bytes
+ * apart) times m rows of x, added into acc + as * r (16 floats per row of x), 8 blocks at a time as
+ * fgg_mm_exact_k_span does super-blocks. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,
+                                                ptrdiff_t b1, const float *x, ptrdiff_t xs, const float *xsum,
+                                                ptrdiff_t xss, int m, int pairs, float *qf, float *acc, ptrdiff_t as)
 {
-    float S[8], M[8];
+    float S[2 * FGG_MM_S_ROW], M[2 * FGG_MM_S_ROW];
     for (ptrdiff_t b = b0; b < b1; b += 8) {
         int n = b1 - b < 8 ? (int)(b1 - b) : 8;
-        fgg_mm_b32_qf(kind, w + fgg_mm_b_bytes(kind) * b, n, qf, S, M);
+        for (int r = 0; r < nw; r++)
+            fgg_mm_b32_qf(kind, w + row_bytes * r + fgg_mm_b_bytes(kind) * b, n, qf + FGG_MM_QF_ROW * r,
+                          S + FGG_MM_S_ROW * r, M + FGG_MM_S_ROW * r);
         for (int i = 0, g = FGG_MM_GROUP_ROWS(pairs); i < m; i += g)
-            fgg_mm_sb_group(qf, S, NULL, 0, n, 4, x, xs, pairs, i, 32 * b, NULL, 0, m - i < g ? m - i : g, acc + 16 * i);
+            fgg_mm_sb_group(qf, S, M, 0, n, 4, x, xs, pairs, i, 32 * b, NULL, 0, m - i < g ? m - i : g, nw, acc + 16 * i, as);
         if (fgg_mm_b_has_offset(kind))
-            for (int i = 0; i < m; i++) fgg_mm_b32_min_lanes(M, n, xsum + i * xss + b, acc + 16 * i + 8);
+            for (int r = 0; r < nw; r++)
+                for (int i = 0; i < m; i++)
+                    fgg_mm_b32_min_lanes(M + FGG_MM_S_ROW * r, n, xsum + i * xss + b, acc + as * r + 16 * i + 8);
     }
 }
 
@@ -5455,7 +5512,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
 #define FGG_MM_REG_ROWS 8
 #define FGG_MM_SPAN_BODY(REGS, UNPACKED)                                                              \
     if (m <= FGG_MM_REG_ROWS && !pairs) {                                                             \
-        FGG_MM_BY_4_ROWS(m, REGS)                                                                     \
+        for (int r = 0; r < nw; r++, w += row_bytes, acc += as) FGG_MM_BY_4_ROWS(m, REGS)             \
         return;                                                                                       \
     }                                                                                                 \
     UNPACKED;
@@ -5464,8 +5521,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
 #define FGG_MM_SPAN_BODY(REGS, UNPACKED) UNPACKED;
 #endif
 #define FGG_MM_SPAN(NAME, BODY)                                                                       \
-static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,    \
-                        const float *xsum, ptrdiff_t xss, int m, int pairs, float *qf, float *acc)    \
+static inline void NAME(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,      \
+                        const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, int pairs, \
+                        float *qf, float *acc, ptrdiff_t as)                                          \
 {                                                                                                     \
     (void)xsum;                                                                                       \
     (void)xss;                                                                                        \
@@ -5480,18 +5538,18 @@ static inline void NAME(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const floa
 #define FGG_MM_Q6_K_REGS(r) fgg_mm_q6_k_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 #define FGG_MM_B32_REGS(r) fgg_mm_b32_regs(kind, w, b0, b1, x + i * xs, xs, xsum + i * xss, xss, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_q2_k, FGG_MM_SPAN_BODY(FGG_MM_Q2_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 84, fgg_mm_q2_k_unpack, 16, 16, x, xs, xsum, xss, m, pairs, qf, acc)))
+            fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 84, fgg_mm_q2_k_unpack, 16, 16, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 FGG_MM_SPAN(fgg_mm_span_q3_k, FGG_MM_SPAN_BODY(FGG_MM_Q3_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 110, fgg_mm_q3_k_unpack, 16, 0, x, xs, xsum, xss, m, pairs, qf, acc)))
+            fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 110, fgg_mm_q3_k_unpack, 16, 0, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 FGG_MM_SPAN(fgg_mm_span_q4_k, FGG_MM_SPAN_BODY(FGG_MM_Q4_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 144, fgg_mm_q4_k_unpack, 8, 8, x, xs, xsum, xss, m, pairs, qf, acc)))
+            fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 144, fgg_mm_q4_k_unpack, 8, 8, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 FGG_MM_SPAN(fgg_mm_span_q5_k, FGG_MM_SPAN_BODY(FGG_MM_Q5_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 8, x, xs, xsum, xss, m, pairs, qf, acc)))
+            fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 176, fgg_mm_q5_k_unpack, 8, 8, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, pairs, qf, acc)))
+            fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 210, fgg_mm_q6_k_unpack, 16, 0, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 #define FGG_MM_IQ4_XS_REGS(r) fgg_mm_iq4_xs_regs(w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
-            fgg_mm_exact_k_span(w, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc)))
+            fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
 /* 4 floats a * b (grid values times signs +-1: exact) stored at q. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float *b)
@@ -5595,8 +5653,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
         (void)M;                                                                                      \
         fgg_mm_iq_unpack(KIND, wb, qf, S);                                                            \
     }                                                                                                 \
-    FGG_MM_SPAN(NAME, fgg_mm_exact_k_span(w, b0, b1, fgg_mm_k_bytes(KIND), NAME##_unpack, fgg_mm_iq_n_sub(KIND), 0, \
-                                          x, xs, xsum, xss, m, pairs, qf, acc);)
+    FGG_MM_SPAN(NAME, fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, fgg_mm_k_bytes(KIND), NAME##_unpack, fgg_mm_iq_n_sub(KIND), 0, \
+                                          x, xs, xsum, xss, m, pairs, qf, acc, as);)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq2_s, FGG_MM_K_IQ2_S)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S)
@@ -5628,7 +5686,7 @@ static inline void fgg_mm_tq2_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #endif
         }
 }
-FGG_MM_SPAN(fgg_mm_span_tq2_0, fgg_mm_exact_k_span(w, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc);)
+FGG_MM_SPAN(fgg_mm_span_tq2_0, fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as);)
 
 /* TQ1_0 factored as TQ2_0: q = digit - 1 and S = d for each 32 values, run j the digits that
  * fgg_mm_tq1_0_digits gives the integer path. */
@@ -5650,12 +5708,12 @@ static inline void fgg_mm_tq1_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #endif
     }
 }
-FGG_MM_SPAN(fgg_mm_span_tq1_0, fgg_mm_exact_k_span(w, b0, b1, 54, fgg_mm_tq1_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc);)
+FGG_MM_SPAN(fgg_mm_span_tq1_0, fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 54, fgg_mm_tq1_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as);)
 
 /* The per-32 kinds: one span function per type, each with its kind a constant. */
 #define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \
     FGG_MM_SPAN(NAME, const int kind = KIND;                                                          \
-                FGG_MM_SPAN_BODY(FGG_MM_B32_REGS, fgg_mm_exact_b32_span(kind, w, b0, b1, x, xs, xsum, xss, m, pairs, qf, acc)))
+                FGG_MM_SPAN_BODY(FGG_MM_B32_REGS, fgg_mm_exact_b32_span(kind, w, row_bytes, nw, b0, b1, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 FGG_MM_B32_SPAN(fgg_mm_span_q8_0, FGG_MM_B_Q8_0)
 FGG_MM_B32_SPAN(fgg_mm_span_q4_0, FGG_MM_B_Q4_0)
 FGG_MM_B32_SPAN(fgg_mm_span_q5_0, FGG_MM_B_Q5_0)

@@ -102,50 +102,71 @@ cdef extern from "dot.h" nogil:
     enum: FGG_MM_REG_ROWS
     enum: FGG_MM_X_ALIGN
     void fgg_mm_xsum(const float *x, Py_ssize_t n, int len, float *sums)
-    void fgg_mm_span_q2_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q3_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q4_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q5_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q6_k(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q8_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q4_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q5_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q4_1(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_q5_1(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_iq4_nl(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                            const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_mxfp4(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                           const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_iq2_s(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                           const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_iq3_xxs(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                             const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_iq3_s(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                           const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_iq2_xxs(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                             const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_iq2_xs(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                            const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_tq2_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                           const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_tq1_0(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                           const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
-    void fgg_mm_span_iq4_xs(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                            const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc)
+    void fgg_mm_span_q2_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q3_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q4_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q5_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q6_k(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q8_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q4_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q5_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q4_1(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q5_1(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_iq4_nl(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                            const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                            float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_mxfp4(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                           float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_iq2_s(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                           float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_iq3_xxs(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                             const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                             float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_iq3_s(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                           float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_iq2_xxs(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                             const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                             float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_iq2_xs(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                            const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                            float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_tq2_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                           float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_tq1_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                           const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                           float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_iq4_xs(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                            const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                            float *qf, float *acc, Py_ssize_t acc_stride)
     void fgg_mm_exact_out(const float *acc, int m, float *out, Py_ssize_t os)
     enum: FGG_MM_HAVE_SPAN1
     enum: FGG_MM_HAVE_PAIRS
     void fgg_mm_pair_panel(const float *x, Py_ssize_t xs, int m, Py_ssize_t width, float *panel)
+    void fgg_mm_prefetch_span(const float *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t width)
     enum: FGG_MM_HAVE_SPAN1_PAIRS
     void fgg_mm_span1_q8_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)

@@ -45,11 +45,11 @@ cdef enum:
     # since the tiles below grew).
     _MM_SPAN_X_ROWS = 32
     _MM_SPAN_BYTES = 16 * 1024
-    _MM_SPAN_W_ROWS = 64
+    _MM_SPAN_W_ROWS = 128
     # The weight rows of such a tile: about _MM_SPAN_W_TILE bytes (in L2), for the panel of x is
     # built once per tile (with 64 KiB, 28 rows of 4096 Q4_K values, building it took 6 % of a
     # product with 512 rows of x; with 256 KiB, 64 x 512 rows of x: Q4_K 7 %, Q6_K 12-14 % faster).
-    _MM_SPAN_W_TILE = 256 * 1024
+    _MM_SPAN_W_TILE = 512 * 1024
 
 
 cdef inline Py_ssize_t _tile_rows(Py_ssize_t budget, Py_ssize_t row_bytes, Py_ssize_t multiple) noexcept nogil:
@@ -449,8 +449,9 @@ cdef void _mm_float_task(void *ctx, int task) noexcept nogil:
         job.status = status
 
 
-ctypedef void (*_span_fn)(const uint8_t *w, Py_ssize_t b0, Py_ssize_t b1, const float *x, Py_ssize_t xs,
-                          const float *xsum, Py_ssize_t xss, int m, int pairs, float *qf, float *acc) noexcept nogil
+ctypedef void (*_span_fn)(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride) noexcept nogil
 
 
 cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
@@ -602,6 +603,9 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
                 for i in range(mt):
                     memcpy(panel + i * width, job.x + (b + i) * job.x_stride + c * bs, width * sizeof(float))
                 xs = width
+            if c1 < job.nb:  # the next span's rows of x on their way to L2 while this one runs
+                fgg_mm_prefetch_span(job.x + b * job.x_stride + c1 * bs, job.x_stride, mt,
+                                     (min(c1 + job.span_blocks, job.nb) - c1) * bs)
             xp, xsp, xss = panel, NULL, sums
             if job.xsum != NULL:
                 xsp = panel + panel_rows * width
@@ -615,9 +619,11 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
                           xsp, acc + n * lanes, lanes)
                 n += 4
         else:
-            for n in range(a1 - a):
-                job.span(tile + n * job.row_bytes + c * ts, 0, c1 - c, xp, xs, xsp, xss, <int>mt, pairs, qf,
-                         acc + n * lanes)
+            n = 0
+            while n < a1 - a:  # two weight rows at a time: each load of x meets both
+                job.span(tile + n * job.row_bytes + c * ts, job.row_bytes, <int>min(2, a1 - a - n), 0, c1 - c, xp, xs,
+                         xsp, xss, <int>mt, pairs, qf, acc + n * lanes, lanes)
+                n += 2
         c = c1
     for n in range(a1 - a):
         fgg_mm_exact_out(acc + n * lanes, <int>mt, job.out + b * job.out_stride + a + n, job.out_stride)
