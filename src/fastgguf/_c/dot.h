@@ -4275,6 +4275,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sb_group(const float *qf, const float *S, const
                        r, acc + as * w);
 }
 
+/* How many weight rows the exact path's tiles of more than 8 rows of x take at most (their lanes
+ * carried between spans in L2): 128 in the SIMD builds, 64 in the portable build, where 128
+ * measured 0.93-0.95x for Q4_K at 16 and 64 rows of x (Zen 4). */
+#define FGG_MM_SPAN_W_ROWS (FGG_HAVE_AVX2 ? 128 : 64)
+
 /* Whether this build's spans take x as a panel of pairs (pairs = 1; fgg_mm_sb_group). */
 #define FGG_MM_HAVE_PAIRS FGG_HAVE_AVX512
 

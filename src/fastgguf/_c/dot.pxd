@@ -165,6 +165,7 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_exact_out(const float *acc, int m, float *out, Py_ssize_t os)
     enum: FGG_MM_HAVE_SPAN1
     enum: FGG_MM_HAVE_PAIRS
+    enum: FGG_MM_SPAN_W_ROWS
     void fgg_mm_pair_panel(const float *x, Py_ssize_t xs, int m, Py_ssize_t width, float *panel)
     void fgg_mm_prefetch_span(const float *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t width)
     enum: FGG_MM_HAVE_SPAN1_PAIRS

@@ -45,10 +45,14 @@ cdef enum:
     # since the tiles below grew).
     _MM_SPAN_X_ROWS = 32
     _MM_SPAN_BYTES = 16 * 1024
-    _MM_SPAN_W_ROWS = 128
-    # The weight rows of such a tile: about _MM_SPAN_W_TILE bytes (in L2), for the panel of x is
-    # built once per tile (with 64 KiB, 28 rows of 4096 Q4_K values, building it took 6 % of a
-    # product with 512 rows of x; with 256 KiB, 64 x 512 rows of x: Q4_K 7 %, Q6_K 12-14 % faster).
+    # Tried on Zen 4 (one thread, 2048 x 4096, 512 rows of x, Q4_K 172 ms with these): spans of
+    # 4 super-blocks 188 ms, 16 rows of x 201, 64 rows 203 (Q6_K 152 -> 149): the panel outgrows
+    # L1, or fewer rows share each unpacking.
+    # The weight rows of such a tile: about _MM_SPAN_W_TILE bytes, at most FGG_MM_SPAN_W_ROWS (in L2;
+    # their lanes, 2 KiB per row at 32 rows of x, too), for the panel of x is built once per tile:
+    # with 64 KiB, 28 rows of 4096 Q4_K values, building it took 6 % of a product with 512 rows of
+    # x; with 256 KiB, 64 x 512 rows of x: Q4_K 7 %, Q6_K 12-14 % faster; with 512 KiB and 128 rows
+    # (Zen 4, one thread, 2048 x 4096, 512 rows of x) Q4_K 184 -> 172 ms, Q6_K 170 -> 152.
     _MM_SPAN_W_TILE = 512 * 1024
 
 
@@ -740,8 +744,8 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     job.out_stride = out_stride
     job.n0 = n0
     job.n1 = n1
-    # at most _MM_SPAN_W_ROWS weight rows, whose lanes (acc) are carried between spans
-    job.wt = min(_tile_rows(_MM_W_TILE, row_bytes, 1), _MM_SPAN_W_ROWS)
+    # at most FGG_MM_SPAN_W_ROWS weight rows, whose lanes (acc) are carried between spans
+    job.wt = min(_tile_rows(_MM_W_TILE, row_bytes, 1), FGG_MM_SPAN_W_ROWS)
     if m == 1 or m <= FGG_MM_REG_ROWS:
         # one row of x, or up to 8 for the register kernels: whole weight rows, x read in place
         # (cut into spans, the weights' short runs per row slowed streaming them from L3 and memory)
@@ -750,7 +754,7 @@ cdef void _fill_exact_job(_MMExactJob *job, fgg_byteswap_fn swap, int type_id, c
     else:
         # _MM_SPAN_X_ROWS rows of x at a time, each span _MM_SPAN_BYTES of them (_mm_exact_rows)
         job.xt = min(m, _MM_SPAN_X_ROWS)
-        job.wt = min(_tile_rows(_MM_SPAN_W_TILE, row_bytes, 1), _MM_SPAN_W_ROWS)
+        job.wt = min(_tile_rows(_MM_SPAN_W_TILE, row_bytes, 1), FGG_MM_SPAN_W_ROWS)
         job.span_blocks = max(256, _MM_SPAN_BYTES // (job.xt * <Py_ssize_t>sizeof(float)) // 256 * 256) \
                           // fgg_block_size[type_id]
     job.n_tasks = _row_tasks(n1 - n0, job.wt, threads)
