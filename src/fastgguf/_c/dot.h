@@ -4116,6 +4116,7 @@ static inline __m256 fgg_mm_sub_t(const float *qf, const float *x, int n8)
  * xsum + i * xss). */
 static inline void fgg_mm_min_lanes(const float *M, int n_min, const float *xsum, ptrdiff_t xss, int r, float *acc)
 {
+    if (n_min == 0) return;
 #if FGG_HAVE_AVX2  /* in vectors: left to itself, gcc made it a tenth of a batch's time (Q4_K) */
     for (int i = 0; i < r; i++) {
         __m256 a = _mm256_loadu_ps(acc + 16 * i + 8);
@@ -4189,9 +4190,9 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
 #define FGG_MM_GROUP_ROWS(pairs) ((pairs) ? 2 * FGG_MM_PAIRS_MAX : 4)
 
 #if FGG_HAVE_AVX512
-/* fgg_mm_sb_rows without the mins for NW (1 or 2) weight rows (row r's q at qf + FGG_MM_QF_ROW * r,
- * its scales at S + FGG_MM_S_ROW * r, its lanes at acc + as * r) and P (1 to FGG_MM_PAIRS_MAX) pairs of rows
- * of x from a panel of pairs (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second
+/* fgg_mm_sb_rows without the mins for NW (1 or 2) weight rows (row r's q at
+ * qf + FGG_MM_QF_ROW * r, its scales at S + FGG_MM_S_ROW * r, its lanes at acc + as * r) and P (1 to
+ * FGG_MM_PAIRS_MAX) pairs of rows of x from a panel of pairs (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second
  * row missing with odd: rows 2p and 2p + 1 in the halves of one 512-bit vector, each 8 values of
  * q broadcast to both. Each row gets fgg_mm_sb_rows' operations in its order (the same bits); one
  * 512-bit multiply or add does two rows' (on CPUs with full-width AVX-512 units, twice the work
@@ -4213,7 +4214,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sb_pairs(const float *qf, const float *S, int n
         __m512 t[2][FGG_MM_PAIRS_MAX];
         for (int c = 0; c < n8; c++) {
             __m512 q[2];
-            for (int r = 0; r < NW; r++) q[r] = _mm512_broadcast_f32x8(_mm256_loadu_ps(qf + FGG_MM_QF_ROW * r + len * j + 8 * c));
+            for (int r = 0; r < NW; r++)
+                q[r] = _mm512_broadcast_f32x8(_mm256_loadu_ps(qf + FGG_MM_QF_ROW * r + len * j + 8 * c));
             for (int p = 0; p < P; p++) {
                 const __m512 xv = _mm512_loadu_ps(xp + p * ps + 2 * (len * j + 8 * c));
                 for (int r = 0; r < NW; r++) {
@@ -4271,13 +4273,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sb_group(const float *qf, const float *S, const
 #endif
     (void)pairs;
     for (int w = 0; w < nw; w++)
-        fgg_mm_sb_rows(qf + FGG_MM_QF_ROW * w, S + FGG_MM_S_ROW * w, M + FGG_MM_S_ROW * w, n_min, n_sub, n8, x + i * xs + v, xs, xsum, xss,
-                       r, acc + as * w);
+        fgg_mm_sb_rows(qf + FGG_MM_QF_ROW * w, S + FGG_MM_S_ROW * w, M + FGG_MM_S_ROW * w, n_min, n_sub, n8,
+                       x + i * xs + v, xs, xsum, xss, r, acc + as * w);
 }
 
-/* How many weight rows the exact path's tiles of more than 8 rows of x take at most (their lanes
- * carried between spans in L2): 128 in the SIMD builds, 64 in the portable build, where 128
- * measured 0.93-0.95x for Q4_K at 16 and 64 rows of x (Zen 4). */
+/* How many weight rows a tile of the exact path's driver takes at most (their lanes carried between
+ * spans in L2; by bytes, the tiles for up to 8 rows of x take fewer): 128 in the SIMD builds, 64
+ * in the portable build, where 128 measured 0.93-0.95x for Q4_K at 16 and 64 rows of x (Zen 4). */
 #define FGG_MM_SPAN_W_ROWS (FGG_HAVE_AVX2 ? 128 : 64)
 
 /* Whether this build's spans take x as a panel of pairs (pairs = 1; fgg_mm_sb_group). */
