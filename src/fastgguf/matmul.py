@@ -11,7 +11,7 @@ Two paths:
 * the float path (``exact=True``, the default): float32 products accumulated in float32 in 16
   interleaved lanes, summed in a fixed order; the same bits for every thread count and every
   kernel build (portable, AVX2, AVX-512). Relative error vs a float64 ``x @ dequantize(W).T``
-  is a few 1e-7 (bound: 1e-5). Q2_K to Q6_K, IQ4_XS, IQ3_XXS, IQ3_S, IQ2_S, TQ1_0, TQ2_0, Q8_0,
+  is a few 1e-7 (bound: 1e-5). Q2_K to Q6_K, IQ4_XS, the IQ1, IQ2 and IQ3 types, TQ1_0, TQ2_0, Q8_0,
   Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4 factor each sub-block's (or block's) scale out instead
   of dequantizing
   (``S * sum(q * x) - M * sum(x)``, the small integers ``q`` exact as floats): fewer float

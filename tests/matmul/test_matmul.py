@@ -198,7 +198,7 @@ def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
 
 
 @pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
-                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
+                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
 def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
     """1 to 9 rows of x on the factored float path: up to 8 rows the SIMD builds' register kernels,
     4 rows at a time (x read in place, here a slice of a wider array), 9 rows the q unpacked as
@@ -215,7 +215,7 @@ def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
 
 
 @pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
-                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
+                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 def test_batches_are_tiled_without_changing_bits(qtype, exact):
     """A batch larger than one tile of x rows (and weights larger than one tile of rows, K of
@@ -231,7 +231,7 @@ def test_batches_are_tiled_without_changing_bits(qtype, exact):
 
 
 @pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
-                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
+                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
 @pytest.mark.parametrize("m", [1, 2, 37])
 def test_big_endian_blocks_give_the_same_bits(qtype, m):
     """Weights of a big-endian file (each row's fields swapped in the kernel before its products;
@@ -274,7 +274,8 @@ def test_same_bits_on_every_cpu_path(qtype):
 
 
 FACTORED_TYPES = (T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K,
-                  T.Q6_K, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.TQ2_0, T.TQ1_0)
+                  T.Q6_K, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M, T.TQ2_0,
+                  T.TQ1_0)
 
 
 def misaligned(a: np.ndarray, offset: int) -> np.ndarray:

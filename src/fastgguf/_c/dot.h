@@ -2316,7 +2316,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_run_us(int kind, const uint8_t *wb, int j, _
  * thread: IQ2_XXS 16.2 -> 14.5 ms, IQ3_XXS 18.8 -> 16.4, IQ1_M 17.6 -> 14.8, the others level. */
 FGG_MM_ALWAYS_INLINE __m256i fgg_mm_iq_run_signed(int kind, const uint8_t *wb, int j, int scale[2], __m256i *u)
 {
-    if (kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ4_XS) {
+    if (kind == FGG_MM_K_IQ1_S) {  /* IQ1_M's rows of 8 (g +- 1/8): one load per 8 values */
+        const uint8_t *qs = wb + 2 + 4 * j;
+        const uint32_t qh = fgg_load_u16le(wb + 34 + 2 * j), minus = (qh >> 4) & 0x800;
+        const __m256i v = _mm256_set_epi64x((long long)fgg_mm_iq1_m_values[qs[3] | ((qh >> 1) & 0x700) | minus],
+                                            (long long)fgg_mm_iq1_m_values[qs[2] | ((qh << 2) & 0x700) | minus],
+                                            (long long)fgg_mm_iq1_m_values[qs[1] | ((qh << 5) & 0x700) | minus],
+                                            (long long)fgg_mm_iq1_m_values[qs[0] | ((qh << 8) & 0x700) | minus]);
+        fgg_mm_iq_scales(kind, wb, j, scale);
+        *u = _mm256_sign_epi8(v, v);
+        return v;
+    }
+    if (kind == FGG_MM_K_IQ4_XS) {
         const __m256i v = fgg_mm_iq_run(kind, wb, j, scale);
         *u = _mm256_sign_epi8(v, v);
         return v;
@@ -4683,6 +4694,11 @@ static inline void fgg_mm_iq4_xs_unpack(const uint8_t *wb, float *qf, float *S, 
 typedef float fgg_mm_pairs[256][2];
 static fgg_mm_pairs fgg_mm_iq4nl_pairs, fgg_mm_fp4_pairs;
 
+#if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
+/* The portable build's IQ1 grid rows times 8 (fgg_mm_sse_iq1_run_f; fgg_mm_init_tables). */
+static float fgg_mm_iq1_grid8[2048][8];
+#endif
+
 static inline void fgg_mm_init_tables(void)
 {
     for (int b = 0; b < 256; b++) {
@@ -4693,6 +4709,10 @@ static inline void fgg_mm_init_tables(void)
         fgg_mm_iq4nl_words[b] = (uint16_t)((uint8_t)fgg_iq4nl_values[b & 15] | (uint8_t)fgg_iq4nl_values[b >> 4] << 8);
         fgg_mm_fp4_words[b] = (uint16_t)((uint8_t)fgg_fp4_values[b & 15] | (uint8_t)fgg_fp4_values[b >> 4] << 8);
     }
+#if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
+    for (int i = 0; i < 2048; i++)
+        for (int k = 0; k < 8; k++) fgg_mm_iq1_grid8[i][k] = (float)(8 * fgg_iq1s_grid[i][k]);
+#endif
 #if defined(FGG_MM_INT_SIMD)
     for (int c = 0; c < 128; c++) {
         uint64_t pattern = 0;
@@ -5568,6 +5588,29 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float 
  * from the dequantizers' float copies of the grids and sign patterns: SSE2 has no byte-to-float
  * widening, and here each 4 values are one multiply. The indices as in the fgg_mm_*_run functions
  * above. */
+/* IQ1_S's and IQ1_M's run j as floats 8 g + sigma (sigma = -1 or 1, the delta's sign): rows of
+ * 8 g (fgg_mm_iq1_grid8) plus sigma, one add per 4 values (exact small integers). The sign is made
+ * arithmetically: a branch on it, taken at random, cost 2.5x. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq1_run_f(int kind, const uint8_t *wb, int j, float *q)
+{
+    const uint32_t qh = fgg_load_u16le(wb + 34 + 2 * j);
+    for (int l = 0; l < 4; l++) {
+        uint32_t index, minus;
+        if (kind == FGG_MM_K_IQ1_S) {
+            index = wb[2 + 4 * j + l] | (((qh >> (3 * l)) & 7) << 8);
+            minus = qh >> 15;
+        } else {  /* per row of 8: 3 high index bits, then the sign, in a nibble */
+            const uint32_t h = (uint32_t)wb[32 + 2 * j + l / 2] >> (4 * (l & 1));
+            index = wb[4 * j + l] | ((h & 7) << 8);
+            minus = (h >> 3) & 1;
+        }
+        const float *g = fgg_mm_iq1_grid8[index];
+        const __m128 sigma = _mm_set1_ps(1.0f - 2.0f * (float)minus);
+        _mm_storeu_ps(q + 8 * l, _mm_add_ps(_mm_loadu_ps(g), sigma));
+        _mm_storeu_ps(q + 8 * l + 4, _mm_add_ps(_mm_loadu_ps(g + 4), sigma));
+    }
+}
+
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j, float *q)
 {
     if (kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS) {
@@ -5625,7 +5668,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j
  * 1.75-1.83x at 64), and every build must give the same bits. */
 static inline int fgg_mm_iq_n_sub(int kind)
 {
-    return kind == FGG_MM_K_IQ2_S || kind == FGG_MM_K_IQ2_XS ? 16 : 8;
+    return kind == FGG_MM_K_IQ2_S || kind == FGG_MM_K_IQ2_XS || kind == FGG_MM_K_IQ1_M ? 16 : 8;
 }
 
 FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *qf, float *S)
@@ -5639,8 +5682,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
         __m256i u;
         fgg_mm_i8x32_to_f(fgg_mm_iq_run_signed(kind, wb, j, scale, &u), qf + 32 * j);
 #elif FGG_HAVE_SSE2
-        fgg_mm_iq_scales(kind, wb, j, scale);
-        fgg_mm_sse_iq_run_f(kind, wb, j, qf + 32 * j);
+        if (kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ1_M) {
+            fgg_mm_iq_scales(kind, wb, j, scale);
+            fgg_mm_sse_iq1_run_f(kind, wb, j, qf + 32 * j);
+        } else {
+            fgg_mm_iq_scales(kind, wb, j, scale);
+            fgg_mm_sse_iq_run_f(kind, wb, j, qf + 32 * j);
+        }
 #else
         const fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
         for (int i = 0; i < 32; i++) qf[32 * j + i] = (float)v.b[i];
@@ -5667,6 +5715,8 @@ FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq2_xxs, FGG_MM_K_IQ2_XXS)
 FGG_MM_IQ_SPAN(fgg_mm_span_iq2_xs, FGG_MM_K_IQ2_XS)
+FGG_MM_IQ_SPAN(fgg_mm_span_iq1_s, FGG_MM_K_IQ1_S)
+FGG_MM_IQ_SPAN(fgg_mm_span_iq1_m, FGG_MM_K_IQ1_M)
 #undef FGG_MM_IQ_SPAN
 
 /* TQ2_0 factored: q = code - 1 (-1, 0 or 1; the codes laid out as Q2_K's, run 4h + t the bits 2t,

@@ -497,6 +497,10 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
         return <_span_fn>fgg_mm_span_iq2_xxs
     if type_id == FGG_TYPE_IQ2_XS:
         return <_span_fn>fgg_mm_span_iq2_xs
+    if type_id == FGG_TYPE_IQ1_S:
+        return <_span_fn>fgg_mm_span_iq1_s
+    if type_id == FGG_TYPE_IQ1_M:
+        return <_span_fn>fgg_mm_span_iq1_m
     if type_id == FGG_TYPE_TQ2_0:
         return <_span_fn>fgg_mm_span_tq2_0
     if type_id == FGG_TYPE_TQ1_0:
