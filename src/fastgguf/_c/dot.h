@@ -6,8 +6,9 @@
  * kernels are built with -ffp-contract=off), and the lanes are summed in one fixed order at the
  * end. So the portable C loop, the two 8-lane AVX2 vectors and the one 16-lane AVX-512 vector
  * compute exactly the same float operations: every CPU path and every thread count give the
- * same bits. Q3_K to Q6_K, IQ4_XS, Q8_0 and Q4_0 instead factor each sub-block's scale out of its sum (the
- * end of this file): fewer float operations per weight, the same guarantees.
+ * same bits. Q2_K to Q6_K, the IQ types, TQ1_0, TQ2_0 and the per-32 types but NVFP4, Q1_0, Q2_0
+ * instead factor each sub-block's scale out of its sum (the end of this file): fewer float
+ * operations per weight, the same guarantees.
  *
  * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:
  * fgg_mm_quantize_x8) or per super-block of 256 (the K-quants: fgg_mm_quantize_x8k), and the
@@ -5584,10 +5585,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float 
     _mm_storeu_ps(q, _mm_mul_ps(_mm_loadu_ps(a), _mm_loadu_ps(b)));
 }
 
-/* Run j of IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS or IQ2_XS as 32 floats, the values of fgg_mm_iq_run,
- * from the dequantizers' float copies of the grids and sign patterns: SSE2 has no byte-to-float
- * widening, and here each 4 values are one multiply. The indices as in the fgg_mm_*_run functions
- * above. */
 /* IQ1_S's and IQ1_M's run j as floats 8 g + sigma (sigma = -1 or 1, the delta's sign): rows of
  * 8 g (fgg_mm_iq1_grid8) plus sigma, one add per 4 values (exact small integers). The sign is made
  * arithmetically: a branch on it, taken at random, cost 2.5x. */
@@ -5611,6 +5608,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq1_run_f(int kind, const uint8_t *wb, int 
     }
 }
 
+/* Run j of IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS or IQ2_XS as 32 floats, the values of fgg_mm_iq_run,
+ * from the dequantizers' float copies of the grids and sign patterns: SSE2 has no byte-to-float
+ * widening, and here each 4 values are one multiply. The indices as in the fgg_mm_*_run functions
+ * above. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j, float *q)
 {
     if (kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS) {
@@ -5655,17 +5656,17 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j
 }
 #endif
 
-/* IQ3_XXS, IQ3_S, IQ2_S, IQ2_XXS and IQ2_XS factored as the K-quants: a run's 32 signed integers q
- * as the integer path unpacks them (grid values with their signs: in the SIMD builds the row
- * kernels' magnitudes and signs, fgg_mm_iq_run_us) and S = d * scale (d as fgg_mm_iq_d has it) per
- * 32 values, or per 16 for IQ2_S and IQ2_XS. Their q are unpacked as floats once per super-block for
- * every row of x (no register kernels). Measured against dequantizing first (callgrind, avx2 build,
- * one row): IQ3_S 4.16 -> 2.29 instructions per value, IQ3_XXS 3.06 -> 2.53, IQ2_S 2.94 -> 2.60.
- * IQ2_XXS and IQ2_XS (since fgg_mm_iq_run_us; 4096 x 4096, 2 threads, the avx512 build): 1 row
- * 1.11-1.19x and 0.96-1.07x, 64 rows 1.75x and 1.60x, the portable build level at 1 row. IQ1_S and
- * IQ1_M still dequantize first: factored, the portable build (its scalar fgg_mm_iq_run) took 1.9x
- * and 1.25x the time at one row, though the SIMD builds gained (IQ1_M 1.17x at 1 row, both
- * 1.75-1.83x at 64), and every build must give the same bits. */
+/* The IQ1, IQ2 and IQ3 types factored as the K-quants: a run's 32 signed integers q as the integer
+ * path unpacks them (grid values with their signs: in the SIMD builds the row kernels' magnitudes
+ * and signs, fgg_mm_iq_run_us; IQ1's 8 (g +- 1/8)) and S = d * scale (d as fgg_mm_iq_d has it) per
+ * 32 values, or per 16 for IQ2_S, IQ2_XS and IQ1_M. Their q are unpacked as floats once per
+ * super-block for every row of x (no register kernels). Measured against dequantizing first
+ * (callgrind, avx2 build, one row): IQ3_S 4.16 -> 2.29 instructions per value, IQ3_XXS 3.06 ->
+ * 2.53, IQ2_S 2.94 -> 2.60. IQ2_XXS and IQ2_XS (since fgg_mm_iq_run_us; 4096 x 4096, 2 threads, the
+ * avx512 build): 1 row 1.11-1.19x and 0.96-1.07x, 64 rows 1.75x and 1.60x, the portable build level
+ * at 1 row. IQ1_S and IQ1_M (one thread, 2048 x 4096): 1 row 0.99x and 1.15x (avx512), 0.86x and
+ * 1.02x (avx2), 0.97x and 0.92x (portable, fgg_mm_sse_iq1_run_f; by fgg_mm_iq_run's bytes 0.57x and
+ * 0.89x); 64 rows 1.5-2.3x on the SIMD builds. */
 static inline int fgg_mm_iq_n_sub(int kind)
 {
     return kind == FGG_MM_K_IQ2_S || kind == FGG_MM_K_IQ2_XS || kind == FGG_MM_K_IQ1_M ? 16 : 8;
@@ -5682,13 +5683,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
         __m256i u;
         fgg_mm_i8x32_to_f(fgg_mm_iq_run_signed(kind, wb, j, scale, &u), qf + 32 * j);
 #elif FGG_HAVE_SSE2
-        if (kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ1_M) {
-            fgg_mm_iq_scales(kind, wb, j, scale);
+        fgg_mm_iq_scales(kind, wb, j, scale);
+        if (kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ1_M)
             fgg_mm_sse_iq1_run_f(kind, wb, j, qf + 32 * j);
-        } else {
-            fgg_mm_iq_scales(kind, wb, j, scale);
+        else
             fgg_mm_sse_iq_run_f(kind, wb, j, qf + 32 * j);
-        }
 #else
         const fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
         for (int i = 0; i < 32; i++) qf[32 * j + i] = (float)v.b[i];
