@@ -1212,3 +1212,60 @@ def test_per_32_integer_path_bits_are_its_documented_float_steps(qtype, m):
         finally:
             kernels._set_vnni(before)
         np.testing.assert_array_equal(out, _per_32_float_steps(raw, qtype, xq), err_msg=f"{name} vnni={vnni}")
+
+
+def _lanes8_sum(a: np.ndarray) -> np.ndarray:
+    """fgg_mm_lanes8_sum over the last axis (8 float32 lanes) in its fixed order."""
+    return ((a[..., 0] + a[..., 4]) + (a[..., 2] + a[..., 6])) + ((a[..., 1] + a[..., 5]) + (a[..., 3] + a[..., 7]))
+
+
+def _q4_k_exact_float_steps(raw: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The exact path of Q4_K factored by sub-block, modelled in numpy float32 (each operation
+    rounded as the kernels round it, none fused): per sub-block of 32 the 8 lanes
+    t[l] = q[l] x[l] + q[8 + l] x[8 + l] + ... in order, then acc[l] + S t[l] with S = d * scale;
+    per super-block mins[l] + M[l] * xsum[l] with M = dmin * min and xsum the sub-block's sum of x
+    (8 lanes of 4 values in order, then the fixed sum); the result lanes8_sum(acc) -
+    lanes8_sum(mins)."""
+    n, m = raw.shape[0], x.shape[0]
+    blocks = raw.reshape(n, -1, 144)
+    nsb = blocks.shape[1]
+    d = blocks[:, :, 0:2].copy().view("<f2")[:, :, 0].astype(np.float32)
+    dmin = blocks[:, :, 2:4].copy().view("<f2")[:, :, 0].astype(np.float32)
+    s = blocks[:, :, 4:16].astype(np.int64)
+    sc = np.concatenate([s[..., 0:4] & 63, (s[..., 8:12] & 15) | ((s[..., 0:4] >> 6) << 4)], axis=-1)
+    mn = np.concatenate([s[..., 4:8] & 63, (s[..., 8:12] >> 4) | ((s[..., 4:8] >> 6) << 4)], axis=-1)
+    S = d[..., None] * sc.astype(np.float32)  # (n, nsb, 8)
+    M = dmin[..., None] * mn.astype(np.float32)
+    qs = blocks[:, :, 16:].reshape(n, nsb, 4, 32)
+    q = np.stack([qs & 15, qs >> 4], axis=3).reshape(n, nsb, 8, 4, 8).astype(np.float32)  # sub-block j = 2h + nibble
+    xs = x.reshape(m, nsb, 8, 4, 8)
+    xlane = ((xs[..., 0, :] + xs[..., 1, :]) + xs[..., 2, :]) + xs[..., 3, :]
+    xsum = _lanes8_sum(xlane)  # (m, nsb, 8)
+    acc = np.zeros((m, n, 8), np.float32)
+    mins = np.zeros((m, n, 8), np.float32)
+    for b in range(nsb):
+        for j in range(8):
+            t = q[None, :, b, j, 0] * xs[:, None, b, j, 0]
+            for c in range(1, 4):
+                t = t + q[None, :, b, j, c] * xs[:, None, b, j, c]
+            acc = acc + S[None, :, b, j, None] * t
+        mins = mins + M[None, :, b, :] * xsum[:, None, b, :]
+    return _lanes8_sum(acc) - _lanes8_sum(mins)
+
+
+@pytest.mark.parametrize("m", [1, 3, 8, 9, 33])
+def test_q4_k_exact_path_bits_are_its_documented_float_steps(m):
+    """The exact path's bits for Q4_K on every build equal its float steps written out in numpy:
+    the register kernels (1 to 8 rows of x), the spans of 9 and more rows (the avx512 build's pairs
+    of rows of x against two weight rows at a time, an odd weight row and an odd row of x last).
+    The float order is the contract that makes the builds agree, so a change of it must show here,
+    not only as builds that still agree."""
+    rng = np.random.default_rng([m, 27])
+    n, k = 5, 512
+    raw = random_weights(T.Q4_K, n, k, rng)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    expected = _q4_k_exact_float_steps(raw, x)
+    for path, kernels in dequant.kernel_modules().items():
+        out = np.empty((m, n), np.float32)
+        kernels.matmul_rows(raw, int(T.Q4_K), x, out, 0, n, False, 0, 2)
+        np.testing.assert_array_equal(out, expected, err_msg=path)
