@@ -1161,6 +1161,11 @@ def test_integer_path_error_on_realistic_data(qtype):
     assert EXACT_BOUND < err <= REALISTIC_INT_BOUND[qtype]
 
 
+def _lanes8_sum(a: np.ndarray) -> np.ndarray:
+    """fgg_mm_lanes8_sum over the last axis (8 float32 lanes) in its fixed order."""
+    return ((a[..., 0] + a[..., 4]) + (a[..., 2] + a[..., 6])) + ((a[..., 1] + a[..., 5]) + (a[..., 3] + a[..., 7]))
+
+
 def _per_32_float_steps(raw: np.ndarray, qtype: GGMLType, xq: np.ndarray) -> np.ndarray:
     """The integer path of a per-32 type with an f16 scale in its first 2 bytes, modelled in numpy
     float32 (each operation rounded as the kernels round it): per run of 32 the 8 int32 lanes
@@ -1189,8 +1194,7 @@ def _per_32_float_steps(raw: np.ndarray, qtype: GGMLType, xq: np.ndarray) -> np.
                 part = term if part is None else part + term
         if runs > 1:
             acc = acc + part * d_w[:, b, None, None]
-    return (((acc[..., 0] + acc[..., 4]) + (acc[..., 2] + acc[..., 6]))
-            + ((acc[..., 1] + acc[..., 5]) + (acc[..., 3] + acc[..., 7]))).T
+    return _lanes8_sum(acc).T
 
 
 @pytest.mark.parametrize("qtype", [T.Q1_0, T.Q2_0, T.Q4_0, T.Q5_0, T.Q8_0, T.IQ4_NL], ids=lambda t: t.name)
@@ -1212,11 +1216,6 @@ def test_per_32_integer_path_bits_are_its_documented_float_steps(qtype, m):
         finally:
             kernels._set_vnni(before)
         np.testing.assert_array_equal(out, _per_32_float_steps(raw, qtype, xq), err_msg=f"{name} vnni={vnni}")
-
-
-def _lanes8_sum(a: np.ndarray) -> np.ndarray:
-    """fgg_mm_lanes8_sum over the last axis (8 float32 lanes) in its fixed order."""
-    return ((a[..., 0] + a[..., 4]) + (a[..., 2] + a[..., 6])) + ((a[..., 1] + a[..., 5]) + (a[..., 3] + a[..., 7]))
 
 
 def _q4_k_exact_float_steps(raw: np.ndarray, x: np.ndarray) -> np.ndarray:

@@ -162,21 +162,6 @@ static inline void fgg_mm_prefetch(const uint8_t *p, ptrdiff_t n)
 
 static inline void fgg_mm_prefetch_ahead(const uint8_t *p, ptrdiff_t n) { fgg_mm_prefetch(p + FGG_MM_PREFETCH_AHEAD, n); }
 
-/* Ask for m rows of floats (row i at x + i * xs, `width` floats each) to be brought into L2: the
- * exact path's next span of x, so that building its panel does not wait on L3 row by row. */
-static inline void fgg_mm_prefetch_span(const float *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t width)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    for (ptrdiff_t i = 0; i < m; i++)
-        for (ptrdiff_t k = 0; k < width; k += 16) __builtin_prefetch(x + i * xs + k, 0, 2);
-#else
-    (void)x;
-    (void)xs;
-    (void)m;
-    (void)width;
-#endif
-}
-
 /* ------------------------------------------------------------------------------------------ */
 /* Integer path                                                                               */
 
@@ -4204,9 +4189,9 @@ static inline void fgg_mm_sb_rows(const float *qf, const float *S, const float *
 #if FGG_HAVE_AVX512
 /* fgg_mm_sb_rows without the mins for NW (1 or 2) weight rows (row r's q at
  * qf + FGG_MM_QF_ROW * r, its scales at S + FGG_MM_S_ROW * r, its lanes at acc + as * r) and P (1 to
- * FGG_MM_PAIRS_MAX) pairs of rows of x from a panel of pairs (fgg_mm_pair_panel; pair p at xp + p * ps), the last pair's second
- * row missing with odd: rows 2p and 2p + 1 in the halves of one 512-bit vector, each 8 values of
- * q broadcast to both. Each row gets fgg_mm_sb_rows' operations in its order (the same bits); one
+ * FGG_MM_PAIRS_MAX) pairs of rows of x from a panel of pairs (fgg_mm_pair_panel; pair p at
+ * xp + p * ps), the last pair's second row missing with odd: rows 2p and 2p + 1 in the halves of
+ * one 512-bit vector, each 8 values of q broadcast to both. Each row gets fgg_mm_sb_rows' operations in its order (the same bits); one
  * 512-bit multiply or add does two rows' (on CPUs with full-width AVX-512 units, twice the work
  * per instruction), x's pairs come in whole vectors, and with two weight rows each load of x
  * meets both (half the loads of x per multiply). */

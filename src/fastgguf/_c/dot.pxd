@@ -173,7 +173,6 @@ cdef extern from "dot.h" nogil:
     enum: FGG_MM_HAVE_PAIRS
     enum: FGG_MM_SPAN_W_ROWS
     void fgg_mm_pair_panel(const float *x, Py_ssize_t xs, int m, Py_ssize_t width, float *panel)
-    void fgg_mm_prefetch_span(const float *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t width)
     enum: FGG_MM_HAVE_SPAN1_PAIRS
     void fgg_mm_span1_q8_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)

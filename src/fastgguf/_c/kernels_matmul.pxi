@@ -611,9 +611,6 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
                 for i in range(mt):
                     memcpy(panel + i * width, job.x + (b + i) * job.x_stride + c * bs, width * sizeof(float))
                 xs = width
-            if c1 < job.nb:  # the next span's rows of x on their way to L2 while this one runs
-                fgg_mm_prefetch_span(job.x + b * job.x_stride + c1 * bs, job.x_stride, mt,
-                                     (min(c1 + job.span_blocks, job.nb) - c1) * bs)
             xp, xsp, xss = panel, NULL, sums
             if job.xsum != NULL:
                 xsp = panel + panel_rows * width
