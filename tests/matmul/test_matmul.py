@@ -198,12 +198,13 @@ def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
 
 
 @pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
-                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
+                                   T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0],
+                         ids=lambda t: t.name)
 def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
-    """1 to 9 rows of x on the factored float path: up to 8 rows the SIMD builds' register kernels,
-    4 rows at a time (x read in place, here a slice of a wider array), 9 rows the q unpacked as
-    floats once for a span of all rows; each row gets the bits of that row alone, on any thread
-    count."""
+    """1 to 9 rows of x on the factored float path: the register kernels, 4 rows at a time (x read
+    in place, here a slice of a wider array; up to 8 rows, and up to 4 for the IQ grid types and
+    TQ1_0/TQ2_0), beyond them the q unpacked as floats once for a span of all rows; each row gets
+    the bits of that row alone, on any thread count."""
     rng = np.random.default_rng(int(qtype) + 300)
     n, k = 37, k_for(qtype, 20)
     raw = random_weights(qtype, n, k, rng)
@@ -254,7 +255,8 @@ def test_big_endian_blocks_give_the_same_bits(qtype, m):
 
 
 @pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K,
-                                   T.IQ3_S, T.IQ3_XXS, T.IQ2_S, T.IQ2_XXS, T.IQ1_M, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
+                                   T.IQ3_S, T.IQ3_XXS, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0],
+                         ids=lambda t: t.name)
 def test_same_bits_on_every_cpu_path(qtype):
     rng = np.random.default_rng(int(qtype) + 100)
     n, k = 9, k_for(qtype, 3) + (3 if TYPE_TRAITS[qtype].block_size == 1 else 0)
@@ -266,7 +268,7 @@ def test_same_bits_on_every_cpu_path(qtype):
         out = np.empty((6, n), np.float32)
         kernels.matmul_rows(raw, int(qtype), x, out, 0, n)
         outs.append(out)
-        one = np.empty((1, n), np.float32)  # a single row: the register kernels (AVX2, or SSE2 in the portable build) of Q2_K-Q6_K, IQ4_XS and the per-32 types
+        one = np.empty((1, n), np.float32)  # a single row: the register kernels (AVX2, or SSE2 in the portable build)
         kernels.matmul_rows(raw, int(qtype), x[:1], one, 0, n)
         np.testing.assert_array_equal(one[0], out[0])
     for out in outs[1:]:

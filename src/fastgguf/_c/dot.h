@@ -5572,15 +5572,17 @@ FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
             fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
 /* 4 floats a * b (grid values times signs +-1: exact) stored at q. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul4(float *q, const float *a, const float *b)
+/* 8 values: a * b, 4 at a time. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul8(fgg_mm_f8 *f, const float *a, const float *b)
 {
-    _mm_storeu_ps(q, _mm_mul_ps(_mm_loadu_ps(a), _mm_loadu_ps(b)));
+    f->v[0] = _mm_mul_ps(_mm_loadu_ps(a), _mm_loadu_ps(b));
+    f->v[1] = _mm_mul_ps(_mm_loadu_ps(a + 4), _mm_loadu_ps(b + 4));
 }
 
 /* IQ1_S's and IQ1_M's run j as floats 8 g + sigma (sigma = -1 or 1, the delta's sign): rows of
  * 8 g (fgg_mm_iq1_grid8) plus sigma, one add per 4 values (exact small integers). The sign is made
  * arithmetically: a branch on it, taken at random, cost 2.5x. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq1_run_f(int kind, const uint8_t *wb, int j, float *q)
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq1_run_f(int kind, const uint8_t *wb, int j, fgg_mm_f8 f[4])
 {
     const uint32_t qh = fgg_load_u16le(wb + 34 + 2 * j);
     for (int l = 0; l < 4; l++) {
@@ -5595,8 +5597,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq1_run_f(int kind, const uint8_t *wb, int 
         }
         const float *g = fgg_mm_iq1_grid8[index];
         const __m128 sigma = _mm_set1_ps(1.0f - 2.0f * (float)minus);
-        _mm_storeu_ps(q + 8 * l, _mm_add_ps(_mm_loadu_ps(g), sigma));
-        _mm_storeu_ps(q + 8 * l + 4, _mm_add_ps(_mm_loadu_ps(g + 4), sigma));
+        f[l].v[0] = _mm_add_ps(_mm_loadu_ps(g), sigma);
+        f[l].v[1] = _mm_add_ps(_mm_loadu_ps(g + 4), sigma);
     }
 }
 
@@ -5604,7 +5606,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq1_run_f(int kind, const uint8_t *wb, int 
  * from the dequantizers' float copies of the grids and sign patterns: SSE2 has no byte-to-float
  * widening, and here each 4 values are one multiply. The indices as in the fgg_mm_*_run functions
  * above. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j, float *q)
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j, fgg_mm_f8 f[4])
 {
     if (kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS) {
         /* IQ2_XXS: 4 grid bytes, then a word of four 7-bit sign codes; IQ2_XS: four u16 of a 9-bit
@@ -5615,8 +5617,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j
             const uint32_t p = fgg_load_u16le(qb + 2 * l);
             const float *g = kind == FGG_MM_K_IQ2_XXS ? fgg_iq2xxs_grid_f32[qb[l]] : fgg_iq2xs_grid_f32[p & 511];
             const float *sg = fgg_sign_f32[fgg_ksigns[kind == FGG_MM_K_IQ2_XXS ? (aux >> (7 * l)) & 127 : p >> 9]];
-            fgg_mm_sse_mul4(q + 8 * l, g, sg);
-            fgg_mm_sse_mul4(q + 8 * l + 4, g + 4, sg + 4);
+            fgg_mm_sse_mul8(&f[l], g, sg);
         }
         return;
     }
@@ -5624,8 +5625,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j
         const uint8_t *qs = wb + 2 + 4 * j, qh = wb[66 + j], *signs = wb + 34 + 4 * j;
         for (int l = 0; l < 4; l++) {
             const float *g = fgg_iq2s_grid_f32[qs[l] | (((qh >> (2 * l)) & 3) << 8)], *sg = fgg_sign_f32[signs[l]];
-            fgg_mm_sse_mul4(q + 8 * l, g, sg);
-            fgg_mm_sse_mul4(q + 8 * l + 4, g + 4, sg + 4);
+            fgg_mm_sse_mul8(&f[l], g, sg);
         }
         return;
     }
@@ -5642,18 +5642,28 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_run_f(int kind, const uint8_t *wb, int j
             gb = fgg_iq3s_grid_f32[qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8)];
             sg = fgg_sign_f32[wb[74 + 4 * j + l]];
         }
-        fgg_mm_sse_mul4(q + 8 * l, ga, sg);
-        fgg_mm_sse_mul4(q + 8 * l + 4, gb, sg + 4);
+        f[l].v[0] = _mm_mul_ps(_mm_loadu_ps(ga), _mm_loadu_ps(sg));
+        f[l].v[1] = _mm_mul_ps(_mm_loadu_ps(gb), _mm_loadu_ps(sg + 4));
     }
+}
+
+/* Run j of an IQ1, IQ2 or IQ3 type as 32 floats in registers, and its scales. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_iq_scales_run(int kind, const uint8_t *wb, int j, int scale[2], fgg_mm_f8 f[4])
+{
+    fgg_mm_iq_scales(kind, wb, j, scale);
+    if (kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ1_M)
+        fgg_mm_sse_iq1_run_f(kind, wb, j, f);
+    else
+        fgg_mm_sse_iq_run_f(kind, wb, j, f);
 }
 #endif
 
 /* The IQ1, IQ2 and IQ3 types factored as the K-quants: a run's 32 signed integers q as the integer
  * path unpacks them (grid values with their signs: in the SIMD builds the row kernels' magnitudes
  * and signs, fgg_mm_iq_run_us; IQ1's 8 (g +- 1/8)) and S = d * scale (d as fgg_mm_iq_d has it) per
- * 32 values, or per 16 for IQ2_S, IQ2_XS and IQ1_M. Up to 4 rows of x (the SIMD builds) each
- * run goes into registers (fgg_mm_runs_regs); more rows, and the portable build, unpack a
- * super-block's q as floats once for every row of x. Measured against dequantizing first
+ * 32 values, or per 16 for IQ2_S, IQ2_XS and IQ1_M. Up to 4 rows of x each run goes into
+ * registers (fgg_mm_runs_regs); more rows unpack a super-block's q as floats once for every row of
+ * x. Measured against dequantizing first
  * (callgrind, avx2 build, one row): IQ3_S 4.16 -> 2.29 instructions per value, IQ3_XXS 3.06 ->
  * 2.53, IQ2_S 2.94 -> 2.60. IQ2_XXS and IQ2_XS (since fgg_mm_iq_run_us; 4096 x 4096, 2 threads, the
  * avx512 build): 1 row 1.11-1.19x and 0.96-1.07x, 64 rows 1.75x and 1.60x, the portable build level
@@ -5676,11 +5686,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
         __m256i u;
         fgg_mm_i8x32_to_f(fgg_mm_iq_run_signed(kind, wb, j, scale, &u), qf + 32 * j);
 #elif FGG_HAVE_SSE2
-        fgg_mm_iq_scales(kind, wb, j, scale);
-        if (kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ1_M)
-            fgg_mm_sse_iq1_run_f(kind, wb, j, qf + 32 * j);
-        else
-            fgg_mm_sse_iq_run_f(kind, wb, j, qf + 32 * j);
+        fgg_mm_f8 f[4];
+        fgg_mm_sse_iq_scales_run(kind, wb, j, scale, f);
+        for (int c = 0; c < 8; c++) _mm_storeu_ps(qf + 32 * j + 4 * c, f[c >> 1].v[c & 1]);
 #else
         const fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
         for (int i = 0; i < 32; i++) qf[32 * j + i] = (float)v.b[i];
@@ -5721,8 +5729,9 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_kind_run(int kind, const uint8_t *wb, int j,
  * added into acc + 16 * i: each run goes from the bytes into registers, converted once for the R
  * rows, and each row gets fgg_mm_sb_rows' operations in its order (the same bits as the unpacked
  * span). Against the unpacked span, one thread, 4096 x 14336, one row: avx512 build 1.19-1.70x
- * (IQ3_S 1.19x, by its gather then), avx2 build 1.14-1.48x; 2048 x 14336, 2 rows 1.17-1.61x, 4
- * rows 1.03-1.17x. */
+ * (IQ3_S 1.19x, by its gather then), avx2 build 1.14-1.48x, portable build (below) IQ types
+ * 1.28-1.57x, TQ1_0 and TQ2_0 1.03-1.08x; 2048 x 14336, 2 rows 1.17-1.61x, 4 rows 1.03-1.17x
+ * (portable 1.19-1.43x). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
                                            ptrdiff_t xs, const int R, float *acc)
 {
@@ -5753,6 +5762,65 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
+#elif FGG_HAVE_SSE2
+/* The portable build's form: run j of a run kind as 32 floats in registers (the values its unpacker
+ * stores) and its scales, then fgg_mm_sse_sub for each row: the same float steps. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_kind_run(int kind, const uint8_t *wb, int j, float d, float S[2], fgg_mm_f8 f[4])
+{
+    if (kind == FGG_MM_K_TQ2_0 || kind == FGG_MM_K_TQ1_0) {
+        S[0] = d;  /* the codes or digits less 1 */
+        fgg_mm_w32 digits;
+        if (kind == FGG_MM_K_TQ1_0) digits = fgg_mm_tq1_0_digits(wb, j);
+        for (int k = 0; k < 2; k++) {
+            __m128i u;
+            if (kind == FGG_MM_K_TQ2_0)
+                u = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(wb + 32 * (j >> 2) + 16 * k)), 2 * (j & 3)),
+                                  _mm_set1_epi8(3));
+            else
+                u = _mm_loadu_si128((const __m128i *)(digits.b + 16 * k));
+            fgg_mm_sse_u8_to_f(u, _mm_set1_ps(8388608.0f + 1.0f), f + 2 * k);
+        }
+        return;
+    }
+    int scale[2];
+    fgg_mm_sse_iq_scales_run(kind, wb, j, scale, f);
+    S[0] = d * (float)scale[0];
+    if (fgg_mm_iq_n_sub(kind) == 16) S[1] = d * (float)scale[1];
+}
+
+FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
+                                           ptrdiff_t xs, const int R, float *acc)
+{
+    const ptrdiff_t sb_bytes = fgg_mm_k_bytes(kind);
+    const int per16 = kind != FGG_MM_K_TQ2_0 && kind != FGG_MM_K_TQ1_0 && fgg_mm_iq_n_sub(kind) == 16;
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + sb_bytes * b;
+        fgg_mm_prefetch_ahead(wb, sb_bytes);
+        const float d = kind == FGG_MM_K_TQ2_0   ? fgg_half_to_float_scale(fgg_load_u16le(wb + 64))
+                        : kind == FGG_MM_K_TQ1_0 ? fgg_half_to_float_scale(fgg_load_u16le(wb + 52))
+                                                 : fgg_mm_iq_d(kind, wb);
+        for (int j = 0; j < 8; j++) {
+            float S[2];
+            fgg_mm_f8 f[4];
+            fgg_mm_kind_run(kind, wb, j, d, S, f);
+            for (int i = 0; i < R; i++) {
+                const float *xi = x + i * xs + 256 * b + 32 * j;
+                if (per16) {
+                    fgg_mm_sse_sub(a[i], f, 2, xi, S[0]);
+                    fgg_mm_sse_sub(a[i], f + 2, 2, xi + 16, S[1]);
+                } else {
+                    fgg_mm_sse_sub(a[i], f, 4, xi, S[0]);
+                }
+            }
+        }
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+#endif
+
+#if FGG_HAVE_SSE2
 /* A span of a run kind (kind a constant) up to FGG_MM_RUNS_REG_ROWS rows of x: a second pass of 4
  * rows unpacks every run again, which cost more than the unpacked span's stores (5 to 8 rows:
  * 0.72-0.87x of its speed). One function for the kinds, out of the spans' code. */
@@ -5786,9 +5854,9 @@ FGG_MM_NOINLINE static void fgg_mm_runs_span_regs(const int kind, const uint8_t 
 }
 #endif
 
-/* A run kind's span: in the SIMD builds the register kernels up to FGG_MM_RUNS_REG_ROWS rows of x,
+/* A run kind's span: the register kernels (SIMD and SSE2) up to FGG_MM_RUNS_REG_ROWS rows of x,
  * else fgg_mm_exact_k_span through its unpacker. */
-#if FGG_HAVE_AVX2
+#if FGG_HAVE_SSE2
 #define FGG_MM_RUNS_REGS_CALL(KIND)                                                                   \
     if (m <= FGG_MM_RUNS_REG_ROWS && !pairs) {                                                        \
         fgg_mm_runs_span_regs(KIND, w, row_bytes, nw, b0, b1, x, xs, m, acc, as);                     \
