@@ -5702,6 +5702,19 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *q
     }
 }
 
+/* A run kind's super-block scale d, and whether its sub-blocks are of 16 values (two per run). */
+FGG_MM_ALWAYS_INLINE float fgg_mm_runs_d(int kind, const uint8_t *wb)
+{
+    if (kind == FGG_MM_K_TQ2_0 || kind == FGG_MM_K_TQ1_0)
+        return fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K_TQ2_0 ? 64 : 52)));
+    return fgg_mm_iq_d(kind, wb);
+}
+
+FGG_MM_ALWAYS_INLINE int fgg_mm_runs_per16(int kind)
+{
+    return kind != FGG_MM_K_TQ2_0 && kind != FGG_MM_K_TQ1_0 && fgg_mm_iq_n_sub(kind) == 16;
+}
+
 #if FGG_HAVE_AVX2
 /* The run kinds' register kernel (the IQ grid types, TQ2_0, TQ1_0): run j of a super-block (32
  * values) as signed bytes, as its unpacker makes them, and the scales of its sub-blocks (S[0], or
@@ -5736,15 +5749,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
                                            ptrdiff_t xs, const int R, float *acc)
 {
     const ptrdiff_t sb_bytes = fgg_mm_k_bytes(kind);
-    const int per16 = kind != FGG_MM_K_TQ2_0 && kind != FGG_MM_K_TQ1_0 && fgg_mm_iq_n_sub(kind) == 16;
+    const int per16 = fgg_mm_runs_per16(kind);
     __m256 a[4];
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb = w + sb_bytes * b;
         fgg_mm_prefetch_ahead(wb, sb_bytes);
-        const float d = kind == FGG_MM_K_TQ2_0   ? fgg_half_to_float_scale(fgg_load_u16le(wb + 64))
-                        : kind == FGG_MM_K_TQ1_0 ? fgg_half_to_float_scale(fgg_load_u16le(wb + 52))
-                                                 : fgg_mm_iq_d(kind, wb);
+        const float d = fgg_mm_runs_d(kind, wb);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             float S[2];
@@ -5792,15 +5803,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
                                            ptrdiff_t xs, const int R, float *acc)
 {
     const ptrdiff_t sb_bytes = fgg_mm_k_bytes(kind);
-    const int per16 = kind != FGG_MM_K_TQ2_0 && kind != FGG_MM_K_TQ1_0 && fgg_mm_iq_n_sub(kind) == 16;
+    const int per16 = fgg_mm_runs_per16(kind);
     __m128 a[4][2];
     fgg_mm_sse_acc_load(a, R, acc);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb = w + sb_bytes * b;
         fgg_mm_prefetch_ahead(wb, sb_bytes);
-        const float d = kind == FGG_MM_K_TQ2_0   ? fgg_half_to_float_scale(fgg_load_u16le(wb + 64))
-                        : kind == FGG_MM_K_TQ1_0 ? fgg_half_to_float_scale(fgg_load_u16le(wb + 52))
-                                                 : fgg_mm_iq_d(kind, wb);
+        const float d = fgg_mm_runs_d(kind, wb);
         for (int j = 0; j < 8; j++) {
             float S[2];
             fgg_mm_f8 f[4];
