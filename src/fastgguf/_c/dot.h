@@ -5571,8 +5571,7 @@ FGG_MM_SPAN(fgg_mm_span_q6_k, FGG_MM_SPAN_BODY(FGG_MM_Q6_K_REGS,
 FGG_MM_SPAN(fgg_mm_span_iq4_xs, FGG_MM_SPAN_BODY(FGG_MM_IQ4_XS_REGS,
             fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 136, fgg_mm_iq4_xs_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as)))
 #if FGG_HAVE_SSE2 && !FGG_HAVE_AVX2
-/* 4 floats a * b (grid values times signs +-1: exact) stored at q. */
-/* 8 values: a * b, 4 at a time. */
+/* 8 floats a * b (grid values times signs +-1: exact), 4 at a time. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_mul8(fgg_mm_f8 *f, const float *a, const float *b)
 {
     f->v[0] = _mm_mul_ps(_mm_loadu_ps(a), _mm_loadu_ps(b));
@@ -5835,8 +5834,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
  * 0.72-0.87x of its speed). One function for the kinds, out of the spans' code. */
 #define FGG_MM_RUNS_REG_ROWS 4
 FGG_MM_NOINLINE static void fgg_mm_runs_span_regs(const int kind, const uint8_t *w, ptrdiff_t row_bytes, int nw,
-                                                            ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
-                                                            int m, float *acc, ptrdiff_t as)
+                                                  ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs, int m,
+                                                  float *acc, ptrdiff_t as)
 {
     switch (kind) { /* each kind its own copy, its kind a constant */
 #define FGG_MM_RUNS_CASE(KIND)                                                                        \
@@ -5917,7 +5916,6 @@ static inline void fgg_mm_tq2_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #endif
         }
 }
-
 FGG_MM_RUNS_SPAN(fgg_mm_span_tq2_0, FGG_MM_K_TQ2_0,
                  fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as))
 
@@ -5941,8 +5939,6 @@ static inline void fgg_mm_tq1_0_unpack(const uint8_t *wb, float *qf, float *S, f
 #endif
     }
 }
-
-
 FGG_MM_RUNS_SPAN(fgg_mm_span_tq1_0, FGG_MM_K_TQ1_0,
                  fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 54, fgg_mm_tq1_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as))
 
