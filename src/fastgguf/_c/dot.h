@@ -3962,14 +3962,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_scales(__m128i u, float off, float d, const
     fgg_mm_sse_u8_to_f(u, _mm_set1_ps(8388608.0f + off), f);
     for (int k = 0; k < n / 4; k++) _mm_storeu_ps(S + 4 * k, _mm_mul_ps(dv, f[k >> 1].v[k & 1]));
 }
-
-/* 16 small codes u (bytes) as the floats u - off at q (q[i] = u[i] - off, exact). */
-FGG_MM_ALWAYS_INLINE void fgg_mm_sse_codes_to_f(__m128i u, float off, float *q)
-{
-    fgg_mm_f8 f[2];
-    fgg_mm_sse_u8_to_f(u, _mm_set1_ps(8388608.0f + off), f);
-    for (int c = 0; c < 4; c++) _mm_storeu_ps(q + 4 * c, f[c >> 1].v[c & 1]);
-}
 #endif
 
 /* Q4_K super-block header: S = d * scale, M = dmin * min for the 8 sub-blocks (6-bit fields,
@@ -5674,33 +5666,6 @@ static inline int fgg_mm_iq_n_sub(int kind)
     return kind == FGG_MM_K_IQ2_S || kind == FGG_MM_K_IQ2_XS || kind == FGG_MM_K_IQ1_M ? 16 : 8;
 }
 
-FGG_MM_ALWAYS_INLINE void fgg_mm_iq_unpack(int kind, const uint8_t *wb, float *qf, float *S)
-{
-    const float d = fgg_mm_iq_d(kind, wb);
-    const int per16 = fgg_mm_iq_n_sub(kind) == 16;
-#pragma GCC unroll 8 /* left rolled by GCC; unrolled 1.02-1.35x faster at 1 row (avx2 build) */
-    for (int j = 0; j < 8; j++) {
-        int scale[2];
-#if defined(FGG_MM_INT_SIMD)
-        __m256i u;
-        fgg_mm_i8x32_to_f(fgg_mm_iq_run_signed(kind, wb, j, scale, &u), qf + 32 * j);
-#elif FGG_HAVE_SSE2
-        fgg_mm_f8 f[4];
-        fgg_mm_sse_iq_scales_run(kind, wb, j, scale, f);
-        for (int c = 0; c < 8; c++) _mm_storeu_ps(qf + 32 * j + 4 * c, f[c >> 1].v[c & 1]);
-#else
-        const fgg_mm_w32 v = fgg_mm_iq_run(kind, wb, j, scale);
-        for (int i = 0; i < 32; i++) qf[32 * j + i] = (float)v.b[i];
-#endif
-        if (per16) {
-            S[2 * j] = d * (float)scale[0];
-            S[2 * j + 1] = d * (float)scale[1];
-        } else {
-            S[j] = d * (float)scale[0];
-        }
-    }
-}
-
 /* A run kind's super-block scale d, and whether its sub-blocks are of 16 values (two per run). */
 FGG_MM_ALWAYS_INLINE float fgg_mm_runs_d(int kind, const uint8_t *wb)
 {
@@ -5826,121 +5791,108 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
     }
     fgg_mm_sse_acc_store(a, R, acc);
 }
-#endif
-
-#if FGG_HAVE_SSE2
-/* A span of a run kind (kind a constant) up to FGG_MM_RUNS_REG_ROWS rows of x: a second pass of 4
- * rows unpacks every run again, which cost more than the unpacked span's stores (5 to 8 rows:
- * 0.72-0.87x of its speed). One function for the kinds, out of the spans' code. */
-#define FGG_MM_RUNS_REG_ROWS 4
-FGG_MM_NOINLINE static void fgg_mm_runs_span_regs(const int kind, const uint8_t *w, ptrdiff_t row_bytes, int nw,
-                                                  ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs, int m,
-                                                  float *acc, ptrdiff_t as)
+#else
+/* Without SSE2: run j as 32 signed bytes, as the SIMD form. */
+FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_kind_run(int kind, const uint8_t *wb, int j, float d, float S[2])
 {
-    switch (kind) { /* each kind its own copy, its kind a constant */
-#define FGG_MM_RUNS_CASE(KIND)                                                                        \
-    case KIND: {                                                                                      \
-        const int k = KIND;                                                                           \
-        for (int r = 0; r < nw; r++, w += row_bytes, acc += as)                                       \
-            FGG_MM_BY_4_ROWS(m, FGG_MM_RUNS_REGS_K)                                                   \
-        break;                                                                                        \
+    fgg_mm_w32 v;
+    if (kind == FGG_MM_K_TQ2_0) {
+        S[0] = d;
+        for (int l = 0; l < 32; l++) v.b[l] = (int8_t)(((wb[32 * (j >> 2) + l] >> (2 * (j & 3))) & 3) - 1);
+        return v;
     }
-#define FGG_MM_RUNS_REGS_K(r) fgg_mm_runs_regs(k, w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
-    FGG_MM_RUNS_CASE(FGG_MM_K_IQ2_XXS)
-    FGG_MM_RUNS_CASE(FGG_MM_K_IQ2_XS)
-    FGG_MM_RUNS_CASE(FGG_MM_K_IQ2_S)
-    FGG_MM_RUNS_CASE(FGG_MM_K_IQ3_XXS)
-    FGG_MM_RUNS_CASE(FGG_MM_K_IQ3_S)
-    FGG_MM_RUNS_CASE(FGG_MM_K_IQ1_S)
-    FGG_MM_RUNS_CASE(FGG_MM_K_IQ1_M)
-    FGG_MM_RUNS_CASE(FGG_MM_K_TQ2_0)
-    FGG_MM_RUNS_CASE(FGG_MM_K_TQ1_0)
-#undef FGG_MM_RUNS_REGS_K
-#undef FGG_MM_RUNS_CASE
-    default: break;
+    if (kind == FGG_MM_K_TQ1_0) {
+        S[0] = d;
+        v = fgg_mm_tq1_0_digits(wb, j);
+        for (int l = 0; l < 32; l++) v.b[l] = (int8_t)(v.b[l] - 1);
+        return v;
     }
+    int scale[2];
+    v = fgg_mm_iq_run(kind, wb, j, scale);
+    S[0] = d * (float)scale[0];
+    if (fgg_mm_iq_n_sub(kind) == 16) S[1] = d * (float)scale[1];
+    return v;
 }
 #endif
 
-/* A run kind's span: the register kernels (SIMD and SSE2) up to FGG_MM_RUNS_REG_ROWS rows of x,
- * else fgg_mm_exact_k_span through its unpacker. */
+/* A run kind's super-block unpacked for more rows of x than the register kernel takes: its 256 q
+ * as floats (fgg_mm_kind_run's runs) and S per sub-block (8 of 32 values, or 16 of 16). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_runs_unpack(int kind, const uint8_t *wb, float *qf, float *S)
+{
+    const float d = fgg_mm_runs_d(kind, wb);
+    const int per16 = fgg_mm_runs_per16(kind);
+#pragma GCC unroll 8 /* left rolled by GCC; unrolled 1.02-1.35x faster at 1 row (avx2 build, IQ types) */
+    for (int j = 0; j < 8; j++) {
+        float s[2];
+        float *q = qf + 32 * j;
+#if FGG_HAVE_AVX2
+        fgg_mm_i8x32_to_f(fgg_mm_kind_run(kind, wb, j, d, s), q);
+#elif FGG_HAVE_SSE2
+        fgg_mm_f8 f[4];
+        fgg_mm_kind_run(kind, wb, j, d, s, f);
+        for (int c = 0; c < 8; c++) _mm_storeu_ps(q + 4 * c, f[c >> 1].v[c & 1]);
+#else
+        const fgg_mm_w32 v = fgg_mm_kind_run(kind, wb, j, d, s);
+        for (int l = 0; l < 32; l++) q[l] = (float)v.b[l];
+#endif
+        if (per16) {
+            S[2 * j] = s[0];
+            S[2 * j + 1] = s[1];
+        } else {
+            S[j] = s[0];
+        }
+    }
+}
+
+/* Each run kind's span: the register kernel up to FGG_MM_RUNS_REG_ROWS rows of x (a second pass of 4
+ * rows unpacks every run again, which cost more than the unpacked span's stores: 5 to 8 rows
+ * measured 0.72-0.87x of its speed), else its unpacker: 8 sub-blocks of 32 (TQ2_0: q = code - 1,
+ * the codes laid out as Q2_K's; TQ1_0: q = digit - 1, S = d) or 16 of 16 (IQ2_S, IQ2_XS, IQ1_M).
+ * The register kernel in a function of its own (NAME_regs): inlined into the span, IQ3_S's took
+ * 1.12-1.16x the time at 1 and 4 rows (avx2 build, Zen 2, one thread, 2048 x 4096). */
+#define FGG_MM_RUNS_REG_ROWS 4
+#define FGG_MM_RUNS_REGS(r) fgg_mm_runs_regs(kind, w, b0, b1, x + i * xs, xs, r, acc + 16 * i)
 #if FGG_HAVE_SSE2
-#define FGG_MM_RUNS_REGS_CALL(KIND)                                                                   \
+#define FGG_MM_RUNS_REGS_FN(NAME, KIND)                                                               \
+    FGG_MM_NOINLINE static void NAME##_regs(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,  \
+                                            ptrdiff_t b1, const float *x, ptrdiff_t xs, int m, float *acc, \
+                                            ptrdiff_t as)                                             \
+    {                                                                                                 \
+        const int kind = KIND;                                                                        \
+        for (int r = 0; r < nw; r++, w += row_bytes, acc += as) FGG_MM_BY_4_ROWS(m, FGG_MM_RUNS_REGS) \
+    }
+#define FGG_MM_RUNS_REGS_CALL(NAME)                                                                   \
     if (m <= FGG_MM_RUNS_REG_ROWS && !pairs) {                                                        \
-        fgg_mm_runs_span_regs(KIND, w, row_bytes, nw, b0, b1, x, xs, m, acc, as);                     \
+        NAME##_regs(w, row_bytes, nw, b0, b1, x, xs, m, acc, as);                                     \
         return;                                                                                       \
     }
 #else
-#define FGG_MM_RUNS_REGS_CALL(KIND)
+#define FGG_MM_RUNS_REGS_FN(NAME, KIND)
+#define FGG_MM_RUNS_REGS_CALL(NAME)
 #endif
-#define FGG_MM_RUNS_SPAN(NAME, KIND, UNPACKED) FGG_MM_SPAN(NAME, FGG_MM_RUNS_REGS_CALL(KIND) UNPACKED;)
-
-#define FGG_MM_IQ_SPAN(NAME, KIND)                                                                    \
+#define FGG_MM_RUNS_KIND_SPAN(NAME, KIND)                                                             \
     static inline void NAME##_unpack(const uint8_t *wb, float *qf, float *S, float *M)                \
     {                                                                                                 \
         (void)M;                                                                                      \
-        fgg_mm_iq_unpack(KIND, wb, qf, S);                                                            \
+        fgg_mm_runs_unpack(KIND, wb, qf, S);                                                          \
     }                                                                                                 \
-    FGG_MM_RUNS_SPAN(NAME, KIND, fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, fgg_mm_k_bytes(KIND), NAME##_unpack,     \
-                                                     fgg_mm_iq_n_sub(KIND), 0, x, xs, xsum, xss, m, pairs, qf, acc, as))
-FGG_MM_IQ_SPAN(fgg_mm_span_iq2_s, FGG_MM_K_IQ2_S)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq2_xxs, FGG_MM_K_IQ2_XXS)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq2_xs, FGG_MM_K_IQ2_XS)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq1_s, FGG_MM_K_IQ1_S)
-FGG_MM_IQ_SPAN(fgg_mm_span_iq1_m, FGG_MM_K_IQ1_M)
-#undef FGG_MM_IQ_SPAN
-
-/* TQ2_0 factored: q = code - 1 (-1, 0 or 1; the codes laid out as Q2_K's, run 4h + t the bits 2t,
- * 2t + 1 of bytes 32h..32h + 31) and S = d for each of the 8 sub-blocks of 32. */
-static inline void fgg_mm_tq2_0_unpack(const uint8_t *wb, float *qf, float *S, float *M)
-{
-    (void)M;
-    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 64));
-    for (int j = 0; j < 8; j++) S[j] = d;
-    for (int h = 0; h < 2; h++)
-        for (int t = 0; t < 4; t++) {
-            float *q = qf + 128 * h + 32 * t;
-#if defined(FGG_MM_INT_SIMD)
-            const __m256i v = _mm256_loadu_si256((const __m256i *)(wb + 32 * h));
-            fgg_mm_i8x32_to_f(_mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(v, 2 * t), _mm256_set1_epi8(3)),
-                                              _mm256_set1_epi8(1)), q);
-#elif FGG_HAVE_SSE2
-            for (int k = 0; k < 2; k++) {
-                const __m128i v = _mm_loadu_si128((const __m128i *)(wb + 32 * h + 16 * k));
-                fgg_mm_sse_codes_to_f(_mm_and_si128(_mm_srli_epi16(v, 2 * t), _mm_set1_epi8(3)), 1.0f, q + 16 * k);
-            }
-#else
-            for (int l = 0; l < 32; l++) q[l] = (float)((wb[32 * h + l] >> (2 * t)) & 3) - 1.0f;
-#endif
-        }
-}
-FGG_MM_RUNS_SPAN(fgg_mm_span_tq2_0, FGG_MM_K_TQ2_0,
-                 fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 66, fgg_mm_tq2_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as))
-
-/* TQ1_0 factored as TQ2_0: q = digit - 1 and S = d for each 32 values, run j the digits that
- * fgg_mm_tq1_0_digits gives the integer path. */
-static inline void fgg_mm_tq1_0_unpack(const uint8_t *wb, float *qf, float *S, float *M)
-{
-    (void)M;
-    const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 52));
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; j++) {
-        const fgg_mm_w32 digits = fgg_mm_tq1_0_digits(wb, j);
-        float *q = qf + 32 * j;
-        S[j] = d;
-#if defined(FGG_MM_INT_SIMD)
-        fgg_mm_i8x32_to_f(_mm256_sub_epi8(digits, _mm256_set1_epi8(1)), q);
-#elif FGG_HAVE_SSE2
-        for (int k = 0; k < 2; k++) fgg_mm_sse_codes_to_f(_mm_loadu_si128((const __m128i *)(digits.b + 16 * k)), 1.0f, q + 16 * k);
-#else
-        for (int l = 0; l < 32; l++) q[l] = (float)digits.b[l] - 1.0f;
-#endif
-    }
-}
-FGG_MM_RUNS_SPAN(fgg_mm_span_tq1_0, FGG_MM_K_TQ1_0,
-                 fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, 54, fgg_mm_tq1_0_unpack, 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as))
+    FGG_MM_RUNS_REGS_FN(NAME, KIND)                                                                   \
+    FGG_MM_SPAN(NAME, FGG_MM_RUNS_REGS_CALL(NAME)                                                     \
+                fgg_mm_exact_k_span(w, row_bytes, nw, b0, b1, fgg_mm_k_bytes(KIND), NAME##_unpack,    \
+                                    fgg_mm_runs_per16(KIND) ? 16 : 8, 0, x, xs, xsum, xss, m, pairs, qf, acc, as);)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_iq2_s, FGG_MM_K_IQ2_S)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_iq3_xxs, FGG_MM_K_IQ3_XXS)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_iq3_s, FGG_MM_K_IQ3_S)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_iq2_xxs, FGG_MM_K_IQ2_XXS)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_iq2_xs, FGG_MM_K_IQ2_XS)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_iq1_s, FGG_MM_K_IQ1_S)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_iq1_m, FGG_MM_K_IQ1_M)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_tq2_0, FGG_MM_K_TQ2_0)
+FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_tq1_0, FGG_MM_K_TQ1_0)
+#undef FGG_MM_RUNS_KIND_SPAN
+#undef FGG_MM_RUNS_REGS
+#undef FGG_MM_RUNS_REGS_FN
+#undef FGG_MM_RUNS_REGS_CALL
 
 /* The per-32 kinds: one span function per type, each with its kind a constant. */
 #define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \
