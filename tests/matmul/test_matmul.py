@@ -197,7 +197,7 @@ def test_the_kernels_pool_works_in_a_forked_child(monkeypatch):
     assert status == 0 and answer == b"1"
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
+@pytest.mark.parametrize("qtype", [T.Q1_0, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
                                    T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0],
                          ids=lambda t: t.name)
 def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
@@ -215,7 +215,7 @@ def test_few_rows_of_x_have_the_bits_of_each_row_alone(qtype):
         np.testing.assert_array_equal(matmul(x[:m], raw, qtype, threads=3), alone[:m], err_msg=f"{m} rows")
 
 
-@pytest.mark.parametrize("qtype", [T.F32, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
+@pytest.mark.parametrize("qtype", [T.F32, T.Q1_0, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
                                    T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 def test_batches_are_tiled_without_changing_bits(qtype, exact):
@@ -231,7 +231,7 @@ def test_batches_are_tiled_without_changing_bits(qtype, exact):
     np.testing.assert_array_equal(matmul(x, raw, qtype, exact=exact, threads=3), whole)
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
+@pytest.mark.parametrize("qtype", [T.Q1_0, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.IQ4_XS,
                                    T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0], ids=lambda t: t.name)
 @pytest.mark.parametrize("m", [1, 2, 37])
 def test_big_endian_blocks_give_the_same_bits(qtype, m):
@@ -254,7 +254,7 @@ def test_big_endian_blocks_give_the_same_bits(qtype, m):
         np.testing.assert_array_equal(little_out, matmul(x, raw, qtype, threads=1))
 
 
-@pytest.mark.parametrize("qtype", [T.F16, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K,
+@pytest.mark.parametrize("qtype", [T.F16, T.Q1_0, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K,
                                    T.IQ3_S, T.IQ3_XXS, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M, T.TQ2_0, T.TQ1_0],
                          ids=lambda t: t.name)
 def test_same_bits_on_every_cpu_path(qtype):
@@ -275,7 +275,7 @@ def test_same_bits_on_every_cpu_path(qtype):
         np.testing.assert_array_equal(out, outs[0])
 
 
-FACTORED_TYPES = (T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K,
+FACTORED_TYPES = (T.Q1_0, T.Q4_0, T.Q8_0, T.Q5_0, T.Q4_1, T.Q5_1, T.IQ4_NL, T.MXFP4, T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K,
                   T.Q6_K, T.IQ4_XS, T.IQ3_XXS, T.IQ3_S, T.IQ2_S, T.IQ2_XXS, T.IQ2_XS, T.IQ1_S, T.IQ1_M, T.TQ2_0,
                   T.TQ1_0)
 
@@ -1254,19 +1254,48 @@ def _q4_k_exact_float_steps(raw: np.ndarray, x: np.ndarray) -> np.ndarray:
     return _lanes8_sum(acc) - _lanes8_sum(mins)
 
 
-@pytest.mark.parametrize("m", [1, 3, 8, 9, 33])
-def test_q4_k_exact_path_bits_are_its_documented_float_steps(m):
-    """The exact path's bits for Q4_K on every build equal its float steps written out in numpy:
-    the register kernels (1 to 8 rows of x), the spans of 9 and more rows (the avx512 build's pairs
-    of rows of x against two weight rows at a time, an odd weight row and an odd row of x last).
-    The float order is the contract that makes the builds agree, so a change of it must show here,
-    not only as builds that still agree."""
-    rng = np.random.default_rng([m, 27])
-    n, k = 5, 512
-    raw = random_weights(T.Q4_K, n, k, rng)
+def _q1_0_exact_float_steps(raw: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The exact path of Q1_0 modelled in numpy float32 (each operation rounded as the kernels round
+    it): per run of 32 the 8 lanes t[l] = s[l] x[l] + s[8 + l] x[8 + l] + ... in order (s = +1 where
+    the value's bit is set, else -1), then acc[l] + d t[l], the runs in order; the result
+    lanes8_sum(acc) - 0 (no mins)."""
+    n, m = raw.shape[0], x.shape[0]
+    blocks = raw.reshape(n, -1, 18)
+    nb = blocks.shape[1]
+    d = blocks[:, :, 0:2].copy().view("<f2")[:, :, 0].astype(np.float32)
+    bits = np.unpackbits(blocks[:, :, 2:], axis=-1, bitorder="little").reshape(n, nb, 4, 4, 8)  # value 8k + j: bit j of byte k
+    s = np.where(bits == 1, np.float32(1), np.float32(-1))
+    xs = x.reshape(m, nb, 4, 4, 8)
+    acc = np.zeros((m, n, 8), np.float32)
+    for b in range(nb):
+        for r in range(4):
+            t = s[None, :, b, r, 0] * xs[:, None, b, r, 0]
+            for c in range(1, 4):
+                t = t + s[None, :, b, r, c] * xs[:, None, b, r, c]
+            acc = acc + d[None, :, b, None] * t
+    return _lanes8_sum(acc) - np.float32(0)
+
+
+#: The exact path's float steps written out in numpy, per type: (model, row length, seed).
+_FLOAT_STEP_MODELS = {T.Q4_K: (_q4_k_exact_float_steps, 512, 27), T.Q1_0: (_q1_0_exact_float_steps, 1024, 28)}
+
+
+@pytest.mark.parametrize("qtype", list(_FLOAT_STEP_MODELS), ids=lambda t: t.name)
+@pytest.mark.parametrize("m", [1, 3, 4, 5, 8, 9, 33])
+def test_exact_path_bits_are_the_documented_float_steps(qtype, m):
+    """The exact path's bits on every build equal its float steps written out in numpy. Q4_K: the
+    register kernels (1 to 8 rows of x), the spans of 9 and more rows (the avx512 build's pairs of
+    rows of x against two weight rows at a time, an odd weight row and an odd row of x last).
+    Q1_0: fgg_mm_q1_0_regs for every row count, 4 rows at a time, beyond 8 rows in spans (x
+    copied into a panel, or a panel of pairs). The float order is the contract that makes the
+    builds agree, so a change of it must show here, not only as builds that still agree."""
+    model, k, seed = _FLOAT_STEP_MODELS[qtype]
+    rng = np.random.default_rng([m, seed])
+    n = 5
+    raw = random_weights(qtype, n, k, rng)
     x = rng.standard_normal((m, k)).astype(np.float32)
-    expected = _q4_k_exact_float_steps(raw, x)
+    expected = model(raw, x)
     for path, kernels in dequant.kernel_modules().items():
         out = np.empty((m, n), np.float32)
-        kernels.matmul_rows(raw, int(T.Q4_K), x, out, 0, n, False, 0, 2)
+        kernels.matmul_rows(raw, int(qtype), x, out, 0, n, False, 0, 2)
         np.testing.assert_array_equal(out, expected, err_msg=path)

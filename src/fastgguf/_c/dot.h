@@ -6,8 +6,8 @@
  * kernels are built with -ffp-contract=off), and the lanes are summed in one fixed order at the
  * end. So the portable C loop, the two 8-lane AVX2 vectors and the one 16-lane AVX-512 vector
  * compute exactly the same float operations: every CPU path and every thread count give the
- * same bits. Q2_K to Q6_K, the IQ types, TQ1_0, TQ2_0 and the per-32 types but NVFP4, Q1_0, Q2_0
- * instead factor each sub-block's scale out of its sum (the end of this file): fewer float
+ * same bits. Q2_K to Q6_K, the IQ types, TQ1_0, TQ2_0, Q1_0 and the per-32 types but NVFP4 and
+ * Q2_0 instead factor each sub-block's scale out of its sum (the end of this file): fewer float
  * operations per weight, the same guarantees.
  *
  * The integer path: x is quantized to int8 with one float scale per block of 32 (Q4_0, Q8_0:
@@ -4684,6 +4684,13 @@ static fgg_mm_pairs fgg_mm_iq4nl_pairs, fgg_mm_fp4_pairs;
 static float fgg_mm_iq1_grid8[2048][8];
 #endif
 
+#if FGG_HAVE_SSE2
+/* Q1_0's signs of a byte's 8 values for fgg_mm_q1_0_regs: lane l's sign bit set where bit l is
+ * clear (fgg_mm_init_tables). One load per 8 values (by vpsllvd and a mask from the bits the
+ * avx2 build's one row took 1.4x the time, Zen 2). */
+static uint32_t fgg_mm_q1_0_signs[256][8];
+#endif
+
 static inline void fgg_mm_init_tables(void)
 {
     for (int b = 0; b < 256; b++) {
@@ -4697,6 +4704,10 @@ static inline void fgg_mm_init_tables(void)
 #if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
     for (int i = 0; i < 2048; i++)
         for (int k = 0; k < 8; k++) fgg_mm_iq1_grid8[i][k] = (float)(8 * fgg_iq1s_grid[i][k]);
+#endif
+#if FGG_HAVE_SSE2
+    for (int b = 0; b < 256; b++)
+        for (int l = 0; l < 8; l++) fgg_mm_q1_0_signs[b][l] = (b >> l) & 1 ? 0u : 0x80000000u;
 #endif
 #if defined(FGG_MM_INT_SIMD)
     for (int c = 0; c < 128; c++) {
@@ -5893,6 +5904,113 @@ FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_tq1_0, FGG_MM_K_TQ1_0)
 #undef FGG_MM_RUNS_REGS
 #undef FGG_MM_RUNS_REGS_FN
 #undef FGG_MM_RUNS_REGS_CALL
+
+/* Q1_0 factored as the per-32 kinds, d shared by a block's 4 runs: per run of 32 values the 8 lanes
+ * t = s_0 x_0 + s_1 x_1 + s_2 x_2 + s_3 x_3 in order (s_c the signs of values 8c..8c + 7, +1 or
+ * -1: s x is x or -x, exact, so a flip of x's sign bit), then a + d * t. No multiply per value and
+ * no conversion: a value costs a sign flip and an add per row of x. All rows of x take this
+ * kernel, 4 at a time (the signs come from the bits again for each 4: cheaper than storing
+ * them). Row i's values 8v..8v + 7 at xr[i] + vstep * v: x's rows in place (vstep 8) or the avx512
+ * build's panel of pairs (vstep 16). Blocks b0..b1 of one weight row, added into acc + 16 * i. */
+#if FGG_HAVE_AVX2
+FGG_MM_ALWAYS_INLINE void fgg_mm_q1_0_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *const *xr,
+                                           const ptrdiff_t vstep, const int R, float *acc)
+{
+    __m256 a[4];
+    for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 18 * b;
+        fgg_mm_prefetch_ahead(wb, 18);
+        const __m256 d = _mm256_set1_ps(fgg_mm_b_scale(FGG_MM_B_Q1_0, wb));
+        for (int r = 0; r < 4; r++) {
+            __m256 sg[4];
+            for (int c = 0; c < 4; c++) sg[c] = _mm256_loadu_ps((const float *)fgg_mm_q1_0_signs[wb[2 + 4 * r + c]]);
+            for (int i = 0; i < R; i++) {
+                const float *xv = xr[i] + vstep * (16 * b + 4 * r);
+                __m256 t = _mm256_xor_ps(sg[0], _mm256_loadu_ps(xv));
+                for (int c = 1; c < 4; c++) t = _mm256_add_ps(t, _mm256_xor_ps(sg[c], _mm256_loadu_ps(xv + vstep * c)));
+                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, t));
+            }
+        }
+    }
+    for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
+}
+#elif FGG_HAVE_SSE2
+FGG_MM_ALWAYS_INLINE void fgg_mm_q1_0_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *const *xr,
+                                           const ptrdiff_t vstep, const int R, float *acc)
+{
+    __m128 a[4][2];
+    fgg_mm_sse_acc_load(a, R, acc);
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 18 * b;
+        fgg_mm_prefetch_ahead(wb, 18);
+        const __m128 d = _mm_set1_ps(fgg_mm_b_scale(FGG_MM_B_Q1_0, wb));
+        for (int r = 0; r < 4; r++) {
+            __m128 t[4][2];
+            for (int c = 0; c < 4; c++) {
+                const uint32_t *sg = fgg_mm_q1_0_signs[wb[2 + 4 * r + c]];
+                for (int h = 0; h < 2; h++) {
+                    const __m128 sh = _mm_loadu_ps((const float *)(sg + 4 * h));
+                    for (int i = 0; i < R; i++) {
+                        const __m128 p = _mm_xor_ps(sh, _mm_load_ps(xr[i] + vstep * (16 * b + 4 * r + c) + 4 * h));
+                        t[i][h] = c ? _mm_add_ps(t[i][h], p) : p;
+                    }
+                }
+            }
+            for (int i = 0; i < R; i++)
+                for (int h = 0; h < 2; h++) a[i][h] = _mm_add_ps(a[i][h], _mm_mul_ps(d, t[i][h]));
+        }
+    }
+    fgg_mm_sse_acc_store(a, R, acc);
+}
+#else
+FGG_MM_ALWAYS_INLINE void fgg_mm_q1_0_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *const *xr,
+                                           const ptrdiff_t vstep, const int R, float *acc)
+{
+    for (ptrdiff_t b = b0; b < b1; b++) {
+        const uint8_t *wb = w + 18 * b;
+        const float d = fgg_mm_b_scale(FGG_MM_B_Q1_0, wb);
+        for (int r = 0; r < 4; r++) {
+            const uint32_t bits = fgg_load_u32le(wb + 2 + 4 * r);
+            for (int i = 0; i < R; i++) {
+                float t[8];
+                for (int c = 0; c < 4; c++) {
+                    const float *xv = xr[i] + vstep * (16 * b + 4 * r + c);
+                    for (int l = 0; l < 8; l++) {
+                        const float p = (bits >> (8 * c + l)) & 1 ? xv[l] : -xv[l];
+                        t[l] = c ? t[l] + p : p;
+                    }
+                }
+                for (int l = 0; l < 8; l++) acc[16 * i + l] = acc[16 * i + l] + d * t[l];
+            }
+        }
+    }
+}
+#endif
+
+/* Q1_0's span: every row of x by fgg_mm_q1_0_regs, 4 at a time, each row count its own copy. */
+static inline void fgg_mm_span_q1_0(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
+                                    const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, int pairs,
+                                    float *qf, float *acc, ptrdiff_t as)
+{
+    (void)xsum;
+    (void)xss;
+    (void)qf;
+    const ptrdiff_t vstep = FGG_MM_HAVE_PAIRS && pairs ? 16 : 8; /* a constant but in the avx512 build */
+    for (int r = 0; r < nw; r++, w += row_bytes, acc += as) {
+        for (int i = 0; i < m; i += 4) {
+            const float *xr[4] = {x, x, x, x};
+            for (int k = 0; k < 4 && i + k < m; k++)
+                xr[k] = pairs ? x + ((i + k) >> 1) * xs + 8 * ((i + k) & 1) : x + (i + k) * xs;
+            switch (m - i) {
+            case 1: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 1, acc + 16 * i); break;
+            case 2: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 2, acc + 16 * i); break;
+            case 3: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 3, acc + 16 * i); break;
+            default: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 4, acc + 16 * i); break;
+            }
+        }
+    }
+}
 
 /* The per-32 kinds: one span function per type, each with its kind a constant. */
 #define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \

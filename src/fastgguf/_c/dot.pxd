@@ -138,6 +138,9 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_span_mxfp4(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
                            float *qf, float *acc, Py_ssize_t acc_stride)
+    void fgg_mm_span_q1_0(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
+                          const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
+                          float *qf, float *acc, Py_ssize_t acc_stride)
     void fgg_mm_span_iq2_s(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                            const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
                            float *qf, float *acc, Py_ssize_t acc_stride)

@@ -487,6 +487,8 @@ cdef _span_fn _exact_by_sub_block(int type_id) noexcept nogil:
         return <_span_fn>fgg_mm_span_iq4_nl
     if type_id == FGG_TYPE_MXFP4:
         return <_span_fn>fgg_mm_span_mxfp4
+    if type_id == FGG_TYPE_Q1_0:
+        return <_span_fn>fgg_mm_span_q1_0
     if type_id == FGG_TYPE_IQ2_S:
         return <_span_fn>fgg_mm_span_iq2_s
     if type_id == FGG_TYPE_IQ3_XXS:
