@@ -5908,10 +5908,10 @@ FGG_MM_RUNS_KIND_SPAN(fgg_mm_span_tq1_0, FGG_MM_K_TQ1_0)
 /* Q1_0 factored as the per-32 kinds, d shared by a block's 4 runs: per run of 32 values the 8 lanes
  * t = s_0 x_0 + s_1 x_1 + s_2 x_2 + s_3 x_3 in order (s_c the signs of values 8c..8c + 7, +1 or
  * -1: s x is x or -x, exact, so a flip of x's sign bit), then a + d * t. No multiply per value and
- * no conversion: a value costs a sign flip and an add per row of x. All rows of x take this
- * kernel, 4 at a time (the signs come from the bits again for each 4: cheaper than storing
- * them). Row i's values 8v..8v + 7 at xr[i] + vstep * v: x's rows in place (vstep 8) or the avx512
- * build's panel of pairs (vstep 16). Blocks b0..b1 of one weight row, added into acc + 16 * i. */
+ * no conversion: a value costs a sign flip and an add per row of x (the sign masks, one table row
+ * per 8 values, shared by up to 4 rows of x). All rows of x take this kernel, 4 at a time. Row
+ * i's values 8v..8v + 7 at xr[i] + vstep * v: x's rows in place (vstep 8) or the avx512 build's
+ * panel of pairs (vstep 16). Blocks b0..b1 of one weight row, added into acc + 16 * i. */
 #if FGG_HAVE_AVX2
 FGG_MM_ALWAYS_INLINE void fgg_mm_q1_0_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *const *xr,
                                            const ptrdiff_t vstep, const int R, float *acc)
