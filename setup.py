@@ -25,6 +25,7 @@ import sys
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("FASTGGUF_DEBUG", "") not in ("", "0")
 SANITIZE = os.environ.get("FASTGGUF_SANITIZE", "")
@@ -88,7 +89,20 @@ def extension(name, extra_flags=()):
 extensions = [extension("_parser")]
 extensions += [extension(f"_kernels_{variant}", flags) for variant, flags in KERNEL_VARIANTS.items()]
 
+
+
+class ParallelBuildExt(build_ext):
+    """Compile the extensions side by side unless ``-j`` says otherwise: each kernel build takes a
+    minute or more, and ``pip install`` passes no ``-j``."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
+
 setup(
+    cmdclass={"build_ext": ParallelBuildExt},
     ext_modules=cythonize(
         extensions,
         compiler_directives=DIRECTIVES,
