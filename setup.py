@@ -90,7 +90,6 @@ extensions = [extension("_parser")]
 extensions += [extension(f"_kernels_{variant}", flags) for variant, flags in KERNEL_VARIANTS.items()]
 
 
-
 class ParallelBuildExt(build_ext):
     """Compile the extensions side by side unless ``-j`` says otherwise: each kernel build takes a
     minute or more, and ``pip install`` passes no ``-j``."""

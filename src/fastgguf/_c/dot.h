@@ -4686,8 +4686,8 @@ static float fgg_mm_iq1_grid8[2048][8];
 
 #if FGG_HAVE_SSE2
 /* Q1_0's signs of a byte's 8 values for fgg_mm_q1_0_regs: lane l's sign bit set where bit l is
- * clear (fgg_mm_init_tables). One load per 8 values (by vpsllvd and a mask from the bits the
- * avx2 build's one row took 1.4x the time, Zen 2). */
+ * clear (fgg_mm_init_tables). One load per 8 values; made from the bits by vpsllvd and a mask
+ * instead, the avx2 build's one row took 1.4x the time (Zen 2). */
 static uint32_t fgg_mm_q1_0_signs[256][8];
 #endif
 
@@ -5709,7 +5709,7 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_kind_run(int kind, const uint8_t *wb, int j,
     __m256i u;
     const __m256i v = fgg_mm_iq_run_signed(kind, wb, j, scale, &u);
     S[0] = d * (float)scale[0];
-    if (fgg_mm_iq_n_sub(kind) == 16) S[1] = d * (float)scale[1];
+    if (fgg_mm_runs_per16(kind)) S[1] = d * (float)scale[1];
     return v;
 }
 
@@ -5771,7 +5771,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_kind_run(int kind, const uint8_t *wb, int j, fl
     int scale[2];
     fgg_mm_sse_iq_scales_run(kind, wb, j, scale, f);
     S[0] = d * (float)scale[0];
-    if (fgg_mm_iq_n_sub(kind) == 16) S[1] = d * (float)scale[1];
+    if (fgg_mm_runs_per16(kind)) S[1] = d * (float)scale[1];
 }
 
 FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
@@ -5821,7 +5821,7 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_kind_run(int kind, const uint8_t *wb, int
     int scale[2];
     v = fgg_mm_iq_run(kind, wb, j, scale);
     S[0] = d * (float)scale[0];
-    if (fgg_mm_iq_n_sub(kind) == 16) S[1] = d * (float)scale[1];
+    if (fgg_mm_runs_per16(kind)) S[1] = d * (float)scale[1];
     return v;
 }
 #endif
@@ -5988,29 +5988,21 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q1_0_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
 }
 #endif
 
-/* Q1_0's span: every row of x by fgg_mm_q1_0_regs, 4 at a time, each row count its own copy. */
-static inline void fgg_mm_span_q1_0(const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0, ptrdiff_t b1,
-                                    const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss, int m, int pairs,
-                                    float *qf, float *acc, ptrdiff_t as)
+/* Rows i..i + R of x for fgg_mm_q1_0_regs: in place (8 floats from one 8 values to the next), or
+ * with pairs the avx512 build's panel of pairs (16; a constant 0 in the other builds). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q1_0_rows(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
+                                           int pairs, int i, const int R, float *acc)
 {
-    (void)xsum;
-    (void)xss;
-    (void)qf;
-    const ptrdiff_t vstep = FGG_MM_HAVE_PAIRS && pairs ? 16 : 8; /* a constant but in the avx512 build */
-    for (int r = 0; r < nw; r++, w += row_bytes, acc += as) {
-        for (int i = 0; i < m; i += 4) {
-            const float *xr[4] = {x, x, x, x};
-            for (int k = 0; k < 4 && i + k < m; k++)
-                xr[k] = pairs ? x + ((i + k) >> 1) * xs + 8 * ((i + k) & 1) : x + (i + k) * xs;
-            switch (m - i) {
-            case 1: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 1, acc + 16 * i); break;
-            case 2: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 2, acc + 16 * i); break;
-            case 3: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 3, acc + 16 * i); break;
-            default: fgg_mm_q1_0_regs(w, b0, b1, xr, vstep, 4, acc + 16 * i); break;
-            }
-        }
-    }
+    const int paired = FGG_MM_HAVE_PAIRS && pairs;
+    const float *xr[4] = {x, x, x, x};
+    for (int k = 0; k < R; k++) xr[k] = paired ? x + ((i + k) >> 1) * xs + 8 * ((i + k) & 1) : x + (i + k) * xs;
+    fgg_mm_q1_0_regs(w, b0, b1, xr, paired ? 16 : 8, R, acc + 16 * i);
 }
+
+/* Q1_0's span: every row count by fgg_mm_q1_0_regs, 4 rows of x at a time. */
+#define FGG_MM_Q1_0_REGS(r) fgg_mm_q1_0_rows(w, b0, b1, x, xs, pairs, i, r, acc)
+FGG_MM_SPAN(fgg_mm_span_q1_0, for (int r = 0; r < nw; r++, w += row_bytes, acc += as) FGG_MM_BY_4_ROWS(m, FGG_MM_Q1_0_REGS))
+#undef FGG_MM_Q1_0_REGS
 
 /* The per-32 kinds: one span function per type, each with its kind a constant. */
 #define FGG_MM_B32_SPAN(NAME, KIND)                                                                   \
