@@ -5760,6 +5760,56 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_kind_run(int kind, const uint8_t *wb, int j,
     return v;
 }
 
+/* Whether fgg_mm_runs_regs takes a run kind's values as floats straight from its rows of 8
+ * (fgg_mm_grid_run_f). IQ2_XS and IQ2_S measured level so (0.96-1.04x; their signs take a table
+ * lookup more, or bits to spread), so they keep the bytes. */
+FGG_MM_ALWAYS_INLINE int fgg_mm_runs_grid8(int kind)
+{
+    return kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ1_S || kind == FGG_MM_K_IQ1_M;
+}
+
+/* 8 magnitudes (row: 8 bytes) as floats, negated where bit l of ``signs`` is set: an exact flip of
+ * the sign bit by a mask from fgg_mm_q1_0_signs (its rows set the sign where a bit is clear). */
+FGG_MM_ALWAYS_INLINE __m256 fgg_mm_grid8_f(const uint8_t *row, uint32_t signs)
+{
+    const __m256 mag = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)row)));
+    return _mm256_xor_ps(mag, _mm256_loadu_ps((const float *)fgg_mm_q1_0_signs[~signs & 0xffu]));
+}
+
+/* 8 signed values (row: 8 bytes, IQ1's 8 g + sigma of fgg_mm_iq1_m_values) as floats. */
+FGG_MM_ALWAYS_INLINE __m256 fgg_mm_row8_f(const uint64_t *row)
+{
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)row)));
+}
+
+/* Run j of a fgg_mm_runs_grid8 kind as 4 vectors of 8 floats (the values fgg_mm_kind_run gives, so
+ * the same floats), each 8 widened from its row in memory, IQ2_XXS's signs set by a table: the run
+ * made in bytes and widened from registers took 1.09-1.29x the time at one row of x, 1.10-1.17x at
+ * three (avx2 build, Zen 2, IQ2_XXS, IQ1_S, IQ1_M). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_grid_run_f(int kind, const uint8_t *wb, int j, __m256 f[4])
+{
+    switch (kind) {
+    case FGG_MM_K_IQ2_XXS: {
+        const uint8_t *q = wb + 2 + 8 * j;
+        const uint32_t aux = fgg_load_u32le(q + 4);
+        for (int l = 0; l < 4; l++) f[l] = fgg_mm_grid8_f(fgg_iq2xxs_grid[q[l]], fgg_ksigns[(aux >> (7 * l)) & 127]);
+        break;
+    }
+    case FGG_MM_K_IQ1_S: {
+        const uint8_t *qs = wb + 2 + 4 * j;
+        const uint32_t qh = fgg_load_u16le(wb + 34 + 2 * j), minus = (qh >> 4) & 0x800;
+        for (int l = 0; l < 4; l++) f[l] = fgg_mm_row8_f(&fgg_mm_iq1_m_values[qs[l] | (((qh >> (3 * l)) & 7) << 8) | minus]);
+        break;
+    }
+    default: { /* IQ1_M: per row its 3 high index bits, then the sign */
+        const uint8_t *qs = wb + 4 * j;
+        const uint32_t h = fgg_load_u16le(wb + 32 + 2 * j);
+        for (int l = 0; l < 4; l++) f[l] = fgg_mm_row8_f(&fgg_mm_iq1_m_values[qs[l] | (((h >> (4 * l)) & 0xf) << 8)]);
+        break;
+    }
+    }
+}
+
 /* Super-blocks b0..b1 of one weight row of a run kind times R <= 4 rows of x (row i at x + i * xs),
  * added into acc + 16 * i: each run goes from the bytes into registers, converted once for the R
  * rows, and each row gets fgg_mm_sb_rows' operations in its order (the same bits as the unpacked
@@ -5781,13 +5831,20 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
             float S[2];
-            const __m256i q = fgg_mm_kind_run(kind, wb, j, d, S);
             const float *xj = x + 256 * b + 32 * j;
-            if (per16) {
-                fgg_mm_pair16(a, R, q, xj, xs, S);
+            __m256 f[4];
+            if (fgg_mm_runs_grid8(kind)) {
+                int scale[2];
+                fgg_mm_iq_scales(kind, wb, j, scale);
+                S[0] = d * (float)scale[0];
+                S[1] = d * (float)scale[1];
+                fgg_mm_grid_run_f(kind, wb, j, f);
             } else {
-                __m256 f[4];
-                fgg_mm_i8x32_to_f8x4(q, f);
+                fgg_mm_i8x32_to_f8x4(fgg_mm_kind_run(kind, wb, j, d, S), f);
+            }
+            if (per16) {
+                fgg_mm_pair16_f(a, R, f, xj, xs, S);
+            } else {
                 const __m256 s = _mm256_set1_ps(S[0]);
                 for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, xj + i * xs, 4)));
             }
