@@ -217,6 +217,10 @@ def test_backend_ops_filter():
     assert [bool(re.search(both, case.format(n))) for n in (1, 4, 2, 16, 14)] == [True, True, False, False, False]
     assert re.search(_backend_ops_filter(("iq2_xs",)), case.format(16))
     assert not re.search(_backend_ops_filter(("q1_0",)), case.format(1))
+    # fastgguf's names (upper case) match ggml's printed ones (q4_K); they once matched nothing
+    k_case = "type_a=q4_K,type_b=f32,m=4096,n=1,k=14336,bs=[1,1]"
+    assert re.search(_backend_ops_filter(("Q4_K", "IQ2_XS")), k_case)
+    assert re.search(_backend_ops_filter(("IQ2_XS",)), case.format(1))
 
 
 def _repacks_here(qtype: GGMLType) -> bool:
@@ -448,10 +452,17 @@ _BACKEND_OPS_CASE = re.compile(r"MUL_MAT\(type_a=(\w+),type_b=f32,m=(\d+),n=(\d+
                                r"per=\[0,1,2,3\],k_v=0,o=1,[^)]*\):\s+\d+ runs -\s+([\d.]+) us/run")
 
 
+def _ggml_type_name(name: str) -> str:
+    """A type as ggml's tools print it (``Q4_K`` or ``q4_k`` -> ``q4_K``): lower case but the
+    K-quants' K; test-backend-ops matches its ``-p`` case-sensitively."""
+    low = name.lower()
+    return low[:-1] + "K" if low.endswith("_k") else low
+
+
 def _backend_ops_filter(types, rows=None) -> str:
     """test-backend-ops' ``-p`` (a regular expression searched in each case's parameters): these weight
-    types against float32 x, with ``rows`` (rows of x) only these counts."""
-    pattern = f"type_a=({'|'.join(types)}),type_b=f32"
+    types (any case) against float32 x, with ``rows`` (rows of x) only these counts."""
+    pattern = f"type_a=({'|'.join(_ggml_type_name(t) for t in types)}),type_b=f32"
     return pattern + (f",m=[0-9]+,n=({'|'.join(str(n) for n in rows)})," if rows else "")
 
 
@@ -1103,9 +1114,7 @@ def main() -> None:
     if args.backend_ops:
         if not args.llama_cpp:
             parser.error("--backend-ops needs --llama-cpp BUILD_BIN_DIR")
-        # ggml's names: lower case but the K-quants' K (q4_K)
-        names = tuple(t.lower()[:-1] + "K" if t.lower().endswith("_k") else t.lower() for t in args.backend_ops.split(","))
-        backend_ops(args.llama_cpp, types=names,
+        backend_ops(args.llama_cpp, types=tuple(args.backend_ops.split(",")),
                     cpu=args.cpu or None, rows=[int(b) for b in args.batches.split(",")])
         return
     if args.table or args.llama_cpp:
