@@ -516,14 +516,24 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_words8(const uint8_t *qs, const fgg_mm_word
 /* 16 bytes of nibble pairs through a table of 16 signed values (|v| <= 127), in the order of
  * fgg_mm_nibbles16: the low nibbles' values first, then the high ones'. ``words``: the same table
  * by code byte (fgg_mm_words), for the portable build. */
+#if defined(FGG_MM_INT_SIMD)
+/* A 16-entry table's values for 16 bytes of nibble pairs: lo for the low nibbles (values 0-15),
+ * hi for the high ones (16-31), one pshufb each. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_lut16_halves(__m128i table, const uint8_t *qs, __m128i *lo, __m128i *hi)
+{
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f);
+    *lo = _mm_shuffle_epi8(table, _mm_and_si128(v, m));
+    *hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), m));
+}
+#endif
+
 static inline fgg_mm_w32 fgg_mm_lut16(const uint8_t *qs, const int8_t lut[16], const fgg_mm_words words)
 {
 #if defined(FGG_MM_INT_SIMD)
-    __m128i v = _mm_loadu_si128((const __m128i *)qs), m = _mm_set1_epi8(0x0f);
-    __m128i t = _mm_loadu_si128((const __m128i *)lut);
+    __m128i lo, hi;
     (void)words;
-    return _mm256_set_m128i(_mm_shuffle_epi8(t, _mm_and_si128(_mm_srli_epi16(v, 4), m)),
-                            _mm_shuffle_epi8(t, _mm_and_si128(v, m)));
+    fgg_mm_lut16_halves(_mm_loadu_si128((const __m128i *)lut), qs, &lo, &hi);
+    return _mm256_set_m128i(hi, lo);
 #elif FGG_HAVE_SSE2
     (void)lut;
     __m128i lo0, hi0, lo1, hi1;
@@ -4762,7 +4772,7 @@ static inline void fgg_mm_init_tables(void)
 FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                              const int R, float *acc)
 {
-    const __m128i table = _mm_loadu_si128((const __m128i *)fgg_iq4nl_values), m4 = _mm_set1_epi8(15);
+    const __m128i table = _mm_loadu_si128((const __m128i *)fgg_iq4nl_values);
     float S[8];
     __m256 a[4];
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
@@ -4771,9 +4781,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptr
         fgg_mm_prefetch_ahead(wb, 136);
         fgg_mm_iq4_xs_s(wb, S);
         for (int j = 0; j < 8; j++) {
-            const __m128i v = _mm_loadu_si128((const __m128i *)(wb + 8 + 16 * j));
-            const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(v, m4));                     /* values 0-15 */
-            const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), m4));  /* 16-31 */
+            __m128i lo, hi;
+            fgg_mm_lut16_halves(table, wb + 8 + 16 * j, &lo, &hi);
             __m256 f[4];
             fgg_mm_i8x16x2_to_f8x4(lo, hi, f);
             const __m256 s = _mm256_set1_ps(S[j]);
@@ -4858,42 +4867,38 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
         const uint8_t *blk = w + bytes * b;
         fgg_mm_prefetch_ahead(blk, bytes);
         __m256 f[4];
-        if (kind == FGG_MM_B_Q4_0 || kind == FGG_MM_B_Q4_1) {
+        if (kind == FGG_MM_B_Q4_0 || kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
             /* 8 code bytes widened to int32 straight from memory: their low nibbles by a mask, their
              * high nibbles by a shift (no mask: a byte's high nibble is all that is left), then Q4_0's
-             * 8 taken off in int32 (fewer operations than widening the nibbles) */
+             * 8 taken off in int32 (fewer operations than widening the nibbles). Q5_0's and Q5_1's
+             * fifth bits, one byte of qh per 8 values, as 8 bytes from a table (Q5_0's 16 taken off
+             * there), widened from memory too: made in bytes and then widened from registers, one
+             * row took 1.44-1.51x the time (Zen 2) */
             const uint8_t *codes = blk + fgg_mm_b_codes_at(kind);
             const __m256i e0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
             const __m256i e1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + 8)));
-            const __m256i m4 = _mm256_set1_epi32(15), c = _mm256_set1_epi32(fgg_mm_b_code_offset(kind));
+            const __m256i m4 = _mm256_set1_epi32(15);
             const __m256i q[4] = {_mm256_and_si256(e0, m4), _mm256_and_si256(e1, m4), _mm256_srli_epi32(e0, 4),
                                   _mm256_srli_epi32(e1, 4)};
-            for (int k = 0; k < 4; k++) f[k] = _mm256_cvtepi32_ps(kind == FGG_MM_B_Q4_0 ? _mm256_sub_epi32(q[k], c) : q[k]);
-        } else if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
-            /* as Q4_0 and Q4_1, with each 8 values' fifth bits (one byte of qh) as 8 bytes from a
-             * table (Q5_0's 16 taken off there), widened from memory too: in bytes first and then
-             * widened from registers, one row took 1.44-1.51x the time (Zen 2, Q5_0 and Q5_1) */
-            const uint8_t *codes = blk + fgg_mm_b_codes_at(kind), *qh = blk + fgg_mm_b_fifths_at(kind);
-            const int8_t(*fifths)[8] = fgg_mm_q5_fifths[kind == FGG_MM_B_Q5_0];
-            const __m256i e0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
-            const __m256i e1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + 8)));
-            const __m256i m4 = _mm256_set1_epi32(15);
-            const __m256i n[4] = {_mm256_and_si256(e0, m4), _mm256_and_si256(e1, m4), _mm256_srli_epi32(e0, 4),
-                                  _mm256_srli_epi32(e1, 4)};
-            for (int k = 0; k < 4; k++)
-                f[k] = _mm256_cvtepi32_ps(_mm256_add_epi32(n[k], _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)fifths[qh[k]]))));
+            if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
+                const uint8_t *qh = blk + fgg_mm_b_fifths_at(kind);
+                const int8_t(*fifths)[8] = fgg_mm_q5_fifths[kind == FGG_MM_B_Q5_0];
+                for (int k = 0; k < 4; k++)
+                    f[k] = _mm256_cvtepi32_ps(_mm256_add_epi32(q[k], _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)fifths[qh[k]]))));
+            } else {
+                const __m256i c = _mm256_set1_epi32(fgg_mm_b_code_offset(kind));
+                for (int k = 0; k < 4; k++) f[k] = _mm256_cvtepi32_ps(kind == FGG_MM_B_Q4_0 ? _mm256_sub_epi32(q[k], c) : q[k]);
+            }
         } else if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
             /* the table's values by one pshufb per 16 codes, each half widened as it is (through
              * fgg_mm_lut16's one vector, 1.25x the time for IQ4_NL's one row on Zen 2) */
-            const __m128i table = _mm_loadu_si128((const __m128i *)(kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values));
-            const __m128i v = _mm_loadu_si128((const __m128i *)(blk + fgg_mm_b_codes_at(kind))), m4 = _mm_set1_epi8(15);
-            fgg_mm_i8x16x2_to_f8x4(_mm_shuffle_epi8(table, _mm_and_si128(v, m4)),
-                                   _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(v, 4), m4)), f);
-        } else if (kind == FGG_MM_B_Q8_0) {
+            __m128i lo, hi;
+            fgg_mm_lut16_halves(_mm_loadu_si128((const __m128i *)(kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values)),
+                                blk + fgg_mm_b_codes_at(kind), &lo, &hi);
+            fgg_mm_i8x16x2_to_f8x4(lo, hi, f);
+        } else {  /* Q8_0 */
             for (int c = 0; c < 4; c++)
                 f[c] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c))));
-        } else {
-            fgg_mm_i8x32_to_f8x4(fgg_mm_b_values(kind, blk, 0), f);
         }
         const __m256 d = fgg_mm_b_scale8(kind, blk);
         for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, fgg_mm_sub_t_f(f, x + i * xs + 32 * b, 4)));
@@ -5741,6 +5746,14 @@ FGG_MM_ALWAYS_INLINE int fgg_mm_runs_per16(int kind)
     return kind != FGG_MM_K_TQ2_0 && kind != FGG_MM_K_TQ1_0 && fgg_mm_iq_n_sub(kind) == 16;
 }
 
+/* A run kind's S per sub-block of run j from its integer scales (fgg_mm_iq_scales): d * scale,
+ * the second only for the kinds with sub-blocks of 16. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_runs_S(int kind, const int scale[2], float d, float S[2])
+{
+    S[0] = d * (float)scale[0];
+    if (fgg_mm_runs_per16(kind)) S[1] = d * (float)scale[1];
+}
+
 #if FGG_HAVE_AVX2
 /* The run kinds' register kernel (the IQ grid types, TQ2_0, TQ1_0): run j of a super-block (32
  * values) as signed bytes, as its unpacker makes them, and the scales of its sub-blocks (S[0], or
@@ -5759,8 +5772,7 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_kind_run(int kind, const uint8_t *wb, int j,
     int scale[2];
     __m256i u;
     const __m256i v = fgg_mm_iq_run_signed(kind, wb, j, scale, &u);
-    S[0] = d * (float)scale[0];
-    if (fgg_mm_runs_per16(kind)) S[1] = d * (float)scale[1];
+    fgg_mm_runs_S(kind, scale, d, S);
     return v;
 }
 
@@ -5816,8 +5828,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_grid_run_f(int kind, const uint8_t *wb, int j, 
 
 /* Super-blocks b0..b1 of one weight row of a run kind times R <= 4 rows of x (row i at x + i * xs),
  * added into acc + 16 * i: each run goes from the bytes into registers (the fgg_mm_runs_grid8 kinds
- * from their rows in memory), converted once for the R rows, and each row gets fgg_mm_sb_rows' operations in its order (the same bits as the unpacked
- * span). Against the unpacked span, one thread, 4096 x 14336, one row: avx512 build 1.19-1.70x
+ * from their rows in memory), converted once for the R rows, and each row gets fgg_mm_sb_rows'
+ * operations in its order (the same bits as the unpacked span). Against the unpacked span, one thread, 4096 x 14336, one row: avx512 build 1.19-1.70x
  * (IQ3_S 1.19x, by its gather then), avx2 build 1.14-1.48x, portable build (below) IQ types
  * 1.28-1.57x, TQ1_0 and TQ2_0 1.03-1.08x; 2048 x 14336, 2 rows 1.17-1.61x, 4 rows 1.03-1.17x
  * (portable 1.19-1.43x). */
@@ -5840,8 +5852,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
             if (fgg_mm_runs_grid8(kind)) {
                 int scale[2];
                 fgg_mm_iq_scales(kind, wb, j, scale);
-                S[0] = d * (float)scale[0];
-                S[1] = d * (float)scale[1];
+                fgg_mm_runs_S(kind, scale, d, S);
                 fgg_mm_grid_run_f(kind, wb, j, f);
             } else {
                 fgg_mm_i8x32_to_f8x4(fgg_mm_kind_run(kind, wb, j, d, S), f);
@@ -5878,8 +5889,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_kind_run(int kind, const uint8_t *wb, int j, fl
     }
     int scale[2];
     fgg_mm_sse_iq_scales_run(kind, wb, j, scale, f);
-    S[0] = d * (float)scale[0];
-    if (fgg_mm_runs_per16(kind)) S[1] = d * (float)scale[1];
+    fgg_mm_runs_S(kind, scale, d, S);
 }
 
 FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
@@ -5928,8 +5938,7 @@ FGG_MM_ALWAYS_INLINE fgg_mm_w32 fgg_mm_kind_run(int kind, const uint8_t *wb, int
     }
     int scale[2];
     v = fgg_mm_iq_run(kind, wb, j, scale);
-    S[0] = d * (float)scale[0];
-    if (fgg_mm_runs_per16(kind)) S[1] = d * (float)scale[1];
+    fgg_mm_runs_S(kind, scale, d, S);
     return v;
 }
 #endif
