@@ -6,7 +6,8 @@ without its VNNI kernels) is asked for the same things, and their outputs are co
 - ``dequantize`` of blocks made by ``quantize`` (portable build) from Gaussian rows, or of random
   bytes with finite scales for the types fastgguf does not quantize (Q8_1, Q8_K);
 - ``quantize`` of those rows (with an importance matrix where the type uses one);
-- ``matmul``, exact and integer paths, for 1, 3, 6 and 9 rows of ``x`` and 1 and 2 threads.
+- ``matmul``, exact and integer paths, for 1, 3, 6, 9 and 17 rows of ``x`` and 1 and 2 threads
+  (``--threads``).
 
 The test suite does the same on the builds of the machine it runs on. This script is small and
 needs only numpy, so it can run where the suite cannot: inside an emulator of a CPU that the
@@ -15,7 +16,7 @@ machine lacks (``tools/emulate_avx512.py`` runs it under Bochs' Skylake-X CPU mo
 Prints one line per type and a last line ``CPU BUILDS AGREE`` or ``CPU BUILDS DIFFER: ...``;
 exits 0 or 1.
 
-    python tools/cpu_builds_agree.py [--types Q4_K,IQ2_XS] [--rows 16] [--cols 1024] [--show] [--trace]
+    python tools/cpu_builds_agree.py [--types Q4_K,IQ2_XS] [--rows 16] [--cols 1024] [--threads 1,2] [--show] [--trace]
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def _step(got: dict[str, bytes], who: str, what: str, run: Callable[..., np.ndar
     got[what] = run(*args, **kw).tobytes()
 
 
-def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes]]:
+def _outputs(qtype: GGMLType, rows: int, cols: int, thread_counts: tuple[int, ...] = (1, 2)) -> dict[str, dict[str, bytes]]:
     """What each build makes of one type's inputs: {build label: {what: bytes}}."""
     if qtype in (GGMLType.I8, GGMLType.I16, GGMLType.I32, GGMLType.I64):  # no kernels: nothing to compare
         return {}
@@ -90,7 +91,7 @@ def _outputs(qtype: GGMLType, rows: int, cols: int) -> dict[str, dict[str, bytes
         if can_quantize:
             _step(got, f"{qtype.name} {label}", "quantize", fastgguf.quantize, x, qtype, imatrix=imatrix)
         for m, xm in xs.items():
-            for threads in (1, 2):
+            for threads in thread_counts:
                 _step(got, f"{qtype.name} {label}", f"matmul exact m={m} t={threads}", fastgguf.matmul, xm, blocks, qtype,
                       threads=threads)
                 if has_int:
@@ -109,7 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", action="store_true", help="print each step before it runs")
     parser.add_argument("--no-spin", action="store_true",
                         help="idle pool workers sleep at once instead of spinning 0.2 ms")
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts for matmul")
     args = parser.parse_args(argv)
+    thread_counts = tuple(int(t) for t in args.threads.split(",") if t.strip())
+    if not thread_counts or min(thread_counts) < 1:
+        parser.error("--threads: one or more counts of at least 1")
     global TRACE
     TRACE = args.trace
     if args.no_spin:
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     vnni_before = avx512.int_dot_isa() == "vnni" if avx512 is not None else None
     try:
         for qtype in types:
-            differ += _check(qtype, args.rows, args.cols, args.show)
+            differ += _check(qtype, args.rows, args.cols, args.show, thread_counts)
     finally:
         fastgguf.set_cpu_path(before)
         if avx512 is not None:
@@ -143,9 +148,10 @@ def _first_difference(a: bytes, b: bytes) -> str:
     return f" (first at byte {i}: {a[start:start + 16].hex()} vs {b[start:start + 16].hex()})"
 
 
-def _check(qtype: GGMLType, rows: int, cols: int, show: bool = False) -> list[str]:
+def _check(qtype: GGMLType, rows: int, cols: int, show: bool = False,
+           thread_counts: tuple[int, ...] = (1, 2)) -> list[str]:
     """Print one type's line; [its name] if its builds differ (with show: where they first differ)."""
-    results = _outputs(qtype, rows, cols)
+    results = _outputs(qtype, rows, cols, thread_counts)
     if not results:
         return []
     base_label, base = next(iter(results.items()))

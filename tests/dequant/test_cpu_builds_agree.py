@@ -45,3 +45,39 @@ def test_a_differing_build_is_caught(capsys, monkeypatch):
     assert tool.main(["--types", "Q6_K", "--rows", "2", "--cols", "256"]) == 1
     out = capsys.readouterr().out
     assert "CPU BUILDS DIFFER: Q6_K" in out and "matmul exact m=1 t=1" in out
+
+
+def test_thread_counts_are_the_ones_asked_for(capsys):
+    assert _tool().main(["--types", "Q4_0", "--rows", "2", "--cols", "64", "--threads", "1", "--trace"]) == 0
+    out = capsys.readouterr().out
+    assert "matmul exact m=9 t=1" in out and "t=2" not in out
+    with pytest.raises(SystemExit):
+        _tool().main(["--types", "Q4_0", "--threads", "0"])
+
+
+def _emulator():
+    spec = importlib.util.spec_from_file_location("emulate_avx512", REPO / "tools" / "emulate_avx512.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_emulator_register_check_builds_and_passes_on_real_avx512(tmp_path):
+    """The emulator's --register-check program (it found Bochs losing zmm0-31 across thread switches)
+    compiles; on a CPU with AVX-512 it runs here and must find the registers kept."""
+    import pathlib
+    import shutil
+    import subprocess
+
+    if shutil.which("gcc") is None:
+        pytest.skip("no gcc")
+    exe = tmp_path / "register_check"
+    built = subprocess.run(["gcc", "-O1", "-mavx512f", "-static", "-pthread", "-o", str(exe), "-x", "c", "-"],
+                           input=_emulator()._REGISTER_CHECK_C, text=True, capture_output=True)
+    if built.returncode != 0 and "cannot find -l" in built.stderr:
+        pytest.skip("no static C library here")
+    assert built.returncode == 0, built.stderr
+    if "avx512f" not in pathlib.Path("/proc/cpuinfo").read_text():
+        pytest.skip("no AVX-512 here to run it on")
+    ran = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and "REGISTERS KEPT" in ran.stdout, ran.stdout
