@@ -14,11 +14,15 @@ from fastgguf import _backend
 from conftest import REPO
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("cpu_builds_agree", REPO / "tools" / "cpu_builds_agree.py")
+def _load_tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _tool():
+    return _load_tool("cpu_builds_agree")
 
 
 def test_builds_here_agree(capsys):
@@ -55,13 +59,6 @@ def test_thread_counts_are_the_ones_asked_for(capsys):
         _tool().main(["--types", "Q4_0", "--threads", "0"])
 
 
-def _emulator():
-    spec = importlib.util.spec_from_file_location("emulate_avx512", REPO / "tools" / "emulate_avx512.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_emulator_register_check_builds_and_passes_on_real_avx512(tmp_path):
     """The emulator's --register-check program (it found Bochs losing zmm0-31 across thread switches)
     compiles; on a CPU with AVX-512 it runs here and must find the registers kept."""
@@ -73,7 +70,7 @@ def test_emulator_register_check_builds_and_passes_on_real_avx512(tmp_path):
         pytest.skip("no gcc")
     exe = tmp_path / "register_check"
     built = subprocess.run(["gcc", "-O1", "-mavx512f", "-static", "-pthread", "-o", str(exe), "-x", "c", "-"],
-                           input=_emulator()._REGISTER_CHECK_C, text=True, capture_output=True)
+                           input=_load_tool("emulate_avx512")._REGISTER_CHECK_C, text=True, capture_output=True)
     if built.returncode != 0 and "cannot find -l" in built.stderr:
         pytest.skip("no static C library here")
     assert built.returncode == 0, built.stderr
