@@ -4369,6 +4369,48 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_bit_to_256(__m256i q, int bit, int to)
     return bit < to ? _mm256_slli_epi16(q, to - bit) : bit > to ? _mm256_srli_epi16(q, bit - to) : q;
 }
 
+/* Group g (sub-blocks 2g and 2g + 1) of a Q4_K (Q5_K with is_q5) super-block at wb (scales S, Q5_K's
+ * fifth bits qh) times R rows of x from x0 (row i at x0 + i * xs), into a[i]: fgg_mm_q45_k_regs' step. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_group(const uint8_t *wb, int g, __m256i qh, const float *S, const float *x0,
+                                             ptrdiff_t xs, const int R, __m256 *a, const int is_q5)
+{
+    const __m256i low = _mm256_set1_epi32(15);
+    const uint8_t *qs = wb + (is_q5 ? 48 : 16) + 32 * g;
+    __m256 lo[4], hi[4];
+    if (is_q5) {
+        /* the 5-bit codes of sub-blocks 2g and 2g + 1 made in bytes, 32 at a time (their
+         * fifth bits: bits 2g and 2g + 1 of qh), then widened 8 at a time */
+        const __m256i v = _mm256_loadu_si256((const __m256i *)qs), b4 = _mm256_set1_epi8(16), l4 = _mm256_set1_epi8(15);
+        const __m256i ul = _mm256_or_si256(_mm256_and_si256(v, l4), _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g, 4), b4));
+        const __m256i uh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), l4),
+                                           _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g + 1, 4), b4));
+        /* each 16 bytes copied to both lanes, then spread to 32-bit lanes in each by pshufb
+         * (the -1 indices give zeros): faster than vpmovzxbd from registers and the
+         * extracts and byte shifts feeding it, one row 1.07x, 3 rows 1.03x (Zen 2) */
+        const __m256i p0 = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,
+                                            4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
+        const __m256i p1 = _mm256_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1,
+                                            12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1);
+        const __m256i both[2][2] = {{_mm256_permute4x64_epi64(ul, 0x44), _mm256_permute4x64_epi64(ul, 0xee)},
+                                    {_mm256_permute4x64_epi64(uh, 0x44), _mm256_permute4x64_epi64(uh, 0xee)}};
+        for (int c = 0; c < 4; c++) {
+            lo[c] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(both[0][c >> 1], c & 1 ? p1 : p0));
+            hi[c] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(both[1][c >> 1], c & 1 ? p1 : p0));
+        }
+    } else {
+        for (int c = 0; c < 4; c++) {
+            __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * c)));
+            lo[c] = _mm256_cvtepi32_ps(_mm256_and_si256(e, low));  /* sub-block 2g */
+            hi[c] = _mm256_cvtepi32_ps(_mm256_srli_epi32(e, 4));   /* sub-block 2g + 1 */
+        }
+    }
+    const __m256 s0 = _mm256_set1_ps(S[2 * g]), s1 = _mm256_set1_ps(S[2 * g + 1]);
+    for (int i = 0; i < R; i++) {
+        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, fgg_mm_sub_t_f(lo, x0 + i * xs, 4)));
+        a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, fgg_mm_sub_t_f(hi, x0 + i * xs + 32, 4)));
+    }
+}
+
 /* Super-blocks b0..b1 of one Q4_K weight row (Q5_K with is_q5) times R <= 4 rows of x (row i at
  * x + i * xs, its sums per 32 at xsum + i * xss), added into acc + 16 * i: the q go straight from
  * the bytes into registers, converted once for the R rows, and each row gets fgg_mm_sb_rows'
@@ -4379,49 +4421,21 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
     const ptrdiff_t sb_bytes = is_q5 ? 176 : 144;
     float S[8], M[8];
     __m256 a[4];
-    const __m256i low = _mm256_set1_epi32(15);
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb = w + sb_bytes * b;
         fgg_mm_prefetch_ahead(wb, sb_bytes);
         fgg_mm_q4_k_sm(wb, S, M);
         const __m256i qh = is_q5 ? _mm256_loadu_si256((const __m256i *)(wb + 16)) : _mm256_setzero_si256();
-        for (int g = 0; g < 4; g++) {
-            const uint8_t *qs = wb + (is_q5 ? 48 : 16) + 32 * g;
-            __m256 lo[4], hi[4];
-            if (is_q5) {
-                /* the 5-bit codes of sub-blocks 2g and 2g + 1 made in bytes, 32 at a time (their
-                 * fifth bits: bits 2g and 2g + 1 of qh), then widened 8 at a time */
-                const __m256i v = _mm256_loadu_si256((const __m256i *)qs), b4 = _mm256_set1_epi8(16), l4 = _mm256_set1_epi8(15);
-                const __m256i ul = _mm256_or_si256(_mm256_and_si256(v, l4), _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g, 4), b4));
-                const __m256i uh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), l4),
-                                                   _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g + 1, 4), b4));
-                /* each 16 bytes copied to both lanes, then spread to 32-bit lanes in each by pshufb
-                 * (the -1 indices give zeros): faster than vpmovzxbd from registers and the
-                 * extracts and byte shifts feeding it, one row 1.07x, 3 rows 1.03x (Zen 2) */
-                const __m256i p0 = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,
-                                                    4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
-                const __m256i p1 = _mm256_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1,
-                                                    12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1);
-                const __m256i both[2][2] = {{_mm256_permute4x64_epi64(ul, 0x44), _mm256_permute4x64_epi64(ul, 0xee)},
-                                            {_mm256_permute4x64_epi64(uh, 0x44), _mm256_permute4x64_epi64(uh, 0xee)}};
-                for (int c = 0; c < 4; c++) {
-                    lo[c] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(both[0][c >> 1], c & 1 ? p1 : p0));
-                    hi[c] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(both[1][c >> 1], c & 1 ? p1 : p0));
-                }
-            } else {
-                for (int c = 0; c < 4; c++) {
-                    __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * c)));
-                    lo[c] = _mm256_cvtepi32_ps(_mm256_and_si256(e, low));  /* sub-block 2g */
-                    hi[c] = _mm256_cvtepi32_ps(_mm256_srli_epi32(e, 4));   /* sub-block 2g + 1 */
-                }
-            }
-            const __m256 s0 = _mm256_set1_ps(S[2 * g]), s1 = _mm256_set1_ps(S[2 * g + 1]);
-            for (int i = 0; i < R; i++) {
-                const float *x0 = x + i * xs + 256 * b + 64 * g;
-                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s0, fgg_mm_sub_t_f(lo, x0, 4)));
-                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s1, fgg_mm_sub_t_f(hi, x0 + 32, 4)));
-            }
+        const float *xb = x + 256 * b;
+        if (is_q5 || R > 1) {
+            for (int g = 0; g < 4; g++) fgg_mm_q45_k_group(wb, g, qh, S, xb + 64 * g, xs, R, a, is_q5);
+        } else {
+            /* Q4_K's one row: the groups' loop kept rolled. Unrolled, GCC converted the next groups'
+             * values ahead of this group's products and spilled them (42 stack moves a super-block):
+             * 5.38 -> 4.95 ms a row of 4096 x 14336 (Zen 2; level at 2-4 rows and for Q5_K) */
+#pragma GCC unroll 1
+            for (int g = 0; g < 4; g++) fgg_mm_q45_k_group(wb, g, qh, S, xb + 64 * g, xs, 1, a, 0);
         }
         const __m256 mv = _mm256_loadu_ps(M);
         for (int i = 0; i < R; i++) {
