@@ -4433,7 +4433,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
         } else {
             /* Q4_K's one row: the groups' loop kept rolled. Unrolled, GCC converted the next groups'
              * values ahead of this group's products and spilled them (42 stack moves a super-block):
-             * 5.38 -> 4.95 ms a row of 4096 x 14336 (Zen 2; level at 2-4 rows and for Q5_K) */
+             * one row of x by 4096 x 14336: 5.38 -> 4.95 ms (Zen 2; level at 2-4 rows and for Q5_K) */
 #pragma GCC unroll 1
             for (int g = 0; g < 4; g++) fgg_mm_q45_k_group(wb, g, qh, S, xb + 64 * g, xs, 1, a, 0);
         }
