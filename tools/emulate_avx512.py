@@ -20,7 +20,12 @@ gives an XSAVE area size larger than the sum of its components, which the kernel
 rejects by turning XSAVE, and with it AVX, off. The in-place build of fastgguf must exist
 (``python setup.py build_ext --inplace``).
 
+The check runs with one thread (``--threads 1``): this Bochs loses the AVX-512 registers when the
+guest switches threads, which ``--register-check`` shows (it runs a small static program that fills
+zmm0-31 in two threads and compares, instead of the check).
+
     python tools/emulate_avx512.py [--types Q4_K,Q6_K] [--show] [--check-args='--rows 4 --trace']
+    python tools/emulate_avx512.py --register-check
 """
 
 from __future__ import annotations
