@@ -154,6 +154,12 @@ int main(void)
 """
 
 
+def build_register_check(exe: pathlib.Path) -> subprocess.CompletedProcess:
+    """_REGISTER_CHECK_C compiled by gcc to a static executable at ``exe``; the run, not checked."""
+    return subprocess.run(["gcc", "-O1", "-mavx512f", "-static", "-pthread", "-o", str(exe), "-x", "c", "-"],
+                          input=_REGISTER_CHECK_C, text=True, capture_output=True)
+
+
 def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, **kw)
 
@@ -225,8 +231,9 @@ def _kernel(work: pathlib.Path, given: str | None) -> pathlib.Path:
 
 def _initramfs(work: pathlib.Path, args: list[str], register_check: bool = False) -> pathlib.Path:
     root = work / "root"
-    listing = _run([sys.executable, "-c", _COLLECT, str(CHECK)], capture_output=True, text=True,
-                   env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path[1:]))).stdout.splitlines()
+    listing = [] if register_check else _run(  # the register check is static: no Python to pack
+        [sys.executable, "-c", _COLLECT, str(CHECK)], capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path[1:]))).stdout.splitlines()
     listing = [f for f in listing if f.startswith("/") and os.path.exists(f)]
     for f in listing:
         dst = root / f.lstrip("/")
@@ -267,8 +274,9 @@ def _initramfs(work: pathlib.Path, args: list[str], register_check: bool = False
     init = root / "init"
     command = f"{python} /check.py {' '.join(args)}"
     if register_check:
-        _run(["gcc", "-O1", "-mavx512f", "-static", "-pthread", "-o", str(root / "register_check"), "-x", "c", "-"],
-             input=_REGISTER_CHECK_C, text=True)
+        built = build_register_check(root / "register_check")
+        if built.returncode != 0:
+            sys.exit(f"gcc could not build the register check:\n{built.stderr}")
         command = "/register_check"
     init.write_text(_INIT.format(pythonpath=pythonpath, command=command, start=START, end=END))
     init.chmod(0o755)

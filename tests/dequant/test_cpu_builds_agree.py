@@ -69,8 +69,7 @@ def test_emulator_register_check_builds_and_passes_on_real_avx512(tmp_path):
     if shutil.which("gcc") is None:
         pytest.skip("no gcc")
     exe = tmp_path / "register_check"
-    built = subprocess.run(["gcc", "-O1", "-mavx512f", "-static", "-pthread", "-o", str(exe), "-x", "c", "-"],
-                           input=_load_tool("emulate_avx512")._REGISTER_CHECK_C, text=True, capture_output=True)
+    built = _load_tool("emulate_avx512").build_register_check(exe)
     if built.returncode != 0 and "cannot find -l" in built.stderr:
         pytest.skip("no static C library here")
     assert built.returncode == 0, built.stderr
