@@ -4012,6 +4012,16 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_i8x32_to_f8x4(__m256i v, __m256 f[4])
     fgg_mm_i8x16x2_to_f8x4(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1), f);
 }
 
+/* 32 signed bytes at p (in memory) as four vectors of 8 floats. Bytes made in registers go
+ * through memory for this: a super-block's bytes stored to a scratch and widened from there (one
+ * micro-op per 8 values on Zen 2) cost less than widening from registers (vpmovsxbd ymm, xmm: two
+ * micro-ops, plus the extract and byte shifts feeding it); stored a whole super-block ahead, the
+ * store-to-load forwarding stays off the critical path. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_i8x32_load_f8x4(const int8_t *p, __m256 f[4])
+{
+    for (int c = 0; c < 4; c++) f[c] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p + 8 * c))));
+}
+
 /* 32 signed bytes as 32 floats at y. */
 static inline void fgg_mm_i8x32_to_f(__m256i v, float *y)
 {
@@ -4369,34 +4379,36 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_bit_to_256(__m256i q, int bit, int to)
     return bit < to ? _mm256_slli_epi16(q, to - bit) : bit > to ? _mm256_srli_epi16(q, bit - to) : q;
 }
 
-/* Group g (sub-blocks 2g and 2g + 1) of a Q4_K (Q5_K with is_q5) super-block at wb (scales S, Q5_K's
- * fifth bits qh) times R rows of x from x0 (row i at x0 + i * xs), into a[i]: fgg_mm_q45_k_regs' step. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_group(const uint8_t *wb, int g, __m256i qh, const float *S, const float *x0,
-                                             ptrdiff_t xs, const int R, __m256 *a, const int is_q5)
+/* The 256 5-bit codes of a Q5_K super-block at wb (fifth bits qh) stored as bytes at q8, in value
+ * order: sub-block j's nibbles with bit j of qh moved to bit 4. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q5_k_bytes(const uint8_t *wb, __m256i qh, int8_t *q8)
 {
-    const __m256i low = _mm256_set1_epi32(15);
-    const uint8_t *qs = wb + (is_q5 ? 48 : 16) + 32 * g;
-    __m256 lo[4], hi[4];
-    if (is_q5) {
-        /* the 5-bit codes of sub-blocks 2g and 2g + 1 made in bytes, 32 at a time (their
-         * fifth bits: bits 2g and 2g + 1 of qh), then widened 8 at a time */
-        const __m256i v = _mm256_loadu_si256((const __m256i *)qs), b4 = _mm256_set1_epi8(16), l4 = _mm256_set1_epi8(15);
+    const __m256i b4 = _mm256_set1_epi8(16), l4 = _mm256_set1_epi8(15);
+    for (int g = 0; g < 4; g++) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(wb + 48 + 32 * g));
         const __m256i ul = _mm256_or_si256(_mm256_and_si256(v, l4), _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g, 4), b4));
         const __m256i uh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), l4),
                                            _mm256_and_si256(fgg_mm_bit_to_256(qh, 2 * g + 1, 4), b4));
-        /* each 16 bytes copied to both lanes, then spread to 32-bit lanes in each by pshufb
-         * (the -1 indices give zeros): faster than vpmovzxbd from registers and the
-         * extracts and byte shifts feeding it, one row 1.07x, 3 rows 1.03x (Zen 2) */
-        const __m256i p0 = _mm256_setr_epi8(0, -1, -1, -1, 1, -1, -1, -1, 2, -1, -1, -1, 3, -1, -1, -1,
-                                            4, -1, -1, -1, 5, -1, -1, -1, 6, -1, -1, -1, 7, -1, -1, -1);
-        const __m256i p1 = _mm256_setr_epi8(8, -1, -1, -1, 9, -1, -1, -1, 10, -1, -1, -1, 11, -1, -1, -1,
-                                            12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, 15, -1, -1, -1);
-        const __m256i both[2][2] = {{_mm256_permute4x64_epi64(ul, 0x44), _mm256_permute4x64_epi64(ul, 0xee)},
-                                    {_mm256_permute4x64_epi64(uh, 0x44), _mm256_permute4x64_epi64(uh, 0xee)}};
-        for (int c = 0; c < 4; c++) {
-            lo[c] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(both[0][c >> 1], c & 1 ? p1 : p0));
-            hi[c] = _mm256_cvtepi32_ps(_mm256_shuffle_epi8(both[1][c >> 1], c & 1 ? p1 : p0));
-        }
+        _mm256_store_si256((__m256i *)(q8 + 64 * g), ul);
+        _mm256_store_si256((__m256i *)(q8 + 64 * g + 32), uh);
+    }
+}
+
+/* Group g (sub-blocks 2g and 2g + 1) of a Q4_K super-block at wb (Q5_K with is_q5: its codes as
+ * bytes at q8, fgg_mm_q5_k_bytes) with scales S times R rows of x from x0 (row i at x0 + i * xs),
+ * into a[i]: fgg_mm_q45_k_regs' step. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_group(const uint8_t *wb, int g, const int8_t *q8, const float *S, const float *x0,
+                                             ptrdiff_t xs, const int R, __m256 *a, const int is_q5)
+{
+    const __m256i low = _mm256_set1_epi32(15);
+    const uint8_t *qs = wb + 16 + 32 * g;
+    __m256 lo[4], hi[4];
+    if (is_q5) {
+        /* widened from memory (fgg_mm_i8x32_load_f8x4). From registers (each 16 bytes copied to
+         * both lanes and spread to 32-bit lanes by pshufb), one row of x by 4096 x 14336 took
+         * 7.81 ms against 5.89, 2 rows 10.22 against 7.74, 4 rows 14.35 against 12.39 (Zen 2) */
+        fgg_mm_i8x32_load_f8x4(q8 + 64 * g, lo);
+        fgg_mm_i8x32_load_f8x4(q8 + 64 * g + 32, hi);
     } else {
         for (int c = 0; c < 4; c++) {
             __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(qs + 8 * c)));
@@ -4426,16 +4438,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
         const uint8_t *wb = w + sb_bytes * b;
         fgg_mm_prefetch_ahead(wb, sb_bytes);
         fgg_mm_q4_k_sm(wb, S, M);
-        const __m256i qh = is_q5 ? _mm256_loadu_si256((const __m256i *)(wb + 16)) : _mm256_setzero_si256();
+        int8_t q8[256] __attribute__((aligned(32)));
+        if (is_q5) fgg_mm_q5_k_bytes(wb, _mm256_loadu_si256((const __m256i *)(wb + 16)), q8);
         const float *xb = x + 256 * b;
-        if (is_q5 || R > 1) {
-            for (int g = 0; g < 4; g++) fgg_mm_q45_k_group(wb, g, qh, S, xb + 64 * g, xs, R, a, is_q5);
+        if (R > 1) {
+            for (int g = 0; g < 4; g++) fgg_mm_q45_k_group(wb, g, q8, S, xb + 64 * g, xs, R, a, is_q5);
         } else {
-            /* Q4_K's one row: the groups' loop kept rolled. Unrolled, GCC converted the next groups'
-             * values ahead of this group's products and spilled them (42 stack moves a super-block):
-             * one row of x by 4096 x 14336: 5.38 -> 4.95 ms (Zen 2; level at 2-4 rows and for Q5_K) */
+            /* one row: the groups' loop kept rolled. Unrolled, GCC converted the next groups'
+             * values ahead of this group's products and spilled them (42 stack moves a Q4_K
+             * super-block): one row of x by 4096 x 14336, Q4_K 5.38 -> 4.95 ms, Q5_K (its codes
+             * stored) 8.42 -> 5.89 (Zen 2; level at 2-4 rows) */
 #pragma GCC unroll 1
-            for (int g = 0; g < 4; g++) fgg_mm_q45_k_group(wb, g, qh, S, xb + 64 * g, xs, 1, a, 0);
+            for (int g = 0; g < 4; g++) fgg_mm_q45_k_group(wb, g, q8, S, xb + 64 * g, xs, 1, a, is_q5);
         }
         const __m256 mv = _mm256_loadu_ps(M);
         for (int i = 0; i < R; i++) {
@@ -4518,11 +4532,21 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
         const uint8_t *wb = w + 210 * b;
         fgg_mm_prefetch_ahead(wb, 210);
         fgg_mm_q6_k_s(wb, S);
+        /* the q made in bytes, all 256 stored, then widened from memory (fgg_mm_i8x32_load_f8x4).
+         * One row of x by 4096 x 14336 (Zen 2): 7.40 -> 6.01 ms, 2 rows 9.80 -> 8.17, 4 rows
+         * 16.91 -> 12.54 against widening from registers; stored and read back a half at a
+         * time, one row 7.99 ms */
+        int8_t q8[256] __attribute__((aligned(32)));
         for (int h = 0; h < 2; h++) {
             __m256i q[4];
             fgg_mm_q6_k_half(wb, h, q);
-            for (int c = 0; c < 4; c++)  /* sub-blocks 8h + 2c and 8h + 2c + 1 */
-                fgg_mm_pair16(a, R, q[c], x + 256 * b + 128 * h + 32 * c, xs, S + 8 * h + 2 * c);
+            for (int c = 0; c < 4; c++) _mm256_store_si256((__m256i *)(q8 + 128 * h + 32 * c), q[c]);
+        }
+#pragma GCC unroll 1
+        for (int c = 0; c < 8; c++) {  /* sub-blocks 2c and 2c + 1 */
+            __m256 f[4];
+            fgg_mm_i8x32_load_f8x4(q8 + 32 * c, f);
+            fgg_mm_pair16_f(a, R, f, x + 256 * b + 32 * c, xs, S + 2 * c);
         }
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
@@ -4575,20 +4599,17 @@ static inline void fgg_mm_q3_k_unpack(const uint8_t *wb, float *qf, float *S, fl
 }
 
 #if FGG_HAVE_AVX2
-/* Q3_K's high bits of 8 values as their share of q = u - 4: lane l of row b is 0 where bit l of b
- * is set, else -4 (fgg_mm_q3_k_regs; fgg_mm_init_tables). */
-static float fgg_mm_q3_k_highs[256][8] __attribute__((aligned(32)));
-
 /* Super-blocks b0..b1 of one Q3_K weight row times R <= 4 rows of x, added into acc + 16 * i, as
- * fgg_mm_q6_k_regs. Each 8 values' low 2 bits widened to 32-bit lanes from memory and converted,
- * then their high bits' share (0 or -4, one row of fgg_mm_q3_k_highs per 8 values, found by a
- * movemask of hmask) added in floats: small integers, so the same q as u - 4 of the integer
- * path's u = low2 | hbit << 2. Made in bytes and widened from registers (as before), one row
- * took 1.13x the time, 2 rows 1.14x (Zen 2). */
+ * fgg_mm_q6_k_regs. The q made in bytes, all 256 stored, then widened from memory
+ * (fgg_mm_i8x32_load_f8x4): each byte's low 2 bits, or'ed with 0xfc (-4 as a signed byte) where
+ * its bit of hmask is clear, so the same q as u - 4 of the integer path's u = low2 | hbit << 2.
+ * One row of x by 4096 x 14336 (Zen 2): 8.16 -> 6.04 ms, 2 rows 12.56 -> 8.03, 4 rows 20.97 ->
+ * 12.67 against the low bits widened from memory with the high bits' -4 added in floats from a
+ * table (which had been 1.13x faster than bytes widened from registers). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                            const int R, float *acc)
 {
-    const __m256i three = _mm256_set1_epi32(3);
+    const __m256i three = _mm256_set1_epi8(3), less4 = _mm256_set1_epi8((char)0xfc);
     float S[16];
     __m256 a[4];
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
@@ -4597,17 +4618,17 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
         fgg_mm_prefetch_ahead(wb, 110);
         fgg_mm_q3_k_s(wb, S);
         const __m256i hm = _mm256_loadu_si256((const __m256i *)wb);
-#pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1; unrolled, the shifts are constants */
-            /* bit l of byte k: bit j of hmask byte 8k + l, for value 32j + 8k + l */
-            const uint32_t hbits = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(hm, 7 - j));
-            const uint8_t *codes = wb + 32 + 32 * (j >> 2);
+        int8_t q8[256] __attribute__((aligned(32)));
+        for (int j = 0; j < 8; j++) {  /* values 32j .. 32j + 31: bits 2(j % 4) of code byte 32(j / 4) + l */
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(wb + 32 + 32 * (j >> 2)));
+            const __m256i low2 = _mm256_and_si256(_mm256_srli_epi16(v, 2 * (j & 3)), three);
+            const __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << j))), _mm256_setzero_si256());
+            _mm256_store_si256((__m256i *)(q8 + 32 * j), _mm256_or_si256(low2, _mm256_and_si256(clear, less4)));
+        }
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1 */
             __m256 f[4];
-            for (int k = 0; k < 4; k++) {
-                const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + 8 * k)));
-                const __m256 low2 = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(e, 2 * (j & 3)), three));
-                f[k] = _mm256_add_ps(low2, _mm256_load_ps(fgg_mm_q3_k_highs[(hbits >> (8 * k)) & 255]));
-            }
+            fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
             fgg_mm_pair16_f(a, R, f, x + 256 * b + 32 * j, xs, S + 2 * j);
         }
     }
@@ -4658,7 +4679,7 @@ static inline void fgg_mm_q2_k_unpack(const uint8_t *wb, float *qf, float *S, fl
 FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
                                            const float *xsum, ptrdiff_t xss, const int R, float *acc)
 {
-    const __m256i three = _mm256_set1_epi32(3);
+    const __m256i three = _mm256_set1_epi8(3);
     float S[16], M[16];
     __m256 a[4];
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
@@ -4666,17 +4687,21 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
         const uint8_t *wb = w + 84 * b;
         fgg_mm_prefetch_ahead(wb, 84);
         fgg_mm_q2_k_sm(wb, S, M);
+        /* the four 2-bit fields of the code bytes as bytes, all 256 stored, then widened from
+         * memory (fgg_mm_i8x32_load_f8x4). One row (Zen 2) 6.02 -> 5.79 ms, 3 rows 11.97 ->
+         * 10.00 against each 8 code bytes widened from memory once for their 4 fields and
+         * shifted in 32-bit lanes (which had been 1.27x faster than bytes widened from registers) */
+        int8_t q8[256] __attribute__((aligned(32)));
         for (int h = 0; h < 2; h++) {
-            /* the code bytes widened to 32-bit lanes from memory, each 8 once for their 4 fields:
-             * made in bytes and widened from registers (fgg_mm_pair16), one row took 1.27x the
-             * time (Zen 2) */
-            __m256i e[4];
-            for (int k = 0; k < 4; k++) e[k] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(wb + 16 + 32 * h + 8 * k)));
-            for (int t = 0; t < 4; t++) {  /* sub-blocks 8h + 2t and 8h + 2t + 1 */
-                __m256 f[4];
-                for (int k = 0; k < 4; k++) f[k] = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(e[k], 2 * t), three));
-                fgg_mm_pair16_f(a, R, f, x + 256 * b + 128 * h + 32 * t, xs, S + 8 * h + 2 * t);
-            }
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(wb + 16 + 32 * h));
+            for (int t = 0; t < 4; t++)  /* value 128h + 32t + l: bits 2t, 2t + 1 of code byte 32h + l */
+                _mm256_store_si256((__m256i *)(q8 + 128 * h + 32 * t), _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), three));
+        }
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1 */
+            __m256 f[4];
+            fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
+            fgg_mm_pair16_f(a, R, f, x + 256 * b + 32 * j, xs, S + 2 * j);
         }
         const __m256 m0 = _mm256_loadu_ps(M), m1 = _mm256_loadu_ps(M + 8);
         for (int i = 0; i < R; i++) {
@@ -4776,8 +4801,6 @@ static inline void fgg_mm_init_tables(void)
             fgg_mm_q5_fifths[0][b][l] = (int8_t)(16 * ((b >> l) & 1));
             fgg_mm_q5_fifths[1][b][l] = (int8_t)(16 * ((b >> l) & 1) - 16);
         }
-    for (int b = 0; b < 256; b++)
-        for (int l = 0; l < 8; l++) fgg_mm_q3_k_highs[b][l] = (b >> l) & 1 ? 0.0f : -4.0f;
 #endif
 #if defined(FGG_MM_INT_SIMD)
     for (int c = 0; c < 128; c++) {
@@ -4809,11 +4832,17 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptr
         const uint8_t *wb = w + 136 * b;
         fgg_mm_prefetch_ahead(wb, 136);
         fgg_mm_iq4_xs_s(wb, S);
+        int8_t q8[256] __attribute__((aligned(32)));
         for (int j = 0; j < 8; j++) {
             __m128i lo, hi;
             fgg_mm_lut16_halves(table, wb + 8 + 16 * j, &lo, &hi);
+            _mm_store_si128((__m128i *)(q8 + 32 * j), lo);
+            _mm_store_si128((__m128i *)(q8 + 32 * j + 16), hi);
+        }
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
             __m256 f[4];
-            fgg_mm_i8x16x2_to_f8x4(lo, hi, f);
+            fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
             const __m256 s = _mm256_set1_ps(S[j]);
             for (int i = 0; i < R; i++)
                 a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, x + i * xs + 256 * b + 32 * j, 4)));
@@ -4890,50 +4919,76 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
                                           ptrdiff_t xs, const float *xsum, ptrdiff_t xss, const int R, float *acc)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int stored = kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4;
     __m256 a[4];
     for (int i = 0; i < R; i++) a[i] = _mm256_loadu_ps(acc + 16 * i);
-    for (ptrdiff_t b = b0; b < b1; b++) {
-        const uint8_t *blk = w + bytes * b;
-        fgg_mm_prefetch_ahead(blk, bytes);
-        __m256 f[4];
-        if (kind == FGG_MM_B_Q4_0 || kind == FGG_MM_B_Q4_1 || kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
-            /* 8 code bytes widened to int32 straight from memory: their low nibbles by a mask, their
-             * high nibbles by a shift (no mask: a byte's high nibble is all that is left), then Q4_0's
-             * 8 taken off in int32 (fewer operations than widening the nibbles). Q5_0's and Q5_1's
-             * fifth bits, one byte of qh per 8 values, as 8 bytes from a table (Q5_0's 16 taken off
-             * there), widened from memory too: made in bytes and then widened from registers, one
-             * row took 1.44-1.51x the time (Zen 2) */
-            const uint8_t *codes = blk + fgg_mm_b_codes_at(kind);
-            const __m256i e0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
-            const __m256i e1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + 8)));
-            const __m256i m4 = _mm256_set1_epi32(15);
-            const __m256i q[4] = {_mm256_and_si256(e0, m4), _mm256_and_si256(e1, m4), _mm256_srli_epi32(e0, 4),
-                                  _mm256_srli_epi32(e1, 4)};
-            if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
-                const uint8_t *qh = blk + fgg_mm_b_fifths_at(kind);
-                const int8_t(*fifths)[8] = fgg_mm_q5_fifths[kind == FGG_MM_B_Q5_0];
-                for (int k = 0; k < 4; k++)
-                    f[k] = _mm256_cvtepi32_ps(_mm256_add_epi32(q[k], _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)fifths[qh[k]]))));
-            } else {
-                const __m256i c = _mm256_set1_epi32(fgg_mm_b_code_offset(kind));
-                for (int k = 0; k < 4; k++) f[k] = _mm256_cvtepi32_ps(kind == FGG_MM_B_Q4_0 ? _mm256_sub_epi32(q[k], c) : q[k]);
+    for (ptrdiff_t b8 = b0; b8 < b1; b8 += 8) {  /* b0 is a multiple of 8 */
+        const int n = b1 - b8 < 8 ? (int)(b1 - b8) : 8;
+        const uint8_t *w8 = w + bytes * b8;
+        int8_t q8[256] __attribute__((aligned(32)));
+        if (stored)
+            /* IQ4_NL's and MXFP4's values by one pshufb per 16 codes, 8 blocks' stored and then
+             * widened from memory (fgg_mm_i8x32_load_f8x4): widened from registers, one row took
+             * 1.2x the time (Zen 2) */
+            for (int k = 0; k < n; k++) {
+                __m128i lo, hi;
+                fgg_mm_lut16_halves(_mm_loadu_si128((const __m128i *)(kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values)),
+                                    w8 + bytes * k + fgg_mm_b_codes_at(kind), &lo, &hi);
+                _mm_store_si128((__m128i *)(q8 + 32 * k), lo);
+                _mm_store_si128((__m128i *)(q8 + 32 * k + 16), hi);
             }
-        } else if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
-            /* the table's values by one pshufb per 16 codes, each half widened as it is (through
-             * fgg_mm_lut16's one vector, 1.25x the time for IQ4_NL's one row on Zen 2) */
-            __m128i lo, hi;
-            fgg_mm_lut16_halves(_mm_loadu_si128((const __m128i *)(kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values)),
-                                blk + fgg_mm_b_codes_at(kind), &lo, &hi);
-            fgg_mm_i8x16x2_to_f8x4(lo, hi, f);
-        } else {  /* Q8_0 */
-            for (int c = 0; c < 4; c++)
-                f[c] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(blk + 2 + 8 * c))));
+        for (int k = 0; k < n; k++) {
+            const uint8_t *blk = w8 + bytes * k;
+            fgg_mm_prefetch_ahead(blk, bytes);
+            __m256 f[4];
+            if (stored) {
+                fgg_mm_i8x32_load_f8x4(q8 + 32 * k, f);
+            } else if (kind == FGG_MM_B_Q8_0) {
+                fgg_mm_i8x32_load_f8x4((const int8_t *)(blk + 2), f);
+            } else {
+                /* 8 code bytes widened to int32 straight from memory: their low nibbles by a mask,
+                 * their high nibbles by a shift (no mask: a byte's high nibble is all that is left),
+                 * then Q4_0's 8 taken off in int32 (fewer operations than widening the nibbles).
+                 * Q5_0's and Q5_1's fifth bits, one byte of qh per 8 values, as 8 bytes from a
+                 * table (Q5_0's 16 taken off there), widened from memory too: made in bytes and
+                 * widened from registers, one row took 1.44-1.51x the time; made in bytes, stored
+                 * and widened from memory, level (Zen 2) */
+                const uint8_t *codes = blk + fgg_mm_b_codes_at(kind);
+                const __m256i e0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)codes));
+                const __m256i e1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(codes + 8)));
+                const __m256i m4 = _mm256_set1_epi32(15);
+                const __m256i q[4] = {_mm256_and_si256(e0, m4), _mm256_and_si256(e1, m4), _mm256_srli_epi32(e0, 4),
+                                      _mm256_srli_epi32(e1, 4)};
+                if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
+                    const uint8_t *qh = blk + fgg_mm_b_fifths_at(kind);
+                    const int8_t(*fifths)[8] = fgg_mm_q5_fifths[kind == FGG_MM_B_Q5_0];
+                    for (int c = 0; c < 4; c++)
+                        f[c] = _mm256_cvtepi32_ps(_mm256_add_epi32(q[c], _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)fifths[qh[c]]))));
+                } else {
+                    const __m256i c8 = _mm256_set1_epi32(fgg_mm_b_code_offset(kind));
+                    for (int c = 0; c < 4; c++) f[c] = _mm256_cvtepi32_ps(kind == FGG_MM_B_Q4_0 ? _mm256_sub_epi32(q[c], c8) : q[c]);
+                }
+            }
+            const __m256 d = fgg_mm_b_scale8(kind, blk);
+            for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, fgg_mm_sub_t_f(f, x + i * xs + 32 * (b8 + k), 4)));
         }
-        const __m256 d = fgg_mm_b_scale8(kind, blk);
-        for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(d, fgg_mm_sub_t_f(f, x + i * xs + 32 * b, 4)));
         if (fgg_mm_b_has_offset(kind)) {
-            const float mn = -fgg_mm_b_offset(kind, blk);
-            for (int i = 0; i < R; i++) fgg_mm_b32_min_lanes(&mn, 1, xsum + i * xss + b, acc + 16 * i + 8 + (b & 7));
+            if (n == 8) {
+                /* the 8 blocks' mins in their 8 lanes at once: each lane's multiply and add as
+                 * fgg_mm_b32_min_lanes' */
+                __m128i m16 = _mm_setzero_si128();
+                for (int k = 0; k < 8; k++) m16 = _mm_insert_epi16(m16, fgg_load_u16le(w8 + bytes * k + 2), k);
+                const __m256 mn = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_cvtph_ps(m16));
+                for (int i = 0; i < R; i++) {
+                    float *mins = acc + 16 * i + 8;
+                    _mm256_storeu_ps(mins, _mm256_add_ps(_mm256_loadu_ps(mins), _mm256_mul_ps(mn, _mm256_loadu_ps(xsum + i * xss + b8))));
+                }
+            } else {
+                for (int k = 0; k < n; k++) {
+                    const float mn = -fgg_mm_b_offset(kind, w8 + bytes * k);
+                    for (int i = 0; i < R; i++) fgg_mm_b32_min_lanes(&mn, 1, xsum + i * xss + b8 + k, acc + 16 * i + 8 + k);
+                }
+            }
         }
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
@@ -5855,13 +5910,29 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_grid_run_f(int kind, const uint8_t *wb, int j, 
     }
 }
 
+/* One run of 32 values (f) with its scales S (two per 16 values when per16) times R rows of x
+ * from xj, into a[i]: fgg_mm_sb_rows' operations. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_run_rows(__m256 *a, const int R, const __m256 f[4], const float *xj, ptrdiff_t xs,
+                                          const float *S, int per16)
+{
+    if (per16) {
+        fgg_mm_pair16_f(a, R, f, xj, xs, S);
+    } else {
+        const __m256 s = _mm256_set1_ps(S[0]);
+        for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, xj + i * xs, 4)));
+    }
+}
+
 /* Super-blocks b0..b1 of one weight row of a run kind times R <= 4 rows of x (row i at x + i * xs),
  * added into acc + 16 * i: each run goes from the bytes into registers (the fgg_mm_runs_grid8 kinds
- * from their rows in memory), converted once for the R rows, and each row gets fgg_mm_sb_rows'
- * operations in its order (the same bits as the unpacked span). Against the unpacked span, one thread, 4096 x 14336, one row: avx512 build 1.19-1.70x
- * (IQ3_S 1.19x, by its gather then), avx2 build 1.14-1.48x, portable build (below) IQ types
- * 1.28-1.57x, TQ1_0 and TQ2_0 1.03-1.08x; 2048 x 14336, 2 rows 1.17-1.61x, 4 rows 1.03-1.17x
- * (portable 1.19-1.43x). */
+ * from their rows in memory; the others made in bytes, all 8 runs stored and widened from memory,
+ * fgg_mm_i8x32_load_f8x4), converted once for the R rows, and each row gets fgg_mm_sb_rows'
+ * operations in its order (the same bits as the unpacked span). Against the unpacked span, one
+ * thread, 4096 x 14336, one row: avx512 build 1.19-1.70x (IQ3_S 1.19x, by its gather then), avx2
+ * build 1.14-1.48x, portable build (below) IQ types 1.28-1.57x, TQ1_0 and TQ2_0 1.03-1.08x; 2048 x
+ * 14336, 2 rows 1.17-1.61x, 4 rows 1.03-1.17x (portable 1.19-1.43x). Those runs widened from
+ * registers instead of stored took 1.01-1.11x the time at one row, 1.18-1.32x at 4 rows (IQ2_XS,
+ * IQ2_S, IQ3_S, IQ3_XXS; Zen 2). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x,
                                            ptrdiff_t xs, const int R, float *acc)
 {
@@ -5873,24 +5944,27 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
         const uint8_t *wb = w + sb_bytes * b;
         fgg_mm_prefetch_ahead(wb, sb_bytes);
         const float d = fgg_mm_runs_d(kind, wb);
+        const float *xb = x + 256 * b;
+        if (fgg_mm_runs_grid8(kind)) {
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
-            float S[2];
-            const float *xj = x + 256 * b + 32 * j;
-            __m256 f[4];
-            if (fgg_mm_runs_grid8(kind)) {
+            for (int j = 0; j < 8; j++) {
                 int scale[2];
+                float S[2];
+                __m256 f[4];
                 fgg_mm_iq_scales(kind, wb, j, scale);
                 fgg_mm_runs_S(kind, scale, d, S);
                 fgg_mm_grid_run_f(kind, wb, j, f);
-            } else {
-                fgg_mm_i8x32_to_f8x4(fgg_mm_kind_run(kind, wb, j, d, S), f);
+                fgg_mm_run_rows(a, R, f, xb + 32 * j, xs, S, per16);
             }
-            if (per16) {
-                fgg_mm_pair16_f(a, R, f, xj, xs, S);
-            } else {
-                const __m256 s = _mm256_set1_ps(S[0]);
-                for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, xj + i * xs, 4)));
+        } else {
+            int8_t q8[256] __attribute__((aligned(32)));
+            float S[16];
+            for (int j = 0; j < 8; j++) _mm256_store_si256((__m256i *)(q8 + 32 * j), fgg_mm_kind_run(kind, wb, j, d, S + 2 * j));
+#pragma GCC unroll 1
+            for (int j = 0; j < 8; j++) {
+                __m256 f[4];
+                fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
+                fgg_mm_run_rows(a, R, f, xb + 32 * j, xs, S + 2 * j, per16);
             }
         }
     }
