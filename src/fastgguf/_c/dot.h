@@ -4439,7 +4439,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
         const uint8_t *wb = w + sb_bytes * b;
         fgg_mm_prefetch_ahead(wb, sb_bytes);
         fgg_mm_q4_k_sm(wb, S, M);
-        int8_t q8[256] __attribute__((aligned(32)));
+        int8_t q8[256] __attribute__((aligned(32)));  /* Q5_K's codes as bytes; unused for Q4_K */
         if (is_q5) fgg_mm_q5_k_bytes(wb, _mm256_loadu_si256((const __m256i *)(wb + 16)), q8);
         const float *xb = x + 256 * b;
         if (R > 1) {
@@ -4928,9 +4928,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
         const uint8_t *w8 = w + bytes * b8;
         int8_t q8[256] __attribute__((aligned(32)));
         if (stored)
-            /* IQ4_NL's and MXFP4's values by one pshufb per 16 codes, 8 blocks' stored and then
-             * widened from memory (fgg_mm_i8x32_load_f8x4): widened from registers, one row took
-             * 1.2x the time (Zen 2) */
+            /* IQ4_NL's and MXFP4's values by one pshufb per 16 codes, the 8 blocks' values stored,
+             * then widened from memory (fgg_mm_i8x32_load_f8x4): widened from registers, one row
+             * took 1.17-1.21x the time (Zen 2) */
             for (int k = 0; k < n; k++) {
                 __m128i lo, hi;
                 fgg_mm_lut16_halves(_mm_loadu_si128((const __m128i *)(kind == FGG_MM_B_IQ4_NL ? fgg_iq4nl_values : fgg_fp4_values)),
