@@ -3903,7 +3903,16 @@ static inline int fgg_mm_vnni_usable(void) { return FGG_MM_HAVE_VNNI && fgg_cpu_
 /* Floats of unpacked q per weight row (a super-block, or 8 blocks), and of its scales (or mins). */
 #define FGG_MM_QF_ROW 256
 #define FGG_MM_S_ROW 16
-#define FGG_MM_QF_FLOATS (2 * FGG_MM_QF_ROW)
+/* Weight rows one call of the unpacking spans takes at most (fgg_mm_exact_k_span,
+ * fgg_mm_exact_b32_span; their q unpacked to qf side by side): 2 in the avx512 build, whose pairs
+ * kernel holds both rows' lanes in registers; else 16, so that each group of 4 rows of x (4 KiB of
+ * the driver's panel) meets 16 weight rows' unpacked q (16 KiB) before the next group. Two rows at
+ * a time, the panel's 32 rows (32 KiB, all of Zen 2's L1d) were read again for each pair. One
+ * thread, 4096 x 4096, ms at 64 / 512 rows of x (Zen 2): Q4_K 48.2 / 392.0 -> 45.1 / 373.5, Q6_K
+ * 48.0 / 386.6 -> 44.5 / 366.6, Q4_0 49.0 / 393.8 -> 45.6 / 369.5, IQ4_XS 58.8 / 474.3 -> 57.1 /
+ * 451.2; 32 rows a call: Q4_K 45.7 / 376.5. */
+#define FGG_MM_SPAN_NW (FGG_HAVE_AVX512 ? 2 : 16)
+#define FGG_MM_QF_FLOATS (FGG_MM_SPAN_NW * FGG_MM_QF_ROW)
 
 /* The 8 lanes summed in a fixed pairwise order. */
 static inline float fgg_mm_lanes8_sum(const float *acc)
@@ -4255,7 +4264,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sb_pairs(const float *qf, const float *S, int n
 }
 #endif
 
-/* Rows i..i + r (r <= FGG_MM_GROUP_ROWS(pairs)) of x from value v on against nw (1 or 2) unpacked
+/* Rows i..i + r (r <= FGG_MM_GROUP_ROWS(pairs)) of x from value v on against nw (1 to FGG_MM_SPAN_NW; 1 or 2 with pairs) unpacked
  * super-blocks (or 8 blocks) of consecutive weight rows (fgg_mm_sb_pairs' strides; row r's mins
  * at M + FGG_MM_S_ROW * r, lanes at acc + as * r): fgg_mm_sb_rows on x's rows as they are (row i at
  * x + i * xs), or with pairs (the avx512 build) fgg_mm_sb_pairs on a panel of pairs
@@ -4322,7 +4331,7 @@ static inline void fgg_mm_pair_panel(const float *x, ptrdiff_t xs, int m, ptrdif
  * for types with a min, its 8 or 16 mins M (else M is left alone). */
 typedef void (*fgg_mm_qf_unpack)(const uint8_t *wb, float *qf, float *S, float *M);
 
-/* Super-blocks b0..b1 of nw (1 or 2) K-quant weight rows (row r's super-block b at
+/* Super-blocks b0..b1 of nw (1 to FGG_MM_SPAN_NW) K-quant weight rows (row r's super-block b at
  * w + row_bytes * r + sb_bytes * b) times m rows of x (row i at x + i * xs), through its unpacker:
  * n_sub sub-blocks of 256 / n_sub values per super-block; n_min (0, or n_sub: 8 or 16) mins, taken
  * against x's sums per sub-block (xsum + i * xss). Added into weight row r's acc + as * r (16
@@ -4337,7 +4346,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_exact_k_span(const uint8_t *w, ptrdiff_t row_by
                                               int n_min, const float *x, ptrdiff_t xs, const float *xsum, ptrdiff_t xss,
                                               int m, int pairs, float *qf, float *acc, ptrdiff_t as)
 {
-    float S[2 * FGG_MM_S_ROW], M[2 * FGG_MM_S_ROW];
+    float S[FGG_MM_SPAN_NW * FGG_MM_S_ROW], M[FGG_MM_SPAN_NW * FGG_MM_S_ROW];
     for (ptrdiff_t b = b0; b < b1; b++) {
         for (int r = 0; r < nw; r++)
             unpack(w + row_bytes * r + sb_bytes * b, qf + FGG_MM_QF_ROW * r, S + FGG_MM_S_ROW * r, M + FGG_MM_S_ROW * r);
@@ -4881,14 +4890,14 @@ static inline void fgg_mm_b32_min_lanes(const float *M, int n, const float *xsum
     for (int k = 0; k < n; k++) mins[k] = mins[k] + M[k] * xsum[k];
 }
 
-/* Blocks b0..b1 (b0 a multiple of 8) of nw (1 or 2) weight rows of a per-32 kind (row_bytes
+/* Blocks b0..b1 (b0 a multiple of 8) of nw (1 to FGG_MM_SPAN_NW) weight rows of a per-32 kind (row_bytes
  * apart) times m rows of x, added into acc + as * r (16 floats per row of x), 8 blocks at a time as
  * fgg_mm_exact_k_span does super-blocks. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_exact_b32_span(int kind, const uint8_t *w, ptrdiff_t row_bytes, int nw, ptrdiff_t b0,
                                                 ptrdiff_t b1, const float *x, ptrdiff_t xs, const float *xsum,
                                                 ptrdiff_t xss, int m, int pairs, float *qf, float *acc, ptrdiff_t as)
 {
-    float S[2 * FGG_MM_S_ROW], M[2 * FGG_MM_S_ROW];
+    float S[FGG_MM_SPAN_NW * FGG_MM_S_ROW], M[FGG_MM_SPAN_NW * FGG_MM_S_ROW];
     for (ptrdiff_t b = b0; b < b1; b += 8) {
         int n = b1 - b < 8 ? (int)(b1 - b) : 8;
         for (int r = 0; r < nw; r++)

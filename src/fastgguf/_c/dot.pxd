@@ -98,6 +98,7 @@ cdef extern from "dot.h" nogil:
     const fgg_mm_gemm_fn fgg_mm_gemm_q4_0, fgg_mm_gemm_q5_0, fgg_mm_gemm_q4_1, fgg_mm_gemm_q5_1, fgg_mm_gemm_mxfp4
     const fgg_mm_gemm_fn fgg_mm_gemm_q8_0, fgg_mm_gemm_iq4_nl
     enum: FGG_MM_QF_FLOATS
+    enum: FGG_MM_SPAN_NW
     void fgg_mm_init_tables()
     enum: FGG_MM_REG_ROWS
     enum: FGG_MM_X_ALIGN

@@ -627,10 +627,10 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
                 n += 4
         else:
             n = 0
-            while n < a1 - a:  # two weight rows at a time: each load of x meets both
-                job.span(tile + n * job.row_bytes + c * ts, job.row_bytes, <int>min(2, a1 - a - n), 0, c1 - c, xp, xs,
-                         xsp, xss, <int>mt, pairs, qf, acc + n * lanes, lanes)
-                n += 2
+            while n < a1 - a:  # FGG_MM_SPAN_NW weight rows at a time (2 with pairs: each load of x meets both)
+                job.span(tile + n * job.row_bytes + c * ts, job.row_bytes, <int>min(FGG_MM_SPAN_NW, a1 - a - n), 0,
+                         c1 - c, xp, xs, xsp, xss, <int>mt, pairs, qf, acc + n * lanes, lanes)
+                n += FGG_MM_SPAN_NW
         c = c1
     for n in range(a1 - a):
         fgg_mm_exact_out(acc + n * lanes, <int>mt, job.out + b * job.out_stride + a + n, job.out_stride)
