@@ -4986,9 +4986,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_b32_regs(int kind, const uint8_t *w, ptrdiff_t 
             if (n == 8) {
                 /* the 8 blocks' mins in their 8 lanes at once: each lane's multiply and add as
                  * fgg_mm_b32_min_lanes' */
-                __m128i m16 = _mm_setzero_si128();
-                for (int k = 0; k < 8; k++) m16 = _mm_insert_epi16(m16, fgg_load_u16le(w8 + bytes * k + 2), k);
-                const __m256 mn = _mm256_xor_ps(_mm256_cvtph_ps(m16), _mm256_set1_ps(-0.0f));  /* -m, -0 for 0 */
+                uint16_t m16[8];
+                for (int k = 0; k < 8; k++) m16[k] = fgg_load_u16le(w8 + bytes * k + 2);
+                const __m256 mn = _mm256_xor_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)m16)),
+                                                _mm256_set1_ps(-0.0f));  /* -m, -0 for 0 */
                 for (int i = 0; i < R; i++) {
                     float *mins = acc + 16 * i + 8;
                     _mm256_storeu_ps(mins, _mm256_add_ps(_mm256_loadu_ps(mins), _mm256_mul_ps(mn, _mm256_loadu_ps(xsum + i * xss + b8))));
