@@ -4530,6 +4530,33 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_pair16(__m256 *a, const int R, __m256i q, const
     fgg_mm_pair16_f(a, R, f, x, xs, s);
 }
 
+/* One run of 32 values (f) with its scales S (two per 16 values when per16) times R rows of x
+ * from xj, into a[i]: fgg_mm_sb_rows' operations. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_run_rows(__m256 *a, const int R, const __m256 f[4], const float *xj, ptrdiff_t xs,
+                                          const float *S, int per16)
+{
+    if (per16) {
+        fgg_mm_pair16_f(a, R, f, xj, xs, S);
+    } else {
+        const __m256 s = _mm256_set1_ps(S[0]);
+        for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, xj + i * xs, 4)));
+    }
+}
+
+/* A super-block's 8 runs of 32 q, stored as bytes at q8 (fgg_mm_i8x32_load_f8x4), times R rows
+ * of x from xb, into a[i]: run j's scales at S + 2j (per16), else at S + j. The loop kept rolled
+ * (GCC spilled the unrolled one). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_stored_runs(__m256 *a, const int R, const int8_t *q8, const float *xb, ptrdiff_t xs,
+                                             const float *S, int per16)
+{
+#pragma GCC unroll 1
+    for (int j = 0; j < 8; j++) {
+        __m256 f[4];
+        fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
+        fgg_mm_run_rows(a, R, f, xb + 32 * j, xs, S + (per16 ? 2 * j : j), per16);
+    }
+}
+
 /* Super-blocks b0..b1 of one Q6_K weight row times R <= 4 rows of x, added into acc + 16 * i, as
  * fgg_mm_q45_k_regs (16 sub-blocks, no min term). */
 FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, ptrdiff_t xs,
@@ -4552,12 +4579,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
             fgg_mm_q6_k_half(wb, h, q);
             for (int c = 0; c < 4; c++) _mm256_store_si256((__m256i *)(q8 + 128 * h + 32 * c), q[c]);
         }
-#pragma GCC unroll 1
-        for (int c = 0; c < 8; c++) {  /* sub-blocks 2c and 2c + 1 */
-            __m256 f[4];
-            fgg_mm_i8x32_load_f8x4(q8 + 32 * c, f);
-            fgg_mm_pair16_f(a, R, f, x + 256 * b + 32 * c, xs, S + 2 * c);
-        }
+        fgg_mm_stored_runs(a, R, q8, x + 256 * b, xs, S, 1);
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
@@ -4635,12 +4657,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q3_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
             const __m256i clear = _mm256_cmpeq_epi8(_mm256_and_si256(hm, _mm256_set1_epi8((char)(1 << j))), _mm256_setzero_si256());
             _mm256_store_si256((__m256i *)(q8 + 32 * j), _mm256_or_si256(low2, _mm256_and_si256(clear, less4)));
         }
-#pragma GCC unroll 1
-        for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1 */
-            __m256 f[4];
-            fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
-            fgg_mm_pair16_f(a, R, f, x + 256 * b + 32 * j, xs, S + 2 * j);
-        }
+        fgg_mm_stored_runs(a, R, q8, x + 256 * b, xs, S, 1);
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
@@ -4707,12 +4724,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q2_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
             for (int t = 0; t < 4; t++)  /* value 128h + 32t + l: bits 2t, 2t + 1 of code byte 32h + l */
                 _mm256_store_si256((__m256i *)(q8 + 128 * h + 32 * t), _mm256_and_si256(_mm256_srli_epi16(v, 2 * t), three));
         }
-#pragma GCC unroll 1
-        for (int j = 0; j < 8; j++) {  /* sub-blocks 2j and 2j + 1 */
-            __m256 f[4];
-            fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
-            fgg_mm_pair16_f(a, R, f, x + 256 * b + 32 * j, xs, S + 2 * j);
-        }
+        fgg_mm_stored_runs(a, R, q8, x + 256 * b, xs, S, 1);
         const __m256 m0 = _mm256_loadu_ps(M), m1 = _mm256_loadu_ps(M + 8);
         for (int i = 0; i < R; i++) {
             float *mins = acc + 16 * i + 8;
@@ -4849,14 +4861,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_iq4_xs_regs(const uint8_t *w, ptrdiff_t b0, ptr
             _mm_store_si128((__m128i *)(q8 + 32 * j), lo);
             _mm_store_si128((__m128i *)(q8 + 32 * j + 16), hi);
         }
-#pragma GCC unroll 1
-        for (int j = 0; j < 8; j++) {
-            __m256 f[4];
-            fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
-            const __m256 s = _mm256_set1_ps(S[j]);
-            for (int i = 0; i < R; i++)
-                a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, x + i * xs + 256 * b + 32 * j, 4)));
-        }
+        fgg_mm_stored_runs(a, R, q8, x + 256 * b, xs, S, 0);
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
 }
@@ -5921,19 +5926,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_grid_run_f(int kind, const uint8_t *wb, int j, 
     }
 }
 
-/* One run of 32 values (f) with its scales S (two per 16 values when per16) times R rows of x
- * from xj, into a[i]: fgg_mm_sb_rows' operations. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_run_rows(__m256 *a, const int R, const __m256 f[4], const float *xj, ptrdiff_t xs,
-                                          const float *S, int per16)
-{
-    if (per16) {
-        fgg_mm_pair16_f(a, R, f, xj, xs, S);
-    } else {
-        const __m256 s = _mm256_set1_ps(S[0]);
-        for (int i = 0; i < R; i++) a[i] = _mm256_add_ps(a[i], _mm256_mul_ps(s, fgg_mm_sub_t_f(f, xj + i * xs, 4)));
-    }
-}
-
 /* Super-blocks b0..b1 of one weight row of a run kind times R <= 4 rows of x (row i at x + i * xs),
  * added into acc + 16 * i: each run goes from the bytes into registers (the fgg_mm_runs_grid8 kinds
  * from their rows in memory; the others made in bytes, all 8 runs stored and widened from memory,
@@ -5970,13 +5962,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_runs_regs(int kind, const uint8_t *w, ptrdiff_t
         } else {
             int8_t q8[256] __attribute__((aligned(32)));
             float S[16];
-            for (int j = 0; j < 8; j++) _mm256_store_si256((__m256i *)(q8 + 32 * j), fgg_mm_kind_run(kind, wb, j, d, S + 2 * j));
-#pragma GCC unroll 1
-            for (int j = 0; j < 8; j++) {
-                __m256 f[4];
-                fgg_mm_i8x32_load_f8x4(q8 + 32 * j, f);
-                fgg_mm_run_rows(a, R, f, xb + 32 * j, xs, S + 2 * j, per16);
-            }
+            for (int j = 0; j < 8; j++)
+                _mm256_store_si256((__m256i *)(q8 + 32 * j), fgg_mm_kind_run(kind, wb, j, d, S + (per16 ? 2 * j : j)));
+            fgg_mm_stored_runs(a, R, q8, xb, xs, S, per16);
         }
     }
     for (int i = 0; i < R; i++) _mm256_storeu_ps(acc + 16 * i, a[i]);
