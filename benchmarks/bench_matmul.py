@@ -40,8 +40,9 @@ fastgguf.matmul on the same shapes, one thread each (``--no-backend-ops`` skips 
         # matmul_id (128 experts, 8 per token) against one matmul per expert, per number of tokens
 
 transformers generate on CPU (a random LFM2 of ~200 MB in Q4_0, built once into ``--dir``): the
-packed model through fastgguf's kernels vs transformers' dequantized float32 model, tokens/s and
-peak RSS, each in a fresh process::
+packed model through fastgguf's kernels (exact path, and integer path: ``enable(exact=False)``) vs
+transformers' dequantized float32 model: a 64-token prompt's forward, tokens/s of greedy decoding
+and peak RSS, each in a fresh process::
 
     PYTHONPATH=src:tests python benchmarks/bench_matmul.py --transformers [--dir /tmp/fgg_lfm2]
 """
@@ -295,7 +296,9 @@ def read_bandwidth(n_bytes: int | None = None, threads: int | None = None) -> fl
 
 
 def transformers_child(path: str, mode: str, new_tokens: int, torch_threads: int) -> None:
-    """Load ``path`` packed (through fastgguf) or dequantized, generate, print tokens/s and peak RSS."""
+    """Load ``path`` packed (through fastgguf: ``packed`` its exact path, ``packed-int`` its integer path)
+    or dequantized (``dense``), time a 64-token prompt's forward and a greedy generate, print tokens/s
+    and peak RSS."""
     import resource
 
     import torch
@@ -305,8 +308,8 @@ def transformers_child(path: str, mode: str, new_tokens: int, torch_threads: int
 
     if torch_threads:
         torch.set_num_threads(torch_threads)
-    if mode == "packed":
-        _transformers_kernels.install()
+    if mode.startswith("packed"):
+        _transformers_kernels.install(exact=mode == "packed")
     directory, name = os.path.split(path)
     t0 = time.perf_counter()
     model = transformers.AutoModelForCausalLM.from_pretrained(
@@ -314,14 +317,17 @@ def transformers_child(path: str, mode: str, new_tokens: int, torch_threads: int
         quantization_config=transformers.GgufConfig(dequantize=mode == "dense"))
     load = time.perf_counter() - t0
     ids = torch.tensor([[1, 5, 77, 200, 3, 9, 42, 11]])
+    prompt = torch.arange(1, 65).reshape(1, 64)
     with torch.inference_mode():
         model.generate(ids, max_new_tokens=2, min_new_tokens=2, do_sample=False)  # warm up
+        prefill = best_of(lambda: model(prompt), 3)
         t0 = time.perf_counter()
         model.generate(ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
         elapsed = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     threads = f"torch threads {torch.get_num_threads()}"
-    print(f"{mode:7} {threads}  load {load:5.1f} s  {new_tokens / elapsed:6.2f} tokens/s  peak RSS {rss:6.0f} MiB", flush=True)
+    print(f"{mode:10} {threads}  load {load:5.1f} s  64-token prompt {prefill * 1e3:6.0f} ms  "
+          f"{new_tokens / elapsed:6.2f} tokens/s  peak RSS {rss:6.0f} MiB", flush=True)
 
 
 def transformers_bench(directory: str, new_tokens: int) -> None:
@@ -338,9 +344,32 @@ def transformers_bench(directory: str, new_tokens: int) -> None:
     print(f"{path}: {os.path.getsize(path) / 1e6:.0f} MB")
     # torch's idle OpenMP threads spin for a while after each op and take the cores from fastgguf's
     # threads: the packed model is fastest with torch on one thread (fastgguf still uses all cores).
-    for mode, torch_threads in (("packed", 1), ("packed", 0), ("dense", 0), ("dense", 1)):
+    for mode, torch_threads in (("packed", 1), ("packed-int", 1), ("packed", 0), ("dense", 0), ("dense", 1)):
         subprocess.run([sys.executable, __file__, "--transformers-child", mode, path, "--new-tokens", str(new_tokens),
                         "--torch-threads", str(torch_threads)], check=True)
+
+
+def test_transformers_child_smoke(tmp_path, capsys):
+    """Each mode of ``--transformers`` once, on a small LFM2 (the kernels uninstalled after)."""
+    import sys
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers.integrations.gguf.kernels")
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "tests"))
+    from fastgguf.integrations import _transformers_kernels
+
+    from lfm2_gguf import build_lfm2
+
+    path = tmp_path / "lfm2.gguf"
+    build_lfm2(path, {"": T.Q4_0})
+    try:
+        for mode in ("packed", "packed-int", "dense"):
+            transformers_child(str(path), mode, 2, 1)
+            _transformers_kernels.uninstall()
+    finally:
+        _transformers_kernels.uninstall()
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines() if "tokens/s" in line] == ["packed", "packed-int", "dense"]
 
 
 # ---------------------------------------------------------------------------------------------

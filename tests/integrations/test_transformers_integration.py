@@ -484,12 +484,34 @@ def _gguf_py_layer():
 def test_kernel_module_installed_and_removed(monkeypatch):
     calls = []
     fake = types.ModuleType("fastgguf.integrations._transformers_kernels")
-    fake.install = lambda: calls.append("install")
+    fake.install = lambda exact=True: calls.append(("install", exact))
     fake.uninstall = lambda: calls.append("uninstall")
     monkeypatch.setitem(sys.modules, fake.__name__, fake)
     with integration.enabled():
-        assert calls == ["install"]
-    assert calls == ["install", "uninstall"]
+        assert calls == [("install", True)]
+    assert calls == [("install", True), "uninstall"]
+    calls.clear()
+    with integration.enabled(exact=False):
+        assert calls == [("install", False)]
+        assert integration.enable(exact=True) == "transformers"  # already on: only the path changes
+        assert calls == [("install", False), ("install", True)]
+    assert calls[-1] == "uninstall"
+
+
+def test_enable_exact_reaches_the_kernels():
+    from fastgguf.integrations import _transformers_kernels
+
+    with pytest.raises(TypeError):
+        integration.enable(exact=1)
+    assert not integration.is_enabled()
+    try:
+        assert integration.enable(exact=False) == "transformers"
+        assert _transformers_kernels.is_exact() is False
+        integration.enable()
+        assert _transformers_kernels.is_exact() is True
+    finally:
+        integration.disable()
+    assert _transformers_kernels.is_exact() is None
 
 
 def test_pyproject_extra_has_no_upper_bound():
