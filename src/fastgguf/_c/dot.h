@@ -4363,6 +4363,62 @@ static inline void fgg_mm_exact_out(const float *acc, int m, float *out, ptrdiff
     for (int i = 0; i < m; i++) out[i * os] = fgg_mm_lanes8_sum(acc + 16 * i) - fgg_mm_lanes8_sum(acc + 16 * i + 8);
 }
 
+#if FGG_HAVE_AVX2
+/* fgg_mm_lanes8_sum of the 8 floats at acc + 16 r for 8 rows r, row r's sum in lane r: the rows
+ * transposed into lanes, then the same additions in the same order. */
+FGG_MM_ALWAYS_INLINE __m256 fgg_mm_lanes8_sum_x8(const float *acc)
+{
+    __m256 v[8], t[8], L[8];
+    for (int r = 0; r < 8; r++) v[r] = _mm256_loadu_ps(acc + 16 * r);
+    for (int r = 0; r < 8; r += 2) {
+        t[r] = _mm256_unpacklo_ps(v[r], v[r + 1]);
+        t[r + 1] = _mm256_unpackhi_ps(v[r], v[r + 1]);
+    }
+    for (int q = 0; q < 8; q += 4)
+        for (int h = 0; h < 2; h++) {  /* rows q/2.. of lanes 2h, 2h + 1 (and + 4) */
+            v[q + 2 * h] = _mm256_shuffle_ps(t[q + h], t[q + 2 + h], 0x44);
+            v[q + 2 * h + 1] = _mm256_shuffle_ps(t[q + h], t[q + 2 + h], 0xee);
+        }
+    for (int j = 0; j < 4; j++) {  /* lane j: rows 0-3 from v[j], rows 4-7 from v[4 + j] */
+        L[j] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x20);
+        L[j + 4] = _mm256_permute2f128_ps(v[j], v[4 + j], 0x31);
+    }
+    __m256 s4[4];
+    for (int j = 0; j < 4; j++) s4[j] = _mm256_add_ps(L[j], L[j + 4]);
+    return _mm256_add_ps(_mm256_add_ps(s4[0], s4[2]), _mm256_add_ps(s4[1], s4[3]));
+}
+#elif FGG_HAVE_SSE2
+/* The same for 4 rows (row r's sum in lane r), on SSE2. */
+FGG_MM_ALWAYS_INLINE __m128 fgg_mm_lanes8_sum_x4(const float *acc)
+{
+    __m128 L[8];
+    for (int h = 0; h < 2; h++) {  /* lanes 4h .. 4h + 3 of the 4 rows */
+        for (int r = 0; r < 4; r++) L[4 * h + r] = _mm_loadu_ps(acc + 16 * r + 4 * h);
+        _MM_TRANSPOSE4_PS(L[4 * h], L[4 * h + 1], L[4 * h + 2], L[4 * h + 3]);
+    }
+    __m128 s4[4];
+    for (int j = 0; j < 4; j++) s4[j] = _mm_add_ps(L[j], L[j + 4]);
+    return _mm_add_ps(_mm_add_ps(s4[0], s4[2]), _mm_add_ps(s4[1], s4[3]));
+}
+#endif
+
+/* fgg_mm_exact_out for one row of x and nw weight rows (row n's acc at acc + 16 n, its out at
+ * out[n]): in the SIMD builds 8 (SSE2: 4) rows at a time, each in a lane (the same bits); for a
+ * small row (K of 256 to 1024) summing each row's lanes alone took a third of the time besides its
+ * product. */
+static inline void fgg_mm_exact_out_w(const float *acc, ptrdiff_t nw, float *out)
+{
+    ptrdiff_t n = 0;
+#if FGG_HAVE_AVX2
+    for (; n + 8 <= nw; n += 8)
+        _mm256_storeu_ps(out + n, _mm256_sub_ps(fgg_mm_lanes8_sum_x8(acc + 16 * n), fgg_mm_lanes8_sum_x8(acc + 16 * n + 8)));
+#elif FGG_HAVE_SSE2
+    for (; n + 4 <= nw; n += 4)
+        _mm_storeu_ps(out + n, _mm_sub_ps(fgg_mm_lanes8_sum_x4(acc + 16 * n), fgg_mm_lanes8_sum_x4(acc + 16 * n + 8)));
+#endif
+    for (; n < nw; n++) out[n] = fgg_mm_lanes8_sum(acc + 16 * n) - fgg_mm_lanes8_sum(acc + 16 * n + 8);
+}
+
 /* The register kernels below take up to 4 rows of x at a time, with the row count a constant
  * (each count its own unrolled copy): CALL(r) for rows i..i + r of m, i a multiple of 4. */
 #define FGG_MM_BY_4_ROWS(m, CALL)                                                                     \

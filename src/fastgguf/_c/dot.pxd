@@ -173,6 +173,7 @@ cdef extern from "dot.h" nogil:
                             const float *x, Py_ssize_t xs, const float *xsum, Py_ssize_t xss, int m, int pairs,
                             float *qf, float *acc, Py_ssize_t acc_stride)
     void fgg_mm_exact_out(const float *acc, int m, float *out, Py_ssize_t os)
+    void fgg_mm_exact_out_w(const float *acc, Py_ssize_t nw, float *out)
     enum: FGG_MM_HAVE_SPAN1
     enum: FGG_MM_HAVE_PAIRS
     enum: FGG_MM_SPAN_W_ROWS

@@ -632,6 +632,9 @@ cdef void _mm_exact_rows(_MMExactJob *job, const uint8_t *tile, Py_ssize_t a, Py
                          c1 - c, xp, xs, xsp, xss, <int>mt, pairs, qf, acc + n * lanes, lanes)
                 n += FGG_MM_SPAN_NW
         c = c1
+    if mt == 1:
+        fgg_mm_exact_out_w(acc, a1 - a, job.out + b * job.out_stride + a)
+        return
     for n in range(a1 - a):
         fgg_mm_exact_out(acc + n * lanes, <int>mt, job.out + b * job.out_stride + a + n, job.out_stride)
 
