@@ -204,6 +204,18 @@ def matmul_rows_int(
     """``out[:, n0:n1]`` from Q8-quantized rows of x by integer dot products, on ``threads``
     threads of the build's own pool."""
 
+def matmul_quick(
+    w: object,
+    type_id: object,
+    x: object,
+    out: object,
+    threads: int,
+    exact: bool,
+    min_work: int,
+) -> bool:
+    """:func:`fastgguf.matmul`'s common call checked and run in one step: True when done, False
+    (nothing changed) for arguments that need its full path."""
+
 def matmul_rows_grouped(
     w: npt.NDArray[np.uint8],
     type_id: int,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -711,6 +713,45 @@ def test_out_argument_is_filled_and_returned():
     out = np.full((3, 5), np.nan, np.float32)
     assert matmul(x, raw, T.Q4_0, out=out) is out
     np.testing.assert_array_equal(out, matmul(x, raw, T.Q4_0))
+
+
+@pytest.mark.parametrize("qtype", TYPES, ids=lambda t: t.name)
+def test_one_step_call_equals_the_full_path(qtype, monkeypatch):
+    """matmul's common call (raw blocks, an int type, float32 x) runs checked in one kernel call;
+    the same bits as the full path (a type name takes that), both paths, every row count and
+    thread count, 1-D and 2-D x, with and without ``out``."""
+    module = sys.modules[matmul.__module__]  # fastgguf.matmul: the function hides the module
+    taken = []
+    real = module._quick
+    monkeypatch.setattr(module, "_quick", lambda *a: taken.append(r := real(*a)) or r)
+    rng = np.random.default_rng(int(qtype) + 29)
+    k = k_for(qtype, 2)
+    raw = random_weights(qtype, 19, k, rng)
+    for m in (1, 3, 9):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        for exact in (True, False):
+            for threads in (1, 2):
+                taken.clear()
+                got = matmul(x, raw, int(qtype), exact=exact, threads=threads)
+                assert taken and taken[0] is got
+                np.testing.assert_array_equal(got, matmul(x, raw, qtype.name, exact=exact, threads=threads))
+                out = np.full((m, 19), np.nan, np.float32)
+                assert matmul(x, raw, qtype, exact=exact, threads=threads, out=out) is out
+                np.testing.assert_array_equal(out, got)
+        vector = matmul(x[0], raw, qtype)
+        assert vector.shape == (19,)
+        np.testing.assert_array_equal(vector, matmul(x[:1], raw, qtype.name)[0])
+    # what the one step does not take goes the full way: a strided x, a half x, no type, a read-only out
+    x = rng.standard_normal((4, 2 * k)).astype(np.float32)[:, ::2]
+    np.testing.assert_array_equal(matmul(x, raw, qtype), matmul(np.ascontiguousarray(x), raw, qtype.name))
+    np.testing.assert_array_equal(matmul(x.astype(np.float16), raw, qtype),
+                                  matmul(x.astype(np.float16).astype(np.float32), raw, qtype))
+    with pytest.raises(TypeError):
+        matmul(x, raw)
+    out = np.empty((4, 19), np.float32)
+    out.flags.writeable = False
+    with argument_error(ValueError, match="read-only"):
+        matmul(np.ascontiguousarray(x), raw, qtype, out=out)
 
 
 def test_errors():

@@ -855,15 +855,22 @@ def matmul_rows(const uint8_t[:, ::1] w not None, int type_id, const float[:, ::
             for n in range(n0, n1):
                 out[i, n] = 0.0
         return
+    _matmul_float_run(kernel, swap, type_id, w, x, out, n0, n1, round_to, threads)
+
+
+cdef int _matmul_float_run(fgg_dequantize_fn kernel, fgg_byteswap_fn swap, int type_id, const uint8_t[:, ::1] w,
+                           const float[:, ::1] x, float[:, :] out, Py_ssize_t n0, Py_ssize_t n1, int round_to,
+                           int threads) except -1:
+    """matmul_rows after its checks (rows of x and of w, K, all > 0)."""
+    cdef Py_ssize_t k = x.shape[1], block_size = fgg_block_size[type_id]
     if _exact_by_sub_block(type_id) != NULL and round_to == 0:
-        _matmul_exact(swap, type_id, w, x, out, n0, n1, k // block_size, threads)
-        return
+        return _matmul_exact(swap, type_id, w, x, out, n0, n1, k // block_size, threads)
     cdef _MMFloatJob job
-    _fill_float_job(&job, kernel, swap, type_id, &w[0, 0], w.shape[1], k, &x[0, 0], x.strides[0] // sizeof(float), m,
-                    &out[0, 0], out.strides[0] // sizeof(float), n0, n1, round_to, threads)
+    _fill_float_job(&job, kernel, swap, type_id, &w[0, 0], w.shape[1], k, &x[0, 0], x.strides[0] // sizeof(float),
+                    x.shape[0], &out[0, 0], out.strides[0] // sizeof(float), n0, n1, round_to, threads)
     with nogil:
         fgg_pool_run(_mm_float_task, &job, job.n_tasks, threads)
-    _raise_status(job.status)
+    return _raise_status(job.status)
 
 
 def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
@@ -1135,9 +1142,17 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
             for n in range(n0, n1):
                 out[i, n] = 0.0
         return
+    _matmul_int_run(fn, type_id, &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1], x_bytes, m,
+                    &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
+
+
+cdef int _matmul_int_run(fgg_dot_fn fn, int type_id, const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t nb,
+                         const uint8_t *xq, Py_ssize_t xq_row_bytes, Py_ssize_t x_bytes, Py_ssize_t m, float *out,
+                         Py_ssize_t out_stride, Py_ssize_t n0, Py_ssize_t n1, int threads) except -1:
+    """matmul_rows_int after its checks (m rows of x quantized at xq, nb blocks a row, all > 0)."""
     cdef _MMIntJob job
-    _fill_int_job(&job, fn, INT_ROWS2[type_id], &w[0, 0], w.shape[1], k // block_size, &xq[0, 0], xq.shape[1],
-                  xq.shape[1] // x_bytes, m, &out[0, 0], out.strides[0] // sizeof(float), n0, n1, threads)
+    _fill_int_job(&job, fn, INT_ROWS2[type_id], w, row_bytes, nb, xq, xq_row_bytes, xq_row_bytes // x_bytes, m,
+                  out, out_stride, n0, n1, threads)
     cdef fgg_mm_gemm_fn gemm = _gemm_k(type_id)
     cdef char *xi = NULL
     if gemm != NULL and m >= _gemm_min_rows(type_id):
@@ -1151,7 +1166,63 @@ def matmul_rows_int(const uint8_t[:, ::1] w not None, int type_id, const uint8_t
             fgg_pool_run(_mm_int_task, &job, job.n_tasks, threads)
     finally:
         fgg_aligned_free(xi)
-    _raise_status(job.status)
+    return _raise_status(job.status)
+
+
+def matmul_quick(w, type_id, x, out, int threads, bint exact, Py_ssize_t min_work):
+    """fastgguf.matmul's common call, checked and run in one step: ``w`` a C-contiguous (N, row_bytes)
+    uint8 array of whole blocks of ``type_id`` (an int) with a kernel, ``x`` a C-contiguous (M, K)
+    float32 array (M, N, K > 0), ``out`` a C-contiguous (M, N) float32 array, ``threads`` >= 1;
+    ``exact`` as matmul's. Threads as :func:`fastgguf.matmul` splits them: at most one per
+    ``min_work`` bytes of weights times rows of x.
+
+    Returns True when done, False (having changed nothing) for any other arguments: fastgguf.matmul
+    then takes its full path, which also raises the errors (its checks in Python cost about 5 us a
+    call more: as much as the product of a small weight).
+    """
+    if not isinstance(type_id, int) or threads < 1:
+        return False
+    cdef const uint8_t[:, ::1] wv
+    cdef const float[:, ::1] xv
+    cdef float[:, ::1] ov
+    try:
+        wv = w
+        xv = x
+        ov = out
+    except (TypeError, ValueError, BufferError):
+        return False
+    cdef int t = type_id if -1 <= type_id <= FGG_TYPE_LIMIT else -1
+    cdef fgg_kernel_row *row = _row(t)
+    if row == NULL or row.dequantize == NULL:
+        return False
+    cdef Py_ssize_t block_size = fgg_block_size[t], type_size = fgg_type_size[t]
+    cdef Py_ssize_t m = xv.shape[0], k = xv.shape[1], n = wv.shape[0], i
+    if (m == 0 or n == 0 or k == 0 or k % block_size or wv.shape[1] != k // block_size * type_size
+            or ov.shape[0] != m or ov.shape[1] != n or m > 0x7fffffff):
+        return False
+    cdef int n_threads = <int>max(1, min(<Py_ssize_t>threads, n, wv.shape[0] * wv.shape[1] * m // min_work))
+    cdef Py_ssize_t x_values = 256 if _x_by_256(t) else 32
+    cdef Py_ssize_t x_bytes = MM_Q8K_BYTES if _x_by_256(t) else MM_Q8_BYTES
+    if exact or row.dot == NULL or k % x_values or block_size % x_values:
+        _matmul_float_run(row.dequantize, NULL, t, wv, xv, ov, 0, n, 0, n_threads)
+        return True
+    # the integer path: x quantized once (as matmul's quantize_x8 / quantize_x8k), then the dots
+    cdef Py_ssize_t xq_row = k // x_values * x_bytes
+    cdef uint8_t *xq = <uint8_t *>malloc(m * xq_row)
+    if xq == NULL:
+        raise MemoryError("no memory for the quantized rows of x")
+    try:
+        with nogil:
+            for i in range(m):
+                if x_values == 256:
+                    fgg_mm_quantize_x8k(&xv[i, 0], k, <fgg_mm_q8k *>(xq + i * xq_row))
+                else:
+                    fgg_mm_quantize_x8(&xv[i, 0], k, <fgg_mm_q8 *>(xq + i * xq_row))
+        _matmul_int_run(row.dot, t, &wv[0, 0], wv.shape[1], k // block_size, xq, xq_row, x_bytes, m, &ov[0, 0], n,
+                        0, n, n_threads)
+    finally:
+        free(xq)
+    return True
 
 
 cdef void _fill_int_job(_MMIntJob *job, fgg_dot_fn fn, fgg_dot_fn fn2, const uint8_t *w, Py_ssize_t row_bytes,
