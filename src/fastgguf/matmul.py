@@ -381,7 +381,7 @@ def matmul(
     TypeError, ValueError
         Arguments of the wrong kind, ``threads < 1``.
     """
-    if round_weights is None and weight.__class__ is np.ndarray:
+    if round_weights is None and isinstance(weight, np.ndarray):
         quick = _quick(x, weight, type, out, threads, exact)
         if quick is not None:
             return quick

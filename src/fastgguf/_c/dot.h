@@ -4375,7 +4375,7 @@ FGG_MM_ALWAYS_INLINE __m256 fgg_mm_lanes8_sum_x8(const float *acc)
         t[r + 1] = _mm256_unpackhi_ps(v[r], v[r + 1]);
     }
     for (int q = 0; q < 8; q += 4)
-        for (int h = 0; h < 2; h++) {  /* rows q/2.. of lanes 2h, 2h + 1 (and + 4) */
+        for (int h = 0; h < 2; h++) {  /* lanes 2h, 2h + 1 (and those 4 on) of rows q .. q + 3 */
             v[q + 2 * h] = _mm256_shuffle_ps(t[q + h], t[q + 2 + h], 0x44);
             v[q + 2 * h + 1] = _mm256_shuffle_ps(t[q + h], t[q + 2 + h], 0xee);
         }
@@ -4403,9 +4403,9 @@ FGG_MM_ALWAYS_INLINE __m128 fgg_mm_lanes8_sum_x4(const float *acc)
 #endif
 
 /* fgg_mm_exact_out for one row of x and nw weight rows (row n's acc at acc + 16 n, its out at
- * out[n]): in the SIMD builds 8 (SSE2: 4) rows at a time, each in a lane (the same bits); for a
- * small row (K of 256 to 1024) summing each row's lanes alone took a third of the time besides its
- * product. */
+ * out[n]): in the SIMD builds 8 (SSE2: 4) rows at a time, each in a lane (the same bits). Against
+ * a scalar chain per row, one thread (Zen 2): 16384 x 256 Q4_K 0.448 -> 0.408 ms, Q6_K 0.510 ->
+ * 0.466; 4096 x 1024 about 2 %. */
 static inline void fgg_mm_exact_out_w(const float *acc, ptrdiff_t nw, float *out)
 {
     ptrdiff_t n = 0;

@@ -1180,7 +1180,7 @@ def matmul_quick(w, type_id, x, out, int threads, bint exact, Py_ssize_t min_wor
     then takes its full path, which also raises the errors (its checks in Python cost about 5 us a
     call more: as much as the product of a small weight).
     """
-    if not isinstance(type_id, int) or threads < 1:
+    if not isinstance(type_id, int) or threads < 1 or min_work < 1:
         return False
     cdef const uint8_t[:, ::1] wv
     cdef const float[:, ::1] xv
@@ -1200,10 +1200,14 @@ def matmul_quick(w, type_id, x, out, int threads, bint exact, Py_ssize_t min_wor
     if (m == 0 or n == 0 or k == 0 or k % block_size or wv.shape[1] != k // block_size * type_size
             or ov.shape[0] != m or ov.shape[1] != n or m > 0x7fffffff):
         return False
-    cdef int n_threads = <int>max(1, min(<Py_ssize_t>threads, n, wv.shape[0] * wv.shape[1] * m // min_work))
+    # matmul's split: w's bytes times the rows of x, one thread per min_work (in floats: no overflow)
+    cdef double work = <double>wv.shape[0] * <double>wv.shape[1] * <double>m / <double>min_work
+    cdef int n_threads = threads if work >= threads and n >= threads else <int>max(1, min(<double>n, work))
     cdef Py_ssize_t x_values = 256 if _x_by_256(t) else 32
     cdef Py_ssize_t x_bytes = MM_Q8K_BYTES if _x_by_256(t) else MM_Q8_BYTES
-    if exact or row.dot == NULL or k % x_values or block_size % x_values:
+    if not exact and row.dot != NULL and k % x_values == 0 and block_size % x_values:
+        return False  # matmul_rows_int refuses it: the full path says so
+    if exact or row.dot == NULL or k % x_values:
         _matmul_float_run(row.dequantize, NULL, t, wv, xv, ov, 0, n, 0, n_threads)
         return True
     # the integer path: x quantized once (as matmul's quantize_x8 / quantize_x8k), then the dots
