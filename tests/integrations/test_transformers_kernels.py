@@ -148,6 +148,42 @@ def test_rows_routed_to_fastgguf(tmp_path, installed, monkeypatch):
         assert calls == []
 
 
+def test_other_devices_go_to_the_kernel_resolved_before(monkeypatch):
+    """Tensors not on the CPU (here the meta device) go to the accelerator kernel transformers had
+    resolved before install(), or raise when there was none."""
+    import types
+
+    calls = []
+
+    def recorder(op):
+        def record(*args):
+            calls.append(op)
+            return op
+        return record
+
+    previous = types.SimpleNamespace(**{op: recorder(op) for op in ("mul_mat_vec", "mul_mat_id", "dequantize", "get_rows")})
+    monkeypatch.setattr(gguf_kernels, "_gguf_kernel", previous)
+    meta = torch.empty((4, 34), dtype=torch.uint8, device="meta")
+    x = torch.empty((1, 32), device="meta")
+    _transformers_kernels.install()
+    try:
+        ops = _transformers_kernels._saved["ops"]
+        assert ops.mul_mat_vec(meta, x, 8, 4) == "mul_mat_vec"
+        assert ops.mul_mat_id(meta[None], x, torch.zeros((1, 1), dtype=torch.int32), 8, 4) == "mul_mat_id"
+        assert ops.dequantize(meta, 8, 4, 32, torch.float32) == "dequantize"
+        assert ops.get_rows(meta, torch.tensor([0]), 8, 32, torch.float32) == "get_rows"
+        assert calls == ["mul_mat_vec", "mul_mat_id", "dequantize", "get_rows"]
+    finally:
+        _transformers_kernels.uninstall()
+    monkeypatch.setattr(gguf_kernels, "_gguf_kernel", None)
+    _transformers_kernels.install()
+    try:
+        with pytest.raises(RuntimeError, match="CPU only"):
+            _transformers_kernels._saved["ops"].mul_mat_vec(meta, x, 8, 4)
+    finally:
+        _transformers_kernels.uninstall()
+
+
 def test_install_is_undone(tmp_path):
     before_kernel, before_can_read = gguf_kernels._gguf_kernel, gguf_kernels.kernel_can_read
     _transformers_kernels.install()

@@ -84,7 +84,7 @@ class _FastggufOps:
 
     def mul_mat_vec(self, weight, x, ggml_type: int, out_features: int):
         """``(N, row_bytes)`` uint8 blocks, ``(M, K)`` x -> ``(M, N)`` float32."""
-        if weight.device.type != "cpu":
+        if not weight.is_cpu:  # (not device.type: 0.7 us a call against 0.1)
             return self._other(weight, "mul_mat_vec")(weight, x, ggml_type, out_features)
         import torch
 
@@ -93,7 +93,7 @@ class _FastggufOps:
 
     def mul_mat_id(self, blocks, x, ids, ggml_type: int, out_features: int):
         """``(E, N, row_bytes)`` experts, ``(T, K)`` x, ``(T, E_used)`` ids -> ``(T, E_used, N)`` float32."""
-        if blocks.device.type != "cpu":
+        if not blocks.is_cpu:
             return self._other(blocks, "mul_mat_id")(blocks, x, ids, ggml_type, out_features)
         import torch
 
@@ -102,7 +102,7 @@ class _FastggufOps:
 
     def dequantize(self, weight, ggml_type: int, rows: int, cols: int, dtype):
         """``(rows, row_bytes)`` blocks -> ``(rows, cols)`` in ``dtype``."""
-        if weight.device.type != "cpu":
+        if not weight.is_cpu:
             return self._other(weight, "dequantize")(weight, ggml_type, rows, cols, dtype)
         import torch
 
@@ -111,7 +111,7 @@ class _FastggufOps:
 
     def get_rows(self, weight, indices, ggml_type: int, cols: int, dtype):
         """Rows ``indices`` of ``(N, row_bytes)`` blocks -> ``(len(indices), cols)`` in ``dtype``."""
-        if weight.device.type != "cpu":
+        if not weight.is_cpu:
             return self._other(weight, "get_rows")(weight, indices, ggml_type, cols, dtype)
         import torch
 
