@@ -5558,14 +5558,23 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q45_k_regs(const uint8_t *w, ptrdiff_t b0, ptrd
     fgg_mm_sse_acc_store(a, R, acc);
 }
 
-/* fgg_mm_q6_k_regs for one row of x on SSE2: the super-block's 256 codes made as bytes first (as
- * below), stored, then one sub-block of 16 at a time, with the lanes in registers only within the
- * super-block (the same float steps). With all of a super-block's codes made in registers and the
- * lanes kept across super-blocks, gcc kept the lanes on the stack and the codes spilled: one row of
- * 4096 x 14336, one thread (Zen 2), 13.6 -> 12.4 ms, 3.07 -> 2.88 instructions a value. */
+/* Values 128h + 32c + 16k .. + 15 of a Q6_K super-block as their 16 codes q (q - 32 the value):
+ * four bits of ql, and bits 2c, 2c + 1 of qh moved to bits 4, 5. */
+FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_q6_k_u(const uint8_t *wb, int h, int c, int k)
+{
+    __m128i l = FGG_MM_SSE_LOAD(wb + 64 * h + 32 * (c & 1) + 16 * k);
+    if (c >= 2) l = _mm_srli_epi16(l, 4);
+    const __m128i hb = fgg_mm_sse_bit_to(FGG_MM_SSE_LOAD(wb + 128 + 32 * h + 16 * k), 2 * c, 4);
+    return _mm_or_si128(_mm_and_si128(l, _mm_set1_epi8(15)), _mm_and_si128(hb, _mm_set1_epi8(0x30)));
+}
+
+/* fgg_mm_q6_k_regs for one row of x on SSE2: the super-block's 256 codes made first and stored,
+ * then one sub-block of 16 at a time (fgg_mm_sse_sub's steps), with the lanes in registers only
+ * within the super-block. With all of a super-block's codes made in registers and the lanes kept
+ * across super-blocks, gcc kept the lanes on the stack and the codes spilled: one row of 4096 x
+ * 14336, one thread (Zen 2), 13.6 -> 12.4 ms, 3.07 -> 2.88 instructions a value. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q6_k_row1(const uint8_t *w, ptrdiff_t b0, ptrdiff_t b1, const float *x, float *acc)
 {
-    const __m128i low = _mm_set1_epi8(15), high2 = _mm_set1_epi8(0x30);
     for (ptrdiff_t b = b0; b < b1; b++) {
         const uint8_t *wb = w + 210 * b;
         float S[16];
@@ -5574,34 +5583,17 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q6_k_row1(const uint8_t *w, ptrdiff_t b0, p
         fgg_mm_q6_k_s(wb, S);
         for (int h = 0; h < 2; h++)
             for (int c = 0; c < 4; c++)
-                for (int k = 0; k < 2; k++) {  /* values 128h + 32c + 16k ..: bits 2c, 2c + 1 of qh to bits 4, 5 */
-                    __m128i l = FGG_MM_SSE_LOAD(wb + 64 * h + 32 * (c & 1) + 16 * k);
-                    if (c >= 2) l = _mm_srli_epi16(l, 4);
-                    const __m128i hb = fgg_mm_sse_bit_to(FGG_MM_SSE_LOAD(wb + 128 + 32 * h + 16 * k), 2 * c, 4);
-                    _mm_store_si128((__m128i *)(u8 + 128 * h + 32 * c + 16 * k),
-                                    _mm_or_si128(_mm_and_si128(l, low), _mm_and_si128(hb, high2)));
-                }
-        const float *xb = x + 256 * b;
-        const __m128i z = _mm_setzero_si128(), e = _mm_set1_epi16(0x4B00);
-        const __m128 off2 = FGG_MM_SSE_OFF(32);
-        __m128 a0 = _mm_loadu_ps(acc), a1 = _mm_loadu_ps(acc + 4);
+                for (int k = 0; k < 2; k++)
+                    _mm_store_si128((__m128i *)(u8 + 128 * h + 32 * c + 16 * k), fgg_mm_sse_q6_k_u(wb, h, c, k));
+        __m128 a[2] = {_mm_loadu_ps(acc), _mm_loadu_ps(acc + 4)};
 #pragma GCC unroll 1
-        for (int j = 0; j < 16; j++) {  /* sub-block j: fgg_mm_sse_sub's steps with n = 2 */
-            const __m128i u = _mm_load_si128((const __m128i *)(u8 + 16 * j));
-            const __m128i wl = _mm_unpacklo_epi8(u, z), wh = _mm_unpackhi_epi8(u, z);
-            const float *xj = xb + 16 * j;
-            const __m128 f0 = _mm_sub_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(wl, e)), off2);
-            const __m128 f2 = _mm_sub_ps(_mm_castsi128_ps(_mm_unpacklo_epi16(wh, e)), off2);
-            const __m128 t0 = _mm_add_ps(_mm_mul_ps(f0, _mm_load_ps(xj)), _mm_mul_ps(f2, _mm_load_ps(xj + 8)));
-            const __m128 f1 = _mm_sub_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(wl, e)), off2);
-            const __m128 f3 = _mm_sub_ps(_mm_castsi128_ps(_mm_unpackhi_epi16(wh, e)), off2);
-            const __m128 t1 = _mm_add_ps(_mm_mul_ps(f1, _mm_load_ps(xj + 4)), _mm_mul_ps(f3, _mm_load_ps(xj + 12)));
-            const __m128 s = _mm_set1_ps(S[j]);
-            a0 = _mm_add_ps(a0, _mm_mul_ps(s, t0));
-            a1 = _mm_add_ps(a1, _mm_mul_ps(s, t1));
+        for (int j = 0; j < 16; j++) {
+            fgg_mm_f8 f[2];
+            fgg_mm_sse_u8_to_f(_mm_load_si128((const __m128i *)(u8 + 16 * j)), FGG_MM_SSE_OFF(32), f);
+            fgg_mm_sse_sub(a, f, 2, x + 256 * b + 16 * j, S[j]);
         }
-        _mm_storeu_ps(acc, a0);
-        _mm_storeu_ps(acc + 4, a1);
+        _mm_storeu_ps(acc, a[0]);
+        _mm_storeu_ps(acc + 4, a[1]);
     }
 }
 
@@ -5614,7 +5606,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
         fgg_mm_sse_q6_k_row1(w, b0, b1, x, acc);
         return;
     }
-    const __m128i low = _mm_set1_epi8(15), high2 = _mm_set1_epi8(0x30);
     float S[16];
     __m128 a[4][2];
     fgg_mm_sse_acc_load(a, R, acc);
@@ -5622,20 +5613,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_q6_k_regs(const uint8_t *w, ptrdiff_t b0, ptrdi
         const uint8_t *wb = w + 210 * b;
         fgg_mm_prefetch_ahead(wb, 210);
         fgg_mm_q6_k_s(wb, S);
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *ql = wb + 64 * h, *qh = wb + 128 + 32 * h;
-            for (int c = 0; c < 4; c++) {
-                __m128i u[2];
-                for (int k = 0; k < 2; k++) {  /* bits 2c, 2c + 1 of qh to bits 4, 5 */
-                    __m128i l = FGG_MM_SSE_LOAD(ql + 32 * (c & 1) + 16 * k);
-                    if (c >= 2) l = _mm_srli_epi16(l, 4);
-                    const __m128i hb = fgg_mm_sse_bit_to(FGG_MM_SSE_LOAD(qh + 16 * k), 2 * c, 4);
-                    u[k] = _mm_or_si128(_mm_and_si128(l, low), _mm_and_si128(hb, high2));
-                }
-                fgg_mm_sse_run32(a, R, u[0], u[1], FGG_MM_SSE_OFF(32), x + 256 * b + 128 * h + 32 * c, xs,
-                                 S + 8 * h + 2 * c, 1);
-            }
-        }
+        for (int h = 0; h < 2; h++)
+            for (int c = 0; c < 4; c++)
+                fgg_mm_sse_run32(a, R, fgg_mm_sse_q6_k_u(wb, h, c, 0), fgg_mm_sse_q6_k_u(wb, h, c, 1), FGG_MM_SSE_OFF(32),
+                                 x + 256 * b + 128 * h + 32 * c, xs, S + 8 * h + 2 * c, 1);
     }
     fgg_mm_sse_acc_store(a, R, acc);
 }

@@ -878,7 +878,7 @@ def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
 
     ``dst`` has shape ``(M, K // 32 * q8_block_bytes())``.
     """
-    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], i
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1]
     if k % 32:
         raise ValueError(f"row length {k} is not a multiple of 32")
     if dst.shape[0] != m or dst.shape[1] != k // 32 * MM_Q8_BYTES:
@@ -886,8 +886,7 @@ def quantize_x8(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
     if m == 0 or k == 0:
         return
     with nogil:
-        for i in range(m):
-            fgg_mm_quantize_x8(&x[i, 0], k, <fgg_mm_q8 *>&dst[i, 0])
+        _quantize_x_rows(False, &x[0, 0], x.strides[0] // sizeof(float), m, k, &dst[0, 0], dst.shape[1])
 
 
 def quantize_x8k(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
@@ -896,7 +895,7 @@ def quantize_x8k(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
 
     ``dst`` has shape ``(M, K // 256 * int_x_layout(Q4_K)[1])``.
     """
-    cdef Py_ssize_t m = x.shape[0], k = x.shape[1], i
+    cdef Py_ssize_t m = x.shape[0], k = x.shape[1]
     if k % 256:
         raise ValueError(f"row length {k} is not a multiple of 256")
     if dst.shape[0] != m or dst.shape[1] != k // 256 * MM_Q8K_BYTES:
@@ -904,8 +903,19 @@ def quantize_x8k(const float[:, ::1] x not None, uint8_t[:, ::1] dst not None):
     if m == 0 or k == 0:
         return
     with nogil:
-        for i in range(m):
-            fgg_mm_quantize_x8k(&x[i, 0], k, <fgg_mm_q8k *>&dst[i, 0])
+        _quantize_x_rows(True, &x[0, 0], x.strides[0] // sizeof(float), m, k, &dst[0, 0], dst.shape[1])
+
+
+cdef void _quantize_x_rows(bint by_256, const float *x, Py_ssize_t xs, Py_ssize_t m, Py_ssize_t k, uint8_t *dst,
+                           Py_ssize_t dst_row) noexcept nogil:
+    """m rows of k values (row i at x + i * xs) quantized for the integer path, row i at dst + i *
+    dst_row: per 256 values (by_256, the K-quants' layout) or per 32."""
+    cdef Py_ssize_t i
+    for i in range(m):
+        if by_256:
+            fgg_mm_quantize_x8k(x + i * xs, k, <fgg_mm_q8k *>(dst + i * dst_row))
+        else:
+            fgg_mm_quantize_x8(x + i * xs, k, <fgg_mm_q8 *>(dst + i * dst_row))
 
 
 cdef struct _MMIntJob:
@@ -1196,7 +1206,7 @@ def matmul_quick(w, type_id, x, out, int threads, bint exact, Py_ssize_t min_wor
     if row == NULL or row.dequantize == NULL:
         return False
     cdef Py_ssize_t block_size = fgg_block_size[t], type_size = fgg_type_size[t]
-    cdef Py_ssize_t m = xv.shape[0], k = xv.shape[1], n = wv.shape[0], i
+    cdef Py_ssize_t m = xv.shape[0], k = xv.shape[1], n = wv.shape[0]
     if (m == 0 or n == 0 or k == 0 or k % block_size or wv.shape[1] != k // block_size * type_size
             or ov.shape[0] != m or ov.shape[1] != n or m > 0x7fffffff):
         return False
@@ -1217,11 +1227,7 @@ def matmul_quick(w, type_id, x, out, int threads, bint exact, Py_ssize_t min_wor
         raise MemoryError("no memory for the quantized rows of x")
     try:
         with nogil:
-            for i in range(m):
-                if x_values == 256:
-                    fgg_mm_quantize_x8k(&xv[i, 0], k, <fgg_mm_q8k *>(xq + i * xq_row))
-                else:
-                    fgg_mm_quantize_x8(&xv[i, 0], k, <fgg_mm_q8 *>(xq + i * xq_row))
+            _quantize_x_rows(x_values == 256, &xv[0, 0], xv.strides[0] // sizeof(float), m, k, xq, xq_row)
         _matmul_int_run(row.dot, t, &wv[0, 0], wv.shape[1], k // block_size, xq, xq_row, x_bytes, m, &ov[0, 0], n,
                         0, n, n_threads)
     finally:
