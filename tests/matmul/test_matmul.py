@@ -423,6 +423,28 @@ MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 5, T.Q5_1: 5, T.MXFP4: 9, T.IQ4_NL
 VNNI_K_FROM = {T.IQ1_S: 7, T.IQ4_XS: 7, T.IQ2_XXS: 8, T.IQ2_S: 8, T.IQ1_M: 8}
 MADDUBS_K_FROM = {T.IQ3_S: 7, T.IQ3_XXS: 8, T.IQ1_S: 8, T.IQ1_M: 8, T.IQ2_XXS: 12, T.IQ2_XS: 12, T.IQ2_S: 12,
                   T.IQ4_XS: 24}
+# The portable SSE2 build's batch kernels (x widened to int16 once, taken at any row count).
+SSE2_K_KINDS = {T.Q4_K, T.Q5_K, T.Q6_K}
+
+
+def _batch_variants(qtype):
+    """_int_dot_variants with a batch kernel for qtype: the SIMD builds, and the portable build
+    where it has SSE2 kernels (sse2_int_kernels) for the type."""
+    return [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants()
+            if name != "portable" or (kernels.sse2_int_kernels() and qtype in SSE2_K_KINDS)]
+
+
+def test_sse2_int_kernels_in_the_portable_build_of_x86():
+    """The portable build has the SSE2 kernels on x86-64 (every such CPU has SSE2) unless built
+    with FASTGGUF_NO_SIMD=1; the SIMD builds have their own."""
+    import os
+    import platform
+    kernels = dequant.kernel_modules()["portable"]
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    assert kernels.sse2_int_kernels() == (x86 and os.environ.get("FASTGGUF_NO_SIMD", "") in ("", "0"))
+    for path in dequant.available_cpu_paths():
+        if path != "portable":
+            assert not dequant.kernel_modules()[path].sse2_int_kernels()
 
 
 def rows_and_batch(kernels, vnni: bool, raw: np.ndarray, qtype: GGMLType, xq: np.ndarray, n: int):
@@ -456,8 +478,7 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
     rng = np.random.default_rng([int(qtype), 5])
     n, k = (21, k_for(qtype, 3)) if qtype in K_KINDS else (37, k_for(qtype, 70))
     raw = random_weights(qtype, n, k, rng)
-    variants = [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants()
-                if name != "portable"]
+    variants = _batch_variants(qtype)
     if not variants:
         pytest.skip("no build with this type's batch kernel runs here")
     for m in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 40) if qtype in PER32_BATCH else (1, 5, 6, 7, 8, 9, 16, 17, 40):
@@ -465,7 +486,8 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
         x[:, ::32] *= 50.0
         for name, kernels, vnni in variants:
             outs, taken = rows_and_batch(kernels, vnni, raw, qtype, quantized_x(kernels, x, qtype), n)
-            assert taken == {"rows": "rows", "batch": "vnni-few" if vnni and qtype in PER32_BATCH and m <= 12
+            assert taken == {"rows": "rows", "batch": "sse2-wide-x" if name == "portable"
+                             else "vnni-few" if vnni and qtype in PER32_BATCH and m <= 12
                              else "vnni-batch" if vnni else "maddubs-batch"}
             np.testing.assert_array_equal(outs["batch"], outs["rows"], err_msg=f"{name} m={m}")
 
@@ -485,7 +507,7 @@ def test_batch_kernel_at_the_int16_limits(qtype):
     x[2, 1::2] = -1.0
     x[3] = np.where(np.arange(k) // 4 % 2, -1.0, 1.0)
     x = np.repeat(x, 4, axis=0)  # 16 rows: a whole group of the batch kernel
-    variants = [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants() if name != "portable"]
+    variants = _batch_variants(qtype)
     if not variants:
         pytest.skip("no build with this type's batch kernel runs here")
     for name, kernels, vnni in variants:
@@ -533,8 +555,9 @@ def test_batch_kernel_is_taken_where_it_applies():
     AVX-512 without VNNI), some IQ types from their own counts (VNNI_K_FROM, MADDUBS_K_FROM); the
     per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU splits 512-bit operations:
     Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5), the batch kernel from 13, and
-    on maddubs the batch kernel from MADDUBS_FROM; other types, fewer rows and the portable build
-    take the row kernels (whose bits the tests above compare)."""
+    on maddubs the batch kernel from MADDUBS_FROM; the portable SSE2 build's Q4_K, Q5_K and Q6_K
+    their kernel on x widened to int16 at any row count; other types, fewer rows and the other
+    portable builds take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         for wide in (True, False):
             before, wide_before = kernels._set_vnni(vnni), kernels._set_wide(wide)
@@ -550,6 +573,8 @@ def test_batch_kernel_is_taken_where_it_applies():
                             expected = "maddubs-batch" if m >= MADDUBS_FROM[qtype] else "rows"
                         elif name != "portable":
                             expected = "maddubs-batch" if qtype in K_KINDS and m >= MADDUBS_K_FROM.get(qtype, 9) else "rows"
+                        elif kernels.sse2_int_kernels() and qtype in SSE2_K_KINDS:
+                            expected = "sse2-wide-x"
                         else:
                             expected = "rows"
                         assert kernels.int_batch_kernel(int(qtype), m) == expected, (name, wide, qtype.name, m)

@@ -76,7 +76,7 @@ cdef extern from "dot.h" nogil:
         pass
     ctypedef struct fgg_mm_wk:
         pass
-    enum: FGG_MM_X_K, FGG_MM_X_B32, FGG_MM_X_B8, FGG_MM_X_B8_PLUS128
+    enum: FGG_MM_X_K, FGG_MM_X_B32, FGG_MM_X_B8, FGG_MM_X_B8_PLUS128, FGG_MM_X_K16
     size_t fgg_mm_batch_x_bytes(int layout, Py_ssize_t m, Py_ssize_t nb)
     bint fgg_mm_batch_few(int layout, Py_ssize_t m)
     Py_ssize_t fgg_mm_batch_group_rows(int layout)
@@ -85,8 +85,10 @@ cdef extern from "dot.h" nogil:
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb,
                                     const void *x, Py_ssize_t m, float *out, Py_ssize_t os, void *panel,
                                     Py_ssize_t tile)
-    # The batch kernels, as values: VNNI (avx512 build) and maddubs (avx2 and avx512 builds); in a
-    # build without them, names of a function never called
+    # The batch kernels, as values: VNNI (avx512 build), maddubs (avx2 and avx512 builds), Q4_K's, Q5_K's
+    # and Q6_K's on x widened to int16 (the portable SSE2 build); in a build without them, fgg_mm_gemm_never
+    void fgg_mm_gemm_never(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb, const void *x,
+                           Py_ssize_t m, float *out, Py_ssize_t os, void *panel, Py_ssize_t tile)
     const fgg_mm_gemm_fn fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q5_k_vnni, fgg_mm_gemm_q6_k_vnni
     const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0_vnni, fgg_mm_gemm_tq1_0_vnni, fgg_mm_gemm_iq4_xs_vnni, fgg_mm_gemm_iq2_xxs_vnni, fgg_mm_gemm_iq2_xs_vnni
     const fgg_mm_gemm_fn fgg_mm_gemm_iq2_s_vnni, fgg_mm_gemm_iq3_xxs_vnni, fgg_mm_gemm_iq3_s_vnni, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_m_vnni
@@ -200,3 +202,4 @@ cdef extern from "dot.h" nogil:
     void fgg_mm_span1_mxfp4(const uint8_t *w, Py_ssize_t row_bytes, int nw, Py_ssize_t b0, Py_ssize_t b1,
                             const float *x, const float *xsum, float *acc, Py_ssize_t acc_stride)
     enum: FGG_MM_INT_SIMD_BUILD
+    enum: FGG_MM_SSE2_K_BUILD

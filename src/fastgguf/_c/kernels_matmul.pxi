@@ -79,9 +79,10 @@ cdef enum:
     _ROWS2_MAX_X = 4
 
 
-cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn maddubs_kernel, bint vnni) noexcept:
-    """A type's INT_BATCH entry: its VNNI kernel, its maddubs one (if any) in a SIMD build, else none."""
-    INT_BATCH[type_id] = vnni_kernel if vnni else maddubs_kernel if FGG_MM_INT_SIMD_BUILD else NULL
+cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn kernel, bint vnni) noexcept:
+    """A type's INT_BATCH entry: its VNNI kernel, else its build's own (maddubs in the SIMD builds; in
+    the portable SSE2 build Q4_K's, Q5_K's and Q6_K's on x widened once, fgg_mm_gemm_k_sse), or none."""
+    INT_BATCH[type_id] = vnni_kernel if vnni else kernel if kernel != fgg_mm_gemm_never else NULL
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
@@ -269,13 +270,22 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     types from 7 or 8 on VNNI, from 7 to 24 on maddubs (_k_batch_min_rows); the
     per-32 types from 13 on VNNI, on maddubs from 5 to 32 by type), ``"vnni-few"`` (the per-32
     types at 2 to 12 rows, VNNI only: two rows of x per vector; where the CPU splits 512-bit
-    operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5) or
-    ``"rows"`` (one or two weight rows at a time)."""
+    operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5),
+    ``"sse2-wide-x"`` (the portable SSE2 build's Q4_K, Q5_K and Q6_K at any row count: x widened to
+    int16 once, :func:`sse2_int_kernels`) or ``"rows"`` (one or two weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     if fgg_mm_batch_few(_x_layout(type_id), m):
         return "vnni-few"
+    if FGG_MM_SSE2_K_BUILD:
+        return "sse2-wide-x"
     return "vnni-batch" if _vnni_on else "maddubs-batch"
+
+
+def sse2_int_kernels():
+    """Whether this is the portable build with SSE2 integer kernels for Q4_K, Q5_K and Q6_K (x widened
+    to int16 once per product, weight rows one at a time): x86-64, not a FASTGGUF_NO_SIMD build."""
+    return bool(FGG_MM_SSE2_K_BUILD)
 
 
 def has_int_dot(int type_id):
@@ -301,7 +311,7 @@ cdef inline int _x_layout(int type_id) noexcept nogil:
     their maddubs kernel in groups of 8 rows at any count, as x + 128 for Q4_0, Q5_0 and MXFP4
     (fgg_mm_b8_mode)."""
     if _x_by_256(type_id):
-        return FGG_MM_X_K
+        return FGG_MM_X_K16 if FGG_MM_SSE2_K_BUILD else FGG_MM_X_K
     if _vnni_on:
         return FGG_MM_X_B32
     if type_id == FGG_TYPE_Q4_0 or type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_MXFP4:
@@ -1010,6 +1020,8 @@ cdef Py_ssize_t _gemm_min_rows_set = 0  # 0: the ISA's own
 cdef inline Py_ssize_t _gemm_min_rows(int type_id) noexcept nogil:
     if _gemm_min_rows_set:
         return _gemm_min_rows_set
+    if FGG_MM_SSE2_K_BUILD:  # the portable build's kernels: weight rows one at a time, x widened once
+        return 1
     if not _x_by_256(type_id) and not _vnni_on:  # the per-32 types' maddubs kernel
         if type_id == FGG_TYPE_Q4_1 or type_id == FGG_TYPE_Q5_1:
             return 5
