@@ -3877,14 +3877,14 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #define fgg_mm_gemm_mxfp4_vnni fgg_mm_gemm_never
 #endif
 #if !defined(FGG_MM_INT_SIMD) && !FGG_HAVE_SSE2  /* the portable SSE2 build's are at the end (FGG_MM_SSE2_K_BUILD) */
+#define fgg_mm_gemm_q2_k fgg_mm_gemm_never
+#define fgg_mm_gemm_q3_k fgg_mm_gemm_never
 #define fgg_mm_gemm_q4_k fgg_mm_gemm_never
 #define fgg_mm_gemm_q5_k fgg_mm_gemm_never
 #define fgg_mm_gemm_q6_k fgg_mm_gemm_never
 #endif
 
 #if !defined(FGG_MM_INT_SIMD)
-#define fgg_mm_gemm_q2_k fgg_mm_gemm_never
-#define fgg_mm_gemm_q3_k fgg_mm_gemm_never
 #define fgg_mm_gemm_tq2_0 fgg_mm_gemm_never
 #define fgg_mm_gemm_tq1_0 fgg_mm_gemm_never
 #define fgg_mm_gemm_iq4_xs fgg_mm_gemm_never
@@ -3909,7 +3909,7 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #else
 #define FGG_MM_INT_SIMD_BUILD 0
 #endif
-/* Whether this build has the portable SSE2 kernels of Q4_K, Q5_K and Q6_K on x widened to int16
+/* Whether this build has the portable SSE2 kernels of Q2_K to Q6_K on x widened to int16
  * (fgg_mm_gemm_k_sse, FGG_MM_X_K16). */
 #if FGG_HAVE_SSE2 && !defined(FGG_MM_INT_SIMD)
 #define FGG_MM_SSE2_K_BUILD 1
@@ -6367,7 +6367,7 @@ FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
 
 #if FGG_MM_SSE2_K_BUILD
 /* ------------------------------------------------------------------------------------------ */
-/* The portable build's integer kernels of Q4_K, Q5_K and Q6_K: x widened to int16 once per product
+/* The portable build's integer kernels of Q2_K to Q6_K: x widened to int16 once per product
  * (fgg_mm_x1k16), then each weight row's codes made as int16 words in registers and met by madd,
  * up to 2 rows of x per pass. The integer totals of fgg_mm_rows_k, then its float steps: the same
  * bits. Against fgg_mm_rows_k's portable loop (unpack to a fgg_mm_ksb, scales multiplied in,
@@ -6410,7 +6410,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
         mtot[i] = fgg_mm_sse_total4(bs);
         a[i] = z;
     }
-    for (int g = 0; g < 4; g++) {
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; g++) {  /* (constant shifts for Q5_K's fifth bits: unrolled) */
         __m128i S[2][2];  /* [row][sub-block 2g + j] */
         for (int i = 0; i < R; i++) S[i][0] = S[i][1] = z;
         for (int k = 0; k < 2; k++) {
@@ -6475,6 +6476,54 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q6_k_totals(const uint8_t *wb, const fgg_mm
     }
 }
 
+/* Q2_K (is_q3 0) or Q3_K super-block wb against rows x[0..R-1]: fgg_mm_rows_k's totals, tot[i] the
+ * values' (Q3_K: less the offsets' term) and mtot[i] Q2_K's mins'. Scales per 16 values, taken
+ * into the codes (pmullw: |code * scale| <= 7 * 32). */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q23_k_totals(const uint8_t *wb, const fgg_mm_x1k16 *x, ptrdiff_t xs, const int R,
+                                                  const int is_q3, int32_t *tot, int32_t *mtot)
+{
+    const __m128i z = _mm_setzero_si128(), three = _mm_set1_epi8(3), four = _mm_set1_epi8(4);
+    __m128i sc8, mn8 = z;
+    if (is_q3) {  /* 6-bit scales less 32 */
+        uint32_t words[4];
+        fgg_mm_q3_k_scale_words(wb, words);
+        sc8 = _mm_sub_epi8(_mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]), _mm_set1_epi8(32));
+    } else {  /* a scale (low nibble) and a min (high nibble) per 16 */
+        const __m128i v = _mm_loadu_si128((const __m128i *)wb), low = _mm_set1_epi8(15);
+        sc8 = _mm_and_si128(v, low);
+        mn8 = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+    }
+    const __m128i sc16[2] = {_mm_srai_epi16(_mm_unpacklo_epi8(sc8, sc8), 8), _mm_srai_epi16(_mm_unpackhi_epi8(sc8, sc8), 8)};
+    int16_t sc[16];
+    _mm_storeu_si128((__m128i *)sc, sc16[0]);
+    _mm_storeu_si128((__m128i *)(sc + 8), sc16[1]);
+    const __m128i hm[2] = {_mm_loadu_si128((const __m128i *)wb), _mm_loadu_si128((const __m128i *)(wb + 16))};
+    const uint8_t *qs = wb + (is_q3 ? 32 : 16);
+    __m128i a[2];
+    for (int i = 0; i < R; i++) a[i] = z;
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++)  /* values 32j + 16k .. + 15: scale 2j + k (constant shifts: unrolled) */
+        for (int k = 0; k < 2; k++) {
+            __m128i u = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(qs + 32 * (j >> 2) + 16 * k)), 2 * (j & 3)), three);
+            if (is_q3)
+                u = _mm_or_si128(u, _mm_and_si128(fgg_mm_sse_bit_to(hm[k], j, 2), four));
+            const __m128i s = _mm_set1_epi16(sc[2 * j + k]);
+            const __m128i lo = _mm_mullo_epi16(_mm_unpacklo_epi8(u, z), s), hi = _mm_mullo_epi16(_mm_unpackhi_epi8(u, z), s);
+            for (int i = 0; i < R; i++) {
+                const int16_t *xq = x[i * xs].q + 32 * j + 16 * k;
+                a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
+                                                         _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
+            }
+        }
+    const __m128i bs16[2] = {is_q3 ? sc16[0] : _mm_unpacklo_epi8(mn8, z), is_q3 ? sc16[1] : _mm_unpackhi_epi8(mn8, z)};
+    for (int i = 0; i < R; i++) {
+        const int32_t bs = fgg_mm_sse_total4(_mm_add_epi32(_mm_madd_epi16(_mm_load_si128((const __m128i *)x[i * xs].bsum), bs16[0]),
+                                                           _mm_madd_epi16(_mm_load_si128((const __m128i *)(x[i * xs].bsum + 8)), bs16[1])));
+        tot[i] = is_q3 ? fgg_mm_sse_total4(a[i]) - 4 * bs : fgg_mm_sse_total4(a[i]);
+        mtot[i] = is_q3 ? 0 : bs;
+    }
+}
+
 /* One weight row (nsb super-blocks at w) against rows x[0..R-1] of fgg_mm_x1k16 (row i's
  * super-block b at x[i * nsb + b]): out[i * os], fgg_mm_rows_k's float steps. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_x1k16 *x, const int R,
@@ -6486,20 +6535,27 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t
         const uint8_t *wb = w + b * bytes;
         int32_t tot[2], mtot[2];
         fgg_mm_prefetch_ahead(wb, bytes);
-        if (kind == FGG_MM_K6) {
-            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + 208));
-            fgg_mm_sse_q6_k_totals(wb, x + b, nsb, R, tot);
+        if (kind == FGG_MM_K6 || kind == FGG_MM_K3) {
+            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K6 ? 208 : 108)));
+            if (kind == FGG_MM_K6)
+                fgg_mm_sse_q6_k_totals(wb, x + b, nsb, R, tot);
+            else
+                fgg_mm_sse_q23_k_totals(wb, x + b, nsb, R, 1, tot, mtot);
             for (int i = 0; i < R; i++) acc[i] = acc[i] + (float)tot[i] * (d * x[i * nsb + b].d);
         } else {
-            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb)), dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + 2));
-            fgg_mm_sse_q45_k_totals(wb, x + b, nsb, R, kind == FGG_MM_K5, tot, mtot);
+            const int at = kind == FGG_MM_K2 ? 80 : 0;
+            const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + at)), dmin = fgg_half_to_float_scale(fgg_load_u16le(wb + at + 2));
+            if (kind == FGG_MM_K2)
+                fgg_mm_sse_q23_k_totals(wb, x + b, nsb, R, 0, tot, mtot);
+            else
+                fgg_mm_sse_q45_k_totals(wb, x + b, nsb, R, kind == FGG_MM_K5, tot, mtot);
             for (int i = 0; i < R; i++) {
                 acc[i] = acc[i] + (float)tot[i] * (d * x[i * nsb + b].d);
                 accm[i] = accm[i] + (float)mtot[i] * (dmin * x[i * nsb + b].d);
             }
         }
     }
-    for (int i = 0; i < R; i++) out[i * os] = kind == FGG_MM_K6 ? acc[i] : acc[i] - accm[i];
+    for (int i = 0; i < R; i++) out[i * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
 }
 
 /* Weight rows 0..n-1 (row r at w + r * row_bytes) times m rows of x (fgg_mm_x1k16, row i's
@@ -6516,6 +6572,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_sse(int kind, const uint8_t *w, ptrdiff_
     }
 }
 
+FGG_MM_GEMM_FN(fgg_mm_gemm_q2_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K2, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_q3_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K3, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q4_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K4, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q5_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K5, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q6_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K6, fgg_mm_x1k16, void)

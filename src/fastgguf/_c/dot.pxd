@@ -85,8 +85,8 @@ cdef extern from "dot.h" nogil:
     ctypedef void (*fgg_mm_gemm_fn)(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb,
                                     const void *x, Py_ssize_t m, float *out, Py_ssize_t os, void *panel,
                                     Py_ssize_t tile)
-    # The batch kernels, as values: VNNI (avx512 build), maddubs (avx2 and avx512 builds), Q4_K's, Q5_K's
-    # and Q6_K's on x widened to int16 (the portable SSE2 build); in a build without them, fgg_mm_gemm_never
+    # The batch kernels, as values: VNNI (avx512 build), maddubs (avx2 and avx512 builds), Q2_K's to
+    # Q6_K's on x widened to int16 (the portable SSE2 build); in a build without them, fgg_mm_gemm_never
     void fgg_mm_gemm_never(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb, const void *x,
                            Py_ssize_t m, float *out, Py_ssize_t os, void *panel, Py_ssize_t tile)
     const fgg_mm_gemm_fn fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q5_k_vnni, fgg_mm_gemm_q6_k_vnni
