@@ -424,14 +424,14 @@ VNNI_K_FROM = {T.IQ1_S: 7, T.IQ4_XS: 7, T.IQ2_XXS: 8, T.IQ2_S: 8, T.IQ1_M: 8}
 MADDUBS_K_FROM = {T.IQ3_S: 7, T.IQ3_XXS: 8, T.IQ1_S: 8, T.IQ1_M: 8, T.IQ2_XXS: 12, T.IQ2_XS: 12, T.IQ2_S: 12,
                   T.IQ4_XS: 24}
 # The portable SSE2 build's batch kernels (x widened to int16 once, taken at any row count).
-SSE2_K_KINDS = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K}
+SSE2_BATCH = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1}
 
 
 def _batch_variants(qtype):
     """_int_dot_variants with a batch kernel for qtype: the SIMD builds, and the portable build
     where it has SSE2 kernels (sse2_int_kernels) for the type."""
     return [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants()
-            if name != "portable" or (kernels.sse2_int_kernels() and qtype in SSE2_K_KINDS)]
+            if name != "portable" or (kernels.sse2_int_kernels() and qtype in SSE2_BATCH)]
 
 
 def test_sse2_int_kernels_in_the_portable_build_of_x86():
@@ -555,7 +555,7 @@ def test_batch_kernel_is_taken_where_it_applies():
     AVX-512 without VNNI), some IQ types from their own counts (VNNI_K_FROM, MADDUBS_K_FROM); the
     per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU splits 512-bit operations:
     Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5), the batch kernel from 13, and
-    on maddubs the batch kernel from MADDUBS_FROM; the portable SSE2 build's Q2_K to Q6_K
+    on maddubs the batch kernel from MADDUBS_FROM; the portable SSE2 build's Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1
     their kernel on x widened to int16 at any row count; other types, fewer rows and the other
     portable builds take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
@@ -573,7 +573,7 @@ def test_batch_kernel_is_taken_where_it_applies():
                             expected = "maddubs-batch" if m >= MADDUBS_FROM[qtype] else "rows"
                         elif name != "portable":
                             expected = "maddubs-batch" if qtype in K_KINDS and m >= MADDUBS_K_FROM.get(qtype, 9) else "rows"
-                        elif kernels.sse2_int_kernels() and qtype in SSE2_K_KINDS:
+                        elif kernels.sse2_int_kernels() and qtype in SSE2_BATCH:
                             expected = "sse2-wide-x"
                         else:
                             expected = "rows"

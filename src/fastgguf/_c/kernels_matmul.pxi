@@ -81,7 +81,8 @@ cdef enum:
 
 cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn kernel, bint vnni) noexcept:
     """A type's INT_BATCH entry: its VNNI kernel, else its build's own (maddubs in the SIMD builds; in
-    the portable SSE2 build Q2_K's to Q6_K's on x widened once, fgg_mm_gemm_k_sse), or none."""
+    the portable SSE2 build Q2_K's to Q6_K's and Q8_0's, Q4_0's, Q5_0's, Q4_1's, Q5_1's on x widened
+    once, fgg_mm_gemm_k_sse and fgg_mm_gemm_b_sse), or none."""
     INT_BATCH[type_id] = vnni_kernel if vnni else kernel if kernel != fgg_mm_gemm_never else NULL
 
 
@@ -271,7 +272,7 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     per-32 types from 13 on VNNI, on maddubs from 5 to 32 by type), ``"vnni-few"`` (the per-32
     types at 2 to 12 rows, VNNI only: two rows of x per vector; where the CPU splits 512-bit
     operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5),
-    ``"sse2-wide-x"`` (the portable SSE2 build's Q2_K to Q6_K at any row count: x widened to
+    ``"sse2-wide-x"`` (the portable SSE2 build's Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 at any row count: x widened to
     int16 once, :func:`sse2_int_kernels`) or ``"rows"`` (one or two weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
@@ -283,7 +284,7 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
 
 
 def sse2_int_kernels():
-    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K (x widened
+    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 (x widened
     to int16 once per product, weight rows one at a time): x86-64, not a FASTGGUF_NO_SIMD build."""
     return bool(FGG_MM_SSE2_K_BUILD)
 
@@ -309,9 +310,11 @@ cdef inline int _x_layout(int type_id) noexcept nogil:
     """How the batch kernel of ``type_id`` takes x (fgg_mm_batch_x_fill): the K kinds by
     super-blocks; the per-32 types' VNNI kernels with a few rows as pairs (their few-rows kernel);
     their maddubs kernel in groups of 8 rows at any count, as x + 128 for Q4_0, Q5_0 and MXFP4
-    (fgg_mm_b8_mode)."""
+    (fgg_mm_b8_mode); the portable SSE2 build's kernels each row alone, widened to int16."""
     if _x_by_256(type_id):
         return FGG_MM_X_K16 if FGG_MM_SSE2_K_BUILD else FGG_MM_X_K
+    if FGG_MM_SSE2_K_BUILD:
+        return FGG_MM_X_B16
     if _vnni_on:
         return FGG_MM_X_B32
     if type_id == FGG_TYPE_Q4_0 or type_id == FGG_TYPE_Q5_0 or type_id == FGG_TYPE_MXFP4:
