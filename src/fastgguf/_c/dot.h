@@ -6388,7 +6388,7 @@ FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
 /* The portable build's integer kernels of Q2_K to Q6_K (and below of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1):
  * x widened to int16 once per product
  * (fgg_mm_x1k16), then each weight row's codes made as int16 words in registers and met by madd,
- * up to 2 rows of x per pass. The integer totals of fgg_mm_rows_k, then its float steps: the same
+ * up to 4 rows of x per pass. The integer totals of fgg_mm_rows_k, then its float steps: the same
  * bits. Against fgg_mm_rows_k's portable loop (unpack to a fgg_mm_ksb, scales multiplied in,
  * x widened per weight row), one row of x, one thread, 4096 x 14336: Q4_K 10.6 -> 5.7 ms, Q6_K
  * 13.5 -> 6.9. */
@@ -6422,7 +6422,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
     uint32_t words[4];
     fgg_mm_k4_scales(wb + 4, words);
     const __m128i m16 = _mm_unpackhi_epi8(_mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]), z);
-    __m128i a[2];
+    __m128i a[4];
     for (int i = 0; i < R; i++) {
         const __m128i bs = _mm_add_epi32(_mm_madd_epi16(_mm_load_si128((const __m128i *)x[i * xs].bsum), _mm_unpacklo_epi16(m16, m16)),
                                          _mm_madd_epi16(_mm_load_si128((const __m128i *)(x[i * xs].bsum + 8)), _mm_unpackhi_epi16(m16, m16)));
@@ -6431,7 +6431,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
     }
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {  /* (constant shifts for Q5_K's fifth bits: unrolled) */
-        __m128i S[2][2];  /* [row][sub-block 2g + j] */
+        __m128i S[4][2];  /* [row][sub-block 2g + j] */
         for (int i = 0; i < R; i++) S[i][0] = S[i][1] = z;
         for (int k = 0; k < 2; k++) {
             const __m128i v = _mm_loadu_si128((const __m128i *)(qs + 32 * g + 16 * k));
@@ -6464,7 +6464,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q6_k_totals(const uint8_t *wb, const fgg_mm
     int16_t sc[16];
     _mm_storeu_si128((__m128i *)sc, sc16[0]);
     _mm_storeu_si128((__m128i *)(sc + 8), sc16[1]);
-    __m128i a[2];
+    __m128i a[4];
     for (int i = 0; i < R; i++) a[i] = _mm_setzero_si128();
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 2; k++) {  /* values 128h + 32c + 16k .. + 15, c = 0..3: one scale each */
@@ -6518,7 +6518,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q23_k_totals(const uint8_t *wb, const fgg_m
     _mm_storeu_si128((__m128i *)(sc + 8), sc16[1]);
     const __m128i hm[2] = {_mm_loadu_si128((const __m128i *)wb), _mm_loadu_si128((const __m128i *)(wb + 16))};
     const uint8_t *qs = wb + (is_q3 ? 32 : 16);
-    __m128i a[2];
+    __m128i a[4];
     for (int i = 0; i < R; i++) a[i] = z;
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++)  /* values 32j + 16k .. + 15: scale 2j + k (constant shifts: unrolled) */
@@ -6549,10 +6549,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t
                                            float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_k_bytes(kind);
-    float acc[2] = {0.0f, 0.0f}, accm[2] = {0.0f, 0.0f};
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, accm[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (ptrdiff_t b = 0; b < nsb; b++) {
         const uint8_t *wb = w + b * bytes;
-        int32_t tot[2], mtot[2];
+        int32_t tot[4], mtot[4];
         fgg_mm_prefetch_ahead(wb, bytes);
         if (kind == FGG_MM_K6 || kind == FGG_MM_K3) {
             const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K6 ? 208 : 108)));
@@ -6575,20 +6575,6 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t
         }
     }
     for (int i = 0; i < R; i++) out[i * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
-}
-
-/* Weight rows 0..n-1 (row r at w + r * row_bytes) times m rows of x (fgg_mm_x1k16, row i's
- * super-block b at x[i * nsb + b]): out[i * os + r]; an fgg_mm_gemm_fn without a panel. */
-FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_k_sse(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nsb,
-                                            const fgg_mm_x1k16 *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel,
-                                            ptrdiff_t tile)
-{
-    (void)panel, (void)tile;
-    for (ptrdiff_t r = 0; r < n; r++) {
-        ptrdiff_t i = 0;
-        for (; i + 2 <= m; i += 2) fgg_mm_sse_k_row(kind, w + r * row_bytes, nsb, x + i * nsb, 2, out + i * os + r, os);
-        if (i < m) fgg_mm_sse_k_row(kind, w + r * row_bytes, nsb, x + i * nsb, 1, out + i * os + r, os);
-    }
 }
 
 /* The per-32 types Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 the same way (x in fgg_mm_x1b16): a block's
@@ -6650,21 +6636,30 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t
     }
 }
 
-FGG_MM_ALWAYS_INLINE void fgg_mm_gemm_b_sse(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb,
-                                            const fgg_mm_x1b16 *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel,
-                                            ptrdiff_t tile)
-{
-    (void)panel, (void)tile;
-    for (ptrdiff_t r = 0; r < n; r++) {
-        ptrdiff_t i = 0;
-        for (; i + 4 <= m; i += 4) fgg_mm_sse_b_row(kind, w + r * row_bytes, nb, x + i * nb, 4, out + i * os + r, os);
-        if (m - i >= 2) {
-            fgg_mm_sse_b_row(kind, w + r * row_bytes, nb, x + i * nb, 2, out + i * os + r, os);
-            i += 2;
-        }
-        if (i < m) fgg_mm_sse_b_row(kind, w + r * row_bytes, nb, x + i * nb, 1, out + i * os + r, os);
-    }
+/* The batch kernels on them: weight rows 0..n-1 (row r at w + r * row_bytes) times m rows of x
+ * (XT, row i's block b at x[i * nb + b]), 4 rows of x a pass (then 2, 1): out[i * os + r]; an
+ * fgg_mm_gemm_fn without a panel. With 2 rows a pass, Q5_0 and Q5_1 were slower than the row loop
+ * from 8 rows (their fifth bits made once per pass). */
+#define FGG_MM_GEMM_SSE(NAME, ROW, XT)                                                                \
+FGG_MM_ALWAYS_INLINE void NAME(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, \
+                               const XT *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
+{                                                                                                     \
+    (void)panel, (void)tile;                                                                          \
+    for (ptrdiff_t r = 0; r < n; r++)                                                                 \
+        for (ptrdiff_t i = 0; i < m;) {                                                               \
+            const int R = m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;                                        \
+            if (R == 4)                                                                               \
+                ROW(kind, w + r * row_bytes, nb, x + i * nb, 4, out + i * os + r, os);                \
+            else if (R == 2)                                                                          \
+                ROW(kind, w + r * row_bytes, nb, x + i * nb, 2, out + i * os + r, os);                \
+            else                                                                                      \
+                ROW(kind, w + r * row_bytes, nb, x + i * nb, 1, out + i * os + r, os);                \
+            i += R;                                                                                   \
+        }                                                                                             \
 }
+FGG_MM_GEMM_SSE(fgg_mm_gemm_k_sse, fgg_mm_sse_k_row, fgg_mm_x1k16)
+FGG_MM_GEMM_SSE(fgg_mm_gemm_b_sse, fgg_mm_sse_b_row, fgg_mm_x1b16)
+#undef FGG_MM_GEMM_SSE
 
 FGG_MM_GEMM_FN(fgg_mm_gemm_q8_0, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q8_0, fgg_mm_x1b16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q4_0, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q4_0, fgg_mm_x1b16, void)
