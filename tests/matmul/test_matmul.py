@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import platform
 import sys
 
 import numpy as np
@@ -437,8 +439,6 @@ def _batch_variants(qtype):
 def test_sse2_int_kernels_in_the_portable_build_of_x86():
     """The portable build has the SSE2 kernels on x86-64 (every such CPU has SSE2) unless built
     with FASTGGUF_NO_SIMD=1; the SIMD builds have their own."""
-    import os
-    import platform
     kernels = dequant.kernel_modules()["portable"]
     x86 = platform.machine().lower() in ("x86_64", "amd64")
     assert kernels.sse2_int_kernels() == (x86 and os.environ.get("FASTGGUF_NO_SIMD", "") in ("", "0"))

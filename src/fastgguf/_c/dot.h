@@ -3149,14 +3149,16 @@ static inline void fgg_mm_x8b_put(fgg_mm_x8b *o, int r, const fgg_mm_q8 *xb, int
     o->s[r] = xb ? xb->s : 0.0f;
 }
 
-/* Rows of x per group of a layout: 16 (fgg_mm_x16k, fgg_mm_x16b) or 8 (fgg_mm_x8b). */
+/* Rows of x per group of a layout: 16 (fgg_mm_x16k, fgg_mm_x16b), 8 (fgg_mm_x8b) or 1 (the portable
+ * build's fgg_mm_x1k16, fgg_mm_x1b16: each row alone). */
 static inline ptrdiff_t fgg_mm_batch_group_rows(int layout)
 {
     return layout >= FGG_MM_X_K16 ? 1 : layout >= FGG_MM_X_B8 ? 8 : 16;
 }
 
 /* Bytes of the interleaved x (fgg_mm_x16k; for the per-32 layouts fgg_mm_x16b or fgg_mm_x8b, or
- * fgg_mm_x2b for a few rows) of m rows of nb blocks. */
+ * fgg_mm_x2b for a few rows; the portable build's fgg_mm_x1k16 or fgg_mm_x1b16) of m rows of nb
+ * blocks. */
 static inline size_t fgg_mm_batch_x_bytes(int layout, ptrdiff_t m, ptrdiff_t nb)
 {
     if (fgg_mm_batch_few(layout, m)) return (size_t)((m + 1) / 2) * (size_t)nb * sizeof(fgg_mm_x2b);
@@ -3169,8 +3171,8 @@ static inline size_t fgg_mm_batch_x_bytes(int layout, ptrdiff_t m, ptrdiff_t nb)
 }
 
 /* Bytes of a batch kernel's panel per weight row of nb blocks: fgg_mm_wk per super-block, or for
- * the per-32 layouts fgg_mm_wb per block of 32; none for a few rows (their kernel unpacks into
- * registers). */
+ * the per-32 layouts fgg_mm_wb per block of 32; none for a few rows and for the portable build's
+ * kernels (they unpack into registers). */
 static inline size_t fgg_mm_batch_panel_bytes(int layout, ptrdiff_t m, ptrdiff_t nb)
 {
     if (fgg_mm_batch_few(layout, m) || layout >= FGG_MM_X_K16) return 0;
@@ -3178,8 +3180,9 @@ static inline size_t fgg_mm_batch_panel_bytes(int layout, ptrdiff_t m, ptrdiff_t
 }
 
 /* x's m rows (fgg_mm_q8k super-blocks, or for the per-32 layouts fgg_mm_q8 blocks; row i's block b at
- * x[i * xs + b]) interleaved as groups of 16 rows (8 for FGG_MM_X_B8*): group G's block b at
- * out[G * nb + b] (fgg_mm_x16k, fgg_mm_x16b or fgg_mm_x8b); a few rows of the per-32 types on VNNI
+ * x[i * xs + b]) interleaved as groups of 16 rows (8 for FGG_MM_X_B8*, 1 for the portable build's
+ * FGG_MM_X_K16 and FGG_MM_X_B16: each row's blocks widened to int16): group G's block b at
+ * out[G * nb + b] (fgg_mm_x16k, fgg_mm_x16b, fgg_mm_x8b, fgg_mm_x1k16 or fgg_mm_x1b16); a few rows of the per-32 types on VNNI
  * (fgg_mm_batch_few) as ceil(m / 2) pairs instead: pair p's block b at out[p * nb + b]
  * (fgg_mm_x2b). Rows past m are x = 0. */
 static inline void fgg_mm_batch_x_fill(int layout, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
@@ -6386,9 +6389,8 @@ FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
 #if FGG_MM_SSE2_K_BUILD
 /* ------------------------------------------------------------------------------------------ */
 /* The portable build's integer kernels of Q2_K to Q6_K (and below of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1):
- * x widened to int16 once per product
- * (fgg_mm_x1k16), then each weight row's codes made as int16 words in registers and met by madd,
- * up to 4 rows of x per pass. The integer totals of fgg_mm_rows_k, then its float steps: the same
+ * x widened to int16 once per product (fgg_mm_x1k16), then each weight row's codes made as int16
+ * words in registers and met by madd, up to 4 rows of x per pass. The integer totals of fgg_mm_rows_k, then its float steps: the same
  * bits. Against fgg_mm_rows_k's portable loop (unpack to a fgg_mm_ksb, scales multiplied in,
  * x widened per weight row), one row of x, one thread, 4096 x 14336: Q4_K 10.6 -> 5.7 ms, Q6_K
  * 13.5 -> 6.9. */
@@ -6412,6 +6414,36 @@ FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_add_scaled(__m128i a, __m128i s, __m128i
     return _mm_add_epi32(a, _mm_add_epi32(_mm_mul_epu32(s, sc), _mm_mul_epu32(_mm_srli_epi64(s, 32), sc)));
 }
 
+/* x's 16 sums of 16 (xb->bsum) times the 16 int16 factors lo (sums 0-7) and hi (8-15): the total. */
+FGG_MM_ALWAYS_INLINE int32_t fgg_mm_sse_bsum_total(const fgg_mm_x1k16 *xb, __m128i lo, __m128i hi)
+{
+    return fgg_mm_sse_total4(_mm_add_epi32(_mm_madd_epi16(_mm_load_si128((const __m128i *)xb->bsum), lo),
+                                           _mm_madd_epi16(_mm_load_si128((const __m128i *)(xb->bsum + 8)), hi)));
+}
+
+/* 16 signed scale bytes as int16: sc16 (scales 0-7, 8-15) and, for a broadcast each, sc. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_scales16(__m128i sc8, __m128i sc16[2], int16_t sc[16])
+{
+    sc16[0] = _mm_srai_epi16(_mm_unpacklo_epi8(sc8, sc8), 8);
+    sc16[1] = _mm_srai_epi16(_mm_unpackhi_epi8(sc8, sc8), 8);
+    _mm_storeu_si128((__m128i *)sc, sc16[0]);
+    _mm_storeu_si128((__m128i *)(sc + 8), sc16[1]);
+}
+
+/* 16 codes u (bytes) times the scale s (|u * s| < 2^15) against values at..at + 15 of rows x[0..R-1]
+ * (each at x[i * xs]): added to a[i]. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_group16(__m128i *a, const int R, __m128i u, int16_t s, const fgg_mm_x1k16 *x,
+                                             ptrdiff_t xs, int at)
+{
+    const __m128i z = _mm_setzero_si128(), sv = _mm_set1_epi16(s);
+    const __m128i lo = _mm_mullo_epi16(_mm_unpacklo_epi8(u, z), sv), hi = _mm_mullo_epi16(_mm_unpackhi_epi8(u, z), sv);
+    for (int i = 0; i < R; i++) {
+        const int16_t *xq = x[i * xs].q + at;
+        a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
+                                                 _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
+    }
+}
+
 /* Q4_K (is_q5 0) or Q5_K super-block wb against rows x[0..R-1] (each at x[i * xs]): the totals of
  * fgg_mm_rows_k, tot[i] the values' and mtot[i] the mins'. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_mm_x1k16 *x, ptrdiff_t xs, const int R,
@@ -6423,10 +6455,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
     fgg_mm_k4_scales(wb + 4, words);
     const __m128i m16 = _mm_unpackhi_epi8(_mm_setr_epi32((int)words[0], (int)words[1], (int)words[2], (int)words[3]), z);
     __m128i a[4];
-    for (int i = 0; i < R; i++) {
-        const __m128i bs = _mm_add_epi32(_mm_madd_epi16(_mm_load_si128((const __m128i *)x[i * xs].bsum), _mm_unpacklo_epi16(m16, m16)),
-                                         _mm_madd_epi16(_mm_load_si128((const __m128i *)(x[i * xs].bsum + 8)), _mm_unpackhi_epi16(m16, m16)));
-        mtot[i] = fgg_mm_sse_total4(bs);
+    for (int i = 0; i < R; i++) {  /* min j is the factor of sums 2j and 2j + 1 */
+        mtot[i] = fgg_mm_sse_bsum_total(x + i * xs, _mm_unpacklo_epi16(m16, m16), _mm_unpackhi_epi16(m16, m16));
         a[i] = z;
     }
 #pragma GCC unroll 4
@@ -6458,12 +6488,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
 /* Q6_K super-block wb against rows x[0..R-1]: fgg_mm_rows_k's total, values less the offsets' term. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q6_k_totals(const uint8_t *wb, const fgg_mm_x1k16 *x, ptrdiff_t xs, const int R, int32_t *tot)
 {
-    const __m128i z = _mm_setzero_si128(), low = _mm_set1_epi8(15), high = _mm_set1_epi8(0x30);
-    const __m128i sc8 = _mm_loadu_si128((const __m128i *)(wb + 192));
-    const __m128i sc16[2] = {_mm_srai_epi16(_mm_unpacklo_epi8(sc8, sc8), 8), _mm_srai_epi16(_mm_unpackhi_epi8(sc8, sc8), 8)};
+    const __m128i low = _mm_set1_epi8(15), high = _mm_set1_epi8(0x30);
+    __m128i sc16[2];
     int16_t sc[16];
-    _mm_storeu_si128((__m128i *)sc, sc16[0]);
-    _mm_storeu_si128((__m128i *)(sc + 8), sc16[1]);
+    fgg_mm_sse_scales16(_mm_loadu_si128((const __m128i *)(wb + 192)), sc16, sc);  /* |code * scale| <= 63 * 128 */
     __m128i a[4];
     for (int i = 0; i < R; i++) a[i] = _mm_setzero_si128();
     for (int h = 0; h < 2; h++)
@@ -6479,20 +6507,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q6_k_totals(const uint8_t *wb, const fgg_mm
             };
             for (int c = 0; c < 4; c++) {
                 const int grp = 8 * h + 2 * c + k;
-                const __m128i s = _mm_set1_epi16(sc[grp]);  /* |code * scale| <= 63 * 128: int16 */
-                const __m128i lo = _mm_mullo_epi16(_mm_unpacklo_epi8(u[c], z), s), hi = _mm_mullo_epi16(_mm_unpackhi_epi8(u[c], z), s);
-                for (int i = 0; i < R; i++) {
-                    const int16_t *xq = x[i * xs].q + 16 * grp;
-                    a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
-                                                             _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
-                }
+                fgg_mm_sse_group16(a, R, u[c], sc[grp], x, xs, 16 * grp);
             }
         }
-    for (int i = 0; i < R; i++) {
-        const __m128i bs = _mm_add_epi32(_mm_madd_epi16(_mm_load_si128((const __m128i *)x[i * xs].bsum), sc16[0]),
-                                         _mm_madd_epi16(_mm_load_si128((const __m128i *)(x[i * xs].bsum + 8)), sc16[1]));
-        tot[i] = fgg_mm_sse_total4(a[i]) - 32 * fgg_mm_sse_total4(bs);
-    }
+    for (int i = 0; i < R; i++) tot[i] = fgg_mm_sse_total4(a[i]) - 32 * fgg_mm_sse_bsum_total(x + i * xs, sc16[0], sc16[1]);
 }
 
 /* Q2_K (is_q3 0) or Q3_K super-block wb against rows x[0..R-1]: fgg_mm_rows_k's totals, tot[i] the
@@ -6512,11 +6530,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q23_k_totals(const uint8_t *wb, const fgg_m
         sc8 = _mm_and_si128(v, low);
         mn8 = _mm_and_si128(_mm_srli_epi16(v, 4), low);
     }
-    const __m128i sc16[2] = {_mm_srai_epi16(_mm_unpacklo_epi8(sc8, sc8), 8), _mm_srai_epi16(_mm_unpackhi_epi8(sc8, sc8), 8)};
+    __m128i sc16[2];
     int16_t sc[16];
-    _mm_storeu_si128((__m128i *)sc, sc16[0]);
-    _mm_storeu_si128((__m128i *)(sc + 8), sc16[1]);
-    const __m128i hm[2] = {_mm_loadu_si128((const __m128i *)wb), _mm_loadu_si128((const __m128i *)(wb + 16))};
+    fgg_mm_sse_scales16(sc8, sc16, sc);
+    const __m128i hm[2] = {_mm_loadu_si128((const __m128i *)wb), _mm_loadu_si128((const __m128i *)(wb + 16))};  /* Q3_K's */
     const uint8_t *qs = wb + (is_q3 ? 32 : 16);
     __m128i a[4];
     for (int i = 0; i < R; i++) a[i] = z;
@@ -6526,18 +6543,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q23_k_totals(const uint8_t *wb, const fgg_m
             __m128i u = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(qs + 32 * (j >> 2) + 16 * k)), 2 * (j & 3)), three);
             if (is_q3)
                 u = _mm_or_si128(u, _mm_and_si128(fgg_mm_sse_bit_to(hm[k], j, 2), four));
-            const __m128i s = _mm_set1_epi16(sc[2 * j + k]);
-            const __m128i lo = _mm_mullo_epi16(_mm_unpacklo_epi8(u, z), s), hi = _mm_mullo_epi16(_mm_unpackhi_epi8(u, z), s);
-            for (int i = 0; i < R; i++) {
-                const int16_t *xq = x[i * xs].q + 32 * j + 16 * k;
-                a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
-                                                         _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
-            }
+            fgg_mm_sse_group16(a, R, u, sc[2 * j + k], x, xs, 32 * j + 16 * k);
         }
-    const __m128i bs16[2] = {is_q3 ? sc16[0] : _mm_unpacklo_epi8(mn8, z), is_q3 ? sc16[1] : _mm_unpackhi_epi8(mn8, z)};
     for (int i = 0; i < R; i++) {
-        const int32_t bs = fgg_mm_sse_total4(_mm_add_epi32(_mm_madd_epi16(_mm_load_si128((const __m128i *)x[i * xs].bsum), bs16[0]),
-                                                           _mm_madd_epi16(_mm_load_si128((const __m128i *)(x[i * xs].bsum + 8)), bs16[1])));
+        const int32_t bs = is_q3 ? fgg_mm_sse_bsum_total(x + i * xs, sc16[0], sc16[1])
+                                 : fgg_mm_sse_bsum_total(x + i * xs, _mm_unpacklo_epi8(mn8, z), _mm_unpackhi_epi8(mn8, z));
         tot[i] = is_q3 ? fgg_mm_sse_total4(a[i]) - 4 * bs : fgg_mm_sse_total4(a[i]);
         mtot[i] = is_q3 ? 0 : bs;
     }
