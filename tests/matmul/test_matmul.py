@@ -492,6 +492,23 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
             np.testing.assert_array_equal(outs["batch"], outs["rows"], err_msg=f"{name} m={m}")
 
 
+@pytest.mark.parametrize("qtype", [T.Q4_K, T.Q6_K, T.Q8_0, T.Q5_1], ids=lambda t: t.name)
+def test_sse2_batch_kernels_take_x_in_blocks(qtype):
+    """The portable SSE2 kernels meet the rows of x in blocks that stay in L2 (128 KiB of widened
+    rows): with 16384 values a row a block is 4 rows, so 11 rows are blocks of 4, 4 and 3 (passes of
+    4, 4, 2 and 1 rows); the bits of the row loop."""
+    kernels = dequant.kernel_modules()["portable"]
+    if not kernels.sse2_int_kernels():
+        pytest.skip("the portable build has no SSE2 kernels here")
+    rng = np.random.default_rng([int(qtype), 11])
+    n, k = 5, 16384
+    raw = random_weights(qtype, n, k, rng)
+    x = rng.standard_normal((11, k)).astype(np.float32)
+    outs, taken = rows_and_batch(kernels, False, raw, qtype, quantized_x(kernels, x, qtype), n)
+    assert taken == {"rows": "rows", "batch": "sse2-wide-x"}
+    np.testing.assert_array_equal(outs["batch"], outs["rows"])
+
+
 @pytest.mark.parametrize("qtype", sorted(K_KINDS), ids=lambda t: t.name)
 def test_batch_kernel_at_the_int16_limits(qtype):
     """x at +-127 throughout, where the maddubs batch kernel's int16 sums are largest: the IQ2, IQ3

@@ -6646,26 +6646,38 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t
     }
 }
 
+/* Rows of x of xrow_bytes each in a block that stays in L2 (128 KiB; at least 4). */
+static inline ptrdiff_t fgg_mm_sse_x_block(ptrdiff_t xrow_bytes)
+{
+    const ptrdiff_t rows = ((ptrdiff_t)128 * 1024 / (xrow_bytes > 0 ? xrow_bytes : 1)) / 4 * 4;
+    return rows > 4 ? rows : 4;
+}
+
 /* The batch kernels on them: weight rows 0..n-1 (row r at w + r * row_bytes) times m rows of x
  * (XT, row i's block b at x[i * nb + b]), 4 rows of x a pass (then 2, 1): out[i * os + r]; an
- * fgg_mm_gemm_fn without a panel. With 2 rows a pass, Q5_0 and Q5_1 were slower than the row loop
- * from 8 rows (their fifth bits made once per pass). */
+ * fgg_mm_gemm_fn without a panel. The rows of x in blocks that stay in L2, each met by every
+ * weight row. With 2 rows a pass, Q5_0 and Q5_1 were slower than the row loop from 8 rows (their
+ * fifth bits made once per pass). */
 #define FGG_MM_GEMM_SSE(NAME, ROW, XT)                                                                \
 FGG_MM_ALWAYS_INLINE void NAME(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, \
                                const XT *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
 {                                                                                                     \
     (void)panel, (void)tile;                                                                          \
-    for (ptrdiff_t r = 0; r < n; r++)                                                                 \
-        for (ptrdiff_t i = 0; i < m;) {                                                               \
-            const int R = m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;                                        \
-            if (R == 4)                                                                               \
-                ROW(kind, w + r * row_bytes, nb, x + i * nb, 4, out + i * os + r, os);                \
-            else if (R == 2)                                                                          \
-                ROW(kind, w + r * row_bytes, nb, x + i * nb, 2, out + i * os + r, os);                \
-            else                                                                                      \
-                ROW(kind, w + r * row_bytes, nb, x + i * nb, 1, out + i * os + r, os);                \
-            i += R;                                                                                   \
-        }                                                                                             \
+    const ptrdiff_t block = fgg_mm_sse_x_block(nb * (ptrdiff_t)sizeof(XT));                           \
+    for (ptrdiff_t i0 = 0; i0 < m; i0 += block) {                                                     \
+        const ptrdiff_t i1 = m - i0 > block ? i0 + block : m;                                         \
+        for (ptrdiff_t r = 0; r < n; r++)                                                             \
+            for (ptrdiff_t i = i0; i < i1;) {                                                         \
+                const int R = i1 - i >= 4 ? 4 : i1 - i >= 2 ? 2 : 1;                                 \
+                if (R == 4)                                                                           \
+                    ROW(kind, w + r * row_bytes, nb, x + i * nb, 4, out + i * os + r, os);            \
+                else if (R == 2)                                                                      \
+                    ROW(kind, w + r * row_bytes, nb, x + i * nb, 2, out + i * os + r, os);            \
+                else                                                                                  \
+                    ROW(kind, w + r * row_bytes, nb, x + i * nb, 1, out + i * os + r, os);            \
+                i += R;                                                                               \
+            }                                                                                         \
+    }                                                                                                 \
 }
 FGG_MM_GEMM_SSE(fgg_mm_gemm_k_sse, fgg_mm_sse_k_row, fgg_mm_x1k16)
 FGG_MM_GEMM_SSE(fgg_mm_gemm_b_sse, fgg_mm_sse_b_row, fgg_mm_x1b16)
