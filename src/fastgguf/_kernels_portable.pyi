@@ -132,7 +132,8 @@ def int_batch_kernel(type_id: int, m: int) -> str:
     ``"maddubs-batch"``, ``"vnni-few"``, ``"sse2-wide-x"`` or ``"rows"``."""
 
 def sse2_int_kernels() -> bool:
-    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1, Q5_1."""
+    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K, Q8_0, Q4_0,
+    Q5_0, Q4_1 and Q5_1."""
 
 def vnni_usable() -> bool:
     """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""

@@ -3182,9 +3182,9 @@ static inline size_t fgg_mm_batch_panel_bytes(int layout, ptrdiff_t m, ptrdiff_t
 /* x's m rows (fgg_mm_q8k super-blocks, or for the per-32 layouts fgg_mm_q8 blocks; row i's block b at
  * x[i * xs + b]) interleaved as groups of 16 rows (8 for FGG_MM_X_B8*, 1 for the portable build's
  * FGG_MM_X_K16 and FGG_MM_X_B16: each row's blocks widened to int16): group G's block b at
- * out[G * nb + b] (fgg_mm_x16k, fgg_mm_x16b, fgg_mm_x8b, fgg_mm_x1k16 or fgg_mm_x1b16); a few rows of the per-32 types on VNNI
- * (fgg_mm_batch_few) as ceil(m / 2) pairs instead: pair p's block b at out[p * nb + b]
- * (fgg_mm_x2b). Rows past m are x = 0. */
+ * out[G * nb + b] (fgg_mm_x16k, fgg_mm_x16b, fgg_mm_x8b, fgg_mm_x1k16 or fgg_mm_x1b16); a few rows
+ * of the per-32 types on VNNI (fgg_mm_batch_few) as ceil(m / 2) pairs instead: pair p's block b at
+ * out[p * nb + b] (fgg_mm_x2b). Rows past m are x = 0. */
 static inline void fgg_mm_batch_x_fill(int layout, const void *x, ptrdiff_t xs, ptrdiff_t m, ptrdiff_t nb, void *out)
 {
     if (fgg_mm_batch_few(layout, m)) {
@@ -6390,10 +6390,10 @@ FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
 /* ------------------------------------------------------------------------------------------ */
 /* The portable build's integer kernels of Q2_K to Q6_K (and below of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1):
  * x widened to int16 once per product (fgg_mm_x1k16), then each weight row's codes made as int16
- * words in registers and met by madd, up to 4 rows of x per pass. The integer totals of fgg_mm_rows_k, then its float steps: the same
- * bits. Against fgg_mm_rows_k's portable loop (unpack to a fgg_mm_ksb, scales multiplied in,
- * x widened per weight row), one row of x, one thread, 4096 x 14336: Q4_K 10.6 -> 5.7 ms, Q6_K
- * 13.5 -> 6.9. */
+ * words in registers and met by madd, up to 4 rows of x per pass. The integer totals of
+ * fgg_mm_rows_k, then its float steps: the same bits. Against fgg_mm_rows_k's portable loop (unpack
+ * to a fgg_mm_ksb, scales multiplied in, x widened per weight row), one row of x, one thread, 4096 x
+ * 14336: Q4_K 10.6 -> 5.7 ms, Q6_K 13.5 -> 6.9. */
 
 /* The low 32 bits of the total of a's lanes 0 and 2 (the products of _mm_mul_epu32). */
 FGG_MM_ALWAYS_INLINE int32_t fgg_mm_sse_total02(__m128i a)
@@ -6466,9 +6466,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
         for (int k = 0; k < 2; k++) {
             const __m128i v = _mm_loadu_si128((const __m128i *)(qs + 32 * g + 16 * k));
             __m128i u[2] = {_mm_and_si128(v, low), _mm_and_si128(_mm_srli_epi16(v, 4), low)};
-            if (is_q5)
-                for (int j = 0; j < 2; j++)
-                    u[j] = _mm_or_si128(u[j], _mm_and_si128(fgg_mm_sse_bit_to(_mm_loadu_si128((const __m128i *)(wb + 16 + 16 * k)), 2 * g + j, 4), fifth));
+            if (is_q5)  /* the fifth bits: bit 2g + j of qh, to bit 4 */
+                for (int j = 0; j < 2; j++) {
+                    const __m128i qh = _mm_loadu_si128((const __m128i *)(wb + 16 + 16 * k));
+                    u[j] = _mm_or_si128(u[j], _mm_and_si128(fgg_mm_sse_bit_to(qh, 2 * g + j, 4), fifth));
+                }
             for (int j = 0; j < 2; j++) {
                 const __m128i lo = _mm_unpacklo_epi8(u[j], z), hi = _mm_unpackhi_epi8(u[j], z);
                 for (int i = 0; i < R; i++) {

@@ -86,7 +86,8 @@ cdef extern from "dot.h" nogil:
                                     const void *x, Py_ssize_t m, float *out, Py_ssize_t os, void *panel,
                                     Py_ssize_t tile)
     # The batch kernels, as values: VNNI (avx512 build), maddubs (avx2 and avx512 builds), Q2_K's to
-    # Q6_K's and Q8_0's, Q4_0's, Q5_0's, Q4_1's, Q5_1's on x widened to int16 (the portable SSE2 build); in a build without them, fgg_mm_gemm_never
+    # Q6_K's and Q8_0's, Q4_0's, Q5_0's, Q4_1's, Q5_1's on x widened to int16 (the portable SSE2
+    # build); in a build without them, fgg_mm_gemm_never
     void fgg_mm_gemm_never(const uint8_t *w, Py_ssize_t row_bytes, Py_ssize_t n, Py_ssize_t nb, const void *x,
                            Py_ssize_t m, float *out, Py_ssize_t os, void *panel, Py_ssize_t tile)
     const fgg_mm_gemm_fn fgg_mm_gemm_q2_k_vnni, fgg_mm_gemm_q3_k_vnni, fgg_mm_gemm_q4_k_vnni, fgg_mm_gemm_q5_k_vnni, fgg_mm_gemm_q6_k_vnni

@@ -272,8 +272,9 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     per-32 types from 13 on VNNI, on maddubs from 5 to 32 by type), ``"vnni-few"`` (the per-32
     types at 2 to 12 rows, VNNI only: two rows of x per vector; where the CPU splits 512-bit
     operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5),
-    ``"sse2-wide-x"`` (the portable SSE2 build's Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 at any row count: x widened to
-    int16 once, :func:`sse2_int_kernels`) or ``"rows"`` (one or two weight rows at a time)."""
+    ``"sse2-wide-x"`` (the portable SSE2 build's Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 at
+    any row count: x widened to int16 once, :func:`sse2_int_kernels`) or ``"rows"`` (one or two
+    weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
     if fgg_mm_batch_few(_x_layout(type_id), m):
@@ -284,8 +285,9 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
 
 
 def sse2_int_kernels():
-    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 (x widened
-    to int16 once per product, weight rows one at a time): x86-64, not a FASTGGUF_NO_SIMD build."""
+    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K, Q8_0, Q4_0,
+    Q5_0, Q4_1 and Q5_1 (x widened to int16 once per product, weight rows one at a time): x86-64,
+    not a FASTGGUF_NO_SIMD build."""
     return bool(FGG_MM_SSE2_K_BUILD)
 
 
