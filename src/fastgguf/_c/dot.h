@@ -298,6 +298,17 @@ typedef struct { int8_t b[32]; } fgg_mm_w32;
 typedef struct { int32_t v[8]; } fgg_mm_lanes;
 typedef struct { float v[8]; } fgg_mm_acc;
 
+#if FGG_HAVE_SSE2
+/* Two madd results (pair sums of values 0-7 and 8-15) as 4 lanes, each the sum of 4 consecutive
+ * products: the lanes of fgg_mm_dot. */
+FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_quad_lanes(__m128i p0, __m128i p1)
+{
+    const __m128 a = _mm_castsi128_ps(p0), b = _mm_castsi128_ps(p1);
+    return _mm_add_epi32(_mm_castps_si128(_mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))),
+                         _mm_castps_si128(_mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))));
+}
+#endif
+
 FGG_MM_ALWAYS_INLINE fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
 {
 #if FGG_HAVE_SSE2
@@ -306,13 +317,9 @@ FGG_MM_ALWAYS_INLINE fgg_mm_lanes fgg_mm_dot(fgg_mm_w32 w, const int8_t *xq)
     fgg_mm_lanes sl;
     for (int h = 0; h < 2; h++) {
         const __m128i wv = _mm_loadu_si128((const __m128i *)(w.b + 16 * h)), xv = _mm_loadu_si128((const __m128i *)(xq + 16 * h));
-        const __m128 p0 = _mm_castsi128_ps(_mm_madd_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(wv, wv), 8),
-                                                          _mm_srai_epi16(_mm_unpacklo_epi8(xv, xv), 8)));
-        const __m128 p1 = _mm_castsi128_ps(_mm_madd_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(wv, wv), 8),
-                                                          _mm_srai_epi16(_mm_unpackhi_epi8(xv, xv), 8)));
-        const __m128i even = _mm_castps_si128(_mm_shuffle_ps(p0, p1, _MM_SHUFFLE(2, 0, 2, 0)));
-        const __m128i odd = _mm_castps_si128(_mm_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 1, 3, 1)));
-        _mm_storeu_si128((__m128i *)(sl.v + 4 * h), _mm_add_epi32(even, odd));
+        const __m128i p0 = _mm_madd_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(wv, wv), 8), _mm_srai_epi16(_mm_unpacklo_epi8(xv, xv), 8));
+        const __m128i p1 = _mm_madd_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(wv, wv), 8), _mm_srai_epi16(_mm_unpackhi_epi8(xv, xv), 8));
+        _mm_storeu_si128((__m128i *)(sl.v + 4 * h), fgg_mm_sse_quad_lanes(p0, p1));
     }
     return sl;
 #endif
@@ -6629,14 +6636,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t
         const float mn = fgg_mm_b_offset(kind, wb);
         for (int i = 0; i < R; i++) {
             const fgg_mm_x1b16 *xb = x + i * nb + b;
-            __m128 p[4];
-            for (int k = 0; k < 4; k++) p[k] = _mm_castsi128_ps(_mm_madd_epi16(u[k], _mm_load_si128((const __m128i *)(xb->q + 8 * k))));
+            __m128i p[4];
+            for (int k = 0; k < 4; k++) p[k] = _mm_madd_epi16(u[k], _mm_load_si128((const __m128i *)(xb->q + 8 * k)));
             const __m128 f = _mm_set1_ps(d * xb->d);
-            for (int h = 0; h < 2; h++) {
-                const __m128i lanes = _mm_add_epi32(_mm_castps_si128(_mm_shuffle_ps(p[2 * h], p[2 * h + 1], _MM_SHUFFLE(2, 0, 2, 0))),
-                                                    _mm_castps_si128(_mm_shuffle_ps(p[2 * h], p[2 * h + 1], _MM_SHUFFLE(3, 1, 3, 1))));
-                a[i][h] = _mm_add_ps(a[i][h], _mm_mul_ps(_mm_cvtepi32_ps(lanes), f));
-            }
+            for (int h = 0; h < 2; h++)
+                a[i][h] = _mm_add_ps(a[i][h], _mm_mul_ps(_mm_cvtepi32_ps(fgg_mm_sse_quad_lanes(p[2 * h], p[2 * h + 1])), f));
             if (fgg_mm_b_has_offset(kind)) off[i] = off[i] + mn * xb->s;
         }
     }
