@@ -132,8 +132,8 @@ def int_batch_kernel(type_id: int, m: int) -> str:
     ``"maddubs-batch"``, ``"vnni-few"``, ``"sse2-wide-x"`` or ``"rows"``."""
 
 def sse2_int_kernels() -> bool:
-    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K, Q8_0, Q4_0,
-    Q5_0, Q4_1 and Q5_1."""
+    """Whether this is the portable build with SSE2 integer kernels for the K kinds and the per-32
+    types but Q1_0, Q2_0 and NVFP4."""
 
 def vnni_usable() -> bool:
     """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""

@@ -425,8 +425,9 @@ MADDUBS_FROM = {T.Q4_0: 9, T.Q5_0: 6, T.Q4_1: 5, T.Q5_1: 5, T.MXFP4: 9, T.IQ4_NL
 VNNI_K_FROM = {T.IQ1_S: 7, T.IQ4_XS: 7, T.IQ2_XXS: 8, T.IQ2_S: 8, T.IQ1_M: 8}
 MADDUBS_K_FROM = {T.IQ3_S: 7, T.IQ3_XXS: 8, T.IQ1_S: 8, T.IQ1_M: 8, T.IQ2_XXS: 12, T.IQ2_XS: 12, T.IQ2_S: 12,
                   T.IQ4_XS: 24}
-# The portable SSE2 build's batch kernels (x widened to int16 once, taken at any row count).
-SSE2_BATCH = {T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_0, T.Q4_0, T.Q5_0, T.Q4_1, T.Q5_1}
+# The portable SSE2 build's batch kernels (x widened to int16 once, taken at any row count): every K kind and
+# the per-32 types but Q1_0, Q2_0 and NVFP4.
+SSE2_BATCH = K_KINDS | PER32_BATCH
 
 
 def _batch_variants(qtype):
@@ -572,8 +573,8 @@ def test_batch_kernel_is_taken_where_it_applies():
     AVX-512 without VNNI), some IQ types from their own counts (VNNI_K_FROM, MADDUBS_K_FROM); the
     per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU splits 512-bit operations:
     Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5), the batch kernel from 13, and
-    on maddubs the batch kernel from MADDUBS_FROM; the portable SSE2 build's Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1
-    their kernel on x widened to int16 at any row count; other types, fewer rows and the other
+    on maddubs the batch kernel from MADDUBS_FROM; the portable SSE2 build's K kinds and per-32 types
+    but Q1_0, Q2_0 and NVFP4 their kernel on x widened to int16 at any row count; other types, fewer rows and the other
     portable builds take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         for wide in (True, False):

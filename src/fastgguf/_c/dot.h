@@ -511,10 +511,15 @@ static fgg_mm_words fgg_mm_iq4nl_words, fgg_mm_fp4_words;
 #if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
 /* The words of 8 code bytes, then their low bytes (the low nibbles' values, codes 0..7) and their
  * high bytes: lo and hi of 8 words each, in the word's low byte. */
+FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_word_set8(const uint8_t *qs, const fgg_mm_words words)
+{
+    return _mm_set_epi16((short)words[qs[7]], (short)words[qs[6]], (short)words[qs[5]], (short)words[qs[4]],
+                         (short)words[qs[3]], (short)words[qs[2]], (short)words[qs[1]], (short)words[qs[0]]);
+}
+
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_words8(const uint8_t *qs, const fgg_mm_words words, __m128i *lo, __m128i *hi)
 {
-    const __m128i w = _mm_set_epi16((short)words[qs[7]], (short)words[qs[6]], (short)words[qs[5]], (short)words[qs[4]],
-                                    (short)words[qs[3]], (short)words[qs[2]], (short)words[qs[1]], (short)words[qs[0]]);
+    const __m128i w = fgg_mm_sse_word_set8(qs, words);
     *lo = _mm_and_si128(w, _mm_set1_epi16(0xff));
     *hi = _mm_srli_epi16(w, 8);
 }
@@ -1883,6 +1888,18 @@ static inline fgg_mm_w32 fgg_mm_iq2_s_run(const uint8_t *wb, int j)
 #endif
 }
 
+#if FGG_HAVE_SSE2 && !defined(FGG_MM_INT_SIMD)
+/* 16 bytes 8 * g + sigma of two grid rows (g0 bytes 0-7, g1 bytes 8-15) and sigma's bytes. */
+FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_iq1_half(uint64_t g0, uint64_t g1, __m128i sigma)
+{
+    __m128i v = _mm_set_epi64x((long long)g1, (long long)g0);
+    v = _mm_add_epi8(v, v);
+    v = _mm_add_epi8(v, v);
+    v = _mm_add_epi8(v, v);
+    return _mm_add_epi8(v, sigma);
+}
+#endif
+
 /* 32 signed bytes 8 * g + sigma from four rows of 8 grid values g in {-1, 0, 1} (g[0] the first
  * 8), sigma = -1 for the rows whose bit is set in ``minus`` (bit l for row l), else +1: the IQ1
  * types' values g + delta, delta = +-1/8, times 8. */
@@ -1901,12 +1918,8 @@ static inline fgg_mm_w32 fgg_mm_iq1_rows(const uint64_t g[4], unsigned minus)
     fgg_mm_w32 w;
     const long long plus = 0x0101010101010101LL, neg = -1LL;
     for (int h = 0; h < 2; h++) {
-        __m128i v = _mm_set_epi64x((long long)g[2 * h + 1], (long long)g[2 * h]);
         const __m128i sigma = _mm_set_epi64x(minus & (2u << (2 * h)) ? neg : plus, minus & (1u << (2 * h)) ? neg : plus);
-        v = _mm_add_epi8(v, v);
-        v = _mm_add_epi8(v, v);
-        v = _mm_add_epi8(v, v);
-        _mm_storeu_si128((__m128i *)(w.b + 16 * h), _mm_add_epi8(v, sigma));
+        _mm_storeu_si128((__m128i *)(w.b + 16 * h), fgg_mm_sse_iq1_half(g[2 * h], g[2 * h + 1], sigma));
     }
     return w;
 #else
@@ -1927,7 +1940,17 @@ static inline fgg_mm_w32 fgg_mm_iq1_s_run(const uint8_t *wb, int j)
     uint64_t g[4];
     for (int l = 0; l < 4; l++)
         g[l] = fgg_mm_grid_row8((const uint8_t *)fgg_iq1s_grid[wb[2 + 4 * j + l] | (((qh >> (3 * l)) & 7) << 8)]);
+#if FGG_HAVE_SSE2 && !defined(FGG_MM_INT_SIMD)
+    /* One delta sign for the run, made by arithmetic: through fgg_mm_iq1_rows, gcc copied its code
+     * behind a branch on this random bit (portable integer path, one row of x, 4096 x 4096, one
+     * thread: 4.53 -> 2.9 ms). */
+    fgg_mm_w32 w;
+    const __m128i sigma = _mm_set1_epi8((char)(1u | (0u - (qh >> 15))));
+    for (int h = 0; h < 2; h++) _mm_storeu_si128((__m128i *)(w.b + 16 * h), fgg_mm_sse_iq1_half(g[2 * h], g[2 * h + 1], sigma));
+    return w;
+#else
     return fgg_mm_iq1_rows(g, qh >> 15 ? 15u : 0u);
+#endif
 }
 
 static inline fgg_mm_w32 fgg_mm_iq1_m_run(const uint8_t *wb, int j)
@@ -3917,7 +3940,9 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #define fgg_mm_gemm_q6_k fgg_mm_gemm_never
 #endif
 
-#if !defined(FGG_MM_INT_SIMD)
+#if !defined(FGG_MM_INT_SIMD) && !FGG_HAVE_SSE2
+#define fgg_mm_gemm_mxfp4 fgg_mm_gemm_never
+#define fgg_mm_gemm_iq4_nl fgg_mm_gemm_never
 #define fgg_mm_gemm_tq2_0 fgg_mm_gemm_never
 #define fgg_mm_gemm_tq1_0 fgg_mm_gemm_never
 #define fgg_mm_gemm_iq4_xs fgg_mm_gemm_never
@@ -3928,8 +3953,6 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #define fgg_mm_gemm_iq3_xxs fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_s fgg_mm_gemm_never
 #define fgg_mm_gemm_iq1_m fgg_mm_gemm_never
-#define fgg_mm_gemm_mxfp4 fgg_mm_gemm_never
-#define fgg_mm_gemm_iq4_nl fgg_mm_gemm_never
 #endif
 
 #if defined(FGG_MM_INT_SIMD)
@@ -3937,8 +3960,9 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #else
 #define FGG_MM_INT_SIMD_BUILD 0
 #endif
-/* Whether this build has the portable SSE2 kernels of Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 on
- * x widened to int16 (fgg_mm_gemm_k_sse, FGG_MM_X_K16; fgg_mm_gemm_b_sse, FGG_MM_X_B16). */
+/* Whether this build has the portable SSE2 kernels of the K kinds and of the per-32 types but Q1_0,
+ * Q2_0 and NVFP4 on x widened to int16 (fgg_mm_gemm_k_sse, FGG_MM_X_K16; fgg_mm_gemm_b_sse,
+ * FGG_MM_X_B16). */
 #if FGG_HAVE_SSE2 && !defined(FGG_MM_INT_SIMD)
 #define FGG_MM_SSE2_K_BUILD 1
 #else
@@ -6395,8 +6419,9 @@ FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
 
 #if FGG_MM_SSE2_K_BUILD
 /* ------------------------------------------------------------------------------------------ */
-/* The portable build's integer kernels of Q2_K to Q6_K (and below of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1):
- * x widened to int16 once per product (fgg_mm_x1k16), then each weight row's codes made as int16
+/* The portable build's integer kernels of the K kinds (and below of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1,
+ * IQ4_NL and MXFP4): x widened to int16 once per product (fgg_mm_x1k16), then each weight row's codes
+ * (Q2_K to Q6_K; the other K kinds from the row loop's unpacking, fgg_mm_sse_ksb_totals) made as int16
  * words in registers and met by madd, up to 4 rows of x per pass. The integer totals of
  * fgg_mm_rows_k, then its float steps: the same bits. Against fgg_mm_rows_k's portable loop (unpack
  * to a fgg_mm_ksb, scales multiplied in, x widened per weight row), one row of x, one thread, 4096 x
@@ -6562,6 +6587,54 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q23_k_totals(const uint8_t *wb, const fgg_m
     }
 }
 
+/* The other K kinds (the 256-value IQ types, TQ2_0 and TQ1_0) against rows x[0..R-1]: the
+ * super-block unpacked as the row loop does it (fgg_mm_k_unpack_fields: values as bytes, a scale
+ * per 16), each 16 values widened, times their scale (pmullw, as fgg_mm_k_unpack's ws) and met by
+ * madd; tot[i] fgg_mm_rows_k's total (the ternary types' less their offsets' term). Its d. */
+FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, const fgg_mm_x1k16 *x, ptrdiff_t xs,
+                                                 const int R, int32_t *tot)
+{
+    if (kind == FGG_MM_K_IQ4_XS) {  /* its values as int16 straight from the word table (fgg_mm_words) */
+        __m128i a[4];
+        for (int i = 0; i < R; i++) a[i] = _mm_setzero_si128();
+        for (int j = 0; j < 8; j++) {
+            const __m128i sv = _mm_set1_epi16((short)fgg_mm_iq4_xs_scale(wb, j));  /* |value * scale| <= 127 * 32 */
+            for (int h = 0; h < 2; h++) {  /* code bytes 8h..8h + 7: values 8h.. (low nibbles) and 16 + 8h.. */
+                const __m128i v = fgg_mm_sse_word_set8(wb + 8 + 16 * j + 8 * h, fgg_mm_iq4nl_words);
+                const __m128i lo = _mm_mullo_epi16(_mm_srai_epi16(_mm_slli_epi16(v, 8), 8), sv);
+                const __m128i hi = _mm_mullo_epi16(_mm_srai_epi16(v, 8), sv);
+                for (int i = 0; i < R; i++) {
+                    const int16_t *xq = x[i * xs].q + 32 * j + 8 * h;
+                    a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
+                                                             _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 16)))));
+                }
+            }
+        }
+        for (int i = 0; i < R; i++) tot[i] = fgg_mm_sse_total4(a[i]);
+        return fgg_mm_iq_d(kind, wb);
+    }
+    fgg_mm_ksb s;
+    float d, dmin = 0.0f;
+    fgg_mm_k_unpack_fields(kind, wb, &s, &d, &dmin);
+    __m128i a[4];
+    for (int i = 0; i < R; i++) a[i] = _mm_setzero_si128();
+    for (int j = 0; j < 8; j++)
+        for (int h = 0; h < 2; h++) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)(s.u[j].b + 16 * h)), sv = _mm_set1_epi16(s.sc[2 * j + h]);
+            const __m128i lo = _mm_mullo_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8), sv);
+            const __m128i hi = _mm_mullo_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8), sv);
+            for (int i = 0; i < R; i++) {
+                const int16_t *xq = x[i * xs].q + 32 * j + 16 * h;
+                a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
+                                                         _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
+            }
+        }
+    const __m128i bs0 = _mm_loadu_si128((const __m128i *)s.bs), bs1 = _mm_loadu_si128((const __m128i *)(s.bs + 8));
+    for (int i = 0; i < R; i++)
+        tot[i] = fgg_mm_sse_total4(a[i]) - (fgg_mm_k_signed(kind) ? 0 : fgg_mm_sse_bsum_total(x + i * xs, bs0, bs1));
+    return d;
+}
+
 /* One weight row (nsb super-blocks at w) against rows x[0..R-1] of fgg_mm_x1k16 (row i's
  * super-block b at x[i * nsb + b]): out[i * os], fgg_mm_rows_k's float steps. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t nsb, const fgg_mm_x1k16 *x, const int R,
@@ -6573,7 +6646,10 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t
         const uint8_t *wb = w + b * bytes;
         int32_t tot[4], mtot[4];
         fgg_mm_prefetch_ahead(wb, bytes);
-        if (kind == FGG_MM_K6 || kind == FGG_MM_K3) {
+        if (kind != FGG_MM_K2 && kind != FGG_MM_K3 && kind != FGG_MM_K4 && kind != FGG_MM_K5 && kind != FGG_MM_K6) {
+            const float d = fgg_mm_sse_ksb_totals(kind, wb, x + b, nsb, R, tot);
+            for (int i = 0; i < R; i++) acc[i] = acc[i] + (float)tot[i] * (d * x[i * nsb + b].d);
+        } else if (kind == FGG_MM_K6 || kind == FGG_MM_K3) {
             const float d = fgg_half_to_float_scale(fgg_load_u16le(wb + (kind == FGG_MM_K6 ? 208 : 108)));
             if (kind == FGG_MM_K6)
                 fgg_mm_sse_q6_k_totals(wb, x + b, nsb, R, tot);
@@ -6596,8 +6672,9 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t
     for (int i = 0; i < R; i++) out[i * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
 }
 
-/* The per-32 types Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 the same way (x in fgg_mm_x1b16): a block's
- * values as int16 words in registers, met by madd, each pair of pair sums joined into the lanes of
+/* The per-32 types Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4 the same way (x in fgg_mm_x1b16): a
+ * block's values as int16 words in registers (IQ4_NL's and MXFP4's by code byte from their word tables,
+ * fgg_mm_words: SSE2 has no pshufb), met by madd, each pair of pair sums joined into the lanes of
  * fgg_mm_rown_b (values 4k..4k+3 in lane k), then its float steps. One row, one thread, Q4_0 4096 x
  * 14336 (C harness): 8.7 -> 6.7 ms; the float step per 32 values (8 lanes) is most of what is left. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_x1b16 *x, const int R,
@@ -6614,7 +6691,15 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t
         fgg_mm_prefetch_ahead(wb, bytes);
         const float d = fgg_mm_b_scale(kind, wb);
         __m128i u[4];  /* values 0-7, 8-15, 16-23, 24-31 as int16 */
-        if (kind == FGG_MM_B_Q8_0) {
+        if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
+            /* the table's signed bytes by code byte (fgg_mm_words): byte k's low one value k, its high one 16 + k */
+            const fgg_mm_words *words = kind == FGG_MM_B_IQ4_NL ? &fgg_mm_iq4nl_words : &fgg_mm_fp4_words;
+            for (int h = 0; h < 2; h++) {
+                const __m128i v = fgg_mm_sse_word_set8(codes + 8 * h, *words);
+                u[h] = _mm_srai_epi16(_mm_slli_epi16(v, 8), 8);
+                u[2 + h] = _mm_srai_epi16(v, 8);
+            }
+        } else if (kind == FGG_MM_B_Q8_0) {
             for (int h = 0; h < 2; h++) {
                 const __m128i v = _mm_loadu_si128((const __m128i *)(codes + 16 * h));
                 u[2 * h] = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);
@@ -6694,11 +6779,23 @@ FGG_MM_GEMM_FN(fgg_mm_gemm_q4_0, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q4_0, fgg_m
 FGG_MM_GEMM_FN(fgg_mm_gemm_q5_0, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q5_0, fgg_mm_x1b16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q4_1, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q4_1, fgg_mm_x1b16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q5_1, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q5_1, fgg_mm_x1b16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq4_nl, inline, fgg_mm_gemm_b_sse, FGG_MM_B_IQ4_NL, fgg_mm_x1b16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_mxfp4, inline, fgg_mm_gemm_b_sse, FGG_MM_B_MXFP4, fgg_mm_x1b16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q2_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K2, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q3_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K3, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q4_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K4, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q5_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K5, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q6_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K6, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_tq2_0, inline, fgg_mm_gemm_k_sse, FGG_MM_K_TQ2_0, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_tq1_0, inline, fgg_mm_gemm_k_sse, FGG_MM_K_TQ1_0, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq4_xs, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ4_XS, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq2_xxs, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ2_XXS, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq3_s, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ3_S, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq2_xs, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ2_XS, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq2_s, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ2_S, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq3_xxs, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ3_XXS, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq1_s, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ1_S, fgg_mm_x1k16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_iq1_m, inline, fgg_mm_gemm_k_sse, FGG_MM_K_IQ1_M, fgg_mm_x1k16, void)
 #endif
 
 #endif

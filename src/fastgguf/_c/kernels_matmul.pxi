@@ -81,8 +81,8 @@ cdef enum:
 
 cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn kernel, bint vnni) noexcept:
     """A type's INT_BATCH entry: its VNNI kernel, else its build's own (maddubs in the SIMD builds; in
-    the portable SSE2 build Q2_K's to Q6_K's and Q8_0's, Q4_0's, Q5_0's, Q4_1's, Q5_1's on x widened
-    once, fgg_mm_gemm_k_sse and fgg_mm_gemm_b_sse), or none."""
+    the portable SSE2 build the K kinds' and the per-32 types' but Q1_0's, Q2_0's and NVFP4's on x
+    widened once, fgg_mm_gemm_k_sse and fgg_mm_gemm_b_sse), or none."""
     INT_BATCH[type_id] = vnni_kernel if vnni else kernel if kernel != fgg_mm_gemm_never else NULL
 
 
@@ -272,8 +272,8 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     per-32 types from 13 on VNNI, on maddubs from 5 to 32 by type), ``"vnni-few"`` (the per-32
     types at 2 to 12 rows, VNNI only: two rows of x per vector; where the CPU splits 512-bit
     operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5),
-    ``"sse2-wide-x"`` (the portable SSE2 build's Q2_K to Q6_K, Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1 at
-    any row count: x widened to int16 once, :func:`sse2_int_kernels`) or ``"rows"`` (one or two
+    ``"sse2-wide-x"`` (the portable SSE2 build's K kinds and per-32 types but Q1_0, Q2_0 and NVFP4
+    at any row count: x widened to int16 once, :func:`sse2_int_kernels`) or ``"rows"`` (one or two
     weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
         return "rows"
@@ -285,9 +285,9 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
 
 
 def sse2_int_kernels():
-    """Whether this is the portable build with SSE2 integer kernels for Q2_K to Q6_K, Q8_0, Q4_0,
-    Q5_0, Q4_1 and Q5_1 (x widened to int16 once per product, weight rows one at a time): x86-64,
-    not a FASTGGUF_NO_SIMD build."""
+    """Whether this is the portable build with SSE2 integer kernels for the K kinds (the K-quants,
+    the 256-value IQ types, TQ1_0, TQ2_0) and the per-32 types but Q1_0, Q2_0 and NVFP4 (x widened
+    to int16 once per product, weight rows one at a time): x86-64, not a FASTGGUF_NO_SIMD build."""
     return bool(FGG_MM_SSE2_K_BUILD)
 
 
