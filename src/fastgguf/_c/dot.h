@@ -1816,75 +1816,115 @@ FGG_MM_ALWAYS_INLINE __m256i fgg_mm_bit_lanes8(uint32_t b, int shift)
 }
 #endif
 
-static inline fgg_mm_w32 fgg_mm_iq2_xxs_run(const uint8_t *wb, int j)
+/* fgg_mm_*_gs: run j as 4 grid rows of 8 magnitudes (g[l]: values 8l..8l + 7) and, returned, their
+ * sign bits (bit i of byte l set where value 8l + i is negated). */
+static inline uint32_t fgg_mm_iq2_xxs_gs(const uint8_t *wb, int j, uint64_t g[4])
 {
     const uint8_t *q = wb + 2 + 8 * j;
     const uint32_t aux = fgg_load_u32le(q + 4);
-    uint64_t g[4];
     uint32_t signs = 0;
     for (int l = 0; l < 4; l++) {
         g[l] = fgg_mm_grid_row8(fgg_iq2xxs_grid[q[l]]);
         signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
     }
+    return signs;
+}
+
+static inline fgg_mm_w32 fgg_mm_iq2_xxs_run(const uint8_t *wb, int j)
+{
+    uint64_t g[4];
+    const uint32_t signs = fgg_mm_iq2_xxs_gs(wb, j, g);
     return fgg_mm_grid32(g, signs);
+}
+
+static inline uint32_t fgg_mm_iq3_xxs_signs(const uint8_t *wb, int j)
+{
+    const uint32_t aux = fgg_load_u32le(wb + 66 + 4 * j);
+    uint32_t signs = 0;
+    for (int l = 0; l < 4; l++) signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
+    return signs;
+}
+
+static inline uint32_t fgg_mm_iq3_xxs_gs(const uint8_t *wb, int j, uint64_t g[4])
+{
+    const uint8_t *q = wb + 2 + 8 * j;
+    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_rows4(fgg_iq3xxs_grid[q[2 * l]], fgg_iq3xxs_grid[q[2 * l + 1]]);
+    return fgg_mm_iq3_xxs_signs(wb, j);
 }
 
 static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
 {
-    const uint8_t *q = wb + 2 + 8 * j;
-    const uint32_t aux = fgg_load_u32le(wb + 66 + 4 * j);
-    uint32_t signs = 0;
-    for (int l = 0; l < 4; l++) signs |= (uint32_t)fgg_ksigns[(aux >> (7 * l)) & 127] << (8 * l);
 #if defined(FGG_MM_INT_SIMD)
-    return fgg_mm_signed32(fgg_mm_gather_rows4(fgg_iq3xxs_grid, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)q))), signs);
+    const __m128i q = _mm_loadl_epi64((const __m128i *)(wb + 2 + 8 * j));
+    return fgg_mm_signed32(fgg_mm_gather_rows4(fgg_iq3xxs_grid, _mm256_cvtepu8_epi32(q)), fgg_mm_iq3_xxs_signs(wb, j));
 #else
     uint64_t g[4];
-    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_rows4(fgg_iq3xxs_grid[q[2 * l]], fgg_iq3xxs_grid[q[2 * l + 1]]);
+    const uint32_t signs = fgg_mm_iq3_xxs_gs(wb, j, g);
     return fgg_mm_grid32(g, signs);
 #endif
 }
 
-static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
+static inline uint32_t fgg_mm_iq3_s_gs(const uint8_t *wb, int j, uint64_t g[4])
 {
     const uint8_t *qs = wb + 2 + 8 * j, qh = wb[66 + j];
+    for (int l = 0; l < 4; l++)
+        g[l] = fgg_mm_grid_rows4(fgg_iq3s_grid[qs[2 * l] | (((qh >> (2 * l)) & 1) << 8)],
+                                 fgg_iq3s_grid[qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8)]);
+    return fgg_load_u32le(wb + 74 + 4 * j);
+}
+
+static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
+{
 #if defined(FGG_MM_INT_SIMD)
+    const uint8_t *qs = wb + 2 + 8 * j, qh = wb[66 + j];
     const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)qs)), fgg_mm_bit_lanes8(qh, 8));
     return fgg_mm_signed32(fgg_mm_gather_rows4(fgg_iq3s_grid, idx), fgg_load_u32le(wb + 74 + 4 * j));
 #else
     uint64_t g[4];
-    for (int l = 0; l < 4; l++)
-        g[l] = fgg_mm_grid_rows4(fgg_iq3s_grid[qs[2 * l] | (((qh >> (2 * l)) & 1) << 8)],
-                                 fgg_iq3s_grid[qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8)]);
-    return fgg_mm_grid32(g, fgg_load_u32le(wb + 74 + 4 * j));
+    const uint32_t signs = fgg_mm_iq3_s_gs(wb, j, g);
+    return fgg_mm_grid32(g, signs);
 #endif
 }
 
 /* IQ2_XS (74 bytes: f16 d, 32 u16 of a 9-bit grid index and a 7-bit sign code, 8 bytes of two
  * 4-bit scales per run) and IQ2_S (82 bytes: f16 d, 32 low index bytes, 32 sign bytes, 8 bytes of
  * two high index bits per group of 8, 8 bytes of scales): run j's 32 values before the scales. */
-static inline fgg_mm_w32 fgg_mm_iq2_xs_run(const uint8_t *wb, int j)
+static inline uint32_t fgg_mm_iq2_xs_gs(const uint8_t *wb, int j, uint64_t g[4])
 {
-    uint64_t g[4];
     uint32_t signs = 0;
     for (int l = 0; l < 4; l++) {
         const uint32_t packed = fgg_load_u16le(wb + 2 + 8 * j + 2 * l);
         g[l] = fgg_mm_grid_row8(fgg_iq2xs_grid[packed & 511]);
         signs |= (uint32_t)fgg_ksigns[packed >> 9] << (8 * l);
     }
+    return signs;
+}
+
+static inline fgg_mm_w32 fgg_mm_iq2_xs_run(const uint8_t *wb, int j)
+{
+    uint64_t g[4];
+    const uint32_t signs = fgg_mm_iq2_xs_gs(wb, j, g);
     return fgg_mm_grid32(g, signs);
+}
+
+static inline uint32_t fgg_mm_iq2_s_gs(const uint8_t *wb, int j, uint64_t g[4])
+{
+    const uint8_t *qs = wb + 2 + 4 * j, qh = wb[66 + j];
+    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_row8(fgg_iq2s_grid[qs[l] | (((qh >> (2 * l)) & 3) << 8)]);
+    return fgg_load_u32le(wb + 34 + 4 * j);
 }
 
 static inline fgg_mm_w32 fgg_mm_iq2_s_run(const uint8_t *wb, int j)
 {
-    const uint8_t *qs = wb + 2 + 4 * j, qh = wb[66 + j];
 #if defined(FGG_MM_INT_SIMD)
+    const uint8_t *qs = wb + 2 + 4 * j, qh = wb[66 + j];
     const __m128i hi = _mm_slli_epi32(_mm_and_si128(_mm_srlv_epi32(_mm_set1_epi32(qh), _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi32(3)), 8);
     const __m128i idx = _mm_or_si128(_mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)fgg_load_u32le(qs))), hi);
     return fgg_mm_signed32(fgg_mm_gather_rows8(fgg_iq2s_grid, idx), fgg_load_u32le(wb + 34 + 4 * j));
 #else
     uint64_t g[4];
-    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_row8(fgg_iq2s_grid[qs[l] | (((qh >> (2 * l)) & 3) << 8)]);
-    return fgg_mm_grid32(g, fgg_load_u32le(wb + 34 + 4 * j));
+    const uint32_t signs = fgg_mm_iq2_s_gs(wb, j, g);
+    return fgg_mm_grid32(g, signs);
 #endif
 }
 
@@ -4935,6 +4975,12 @@ static float fgg_mm_iq1_grid8[2048][8];
 static int8_t fgg_mm_q5_fifths[2][256][8];
 #endif
 
+#if FGG_MM_SSE2_K_BUILD
+/* A byte's 8 bits as 8 int16 masks, -1 where the bit is set (fgg_mm_sse_grid_totals: the grid types'
+ * signs; fgg_mm_init_tables). */
+static int16_t fgg_mm_sign16[256][8] __attribute__((aligned(16)));
+#endif
+
 #if FGG_HAVE_SSE2
 /* Q1_0's signs of a byte's 8 values for fgg_mm_q1_0_regs: lane l's sign bit set where bit l is
  * clear (fgg_mm_init_tables). One load per 8 values; made from the bits by vpsllvd and a mask
@@ -4959,6 +5005,10 @@ static inline void fgg_mm_init_tables(void)
 #if FGG_HAVE_SSE2
     for (int b = 0; b < 256; b++)
         for (int l = 0; l < 8; l++) fgg_mm_q1_0_signs[b][l] = (b >> l) & 1 ? 0u : 0x80000000u;
+#endif
+#if FGG_MM_SSE2_K_BUILD
+    for (int b = 0; b < 256; b++)
+        for (int l = 0; l < 8; l++) fgg_mm_sign16[b][l] = (int16_t)((b >> l) & 1 ? -1 : 0);
 #endif
 #if FGG_HAVE_AVX2
     for (int b = 0; b < 256; b++)
@@ -6594,6 +6644,33 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q23_k_totals(const uint8_t *wb, const fgg_m
 FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, const fgg_mm_x1k16 *x, ptrdiff_t xs,
                                                  const int R, int32_t *tot)
 {
+    if (kind == FGG_MM_K_IQ2_XXS || kind == FGG_MM_K_IQ2_XS || kind == FGG_MM_K_IQ2_S || kind == FGG_MM_K_IQ3_XXS
+        || kind == FGG_MM_K_IQ3_S) {
+        /* the grid types as int16 straight from their rows and sign bits (fgg_mm_*_gs): per 8 values
+         * the magnitudes widened, negated by a mask (fgg_mm_sign16), times the scale */
+        const __m128i z = _mm_setzero_si128();
+        __m128i a[4];
+        for (int i = 0; i < R; i++) a[i] = z;
+        for (int j = 0; j < 8; j++) {
+            int scale[2];
+            uint64_t g[4];
+            fgg_mm_iq_scales(kind, wb, j, scale);  /* |magnitude * scale| <= 62 * 31 */
+            const uint32_t signs = kind == FGG_MM_K_IQ2_XXS  ? fgg_mm_iq2_xxs_gs(wb, j, g)
+                                   : kind == FGG_MM_K_IQ2_XS ? fgg_mm_iq2_xs_gs(wb, j, g)
+                                   : kind == FGG_MM_K_IQ2_S  ? fgg_mm_iq2_s_gs(wb, j, g)
+                                   : kind == FGG_MM_K_IQ3_XXS ? fgg_mm_iq3_xxs_gs(wb, j, g)
+                                                              : fgg_mm_iq3_s_gs(wb, j, g);
+            for (int l = 0; l < 4; l++) {
+                const __m128i m = _mm_load_si128((const __m128i *)fgg_mm_sign16[(signs >> (8 * l)) & 255]);
+                const __m128i mag = _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)g[l]), z);
+                const __m128i v = _mm_mullo_epi16(_mm_sub_epi16(_mm_xor_si128(mag, m), m), _mm_set1_epi16((short)scale[l >> 1]));
+                for (int i = 0; i < R; i++)
+                    a[i] = _mm_add_epi32(a[i], _mm_madd_epi16(v, _mm_load_si128((const __m128i *)(x[i * xs].q + 32 * j + 8 * l))));
+            }
+        }
+        for (int i = 0; i < R; i++) tot[i] = fgg_mm_sse_total4(a[i]);
+        return fgg_mm_iq_d(kind, wb);
+    }
     if (kind == FGG_MM_K_IQ4_XS) {  /* its values as int16 straight from the word table (fgg_mm_words) */
         __m128i a[4];
         for (int i = 0; i < R; i++) a[i] = _mm_setzero_si128();
