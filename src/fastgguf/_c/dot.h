@@ -1845,11 +1845,27 @@ static inline uint32_t fgg_mm_iq3_xxs_signs(const uint8_t *wb, int j)
     return signs;
 }
 
-static inline uint32_t fgg_mm_iq3_xxs_gs(const uint8_t *wb, int j, uint64_t g[4])
+/* The IQ3 types' runs as 8 grid rows of 4 magnitudes (r[k]: values 4k..4k + 3) and their sign bits. */
+static inline uint32_t fgg_mm_iq3_xxs_rows(const uint8_t *wb, int j, const uint8_t *r[8])
 {
     const uint8_t *q = wb + 2 + 8 * j;
-    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_rows4(fgg_iq3xxs_grid[q[2 * l]], fgg_iq3xxs_grid[q[2 * l + 1]]);
+    for (int k = 0; k < 8; k++) r[k] = fgg_iq3xxs_grid[q[k]];
     return fgg_mm_iq3_xxs_signs(wb, j);
+}
+
+static inline uint32_t fgg_mm_iq3_s_rows(const uint8_t *wb, int j, const uint8_t *r[8])
+{
+    const uint8_t *qs = wb + 2 + 8 * j, qh = wb[66 + j];
+    for (int k = 0; k < 8; k++) r[k] = fgg_iq3s_grid[qs[k] | (((qh >> k) & 1) << 8)];
+    return fgg_load_u32le(wb + 74 + 4 * j);
+}
+
+static inline uint32_t fgg_mm_iq3_xxs_gs(const uint8_t *wb, int j, uint64_t g[4])
+{
+    const uint8_t *r[8];
+    const uint32_t signs = fgg_mm_iq3_xxs_rows(wb, j, r);
+    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_rows4(r[2 * l], r[2 * l + 1]);
+    return signs;
 }
 
 static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
@@ -1866,11 +1882,10 @@ static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
 
 static inline uint32_t fgg_mm_iq3_s_gs(const uint8_t *wb, int j, uint64_t g[4])
 {
-    const uint8_t *qs = wb + 2 + 8 * j, qh = wb[66 + j];
-    for (int l = 0; l < 4; l++)
-        g[l] = fgg_mm_grid_rows4(fgg_iq3s_grid[qs[2 * l] | (((qh >> (2 * l)) & 1) << 8)],
-                                 fgg_iq3s_grid[qs[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8)]);
-    return fgg_load_u32le(wb + 74 + 4 * j);
+    const uint8_t *r[8];
+    const uint32_t signs = fgg_mm_iq3_s_rows(wb, j, r);
+    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_rows4(r[2 * l], r[2 * l + 1]);
+    return signs;
 }
 
 static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
@@ -6654,15 +6669,20 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, co
         for (int j = 0; j < 8; j++) {
             int scale[2];
             uint64_t g[4];
+            const uint8_t *r[8];  /* the IQ3 types' rows of 4, each loaded into its half of the 8 bytes */
             fgg_mm_iq_scales(kind, wb, j, scale);  /* |magnitude * scale| <= 62 * 31 */
             const uint32_t signs = kind == FGG_MM_K_IQ2_XXS  ? fgg_mm_iq2_xxs_gs(wb, j, g)
                                    : kind == FGG_MM_K_IQ2_XS ? fgg_mm_iq2_xs_gs(wb, j, g)
                                    : kind == FGG_MM_K_IQ2_S  ? fgg_mm_iq2_s_gs(wb, j, g)
-                                   : kind == FGG_MM_K_IQ3_XXS ? fgg_mm_iq3_xxs_gs(wb, j, g)
-                                                              : fgg_mm_iq3_s_gs(wb, j, g);
+                                   : kind == FGG_MM_K_IQ3_XXS ? fgg_mm_iq3_xxs_rows(wb, j, r)
+                                                              : fgg_mm_iq3_s_rows(wb, j, r);
             for (int l = 0; l < 4; l++) {
                 const __m128i m = _mm_load_si128((const __m128i *)fgg_mm_sign16[(signs >> (8 * l)) & 255]);
-                const __m128i mag = _mm_unpacklo_epi8(_mm_cvtsi64_si128((long long)g[l]), z);
+                const __m128i row8 = kind == FGG_MM_K_IQ3_XXS || kind == FGG_MM_K_IQ3_S
+                                         ? _mm_unpacklo_epi32(_mm_cvtsi32_si128((int)fgg_load_u32le(r[2 * l])),
+                                                              _mm_cvtsi32_si128((int)fgg_load_u32le(r[2 * l + 1])))
+                                         : _mm_cvtsi64_si128((long long)g[l]);
+                const __m128i mag = _mm_unpacklo_epi8(row8, z);
                 const __m128i v = _mm_mullo_epi16(_mm_sub_epi16(_mm_xor_si128(mag, m), m), _mm_set1_epi16((short)scale[l >> 1]));
                 for (int i = 0; i < R; i++)
                     a[i] = _mm_add_epi32(a[i], _mm_madd_epi16(v, _mm_load_si128((const __m128i *)(x[i * xs].q + 32 * j + 8 * l))));
