@@ -133,7 +133,7 @@ def int_batch_kernel(type_id: int, m: int) -> str:
 
 def sse2_int_kernels() -> bool:
     """Whether this is the portable build with SSE2 integer kernels for the K kinds and the per-32
-    types but Q1_0, Q2_0 and NVFP4."""
+    types but Q2_0 and NVFP4."""
 
 def vnni_usable() -> bool:
     """Whether this build has the AVX-512 VNNI integer kernels and this CPU can run them."""

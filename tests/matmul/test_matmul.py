@@ -426,15 +426,16 @@ VNNI_K_FROM = {T.IQ1_S: 7, T.IQ4_XS: 7, T.IQ2_XXS: 8, T.IQ2_S: 8, T.IQ1_M: 8}
 MADDUBS_K_FROM = {T.IQ3_S: 7, T.IQ3_XXS: 8, T.IQ1_S: 8, T.IQ1_M: 8, T.IQ2_XXS: 12, T.IQ2_XS: 12, T.IQ2_S: 12,
                   T.IQ4_XS: 24}
 # The portable SSE2 build's batch kernels (x widened to int16 once, taken at any row count): every K kind and
-# the per-32 types but Q1_0, Q2_0 and NVFP4.
-SSE2_BATCH = K_KINDS | PER32_BATCH
+# the per-32 types but Q2_0 and NVFP4 (Q1_0's only there).
+SSE2_BATCH = K_KINDS | PER32_BATCH | {T.Q1_0}
 
 
 def _batch_variants(qtype):
     """_int_dot_variants with a batch kernel for qtype: the SIMD builds, and the portable build
     where it has SSE2 kernels (sse2_int_kernels) for the type."""
     return [(name, kernels, vnni) for name, kernels, vnni in _int_dot_variants()
-            if name != "portable" or (kernels.sse2_int_kernels() and qtype in SSE2_BATCH)]
+            if (name != "portable" and qtype in K_KINDS | PER32_BATCH)
+            or (name == "portable" and kernels.sse2_int_kernels() and qtype in SSE2_BATCH)]
 
 
 def test_sse2_int_kernels_in_the_portable_build_of_x86():
@@ -466,7 +467,7 @@ def rows_and_batch(kernels, vnni: bool, raw: np.ndarray, qtype: GGMLType, xq: np
     return outs, taken
 
 
-@pytest.mark.parametrize("qtype", sorted(K_KINDS | PER32_BATCH), ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", sorted(SSE2_BATCH), ids=lambda t: t.name)
 def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
     """The batch kernels (VNNI, maddubs) against the row kernels of the same build, taken from 1 row
     of x on: a group of 16 with 1, 5 to 7 (row kernels of 4 and 1 to 3 rows), 8 (the 256-bit tile
@@ -493,11 +494,11 @@ def test_batch_kernel_same_bits_as_row_kernels_for_any_row_count(qtype):
             np.testing.assert_array_equal(outs["batch"], outs["rows"], err_msg=f"{name} m={m}")
 
 
-@pytest.mark.parametrize("qtype", [T.Q4_K, T.Q6_K, T.Q8_0, T.Q5_1], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q4_K, T.Q6_K, T.Q8_0, T.Q5_1, T.Q1_0], ids=lambda t: t.name)
 def test_sse2_batch_kernels_take_x_in_blocks(qtype):
     """The portable SSE2 kernels meet the rows of x in blocks that stay in L2 (128 KiB of widened
     rows): with 16384 values a row a block is 4 rows, so 11 rows are blocks of 4, 4 and 3 (passes of
-    4, 4, 2 and 1 rows); the bits of the row loop."""
+    4, 4, 2 and 1 rows); the bits of the row loop (Q1_0: 4 blocks of x per weight block)."""
     kernels = dequant.kernel_modules()["portable"]
     if not kernels.sse2_int_kernels():
         pytest.skip("the portable build has no SSE2 kernels here")
@@ -574,7 +575,7 @@ def test_batch_kernel_is_taken_where_it_applies():
     per-32 types on VNNI the few-rows kernel from 2 rows (where the CPU splits 512-bit operations:
     Q4_0, Q5_0, MXFP4 and IQ4_NL from 4, Q4_1, Q5_1 and Q8_0 from 5), the batch kernel from 13, and
     on maddubs the batch kernel from MADDUBS_FROM; the portable SSE2 build's K kinds and per-32 types
-    but Q1_0, Q2_0 and NVFP4 their kernel on x widened to int16 at any row count; other types, fewer rows and the other
+    but Q2_0 and NVFP4 their kernel on x widened to int16 at any row count; other types, fewer rows and the other
     portable builds take the row kernels (whose bits the tests above compare)."""
     for name, kernels, vnni in _int_dot_variants():
         for wide in (True, False):

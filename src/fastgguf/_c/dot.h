@@ -3982,6 +3982,9 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #define fgg_mm_gemm_iq4_nl_vnni fgg_mm_gemm_never
 #define fgg_mm_gemm_mxfp4_vnni fgg_mm_gemm_never
 #endif
+#if !FGG_HAVE_SSE2 || defined(FGG_MM_INT_SIMD)  /* the portable SSE2 build's own only (no SIMD batch kernel) */
+#define fgg_mm_gemm_q1_0 fgg_mm_gemm_never
+#endif
 #if !defined(FGG_MM_INT_SIMD) && !FGG_HAVE_SSE2  /* the portable SSE2 build's are at the end (FGG_MM_SSE2_K_BUILD) */
 #define fgg_mm_gemm_q8_0 fgg_mm_gemm_never
 #define fgg_mm_gemm_q4_0 fgg_mm_gemm_never
@@ -4015,8 +4018,8 @@ FGG_MM_GEMM_B_VNNI(fgg_mm_gemm_mxfp4_vnni, FGG_MM_B_MXFP4)
 #else
 #define FGG_MM_INT_SIMD_BUILD 0
 #endif
-/* Whether this build has the portable SSE2 kernels of the K kinds and of the per-32 types but Q1_0,
- * Q2_0 and NVFP4 on x widened to int16 (fgg_mm_gemm_k_sse, FGG_MM_X_K16; fgg_mm_gemm_b_sse,
+/* Whether this build has the portable SSE2 kernels of the K kinds and of the per-32 types but Q2_0
+ * and NVFP4 on x widened to int16 (fgg_mm_gemm_k_sse, FGG_MM_X_K16; fgg_mm_gemm_b_sse,
  * FGG_MM_X_B16). */
 #if FGG_HAVE_SSE2 && !defined(FGG_MM_INT_SIMD)
 #define FGG_MM_SSE2_K_BUILD 1
@@ -6485,7 +6488,7 @@ FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
 #if FGG_MM_SSE2_K_BUILD
 /* ------------------------------------------------------------------------------------------ */
 /* The portable build's integer kernels of the K kinds (and below of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1,
- * IQ4_NL and MXFP4): x widened to int16 once per product (fgg_mm_x1k16), then each weight row's codes
+ * IQ4_NL, MXFP4 and Q1_0): x widened to int16 once per product (fgg_mm_x1k16), then each weight row's codes
  * (Q2_K to Q6_K; the other K kinds from the row loop's unpacking, fgg_mm_sse_ksb_totals) made as int16
  * words in registers and met by madd, up to 4 rows of x per pass. The integer totals of
  * fgg_mm_rows_k, then its float steps: the same bits. Against fgg_mm_rows_k's portable loop (unpack
@@ -6769,15 +6772,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_k_row(int kind, const uint8_t *w, ptrdiff_t
     for (int i = 0; i < R; i++) out[i * os] = fgg_mm_k_has_min(kind) ? acc[i] - accm[i] : acc[i];
 }
 
-/* The per-32 types Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL and MXFP4 the same way (x in fgg_mm_x1b16): a
- * block's values as int16 words in registers (IQ4_NL's and MXFP4's by code byte from their word tables,
- * fgg_mm_words: SSE2 has no pshufb), met by madd, each pair of pair sums joined into the lanes of
- * fgg_mm_rown_b (values 4k..4k+3 in lane k), then its float steps. One row, one thread, Q4_0 4096 x
- * 14336 (C harness): 8.7 -> 6.7 ms; the float step per 32 values (8 lanes) is most of what is left. */
+/* The per-32 types Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4 and Q1_0 the same way (x in
+ * fgg_mm_x1b16, per 32 values): a run's values as int16 words in registers (IQ4_NL's and MXFP4's by
+ * code byte from their word tables, fgg_mm_words: SSE2 has no pshufb; Q1_0's +-1 from its bits by
+ * fgg_mm_sign16), met by madd, each pair of pair sums joined into the lanes of fgg_mm_rown_b
+ * (values 4k..4k+3 in lane k), then its float steps (Q1_0's 4 runs a block: against x's scales,
+ * then times d). One row, one thread, Q4_0 4096 x 14336 (C harness): 8.7 -> 6.7 ms; the float step
+ * per 32 values (8 lanes) is most of what is left. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t nb, const fgg_mm_x1b16 *x, const int R,
                                            float *out, ptrdiff_t os)
 {
     const ptrdiff_t bytes = fgg_mm_b_bytes(kind);
+    const int runs = fgg_mm_b_runs(kind);  /* x's blocks a row: nb * runs */
     const __m128i z = _mm_setzero_si128(), fifth = _mm_set1_epi8(16);
     const __m128i c = _mm_set1_epi16((short)fgg_mm_b_code_offset(kind));
     __m128 a[4][2];
@@ -6787,43 +6793,63 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t
         const uint8_t *wb = w + bytes * b, *codes = wb + fgg_mm_b_codes_at(kind);
         fgg_mm_prefetch_ahead(wb, bytes);
         const float d = fgg_mm_b_scale(kind, wb);
-        __m128i u[4];  /* values 0-7, 8-15, 16-23, 24-31 as int16 */
-        if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
-            /* the table's signed bytes by code byte (fgg_mm_words): byte k's low one value k, its high one 16 + k */
-            const fgg_mm_words *words = kind == FGG_MM_B_IQ4_NL ? &fgg_mm_iq4nl_words : &fgg_mm_fp4_words;
-            for (int h = 0; h < 2; h++) {
-                const __m128i v = fgg_mm_sse_word_set8(codes + 8 * h, *words);
-                u[h] = _mm_srai_epi16(_mm_slli_epi16(v, 8), 8);
-                u[2 + h] = _mm_srai_epi16(v, 8);
+        __m128 blk[4][2];  /* Q1_0: the block's runs against x's scales */
+        for (int r = 0; r < runs; r++) {
+            __m128i u[4];  /* values 0-7, 8-15, 16-23, 24-31 of run r as int16 */
+            if (kind == FGG_MM_B_Q1_0) {
+                /* +1 where the bit is set, else -1: ~mask | 1 */
+                const uint32_t bits = fgg_load_u32le(wb + 2 + 4 * r);
+                for (int k = 0; k < 4; k++) {
+                    const __m128i m = _mm_load_si128((const __m128i *)fgg_mm_sign16[(bits >> (8 * k)) & 255]);
+                    u[k] = _mm_or_si128(_mm_andnot_si128(m, _mm_set1_epi16(-1)), _mm_set1_epi16(1));
+                }
+            } else if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
+                /* the table's signed bytes by code byte (fgg_mm_words): byte k's low one value k, its high one 16 + k */
+                const fgg_mm_words *words = kind == FGG_MM_B_IQ4_NL ? &fgg_mm_iq4nl_words : &fgg_mm_fp4_words;
+                for (int h = 0; h < 2; h++) {
+                    const __m128i v = fgg_mm_sse_word_set8(codes + 8 * h, *words);
+                    u[h] = _mm_srai_epi16(_mm_slli_epi16(v, 8), 8);
+                    u[2 + h] = _mm_srai_epi16(v, 8);
+                }
+            } else if (kind == FGG_MM_B_Q8_0) {
+                for (int h = 0; h < 2; h++) {
+                    const __m128i v = _mm_loadu_si128((const __m128i *)(codes + 16 * h));
+                    u[2 * h] = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);
+                    u[2 * h + 1] = _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8);
+                }
+            } else {
+                __m128i n[2];
+                fgg_mm_sse_nibbles(codes, n);
+                if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
+                    __m128i f[2];
+                    fgg_mm_sse_bits32(fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)), f);
+                    for (int h = 0; h < 2; h++) n[h] = _mm_or_si128(n[h], _mm_and_si128(f[h], fifth));
+                }
+                for (int h = 0; h < 2; h++) {
+                    u[2 * h] = _mm_sub_epi16(_mm_unpacklo_epi8(n[h], z), c);
+                    u[2 * h + 1] = _mm_sub_epi16(_mm_unpackhi_epi8(n[h], z), c);
+                }
             }
-        } else if (kind == FGG_MM_B_Q8_0) {
-            for (int h = 0; h < 2; h++) {
-                const __m128i v = _mm_loadu_si128((const __m128i *)(codes + 16 * h));
-                u[2 * h] = _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8);
-                u[2 * h + 1] = _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8);
-            }
-        } else {
-            __m128i n[2];
-            fgg_mm_sse_nibbles(codes, n);
-            if (kind == FGG_MM_B_Q5_0 || kind == FGG_MM_B_Q5_1) {
-                __m128i f[2];
-                fgg_mm_sse_bits32(fgg_load_u32le(wb + fgg_mm_b_fifths_at(kind)), f);
-                for (int h = 0; h < 2; h++) n[h] = _mm_or_si128(n[h], _mm_and_si128(f[h], fifth));
-            }
-            for (int h = 0; h < 2; h++) {
-                u[2 * h] = _mm_sub_epi16(_mm_unpacklo_epi8(n[h], z), c);
-                u[2 * h + 1] = _mm_sub_epi16(_mm_unpackhi_epi8(n[h], z), c);
+            for (int i = 0; i < R; i++) {
+                const fgg_mm_x1b16 *xb = x + (i * nb + b) * runs + r;
+                __m128i p[4];
+                for (int k = 0; k < 4; k++) p[k] = _mm_madd_epi16(u[k], _mm_load_si128((const __m128i *)(xb->q + 8 * k)));
+                for (int h = 0; h < 2; h++) {
+                    const __m128 lanes = _mm_cvtepi32_ps(fgg_mm_sse_quad_lanes(p[2 * h], p[2 * h + 1]));
+                    if (runs == 1)  /* fgg_mm_acc_add */
+                        a[i][h] = _mm_add_ps(a[i][h], _mm_mul_ps(lanes, _mm_set1_ps(d * xb->d)));
+                    else  /* fgg_mm_acc_scaled, then fgg_mm_acc_add */
+                        blk[i][h] = r == 0 ? _mm_mul_ps(lanes, _mm_set1_ps(xb->d))
+                                           : _mm_add_ps(blk[i][h], _mm_mul_ps(lanes, _mm_set1_ps(xb->d)));
+                }
             }
         }
-        const float mn = fgg_mm_b_offset(kind, wb);
-        for (int i = 0; i < R; i++) {
-            const fgg_mm_x1b16 *xb = x + i * nb + b;
-            __m128i p[4];
-            for (int k = 0; k < 4; k++) p[k] = _mm_madd_epi16(u[k], _mm_load_si128((const __m128i *)(xb->q + 8 * k)));
-            const __m128 f = _mm_set1_ps(d * xb->d);
-            for (int h = 0; h < 2; h++)
-                a[i][h] = _mm_add_ps(a[i][h], _mm_mul_ps(_mm_cvtepi32_ps(fgg_mm_sse_quad_lanes(p[2 * h], p[2 * h + 1])), f));
-            if (fgg_mm_b_has_offset(kind)) off[i] = off[i] + mn * xb->s;
+        if (runs > 1)  /* fgg_mm_acc_addv */
+            for (int i = 0; i < R; i++)
+                for (int h = 0; h < 2; h++) a[i][h] = _mm_add_ps(a[i][h], _mm_mul_ps(blk[i][h], _mm_set1_ps(d)));
+        if (fgg_mm_b_has_offset(kind)) {
+            const float mn = fgg_mm_b_offset(kind, wb);
+            for (int i = 0; i < R; i++) off[i] = off[i] + mn * x[i * nb + b].s;
         }
     }
     for (int i = 0; i < R; i++) {
@@ -6842,33 +6868,33 @@ static inline ptrdiff_t fgg_mm_sse_x_block(ptrdiff_t xrow_bytes)
 }
 
 /* The batch kernels on them: weight rows 0..n-1 (row r at w + r * row_bytes) times m rows of x
- * (XT, row i's block b at x[i * nb + b]), 4 rows of x a pass (then 2, 1): out[i * os + r]; an
+ * (XT, XB blocks a row: row i's block b at x[i * XB + b]), 4 rows of x a pass (then 2, 1): out[i * os + r]; an
  * fgg_mm_gemm_fn without a panel. The rows of x in blocks that stay in L2, each met by every
  * weight row. With 2 rows a pass, Q5_0 and Q5_1 were slower than the row loop from 8 rows (their
  * fifth bits made once per pass). */
-#define FGG_MM_GEMM_SSE(NAME, ROW, XT)                                                                \
+#define FGG_MM_GEMM_SSE(NAME, ROW, XT, XB)                                                            \
 FGG_MM_ALWAYS_INLINE void NAME(int kind, const uint8_t *w, ptrdiff_t row_bytes, ptrdiff_t n, ptrdiff_t nb, \
                                const XT *x, ptrdiff_t m, float *out, ptrdiff_t os, void *panel, ptrdiff_t tile) \
 {                                                                                                     \
     (void)panel, (void)tile;                                                                          \
-    const ptrdiff_t block = fgg_mm_sse_x_block(nb * (ptrdiff_t)sizeof(XT));                           \
+    const ptrdiff_t xb = XB, block = fgg_mm_sse_x_block(xb * (ptrdiff_t)sizeof(XT));                  \
     for (ptrdiff_t i0 = 0; i0 < m; i0 += block) {                                                     \
         const ptrdiff_t i1 = m - i0 > block ? i0 + block : m;                                         \
         for (ptrdiff_t r = 0; r < n; r++)                                                             \
             for (ptrdiff_t i = i0; i < i1;) {                                                         \
                 const int R = i1 - i >= 4 ? 4 : i1 - i >= 2 ? 2 : 1;                                 \
                 if (R == 4)                                                                           \
-                    ROW(kind, w + r * row_bytes, nb, x + i * nb, 4, out + i * os + r, os);            \
+                    ROW(kind, w + r * row_bytes, nb, x + i * xb, 4, out + i * os + r, os);            \
                 else if (R == 2)                                                                      \
-                    ROW(kind, w + r * row_bytes, nb, x + i * nb, 2, out + i * os + r, os);            \
+                    ROW(kind, w + r * row_bytes, nb, x + i * xb, 2, out + i * os + r, os);            \
                 else                                                                                  \
-                    ROW(kind, w + r * row_bytes, nb, x + i * nb, 1, out + i * os + r, os);            \
+                    ROW(kind, w + r * row_bytes, nb, x + i * xb, 1, out + i * os + r, os);            \
                 i += R;                                                                               \
             }                                                                                         \
     }                                                                                                 \
 }
-FGG_MM_GEMM_SSE(fgg_mm_gemm_k_sse, fgg_mm_sse_k_row, fgg_mm_x1k16)
-FGG_MM_GEMM_SSE(fgg_mm_gemm_b_sse, fgg_mm_sse_b_row, fgg_mm_x1b16)
+FGG_MM_GEMM_SSE(fgg_mm_gemm_k_sse, fgg_mm_sse_k_row, fgg_mm_x1k16, nb)
+FGG_MM_GEMM_SSE(fgg_mm_gemm_b_sse, fgg_mm_sse_b_row, fgg_mm_x1b16, nb * fgg_mm_b_runs(kind))
 #undef FGG_MM_GEMM_SSE
 
 FGG_MM_GEMM_FN(fgg_mm_gemm_q8_0, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q8_0, fgg_mm_x1b16, void)
@@ -6878,6 +6904,7 @@ FGG_MM_GEMM_FN(fgg_mm_gemm_q4_1, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q4_1, fgg_m
 FGG_MM_GEMM_FN(fgg_mm_gemm_q5_1, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q5_1, fgg_mm_x1b16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_iq4_nl, inline, fgg_mm_gemm_b_sse, FGG_MM_B_IQ4_NL, fgg_mm_x1b16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_mxfp4, inline, fgg_mm_gemm_b_sse, FGG_MM_B_MXFP4, fgg_mm_x1b16, void)
+FGG_MM_GEMM_FN(fgg_mm_gemm_q1_0, inline, fgg_mm_gemm_b_sse, FGG_MM_B_Q1_0, fgg_mm_x1b16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q2_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K2, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q3_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K3, fgg_mm_x1k16, void)
 FGG_MM_GEMM_FN(fgg_mm_gemm_q4_k, inline, fgg_mm_gemm_k_sse, FGG_MM_K4, fgg_mm_x1k16, void)

@@ -99,7 +99,7 @@ cdef extern from "dot.h" nogil:
     const fgg_mm_gemm_fn fgg_mm_gemm_tq2_0, fgg_mm_gemm_tq1_0, fgg_mm_gemm_iq4_xs, fgg_mm_gemm_iq2_xxs, fgg_mm_gemm_iq3_s
     const fgg_mm_gemm_fn fgg_mm_gemm_iq2_xs, fgg_mm_gemm_iq2_s, fgg_mm_gemm_iq3_xxs, fgg_mm_gemm_iq1_s, fgg_mm_gemm_iq1_m
     const fgg_mm_gemm_fn fgg_mm_gemm_q4_0, fgg_mm_gemm_q5_0, fgg_mm_gemm_q4_1, fgg_mm_gemm_q5_1, fgg_mm_gemm_mxfp4
-    const fgg_mm_gemm_fn fgg_mm_gemm_q8_0, fgg_mm_gemm_iq4_nl
+    const fgg_mm_gemm_fn fgg_mm_gemm_q8_0, fgg_mm_gemm_iq4_nl, fgg_mm_gemm_q1_0
     enum: FGG_MM_QF_FLOATS
     enum: FGG_MM_SPAN_NW
     void fgg_mm_init_tables()

@@ -81,9 +81,10 @@ cdef enum:
 
 cdef inline void _set_batch(int type_id, fgg_mm_gemm_fn vnni_kernel, fgg_mm_gemm_fn kernel, bint vnni) noexcept:
     """A type's INT_BATCH entry: its VNNI kernel, else its build's own (maddubs in the SIMD builds; in
-    the portable SSE2 build the K kinds' and the per-32 types' but Q1_0's, Q2_0's and NVFP4's on x
+    the portable SSE2 build the K kinds' and the per-32 types' but Q2_0's and NVFP4's on x
     widened once, fgg_mm_gemm_k_sse and fgg_mm_gemm_b_sse), or none."""
-    INT_BATCH[type_id] = vnni_kernel if vnni else kernel if kernel != fgg_mm_gemm_never else NULL
+    cdef fgg_mm_gemm_fn chosen = vnni_kernel if vnni else kernel
+    INT_BATCH[type_id] = chosen if chosen != fgg_mm_gemm_never else NULL
 
 
 cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
@@ -143,7 +144,8 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     _set_batch(FGG_TYPE_IQ3_S, fgg_mm_gemm_iq3_s_vnni, fgg_mm_gemm_iq3_s, vnni)
     _set_batch(FGG_TYPE_IQ1_S, fgg_mm_gemm_iq1_s_vnni, fgg_mm_gemm_iq1_s, vnni)
     _set_batch(FGG_TYPE_IQ1_M, fgg_mm_gemm_iq1_m_vnni, fgg_mm_gemm_iq1_m, vnni)
-    # the per-32 types: VNNI and maddubs batch kernels (Q1_0, Q2_0 and NVFP4 have none)
+    # the per-32 types: VNNI and maddubs batch kernels (Q1_0, Q2_0 and NVFP4 have none; Q1_0 the
+    # portable SSE2 build's)
     _set_batch(FGG_TYPE_Q8_0, fgg_mm_gemm_q8_0_vnni, fgg_mm_gemm_q8_0, vnni)
     _set_batch(FGG_TYPE_Q4_0, fgg_mm_gemm_q4_0_vnni, fgg_mm_gemm_q4_0, vnni)
     _set_batch(FGG_TYPE_Q5_0, fgg_mm_gemm_q5_0_vnni, fgg_mm_gemm_q5_0, vnni)
@@ -151,6 +153,7 @@ cdef void _set_int_dots(fgg_kernel_row *rows, bint vnni) noexcept:
     _set_batch(FGG_TYPE_Q5_1, fgg_mm_gemm_q5_1_vnni, fgg_mm_gemm_q5_1, vnni)
     _set_batch(FGG_TYPE_IQ4_NL, fgg_mm_gemm_iq4_nl_vnni, fgg_mm_gemm_iq4_nl, vnni)
     _set_batch(FGG_TYPE_MXFP4, fgg_mm_gemm_mxfp4_vnni, fgg_mm_gemm_mxfp4, vnni)
+    _set_batch(FGG_TYPE_Q1_0, fgg_mm_gemm_never, fgg_mm_gemm_q1_0, vnni)  # the portable SSE2 build's only
     # the K-quants' row kernels are maddubs on VNNI CPUs too: at 1 to 5 rows of x (from 6 the
     # batch kernel) their VNNI twins were 0-16 % slower (Q4_K, Q5_K, Q6_K, 4096 x 4096, one thread);
     # the avx512 build's 512-bit ones where the CPU runs them whole, else 256-bit ones
@@ -272,7 +275,7 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
     per-32 types from 13 on VNNI, on maddubs from 5 to 32 by type), ``"vnni-few"`` (the per-32
     types at 2 to 12 rows, VNNI only: two rows of x per vector; where the CPU splits 512-bit
     operations, Q4_0, Q5_0, MXFP4 and IQ4_NL from 4 rows, Q4_1, Q5_1 and Q8_0 from 5),
-    ``"sse2-wide-x"`` (the portable SSE2 build's K kinds and per-32 types but Q1_0, Q2_0 and NVFP4
+    ``"sse2-wide-x"`` (the portable SSE2 build's K kinds and per-32 types but Q2_0 and NVFP4
     at any row count: x widened to int16 once, :func:`sse2_int_kernels`) or ``"rows"`` (one or two
     weight rows at a time)."""
     if _row(type_id) == NULL or _gemm_k(type_id) == NULL or m < _gemm_min_rows(type_id):
@@ -286,7 +289,7 @@ def int_batch_kernel(int type_id, Py_ssize_t m):
 
 def sse2_int_kernels():
     """Whether this is the portable build with SSE2 integer kernels for the K kinds (the K-quants,
-    the 256-value IQ types, TQ1_0, TQ2_0) and the per-32 types but Q1_0, Q2_0 and NVFP4 (x widened
+    the 256-value IQ types, TQ1_0, TQ2_0) and the per-32 types but Q2_0 and NVFP4 (x widened
     to int16 once per product, weight rows one at a time): x86-64, not a FASTGGUF_NO_SIMD build."""
     return bool(FGG_MM_SSE2_K_BUILD)
 
@@ -1105,7 +1108,13 @@ cdef size_t _xi_bytes(int type_id, Py_ssize_t m, Py_ssize_t nb) noexcept nogil:
     kinds) or fgg_mm_x16b per block of 32, 16 rows each (m rounded up), or for a few rows of the
     per-32 types fgg_mm_x2b per block of 32, 2 rows each (VNNI); fgg_mm_x8b per block of 32, 8
     rows each (maddubs)."""
-    return fgg_mm_batch_x_bytes(_x_layout(type_id), m, nb)
+    return fgg_mm_batch_x_bytes(_x_layout(type_id), m, _x_blocks(type_id, nb))
+
+
+cdef inline Py_ssize_t _x_blocks(int type_id, Py_ssize_t nb) noexcept nogil:
+    """Blocks of quantized x that meet nb weight blocks of ``type_id``: nb, or for the per-32 types
+    of several runs a block (Q1_0's 4) nb times that."""
+    return nb if _x_by_256(type_id) else nb * (fgg_block_size[type_id] // 32)
 
 
 cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, int threads) noexcept nogil:
@@ -1116,12 +1125,12 @@ cdef void _use_gemm(_MMIntJob *job, int type_id, fgg_mm_gemm_fn gemm, char *xi, 
     job.gm = job.m
     if fgg_mm_batch_group_rows(layout) == 8 and job.m % 8 < _gemm_min_rows(type_id):
         job.gm = job.m - job.m % 8
-    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(layout, job.gm, job.nb)
+    cdef size_t row_panel_bytes = fgg_mm_batch_panel_bytes(layout, job.gm, _x_blocks(type_id, job.nb))
     job.gemm = gemm
     job.xi = xi
     job.tile = _gemm_tile(row_panel_bytes)
     job.panel_bytes = job.tile * row_panel_bytes
-    fgg_mm_batch_x_fill(layout, job.x, job.xs, job.gm, job.nb, xi)
+    fgg_mm_batch_x_fill(layout, job.x, job.xs, job.gm, _x_blocks(type_id, job.nb), xi)
     job.n_tasks = _row_tasks(job.n1 - job.n0, job.tile, threads)
 
 
