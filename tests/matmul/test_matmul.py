@@ -861,7 +861,7 @@ def test_matmul_id_equals_per_expert_matmul(qtype, exact):
         matmul_id(x[:3], raw, ids, qtype)
 
 
-@pytest.mark.parametrize("qtype", [T.Q8_0, T.MXFP4, T.Q4_K, T.Q6_K, T.IQ4_XS, T.IQ2_S, T.IQ3_S], ids=lambda t: t.name)
+@pytest.mark.parametrize("qtype", [T.Q8_0, T.MXFP4, T.Q4_K, T.Q6_K, T.IQ4_XS, T.IQ2_S, T.IQ3_S, T.Q1_0], ids=lambda t: t.name)
 @pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("threads", [1, 2, 5, 64])
 def test_matmul_id_groups_the_experts_without_changing_bits(qtype, exact, threads, monkeypatch):

@@ -509,14 +509,23 @@ typedef uint16_t fgg_mm_words[256];
 static fgg_mm_words fgg_mm_iq4nl_words, fgg_mm_fp4_words;
 
 #if !defined(FGG_MM_INT_SIMD) && FGG_HAVE_SSE2
-/* The words of 8 code bytes, then their low bytes (the low nibbles' values, codes 0..7) and their
- * high bytes: lo and hi of 8 words each, in the word's low byte. */
+/* The words of 8 code bytes. */
 FGG_MM_ALWAYS_INLINE __m128i fgg_mm_sse_word_set8(const uint8_t *qs, const fgg_mm_words words)
 {
     return _mm_set_epi16((short)words[qs[7]], (short)words[qs[6]], (short)words[qs[5]], (short)words[qs[4]],
                          (short)words[qs[3]], (short)words[qs[2]], (short)words[qs[1]], (short)words[qs[0]]);
 }
 
+/* Their two values as int16: lo the low nibbles' (values 0..7 of the 8 bytes), hi the high ones'. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_word_values(const uint8_t *qs, const fgg_mm_words words, __m128i *lo, __m128i *hi)
+{
+    const __m128i v = fgg_mm_sse_word_set8(qs, words);
+    *lo = _mm_srai_epi16(_mm_slli_epi16(v, 8), 8);
+    *hi = _mm_srai_epi16(v, 8);
+}
+
+/* The words of 8 code bytes, then their low bytes (the low nibbles' values, codes 0..7) and their
+ * high bytes: lo and hi of 8 words each, in the word's low byte. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_words8(const uint8_t *qs, const fgg_mm_words words, __m128i *lo, __m128i *hi)
 {
     const __m128i w = fgg_mm_sse_word_set8(qs, words);
@@ -4994,8 +5003,8 @@ static int8_t fgg_mm_q5_fifths[2][256][8];
 #endif
 
 #if FGG_MM_SSE2_K_BUILD
-/* A byte's 8 bits as 8 int16 masks, -1 where the bit is set (fgg_mm_sse_grid_totals: the grid types'
- * signs; fgg_mm_init_tables). */
+/* A byte's 8 bits as 8 int16 masks, -1 where the bit is set: the grid types' signs
+ * (fgg_mm_sse_ksb_totals), Q1_0's values (fgg_mm_sse_b_row); fgg_mm_init_tables. */
 static int16_t fgg_mm_sign16[256][8] __attribute__((aligned(16)));
 #endif
 
@@ -6488,9 +6497,9 @@ FGG_MM_B32_SPAN(fgg_mm_span_mxfp4, FGG_MM_B_MXFP4)
 #if FGG_MM_SSE2_K_BUILD
 /* ------------------------------------------------------------------------------------------ */
 /* The portable build's integer kernels of the K kinds (and below of Q8_0, Q4_0, Q5_0, Q4_1, Q5_1,
- * IQ4_NL, MXFP4 and Q1_0): x widened to int16 once per product (fgg_mm_x1k16), then each weight row's codes
- * (Q2_K to Q6_K; the other K kinds from the row loop's unpacking, fgg_mm_sse_ksb_totals) made as int16
- * words in registers and met by madd, up to 4 rows of x per pass. The integer totals of
+ * IQ4_NL, MXFP4 and Q1_0): x widened to int16 once per product (fgg_mm_x1k16), then each weight
+ * row's codes (Q2_K to Q6_K from their fields; the other K kinds by fgg_mm_sse_ksb_totals) made as
+ * int16 words in registers and met by madd, up to 4 rows of x per pass. The integer totals of
  * fgg_mm_rows_k, then its float steps: the same bits. Against fgg_mm_rows_k's portable loop (unpack
  * to a fgg_mm_ksb, scales multiplied in, x widened per weight row), one row of x, one thread, 4096 x
  * 14336: Q4_K 10.6 -> 5.7 ms, Q6_K 13.5 -> 6.9. */
@@ -6655,10 +6664,11 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q23_k_totals(const uint8_t *wb, const fgg_m
     }
 }
 
-/* The other K kinds (the 256-value IQ types, TQ2_0 and TQ1_0) against rows x[0..R-1]: the
- * super-block unpacked as the row loop does it (fgg_mm_k_unpack_fields: values as bytes, a scale
- * per 16), each 16 values widened, times their scale (pmullw, as fgg_mm_k_unpack's ws) and met by
- * madd; tot[i] fgg_mm_rows_k's total (the ternary types' less their offsets' term). Its d. */
+/* The other K kinds (the 256-value IQ types, TQ2_0 and TQ1_0) against rows x[0..R-1]: their values
+ * as int16, times their scale (pmullw, as fgg_mm_k_unpack's ws), met by madd; tot[i] fgg_mm_rows_k's
+ * total (the ternary types' less their offsets' term); returns d. The values: the grid types'
+ * straight from their grid rows and sign bits, IQ4_XS's from its word table, the others' from the
+ * row loop's unpacking (fgg_mm_k_unpack_fields: bytes, a scale per 16) widened. */
 FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, const fgg_mm_x1k16 *x, ptrdiff_t xs,
                                                  const int R, int32_t *tot)
 {
@@ -6700,9 +6710,10 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, co
         for (int j = 0; j < 8; j++) {
             const __m128i sv = _mm_set1_epi16((short)fgg_mm_iq4_xs_scale(wb, j));  /* |value * scale| <= 127 * 32 */
             for (int h = 0; h < 2; h++) {  /* code bytes 8h..8h + 7: values 8h.. (low nibbles) and 16 + 8h.. */
-                const __m128i v = fgg_mm_sse_word_set8(wb + 8 + 16 * j + 8 * h, fgg_mm_iq4nl_words);
-                const __m128i lo = _mm_mullo_epi16(_mm_srai_epi16(_mm_slli_epi16(v, 8), 8), sv);
-                const __m128i hi = _mm_mullo_epi16(_mm_srai_epi16(v, 8), sv);
+                __m128i lo, hi;
+                fgg_mm_sse_word_values(wb + 8 + 16 * j + 8 * h, fgg_mm_iq4nl_words, &lo, &hi);
+                lo = _mm_mullo_epi16(lo, sv);
+                hi = _mm_mullo_epi16(hi, sv);
                 for (int i = 0; i < R; i++) {
                     const int16_t *xq = x[i * xs].q + 32 * j + 8 * h;
                     a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
@@ -6806,11 +6817,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_b_row(int kind, const uint8_t *w, ptrdiff_t
             } else if (kind == FGG_MM_B_IQ4_NL || kind == FGG_MM_B_MXFP4) {
                 /* the table's signed bytes by code byte (fgg_mm_words): byte k's low one value k, its high one 16 + k */
                 const fgg_mm_words *words = kind == FGG_MM_B_IQ4_NL ? &fgg_mm_iq4nl_words : &fgg_mm_fp4_words;
-                for (int h = 0; h < 2; h++) {
-                    const __m128i v = fgg_mm_sse_word_set8(codes + 8 * h, *words);
-                    u[h] = _mm_srai_epi16(_mm_slli_epi16(v, 8), 8);
-                    u[2 + h] = _mm_srai_epi16(v, 8);
-                }
+                for (int h = 0; h < 2; h++) fgg_mm_sse_word_values(codes + 8 * h, *words, &u[h], &u[2 + h]);
             } else if (kind == FGG_MM_B_Q8_0) {
                 for (int h = 0; h < 2; h++) {
                     const __m128i v = _mm_loadu_si128((const __m128i *)(codes + 16 * h));
