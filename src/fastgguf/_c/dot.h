@@ -1869,12 +1869,12 @@ static inline uint32_t fgg_mm_iq3_s_rows(const uint8_t *wb, int j, const uint8_t
     return fgg_load_u32le(wb + 74 + 4 * j);
 }
 
-static inline uint32_t fgg_mm_iq3_xxs_gs(const uint8_t *wb, int j, uint64_t g[4])
+/* fgg_mm_grid32 of those 8 rows of 4 and their sign bits. */
+static inline fgg_mm_w32 fgg_mm_grid32_rows4(const uint8_t *const r[8], uint32_t signs)
 {
-    const uint8_t *r[8];
-    const uint32_t signs = fgg_mm_iq3_xxs_rows(wb, j, r);
+    uint64_t g[4];
     for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_rows4(r[2 * l], r[2 * l + 1]);
-    return signs;
+    return fgg_mm_grid32(g, signs);
 }
 
 static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
@@ -1883,18 +1883,10 @@ static inline fgg_mm_w32 fgg_mm_iq3_xxs_run(const uint8_t *wb, int j)
     const __m128i q = _mm_loadl_epi64((const __m128i *)(wb + 2 + 8 * j));
     return fgg_mm_signed32(fgg_mm_gather_rows4(fgg_iq3xxs_grid, _mm256_cvtepu8_epi32(q)), fgg_mm_iq3_xxs_signs(wb, j));
 #else
-    uint64_t g[4];
-    const uint32_t signs = fgg_mm_iq3_xxs_gs(wb, j, g);
-    return fgg_mm_grid32(g, signs);
-#endif
-}
-
-static inline uint32_t fgg_mm_iq3_s_gs(const uint8_t *wb, int j, uint64_t g[4])
-{
     const uint8_t *r[8];
-    const uint32_t signs = fgg_mm_iq3_s_rows(wb, j, r);
-    for (int l = 0; l < 4; l++) g[l] = fgg_mm_grid_rows4(r[2 * l], r[2 * l + 1]);
-    return signs;
+    const uint32_t signs = fgg_mm_iq3_xxs_rows(wb, j, r);
+    return fgg_mm_grid32_rows4(r, signs);
+#endif
 }
 
 static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
@@ -1904,9 +1896,9 @@ static inline fgg_mm_w32 fgg_mm_iq3_s_run(const uint8_t *wb, int j)
     const __m256i idx = _mm256_or_si256(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)qs)), fgg_mm_bit_lanes8(qh, 8));
     return fgg_mm_signed32(fgg_mm_gather_rows4(fgg_iq3s_grid, idx), fgg_load_u32le(wb + 74 + 4 * j));
 #else
-    uint64_t g[4];
-    const uint32_t signs = fgg_mm_iq3_s_gs(wb, j, g);
-    return fgg_mm_grid32(g, signs);
+    const uint8_t *r[8];
+    const uint32_t signs = fgg_mm_iq3_s_rows(wb, j, r);
+    return fgg_mm_grid32_rows4(r, signs);
 #endif
 }
 
@@ -6539,6 +6531,18 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_scales16(__m128i sc8, __m128i sc16[2], int1
     _mm_storeu_si128((__m128i *)(sc + 8), sc16[1]);
 }
 
+/* 8 int16 words lo against values lo_at..lo_at + 7 of rows x[0..R-1] (each at x[i * xs]) and 8 hi
+ * against hi_at..hi_at + 7: their pair sums added to a[i]. */
+FGG_MM_ALWAYS_INLINE void fgg_mm_sse_madd_rows(__m128i *a, const int R, __m128i lo, int lo_at, __m128i hi, int hi_at,
+                                               const fgg_mm_x1k16 *x, ptrdiff_t xs)
+{
+    for (int i = 0; i < R; i++) {
+        const int16_t *xq = x[i * xs].q + lo_at;
+        a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
+                                                 _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + (hi_at - lo_at))))));
+    }
+}
+
 /* 16 codes u (bytes) times the scale s (|u * s| < 2^15) against values at..at + 15 of rows x[0..R-1]
  * (each at x[i * xs]): added to a[i]. */
 FGG_MM_ALWAYS_INLINE void fgg_mm_sse_group16(__m128i *a, const int R, __m128i u, int16_t s, const fgg_mm_x1k16 *x,
@@ -6546,11 +6550,7 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_group16(__m128i *a, const int R, __m128i u,
 {
     const __m128i z = _mm_setzero_si128(), sv = _mm_set1_epi16(s);
     const __m128i lo = _mm_mullo_epi16(_mm_unpacklo_epi8(u, z), sv), hi = _mm_mullo_epi16(_mm_unpackhi_epi8(u, z), sv);
-    for (int i = 0; i < R; i++) {
-        const int16_t *xq = x[i * xs].q + at;
-        a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
-                                                 _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
-    }
+    fgg_mm_sse_madd_rows(a, R, lo, at, hi, at + 8, x, xs);
 }
 
 /* Q4_K (is_q5 0) or Q5_K super-block wb against rows x[0..R-1] (each at x[i * xs]): the totals of
@@ -6570,8 +6570,8 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
     }
 #pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {  /* (constant shifts for Q5_K's fifth bits: unrolled) */
-        __m128i S[4][2];  /* [row][sub-block 2g + j] */
-        for (int i = 0; i < R; i++) S[i][0] = S[i][1] = z;
+        __m128i S[2][4];  /* [sub-block 2g + j][row] */
+        for (int i = 0; i < R; i++) S[0][i] = S[1][i] = z;
         for (int k = 0; k < 2; k++) {
             const __m128i v = _mm_loadu_si128((const __m128i *)(qs + 32 * g + 16 * k));
             __m128i u[2] = {_mm_and_si128(v, low), _mm_and_si128(_mm_srli_epi16(v, 4), low)};
@@ -6581,17 +6581,13 @@ FGG_MM_ALWAYS_INLINE void fgg_mm_sse_q45_k_totals(const uint8_t *wb, const fgg_m
                     u[j] = _mm_or_si128(u[j], _mm_and_si128(fgg_mm_sse_bit_to(qh, 2 * g + j, 4), fifth));
                 }
             for (int j = 0; j < 2; j++) {
-                const __m128i lo = _mm_unpacklo_epi8(u[j], z), hi = _mm_unpackhi_epi8(u[j], z);
-                for (int i = 0; i < R; i++) {
-                    const int16_t *xq = x[i * xs].q + 64 * g + 32 * j + 16 * k;
-                    S[i][j] = _mm_add_epi32(S[i][j], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
-                                                                   _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
-                }
+                const int at = 64 * g + 32 * j + 16 * k;
+                fgg_mm_sse_madd_rows(S[j], R, _mm_unpacklo_epi8(u[j], z), at, _mm_unpackhi_epi8(u[j], z), at + 8, x, xs);
             }
         }
         const uint32_t sc2 = words[g >> 1] >> (16 * (g & 1));  /* the scales of sub-blocks 2g, 2g + 1 */
         const __m128i sc0 = _mm_set1_epi32((int)(sc2 & 0xff)), sc1 = _mm_set1_epi32((int)((sc2 >> 8) & 0xff));
-        for (int i = 0; i < R; i++) a[i] = fgg_mm_sse_add_scaled(fgg_mm_sse_add_scaled(a[i], S[i][0], sc0), S[i][1], sc1);
+        for (int i = 0; i < R; i++) a[i] = fgg_mm_sse_add_scaled(fgg_mm_sse_add_scaled(a[i], S[0][i], sc0), S[1][i], sc1);
     }
     for (int i = 0; i < R; i++) tot[i] = fgg_mm_sse_total02(a[i]);
 }
@@ -6689,6 +6685,7 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, co
                                    : kind == FGG_MM_K_IQ2_S  ? fgg_mm_iq2_s_gs(wb, j, g)
                                    : kind == FGG_MM_K_IQ3_XXS ? fgg_mm_iq3_xxs_rows(wb, j, r)
                                                               : fgg_mm_iq3_s_rows(wb, j, r);
+            __m128i v[4];  /* values 8l..8l + 7 */
             for (int l = 0; l < 4; l++) {
                 const __m128i m = _mm_load_si128((const __m128i *)fgg_mm_sign16[(signs >> (8 * l)) & 255]);
                 const __m128i row8 = kind == FGG_MM_K_IQ3_XXS || kind == FGG_MM_K_IQ3_S
@@ -6696,10 +6693,9 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, co
                                                               _mm_cvtsi32_si128((int)fgg_load_u32le(r[2 * l + 1])))
                                          : _mm_cvtsi64_si128((long long)g[l]);
                 const __m128i mag = _mm_unpacklo_epi8(row8, z);
-                const __m128i v = _mm_mullo_epi16(_mm_sub_epi16(_mm_xor_si128(mag, m), m), _mm_set1_epi16((short)scale[l >> 1]));
-                for (int i = 0; i < R; i++)
-                    a[i] = _mm_add_epi32(a[i], _mm_madd_epi16(v, _mm_load_si128((const __m128i *)(x[i * xs].q + 32 * j + 8 * l))));
+                v[l] = _mm_mullo_epi16(_mm_sub_epi16(_mm_xor_si128(mag, m), m), _mm_set1_epi16((short)scale[l >> 1]));
             }
+            for (int h = 0; h < 2; h++) fgg_mm_sse_madd_rows(a, R, v[2 * h], 32 * j + 16 * h, v[2 * h + 1], 32 * j + 16 * h + 8, x, xs);
         }
         for (int i = 0; i < R; i++) tot[i] = fgg_mm_sse_total4(a[i]);
         return fgg_mm_iq_d(kind, wb);
@@ -6712,13 +6708,7 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, co
             for (int h = 0; h < 2; h++) {  /* code bytes 8h..8h + 7: values 8h.. (low nibbles) and 16 + 8h.. */
                 __m128i lo, hi;
                 fgg_mm_sse_word_values(wb + 8 + 16 * j + 8 * h, fgg_mm_iq4nl_words, &lo, &hi);
-                lo = _mm_mullo_epi16(lo, sv);
-                hi = _mm_mullo_epi16(hi, sv);
-                for (int i = 0; i < R; i++) {
-                    const int16_t *xq = x[i * xs].q + 32 * j + 8 * h;
-                    a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
-                                                             _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 16)))));
-                }
+                fgg_mm_sse_madd_rows(a, R, _mm_mullo_epi16(lo, sv), 32 * j + 8 * h, _mm_mullo_epi16(hi, sv), 32 * j + 16 + 8 * h, x, xs);
             }
         }
         for (int i = 0; i < R; i++) tot[i] = fgg_mm_sse_total4(a[i]);
@@ -6734,11 +6724,7 @@ FGG_MM_ALWAYS_INLINE float fgg_mm_sse_ksb_totals(int kind, const uint8_t *wb, co
             const __m128i v = _mm_loadu_si128((const __m128i *)(s.u[j].b + 16 * h)), sv = _mm_set1_epi16(s.sc[2 * j + h]);
             const __m128i lo = _mm_mullo_epi16(_mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8), sv);
             const __m128i hi = _mm_mullo_epi16(_mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8), sv);
-            for (int i = 0; i < R; i++) {
-                const int16_t *xq = x[i * xs].q + 32 * j + 16 * h;
-                a[i] = _mm_add_epi32(a[i], _mm_add_epi32(_mm_madd_epi16(lo, _mm_load_si128((const __m128i *)xq)),
-                                                         _mm_madd_epi16(hi, _mm_load_si128((const __m128i *)(xq + 8)))));
-            }
+            fgg_mm_sse_madd_rows(a, R, lo, 32 * j + 16 * h, hi, 32 * j + 16 * h + 8, x, xs);
         }
     const __m128i bs0 = _mm_loadu_si128((const __m128i *)s.bs), bs1 = _mm_loadu_si128((const __m128i *)(s.bs + 8));
     for (int i = 0; i < R; i++)
